@@ -1,0 +1,100 @@
+# softnic — build, stage, test, install.
+#
+#   make              release build, staged in build/ (include, lib, lib/pkgconfig, bin)
+#   make check        everything CI runs: Rust tests, loom models, C tests under snrun
+#                     and mpiexec, ABI checks
+#   make check-full   check + heavier stress + valgrind runs
+#   make run-example  a small job under snrun
+#   make install PREFIX=/usr/local
+#   make bench        benchmarks (see bench/)
+
+SHELL      := /bin/bash
+CARGO      ?= cargo
+CC         ?= gcc
+PREFIX     ?= /usr/local
+SHARED     ?= $(abspath ../shared)
+BUILD      := $(abspath build)
+TARGET     := $(abspath target)
+REL        := $(TARGET)/release
+RUST_SYSROOT_LIB := $(shell rustc --print sysroot)/lib
+CFLAGS_TEST := -O2 -g -Wall -Wextra -Wno-unused-parameter -I$(BUILD)/include -I$(abspath c-tests/common)
+LDFLAGS_TEST := -L$(BUILD)/lib -Wl,-rpath,$(BUILD)/lib
+
+# Vendor libraries we ship: cargo artefact -> staged file name (soname) and dev symlink.
+# An API library is listed here once its issue has landed.
+STAGED_LIBS := libpmi.so:libpmi.so.0
+
+.PHONY: all build stage check check-rust check-loom check-c check-abi check-full \
+        run-example install bench clean c-tests
+
+all: stage
+
+build:
+	$(CARGO) build --release --workspace
+
+stage: build
+	@mkdir -p $(BUILD)/include $(BUILD)/lib/pkgconfig $(BUILD)/bin $(BUILD)/libexec
+	@cp -f include/*.h $(BUILD)/include/ 2>/dev/null || true
+	@cp -f $(REL)/libsoftnic_fabric.so $(BUILD)/lib/
+	@cp -f $(RUST_SYSROOT_LIB)/libstd-*.so $(BUILD)/lib/
+	@for pair in $(STAGED_LIBS); do \
+	    art=$${pair%%:*}; so=$${pair##*:}; \
+	    cp -f $(REL)/$$art $(BUILD)/lib/$$so; \
+	    if [ "$$so" != "$$art" ]; then ln -sfn $$so $(BUILD)/lib/$$art; fi; \
+	done
+	@cp -f $(REL)/snrun $(BUILD)/bin/snrun
+	@for pc in pkgconfig/*.pc.in; do \
+	    [ -e "$$pc" ] || continue; \
+	    out=$(BUILD)/lib/pkgconfig/$$(basename $${pc%.in}); \
+	    sed -e 's|@PREFIX@|$(BUILD)|g' $$pc > $$out; \
+	done
+	@echo "staged in $(BUILD)"
+
+# ---- tests -------------------------------------------------------------------
+
+check: stage check-rust check-loom check-c check-abi
+	@echo "make check: all stages passed"
+
+check-rust:
+	$(CARGO) test --release --workspace
+
+# Loom models live in fabric (cfg(loom)); separate target dir so the normal
+# build is not invalidated.
+check-loom:
+	RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 $(CARGO) test --release -p fabric \
+	    --target-dir $(TARGET)/loom --lib loom
+
+c-tests: stage
+	@$(MAKE) --no-print-directory -f c-tests/c-tests.mk BUILD=$(BUILD) \
+	    CC="$(CC)" CFLAGS_TEST="$(CFLAGS_TEST)" LDFLAGS_TEST="$(LDFLAGS_TEST)"
+
+check-c: c-tests
+	BUILD=$(BUILD) SHARED=$(SHARED) c-tests/run.sh c-tests/tests.list
+
+check-abi: stage
+	@set -e; \
+	$(SHARED)/tools/abi-check $(SHARED)/abi/pmi.md pmi.h -I $(BUILD)/include --lib $(BUILD)/lib/libpmi.so | tail -1 | tee /dev/stderr | grep -q '0 mismatched, 0 missing, 0 symbols not exported' || { echo "abi-check pmi.h failed"; exit 1; }
+
+check-full: check
+	BUILD=$(BUILD) SHARED=$(SHARED) SOFTNIC_STRESS=1 c-tests/run.sh c-tests/tests-full.list
+	SOFTNIC_STRESS=1 $(CARGO) test --release --workspace -- --include-ignored
+
+# ---- examples, install, bench --------------------------------------------------
+
+run-example: c-tests
+	$(BUILD)/bin/snrun -n 4 --label $(BUILD)/tests/pmi/pmi_hello
+
+install: stage
+	install -d $(PREFIX)/include $(PREFIX)/lib/pkgconfig $(PREFIX)/bin
+	cp -a $(BUILD)/include/. $(PREFIX)/include/
+	cp -a $(BUILD)/lib/. $(PREFIX)/lib/
+	for pc in pkgconfig/*.pc.in; do [ -e "$$pc" ] || continue; \
+	    sed -e 's|@PREFIX@|$(PREFIX)|g' $$pc > $(PREFIX)/lib/pkgconfig/$$(basename $${pc%.in}); done
+	install -m 0755 $(BUILD)/bin/snrun $(PREFIX)/bin/snrun
+
+bench: stage
+	@echo "benchmarks: see issue 5 (bench/ not built yet)"
+
+clean:
+	$(CARGO) clean
+	rm -rf $(BUILD)

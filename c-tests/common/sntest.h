@@ -1,0 +1,24 @@
+/* Small helpers shared by the softnic C tests.  A failed CHECK prints the
+ * location and the failing expression and exits 1; SKIP exits 77 with a reason. */
+#ifndef SNTEST_H
+#define SNTEST_H
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int sntest_rank = -1;
+
+#define SN_FAIL(...) do { \
+    fprintf(stderr, "FAIL [rank %d] %s:%d: ", sntest_rank, __FILE__, __LINE__); \
+    fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
+
+#define CHECK(cond) do { if (!(cond)) SN_FAIL("CHECK(%s)", #cond); } while (0)
+
+/* Compare an integer result with the expected value, printing both on failure. */
+#define CHECK_EQ(got, want) do { long long g_ = (long long)(got), w_ = (long long)(want); \
+    if (g_ != w_) SN_FAIL("%s == %lld, expected %s == %lld", #got, g_, #want, w_); } while (0)
+
+#define SKIP(...) do { fprintf(stderr, "SKIP: "); fprintf(stderr, __VA_ARGS__); \
+    fputc('\n', stderr); exit(77); } while (0)
+
+#endif

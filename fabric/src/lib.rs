@@ -1,0 +1,28 @@
+//! softnic fabric: everything the API libraries share.
+//!
+//! Layering (see ../shared/DESIGN.md):
+//! - [`shm`]: per-user directory, memfd-backed shared segments, peer mapping.
+//! - [`registry`]: the node registry where processes and endpoints are found by key.
+//! - [`ring`]: bounded lock-free rings in shared memory (completion queues, mailboxes).
+//! - [`wait`]: futex waiting on shared words (spin briefly, then sleep).
+//! - [`mem`]: memory registration (page rebinding, handles, generations, PD keys).
+//! - [`atomic`]: the remote atomic operation set.
+//! - [`rma`]: the one-sided engine (put, get, atomics, remote events) on peer memory.
+//! - [`pmi`] and [`bootstrap`]: PMI-1 client and the job bootstrap built on it.
+//! - [`env`], [`log`]: tunables registry and `SOFTNIC_LOG`.
+
+pub mod error;
+pub mod sync;
+pub mod env;
+pub mod log;
+pub mod shm;
+pub mod registry;
+pub mod ring;
+pub mod wait;
+pub mod mem;
+pub mod atomic;
+pub mod rma;
+pub mod pmi;
+pub mod bootstrap;
+
+pub use error::{Error, Result};

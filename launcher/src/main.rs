@@ -1,0 +1,1 @@
+fn main() { eprintln!("snrun: not built yet"); std::process::exit(1) }

@@ -1,0 +1,3 @@
+//! libsisci.so: Dolphin SISCI over the softnic fabric
+//!
+//! Not built yet: this library exports no symbols until its issue lands.

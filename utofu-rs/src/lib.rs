@@ -1,0 +1,3 @@
+//! libtofucom.so: Fujitsu uTofu over the softnic fabric
+//!
+//! Not built yet: this library exports no symbols until its issue lands.
