@@ -69,14 +69,14 @@ c-tests: stage
 	    CC="$(CC)" CFLAGS_TEST="$(CFLAGS_TEST)" LDFLAGS_TEST="$(LDFLAGS_TEST)"
 
 check-c: c-tests
-	BUILD=$(BUILD) SHARED=$(SHARED) c-tests/run.sh c-tests/tests.list
+	BUILD=$(BUILD) SHARED=$(SHARED) c-tests/run.sh c-tests/*.list
 
 check-abi: stage
 	@set -e; \
 	$(SHARED)/tools/abi-check $(SHARED)/abi/pmi.md pmi.h -I $(BUILD)/include --lib $(BUILD)/lib/libpmi.so | tail -1 | tee /dev/stderr | grep -q '0 mismatched, 0 missing, 0 symbols not exported' || { echo "abi-check pmi.h failed"; exit 1; }
 
 check-full: check
-	BUILD=$(BUILD) SHARED=$(SHARED) SOFTNIC_STRESS=1 c-tests/run.sh c-tests/tests-full.list
+	BUILD=$(BUILD) SHARED=$(SHARED) SOFTNIC_STRESS=1 c-tests/run.sh c-tests/full/*.list
 	SOFTNIC_STRESS=1 $(CARGO) test --release --workspace -- --include-ignored
 
 # ---- examples, install, bench --------------------------------------------------

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the C tests listed in a manifest and ends with "N passed, N failed".
+# Runs the C tests listed in one or more manifests and ends with "N passed, N failed".
+# Usage: run.sh MANIFEST...   (TEST_FILTER=substring runs only matching names)
 #
 # Manifest lines:   NAME [key=value ...] -- COMMAND...
 #   exit=N        expected exit status (default 0)
@@ -11,13 +12,14 @@
 # COMMAND is run by bash from the repository root with $SNRUN (build/bin/snrun),
 # $T (build/tests) and $BUILD set; the environment has build/bin on PATH.
 set -u
-manifest=${1:?usage: run.sh MANIFEST [NAME-FILTER]}
-filter=${2:-}
+[ $# -ge 1 ] || { echo "usage: run.sh MANIFEST..."; exit 2; }
+filter=${TEST_FILTER:-}
 BUILD=${BUILD:-$(pwd)/build}
 export BUILD SNRUN="$BUILD/bin/snrun" T="$BUILD/tests" PATH="$BUILD/bin:$PATH"
 logdir="$BUILD/test-logs"; mkdir -p "$logdir"
 pass=0; fail=0; skip=0; failed=()
 
+for manifest in "$@"; do
 while IFS= read -r line || [ -n "$line" ]; do
     line=${line%%#*}
     [[ "$line" =~ [^[:space:]] ]] || continue
@@ -59,6 +61,7 @@ while IFS= read -r line || [ -n "$line" ]; do
         fail=$((fail+1)); failed+=("$name")
     fi
 done < "$manifest"
+done
 
 [ "$fail" -gt 0 ] && echo "failed: ${failed[*]}"
 echo "$pass passed, $fail failed, $skip skipped"
