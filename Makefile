@@ -12,6 +12,7 @@ SHELL      := /bin/bash
 CARGO      ?= cargo
 CC         ?= gcc
 PREFIX     ?= /usr/local
+SUDO       := $(shell [ $$(id -u) = 0 ] || echo sudo)
 SHARED     ?= $(abspath ../shared)
 BUILD      := $(abspath build)
 TARGET     := $(abspath target)
@@ -24,7 +25,7 @@ LDFLAGS_TEST := -L$(BUILD)/lib -Wl,-rpath,$(BUILD)/lib
 # An API library is listed here once its issue has landed.
 STAGED_LIBS := libpmi.so:libpmi.so.0
 
-.PHONY: all build stage check check-rust check-loom check-c check-abi check-full \
+.PHONY: deps all build stage check check-rust check-loom check-c check-abi check-full \
         run-example install bench clean c-tests
 
 all: stage
@@ -52,7 +53,16 @@ stage: build
 
 # ---- tests -------------------------------------------------------------------
 
-check: stage check-rust check-loom check-c check-abi
+# Test prerequisites from the distribution: MPICH (for the mpiexec runs and the
+# MPI program under snrun) and valgrind (check-full).  Installed only when missing.
+deps:
+	@if ! command -v mpiexec >/dev/null 2>&1 || ! command -v mpicc >/dev/null 2>&1; then \
+	    echo "installing MPICH (tests run programs under mpiexec)"; \
+	    export DEBIAN_FRONTEND=noninteractive; \
+	    $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq mpich libmpich-dev >/dev/null; \
+	fi
+
+check: deps stage check-rust check-loom check-c check-abi
 	@echo "make check: all stages passed"
 
 check-rust:
@@ -76,6 +86,7 @@ check-abi: stage
 	$(SHARED)/tools/abi-check $(SHARED)/abi/pmi.md pmi.h -I $(BUILD)/include --lib $(BUILD)/lib/libpmi.so | tail -1 | tee /dev/stderr | grep -q '0 mismatched, 0 missing, 0 symbols not exported' || { echo "abi-check pmi.h failed"; exit 1; }
 
 check-full: check
+	@command -v valgrind >/dev/null || { export DEBIAN_FRONTEND=noninteractive; $(SUDO) apt-get install -y -qq valgrind >/dev/null; }
 	BUILD=$(BUILD) SHARED=$(SHARED) SOFTNIC_STRESS=1 c-tests/run.sh c-tests/full/*.list
 	SOFTNIC_STRESS=1 $(CARGO) test --release --workspace -- --include-ignored
 
