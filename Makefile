@@ -17,7 +17,7 @@ SHARED     ?= $(abspath ../shared)
 BUILD      := $(abspath build)
 TARGET     := $(abspath target)
 REL        := $(TARGET)/release
-RUST_SYSROOT_LIB := $(shell rustc --print sysroot)/lib
+RUST_SYSROOT_LIB := $(shell rustc --print target-libdir)
 CFLAGS_TEST := -O2 -g -Wall -Wextra -Wno-unused-parameter -I$(BUILD)/include -I$(abspath c-tests/common)
 LDFLAGS_TEST := -L$(BUILD)/lib -Wl,-rpath,$(BUILD)/lib
 
