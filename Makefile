@@ -24,6 +24,8 @@ LDFLAGS_TEST := -L$(BUILD)/lib -Wl,-rpath,$(BUILD)/lib
 # Vendor libraries we ship: cargo artefact -> staged file name (soname) and dev symlink.
 # An API library is listed here once its issue has landed.
 STAGED_LIBS := libpmi.so:libpmi.so.0
+# sheet:header:library checked by check-abi
+ABI_CHECKS  := pmi.md:pmi.h:libpmi.so
 
 .PHONY: deps all build stage check check-rust check-loom check-c check-abi check-full \
         run-example install bench clean c-tests
@@ -44,6 +46,7 @@ stage: build
 	    if [ "$$so" != "$$art" ]; then ln -sfn $$so $(BUILD)/lib/$$art; fi; \
 	done
 	@cp -f $(REL)/snrun $(BUILD)/bin/snrun
+	@cp -f $(REL)/fabric-jobtest $(BUILD)/libexec/
 	@for pc in pkgconfig/*.pc.in; do \
 	    [ -e "$$pc" ] || continue; \
 	    out=$(BUILD)/lib/pkgconfig/$$(basename $${pc%.in}); \
@@ -82,8 +85,13 @@ check-c: c-tests
 	BUILD=$(BUILD) SHARED=$(SHARED) c-tests/run.sh c-tests/*.list
 
 check-abi: stage
-	@set -e; \
-	$(SHARED)/tools/abi-check $(SHARED)/abi/pmi.md pmi.h -I $(BUILD)/include --lib $(BUILD)/lib/libpmi.so | tail -1 | tee /dev/stderr | grep -q '0 mismatched, 0 missing, 0 symbols not exported' || { echo "abi-check pmi.h failed"; exit 1; }
+	@set -e; for pair in $(ABI_CHECKS); do \
+	    sheet=$${pair%%:*}; rest=$${pair#*:}; hdr=$${rest%%:*}; lib=$${rest#*:}; \
+	    line=$$($(SHARED)/tools/abi-check $(SHARED)/abi/$$sheet $$hdr -I $(BUILD)/include --lib $(BUILD)/lib/$$lib | tail -1); \
+	    echo "$$line"; \
+	    case "$$line" in *" 0 mismatched, 0 missing, 0 symbols not exported"*) ;; \
+	        *) echo "abi-check $$hdr FAILED"; exit 1 ;; esac; \
+	done
 
 check-full: check
 	@command -v valgrind >/dev/null || { export DEBIAN_FRONTEND=noninteractive; $(SUDO) apt-get install -y -qq valgrind >/dev/null; }

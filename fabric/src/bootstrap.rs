@@ -1,4 +1,16 @@
-//! Job bootstrap (CONTRACT STUB: the PMI helper replaces this, keeping `gni_credentials`).
+//! Job bootstrap for the API libraries: who am I, where are my peers, and a
+//! few out-of-band collectives, all over the process's single PMI connection
+//! ([`crate::pmi`]).  Every function connects lazily, so an API library may
+//! call them before (or without) the application's `PMI_Init`.
+//!
+//! Errors: `Bootstrap` when no launcher can be reached or after `PMI_Finalize`,
+//! `InvalidArg` for bad keys or ranks, `NotFound` for a key nobody put.
+//!
+//! Collectives ([`barrier`], [`kvs_fence`], [`allgather`], [`bcast`]) must be
+//! called by every rank in the same order, like MPI collectives.
+
+use crate::error::{Error, Result};
+use crate::pmi::{self, Client, INTERNAL_PREFIX};
 
 /// The (ptag, cookie) pair every rank of a job uses for uGNI/DMAPP, derived
 /// from the job's KVS name so that snrun (which exports PMI_GNI_PTAG/COOKIE
@@ -15,4 +27,283 @@ pub fn gni_credentials(kvsname: &str) -> (u8, u32) {
     let ptag = 16 + (h % 224) as u8;
     let cookie = (1 + ((h >> 32) % 0xfffe) as u32) << 16;
     (ptag, cookie)
+}
+
+/// This process's rank in the job (0 in a singleton).
+pub fn rank() -> Result<u32> {
+    pmi::with_client(|c| Ok(c.job.rank))
+}
+
+/// Number of ranks in the job.
+pub fn size() -> Result<u32> {
+    pmi::with_client(|c| Ok(c.job.size))
+}
+
+/// Index of this rank among the ranks on its node (0-based, rank order).
+pub fn local_rank() -> Result<u32> {
+    pmi::with_client(|c| Ok(c.job.local_rank()))
+}
+
+/// Number of ranks on this node.
+pub fn local_size() -> Result<u32> {
+    pmi::with_client(|c| Ok(c.job.clique().len() as u32))
+}
+
+/// Ranks on this node, ascending.
+pub fn local_ranks() -> Result<Vec<u32>> {
+    pmi::with_client(|c| Ok(c.job.clique()))
+}
+
+/// Node id (NID) of `rank`, from the launcher's process mapping; 0 for every
+/// rank when the launcher gives none.  `InvalidArg` if `rank >= size`.
+pub fn node_id(rank: u32) -> Result<u32> {
+    pmi::with_client(|c| c.job.node_id(rank).ok_or(Error::InvalidArg))
+}
+
+/// Number of distinct nodes (highest node id + 1).
+pub fn num_nodes() -> Result<u32> {
+    pmi::with_client(|c| Ok(c.job.num_nodes()))
+}
+
+/// The job's KVS name (identifies the job; input of [`gni_credentials`]).
+pub fn job_id() -> Result<String> {
+    pmi::with_client(|c| Ok(c.job.kvsname.clone()))
+}
+
+/// Whether the process runs without a launcher (1-rank job, local KVS).
+pub fn is_singleton() -> Result<bool> {
+    pmi::with_client(|c| Ok(c.job.singleton))
+}
+
+// ---- typed KVS -------------------------------------------------------------
+
+fn hex_encode(data: &[u8]) -> String {
+    const D: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(data.len() * 2);
+    for &b in data {
+        s.push(D[(b >> 4) as usize] as char);
+        s.push(D[(b & 15) as usize] as char);
+    }
+    s
+}
+
+fn hex_decode(s: &str) -> Result<Vec<u8>> {
+    fn nib(c: u8) -> Result<u8> {
+        match c {
+            b'0'..=b'9' => Ok(c - b'0'),
+            b'a'..=b'f' => Ok(c - b'a' + 10),
+            b'A'..=b'F' => Ok(c - b'A' + 10),
+            _ => Err(Error::Bootstrap),
+        }
+    }
+    let b = s.as_bytes();
+    if b.len() % 2 != 0 {
+        return Err(Error::Bootstrap);
+    }
+    b.chunks(2).map(|p| Ok(nib(p[0])? << 4 | nib(p[1])?)).collect()
+}
+
+// Wire layout of one typed value published by `rank` under `key`:
+//   _sn.<rank>.<key>      = "<nchunks>:<hex piece 0>"
+//   _sn.<rank>.<key>.<i>  = "<hex piece i>"            (i = 1..nchunks-1)
+// so a value that fits the server's vallen_max costs one put and one get.
+
+/// Room reserved in the first chunk for "<nchunks>:".
+const HEADER_ROOM: usize = 12;
+/// Room reserved in keys for ".<chunk index>".
+const SUFFIX_ROOM: usize = 11;
+
+fn base_key(c: &Client, rank: u32, key: &str) -> Result<String> {
+    let k = format!("{}{}.{}", INTERNAL_PREFIX, rank, key);
+    pmi::check_key(&k, &c.job.maxes)?;
+    if k.len() + SUFFIX_ROOM >= c.job.maxes.key {
+        return Err(Error::InvalidArg);
+    }
+    Ok(k)
+}
+
+/// Hex characters per chunk (even, so bytes never straddle chunks).
+fn piece_len(c: &Client) -> Result<usize> {
+    let n = c.job.maxes.val.saturating_sub(1 + HEADER_ROOM) & !1;
+    if n == 0 {
+        return Err(Error::Bootstrap);
+    }
+    Ok(n)
+}
+
+fn put_bytes(c: &mut Client, key: &str, data: &[u8]) -> Result<()> {
+    let kvs = c.job.kvsname.clone();
+    let base = base_key(c, c.job.rank, key)?;
+    let hex = hex_encode(data);
+    let piece = piece_len(c)?;
+    let pieces: Vec<&str> = if hex.is_empty() {
+        vec![""]
+    } else {
+        hex.as_bytes().chunks(piece).map(|p| std::str::from_utf8(p).expect("hex is ASCII")).collect()
+    };
+    c.put(&kvs, &base, &format!("{}:{}", pieces.len(), pieces[0]))?;
+    for (i, p) in pieces.iter().enumerate().skip(1) {
+        c.put(&kvs, &format!("{}.{}", base, i), p)?;
+    }
+    Ok(())
+}
+
+fn get_bytes(c: &mut Client, rank: u32, key: &str) -> Result<Vec<u8>> {
+    if rank >= c.job.size {
+        return Err(Error::InvalidArg);
+    }
+    let kvs = c.job.kvsname.clone();
+    let base = base_key(c, rank, key)?;
+    let first = c.get(&kvs, &base)?.ok_or(Error::NotFound)?;
+    let (n, p0) = first.split_once(':').ok_or(Error::Bootstrap)?;
+    let n: usize = n.parse().map_err(|_| Error::Bootstrap)?;
+    let mut hex = String::from(p0);
+    for i in 1..n {
+        hex.push_str(&c.get(&kvs, &format!("{}.{}", base, i))?.ok_or(Error::Bootstrap)?);
+    }
+    hex_decode(&hex)
+}
+
+/// Publishes `value` (any bytes, any length) under `key` for this rank.
+/// Peers can read it with [`kvs_get`]`(my_rank, key)` after a [`kvs_fence`].
+/// `key` may use any printable characters except space and `=`, and must
+/// leave room for the internal prefix within the server's key limit
+/// (about 40 characters under hydra).
+pub fn kvs_put(key: &str, value: &[u8]) -> Result<()> {
+    pmi::with_client(|c| put_bytes(c, key, value))
+}
+
+/// Reads what `rank` published under `key`.  `NotFound` if it has not (or
+/// not before the last fence).
+pub fn kvs_get(rank: u32, key: &str) -> Result<Vec<u8>> {
+    pmi::with_client(|c| get_bytes(c, rank, key))
+}
+
+/// Makes every rank's earlier [`kvs_put`]s visible to every rank (commit + barrier).
+pub fn kvs_fence() -> Result<()> {
+    // PMI-1 sends puts immediately; the barrier is what publishes them.
+    barrier()
+}
+
+/// Waits for all ranks; also a full memory fence.
+pub fn barrier() -> Result<()> {
+    pmi::with_client(|c| c.barrier())
+}
+
+/// Every rank contributes `mine` (the SAME length on every rank); returns the
+/// concatenation of all contributions **in rank order** (rank 0's bytes first).
+/// The Cray documentation does not promise rank order for PMI_Allgather; we do.
+/// `InvalidArg` if some rank contributed a different length.
+pub fn allgather(mine: &[u8]) -> Result<Vec<u8>> {
+    pmi::with_client(|c| {
+        if c.job.size == 1 {
+            return Ok(mine.to_vec());
+        }
+        c.coll_seq += 1;
+        let key = format!("ag{}", c.coll_seq);
+        put_bytes(c, &key, mine)?;
+        c.barrier()?;
+        let mut out = Vec::with_capacity(mine.len() * c.job.size as usize);
+        for r in 0..c.job.size {
+            if r == c.job.rank {
+                out.extend_from_slice(mine);
+                continue;
+            }
+            let theirs = get_bytes(c, r, &key)?;
+            if theirs.len() != mine.len() {
+                return Err(Error::InvalidArg);
+            }
+            out.extend_from_slice(&theirs);
+        }
+        Ok(out)
+    })
+}
+
+/// Copies `root`'s `buf` into every other rank's `buf` (same length everywhere).
+/// `InvalidArg` if `root >= size` or the root's length differs from ours.
+pub fn bcast(buf: &mut [u8], root: u32) -> Result<()> {
+    pmi::with_client(|c| {
+        if root >= c.job.size {
+            return Err(Error::InvalidArg);
+        }
+        if c.job.size == 1 {
+            return Ok(());
+        }
+        c.coll_seq += 1;
+        let key = format!("bc{}", c.coll_seq);
+        if c.job.rank == root {
+            put_bytes(c, &key, buf)?;
+        }
+        c.barrier()?;
+        if c.job.rank != root {
+            let data = get_bytes(c, root, &key)?;
+            if data.len() != buf.len() {
+                return Err(Error::InvalidArg);
+            }
+            buf.copy_from_slice(&data);
+        }
+        Ok(())
+    })
+}
+
+/// Ends the whole job with `code` (the launcher kills every rank); prints `msg`.
+/// Without a launcher (or if it cannot be reached) the process exits with `code`.
+pub fn abort(code: i32, msg: &str) -> ! {
+    match pmi::with_client(|c| -> Result<()> { c.abort(code, msg) }) {
+        Ok(()) | Err(_) => {
+            eprintln!("softnic abort, exit code {}: {}", code, msg);
+            std::process::exit(code)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_round_trip() {
+        let data: Vec<u8> = (0..=255u8).collect();
+        let h = hex_encode(&data);
+        assert_eq!(h.len(), 512);
+        assert_eq!(&h[..6], "000102");
+        assert_eq!(hex_decode(&h).unwrap(), data);
+        assert!(hex_decode("abc").is_err());
+        assert!(hex_decode("zz").is_err());
+    }
+
+    #[test]
+    fn credentials_are_stable_and_in_range() {
+        let (p, c) = gni_credentials("kvs_1234_0");
+        assert_eq!((p, c), gni_credentials("kvs_1234_0"));
+        assert!((16..=239).contains(&p));
+        assert!(c != 0 && c & 0xffff == 0);
+    }
+
+    // Singleton mode (no PMI_FD/PMI_PORT under `cargo test`): collectives are
+    // local, typed KVS values round-trip through chunking.
+    #[test]
+    fn singleton_collectives_and_chunked_kvs() {
+        if std::env::var_os("PMI_FD").is_some() || std::env::var_os("PMI_PORT").is_some() {
+            return;
+        }
+        assert_eq!(size().unwrap(), 1);
+        assert_eq!(rank().unwrap(), 0);
+        assert_eq!(local_size().unwrap(), 1);
+        assert_eq!(node_id(0).unwrap(), 0);
+        assert_eq!(node_id(1), Err(Error::InvalidArg));
+        let big: Vec<u8> = (0..5000u32).map(|i| (i * 7) as u8).collect();
+        kvs_put("big", &big).unwrap();
+        kvs_put("empty", &[]).unwrap();
+        kvs_fence().unwrap();
+        assert_eq!(kvs_get(0, "big").unwrap(), big);
+        assert_eq!(kvs_get(0, "empty").unwrap(), Vec::<u8>::new());
+        assert_eq!(kvs_get(0, "missing"), Err(Error::NotFound));
+        assert_eq!(kvs_get(1, "big"), Err(Error::InvalidArg));
+        assert_eq!(allgather(b"abc").unwrap(), b"abc");
+        let mut b = [1u8, 2, 3];
+        bcast(&mut b, 0).unwrap();
+        assert_eq!(b, [1, 2, 3]);
+        assert_eq!(bcast(&mut b, 1), Err(Error::InvalidArg));
+    }
 }

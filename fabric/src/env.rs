@@ -1,1 +1,277 @@
-//! (placeholder: owned by the helper building this module)
+//! The one registry of tunable environment variables (cf. libfabric's
+//! `fi_param_define`).  Every `SOFTNIC_*` variable the libraries read is declared
+//! once in [`TUNABLES`] with its default and help text, and read only through
+//! the typed getters here, so `snrun --help-env` ([`describe`]) lists them all.
+//!
+//! The environment is read once, on first use, for all registered names at
+//! once; later `setenv` calls by the program are not seen (the vendor libraries
+//! likewise read their environment at init).
+//!
+//! Refusals: asking for a name that is not in the table is a bug in our code,
+//! logged at error level, and yields the type's zero value.  A value the user
+//! set that does not parse is logged once at warn level (the user asked for
+//! something and is not getting it) and the default is used.  An empty value is
+//! treated as unset.
+//!
+//! To add a tunable: add a row to [`TUNABLES`]; read it with `get_u64` /
+//! `get_bool` / `get_str`.
+
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+
+use once_cell::sync::Lazy;
+
+/// One tunable environment variable.
+#[derive(Debug)]
+pub struct Tunable {
+    pub name: &'static str,
+    /// The default as it would be written in the environment.
+    pub default: &'static str,
+    /// One or two sentences for `--help-env`.
+    pub help: &'static str,
+}
+
+/// Every tunable, in the order `describe` lists them.
+pub static TUNABLES: &[Tunable] = &[
+    Tunable {
+        name: "SOFTNIC_LOG",
+        default: "warn",
+        help: "Log level on stderr: error|warn|info|debug|trace (or off). \
+               Lines read `softnic[pid] LEVEL api: message`.",
+    },
+    Tunable {
+        name: "SOFTNIC_SHM_DIR",
+        default: "/dev/shm",
+        help: "Parent directory of the per-user directory that holds the node \
+               fabric's shared objects.",
+    },
+    Tunable {
+        name: "SOFTNIC_SPIN_NS",
+        default: "4000",
+        help: "Nanoseconds to spin on a shared word before sleeping on a futex \
+               in blocking waits (0 = sleep at once).",
+    },
+    Tunable {
+        name: "SOFTNIC_RMA_FALLBACK",
+        default: "1",
+        help: "Allow process_vm_readv/writev for put/get on memory whose pages \
+               cannot be shared (shared file mappings, hugetlbfs). 0 = such \
+               registrations fail instead.",
+    },
+];
+
+/// The environment as seen at first use: one entry per row of `TUNABLES`.
+static SNAPSHOT: Lazy<Vec<Option<String>>> = Lazy::new(|| {
+    TUNABLES
+        .iter()
+        .map(|t| std::env::var_os(t.name).map(|v| v.to_string_lossy().into_owned()))
+        .collect()
+});
+
+/// One "already warned about a bad value" flag per row, so a getter called in a
+/// loop warns once.
+static WARNED: Lazy<Vec<AtomicBool>> = Lazy::new(|| TUNABLES.iter().map(|_| AtomicBool::new(false)).collect());
+
+fn index(name: &str) -> Option<usize> {
+    TUNABLES.iter().position(|t| t.name == name)
+}
+
+/// The registry row for `name`, if registered.
+pub fn lookup(name: &str) -> Option<&'static Tunable> {
+    index(name).map(|i| &TUNABLES[i])
+}
+
+/// The raw value from the environment snapshot (`None` if unset, empty or
+/// unregistered).  Does not log, so the logger itself can use it.
+pub fn raw(name: &str) -> Option<&'static str> {
+    let i = index(name)?;
+    SNAPSHOT[i].as_deref().filter(|s| !s.trim().is_empty())
+}
+
+/// Parses an unsigned integer: decimal, or hexadecimal with `0x`.
+pub fn parse_u64(s: &str) -> Option<u64> {
+    let s = s.trim();
+    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => s.parse().ok(),
+    }
+}
+
+/// Parses a boolean: `1|true|yes|on` and `0|false|no|off`, case-insensitive.
+pub fn parse_bool(s: &str) -> Option<bool> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Some(true),
+        "0" | "false" | "no" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+/// Resolves a typed value from the registry row `i` and the raw setting `set`.
+/// Separate from the snapshot so it can be tested without touching the process
+/// environment.
+fn resolve<T>(i: usize, set: Option<&str>, parse: fn(&str) -> Option<T>, zero: T, kind: &str) -> T {
+    let t = &TUNABLES[i];
+    if let Some(s) = set.filter(|s| !s.trim().is_empty()) {
+        match parse(s) {
+            Some(v) => return v,
+            None => {
+                if !WARNED[i].swap(true, Relaxed) {
+                    crate::sn_warn!(
+                        t.name,
+                        "value {s:?} is not a valid {kind}; using the default {:?}",
+                        t.default
+                    );
+                }
+            }
+        }
+    }
+    match parse(t.default) {
+        Some(v) => v,
+        None => {
+            // A bad default is a bug in the table; the registry test catches the seeded rows.
+            crate::sn_error!(t.name, "registered default {:?} is not a valid {kind}", t.default);
+            zero
+        }
+    }
+}
+
+fn unregistered(name: &str) {
+    crate::sn_error!("env", "internal: tunable {name} is not registered in fabric::env::TUNABLES");
+}
+
+/// The value of a registered unsigned-integer tunable (decimal or `0x` hex).
+pub fn get_u64(name: &str) -> u64 {
+    match index(name) {
+        Some(i) => resolve(i, SNAPSHOT[i].as_deref(), parse_u64, 0, "unsigned integer"),
+        None => {
+            unregistered(name);
+            0
+        }
+    }
+}
+
+/// The value of a registered boolean tunable (`1|true|yes|on`, `0|false|no|off`).
+pub fn get_bool(name: &str) -> bool {
+    match index(name) {
+        Some(i) => resolve(i, SNAPSHOT[i].as_deref(), parse_bool, false, "boolean (1/0, true/false, yes/no, on/off)"),
+        None => {
+            unregistered(name);
+            false
+        }
+    }
+}
+
+/// The value of a registered string tunable (the default if unset or empty).
+pub fn get_str(name: &str) -> &'static str {
+    match index(name) {
+        Some(i) => raw(name).unwrap_or(TUNABLES[i].default),
+        None => {
+            unregistered(name);
+            ""
+        }
+    }
+}
+
+/// A help listing of every tunable, with its default and current setting.
+pub fn describe() -> String {
+    let mut out = String::from("softnic environment variables:\n");
+    for (i, t) in TUNABLES.iter().enumerate() {
+        out.push_str(&format!("  {}  (default: {})", t.name, t.default));
+        if let Some(v) = SNAPSHOT[i].as_deref() {
+            out.push_str(&format!("  [set: {v}]"));
+        }
+        out.push('\n');
+        // Collapse the continuation-line whitespace of the table literals.
+        let help = t.help.split_whitespace().collect::<Vec<_>>().join(" ");
+        out.push_str(&format!("      {help}\n"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_is_well_formed() {
+        for (i, t) in TUNABLES.iter().enumerate() {
+            assert!(t.name.starts_with("SOFTNIC_"), "{}", t.name);
+            assert!(t.name.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_'), "{}", t.name);
+            assert!(!t.help.trim().is_empty(), "{} has no help", t.name);
+            assert_eq!(index(t.name), Some(i), "{} registered twice", t.name);
+        }
+    }
+
+    #[test]
+    fn seeded_rows_and_typed_defaults() {
+        let i = |n| index(n).unwrap();
+        assert_eq!(resolve(i("SOFTNIC_SPIN_NS"), None, parse_u64, 0, "u64"), crate::wait::SPIN_NS_DEFAULT);
+        assert!(resolve(i("SOFTNIC_RMA_FALLBACK"), None, parse_bool, false, "bool"));
+        assert_eq!(lookup("SOFTNIC_SHM_DIR").unwrap().default, "/dev/shm");
+        assert_eq!(crate::log::parse_level(lookup("SOFTNIC_LOG").unwrap().default), Some(crate::log::DEFAULT_LEVEL));
+    }
+
+    #[test]
+    fn set_values_parse_or_fall_back_to_default() {
+        let spin = index("SOFTNIC_SPIN_NS").unwrap();
+        assert_eq!(resolve(spin, Some("500"), parse_u64, 0, "u64"), 500);
+        assert_eq!(resolve(spin, Some(" 0x10 "), parse_u64, 0, "u64"), 16);
+        assert_eq!(resolve(spin, Some("0"), parse_u64, 0, "u64"), 0);
+        assert_eq!(resolve(spin, Some("lots"), parse_u64, 0, "u64"), crate::wait::SPIN_NS_DEFAULT);
+        assert_eq!(resolve(spin, Some("-5"), parse_u64, 0, "u64"), crate::wait::SPIN_NS_DEFAULT);
+        assert_eq!(resolve(spin, Some("18446744073709551616"), parse_u64, 0, "u64"), crate::wait::SPIN_NS_DEFAULT, "overflow");
+        assert_eq!(resolve(spin, Some(""), parse_u64, 0, "u64"), crate::wait::SPIN_NS_DEFAULT, "empty = unset");
+        let fb = index("SOFTNIC_RMA_FALLBACK").unwrap();
+        assert!(!resolve(fb, Some("0"), parse_bool, true, "bool"));
+        assert!(!resolve(fb, Some("Off"), parse_bool, true, "bool"));
+        assert!(resolve(fb, Some("maybe"), parse_bool, false, "bool"));
+    }
+
+    #[test]
+    fn parsers() {
+        assert_eq!(parse_u64("123"), Some(123));
+        assert_eq!(parse_u64("0XfF"), Some(255));
+        assert_eq!(parse_u64("18446744073709551615"), Some(u64::MAX));
+        assert_eq!(parse_u64("1e3"), None);
+        assert_eq!(parse_u64("0x"), None);
+        assert_eq!(parse_u64(""), None);
+        for t in ["1", "true", "YES", "on"] {
+            assert_eq!(parse_bool(t), Some(true), "{t}");
+        }
+        for f in ["0", "false", "No", "OFF"] {
+            assert_eq!(parse_bool(f), Some(false), "{f}");
+        }
+        assert_eq!(parse_bool("2"), None);
+    }
+
+    #[test]
+    fn unregistered_names_are_refused() {
+        assert_eq!(get_u64("SOFTNIC_NO_SUCH_THING"), 0);
+        assert!(!get_bool("SOFTNIC_NO_SUCH_THING"));
+        assert_eq!(get_str("SOFTNIC_NO_SUCH_THING"), "");
+        assert_eq!(raw("PATH"), None, "unregistered names are not read even if set");
+        assert!(lookup("SOFTNIC_NO_SUCH_THING").is_none());
+    }
+
+    #[test]
+    fn getters_agree_with_the_snapshot() {
+        // Whatever the test environment sets, the getters must equal resolving
+        // the snapshot value; with nothing set they are the defaults.
+        let spin = index("SOFTNIC_SPIN_NS").unwrap();
+        assert_eq!(get_u64("SOFTNIC_SPIN_NS"), resolve(spin, SNAPSHOT[spin].as_deref(), parse_u64, 0, "u64"));
+        let dir = index("SOFTNIC_SHM_DIR").unwrap();
+        match SNAPSHOT[dir].as_deref().filter(|s| !s.trim().is_empty()) {
+            Some(v) => assert_eq!(get_str("SOFTNIC_SHM_DIR"), v),
+            None => assert_eq!(get_str("SOFTNIC_SHM_DIR"), "/dev/shm"),
+        }
+    }
+
+    #[test]
+    fn describe_lists_every_tunable() {
+        let d = describe();
+        for t in TUNABLES {
+            let line = d.lines().find(|l| l.trim_start().starts_with(t.name)).unwrap_or_else(|| panic!("{} missing", t.name));
+            assert!(line.contains(&format!("(default: {})", t.default)), "{line}");
+        }
+        assert!(d.contains("Nanoseconds to spin on a shared word"), "help text is printed");
+    }
+}

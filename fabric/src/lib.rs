@@ -24,5 +24,6 @@ pub mod atomic;
 pub mod rma;
 pub mod pmi;
 pub mod bootstrap;
+pub mod node;
 
 pub use error::{Error, Result};

@@ -1,1 +1,656 @@
-//! (placeholder: owned by the helper building this module)
+//! Memory registration: making a process's memory reachable by its peers.
+//!
+//! **Rebinding.**  To let peers use plain loads, stores and hardware atomics on registered
+//! memory, registration makes the pages shareable: the page range covering
+//! `[addr, addr+len)` is copied into a new memfd, which is then moved over the original
+//! pages at the same virtual address (`mremap(MREMAP_FIXED)` from a temporary mapping, so
+//! the page-table swap is a single atomic step).  The program sees the same contents at the
+//! same address; peers map the memfd (see [`crate::rma`]).  Memory that the library itself
+//! allocates with [`alloc_shared`] is shared from the start and needs no rebind.
+//!
+//! **Page map.**  Every memfd that backs our memory is a *backing*, listed in the control
+//! segment (see [`crate::node`]).  A page is never rebound twice while its backing is
+//! intact (peers may have it mapped): overlapping and adjacent registrations reuse the
+//! existing backings and only the uncovered gaps get new ones.  Before trusting the map,
+//! registration re-reads /proc/self/maps: a backing whose pages the program has since
+//! unmapped or replaced (free of an mmap'd malloc chunk, heap trim) is *detached* — still
+//! valid for registrations made before, never reused.
+//!
+//! **What can be rebound** (decided from /proc/self/maps): readable, non-executable,
+//! private mappings — heap, stacks, bss/data, anonymous mmap, private file mappings — and
+//! our own memfd mappings.  Everything else (MAP_SHARED mappings that are not ours,
+//! hugetlbfs, executable or special mappings such as [vdso]) is the **fallback**: the
+//! region is still registered and bounds/permission/PD checks still apply, but peers move
+//! data with `process_vm_readv/writev`, and remote atomics on it return
+//! `Err(Unsupported)` (no target-side agent yet).
+//!
+//! **Caveats (documented contract).**
+//! - Writes by *other* threads to the rebound pages while `register` runs can be lost
+//!   (they may land between the copy and the swap).  The calling thread is safe, including
+//!   when the range covers its own stack: then the copy and swap run on a helper thread
+//!   while the caller sleeps in the kernel with signals blocked.
+//! - Rebound pages are MAP_SHARED: a child created by `fork` shares them with the parent
+//!   instead of getting a copy.
+//! - Backings are released when their last registration goes and the program no longer
+//!   maps them; a rebound range that stays mapped keeps its memfd for the process's life.
+
+use crate::node::{self, Ctl, DETACHED, FREE, LIVE, NBACK, NO_BACKING, NREG};
+use crate::shm::{self, Fd};
+use crate::{Error, Result};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Mutex;
+
+/// Name of backing memfds; /proc/self/maps shows `/memfd:softnic-bk (deleted)`.
+const BACKING_NAME: &str = "softnic-bk";
+
+/// Access rights of a registered region for remote operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    ReadWrite,
+    ReadOnly,
+}
+
+/// Names one registration: table row + generation.  8 bytes (`to_u64`), so API handles
+/// of 16 bytes (uGNI's two u64) have room for the base address beside it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MemKey {
+    pub index: u32,
+    pub generation: u32,
+}
+
+impl MemKey {
+    pub fn to_u64(self) -> u64 {
+        (self.index as u64) | ((self.generation as u64) << 32)
+    }
+    pub fn from_u64(v: u64) -> MemKey {
+        MemKey { index: v as u32, generation: (v >> 32) as u32 }
+    }
+}
+
+/// A registration as seen by its owner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Region {
+    pub base: u64,
+    pub len: u64,
+    pub access: Access,
+    pub pd_key: u64,
+    /// False when the region uses the process_vm fallback (no atomics).
+    pub shared: bool,
+}
+
+/// Memory allocated shared from the start (DMAPP symmetric heap, SISCI segments, rings).
+#[derive(Debug)]
+pub struct SharedMem {
+    ptr: *mut u8,
+    len: usize,
+    backing: u32,
+    backing_gen: u32,
+}
+
+// SAFETY: plain memory; users synchronise access as they would any shared buffer.
+unsafe impl Send for SharedMem {}
+unsafe impl Sync for SharedMem {}
+
+/// Where a ring lives in some process's library-owned shared memory: backing row +
+/// its generation + offset + length.  Packs into three u64 ([`RingLoc::to_words`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RingLoc {
+    pub backing: u32,
+    pub backing_gen: u32,
+    pub offset: u64,
+    pub len: u64,
+}
+
+impl RingLoc {
+    pub fn to_words(&self) -> [u64; 3] {
+        [(self.backing as u64) | ((self.backing_gen as u64) << 32), self.offset, self.len]
+    }
+    pub fn from_words(w: [u64; 3]) -> RingLoc {
+        RingLoc { backing: w[0] as u32, backing_gen: (w[0] >> 32) as u32, offset: w[1], len: w[2] }
+    }
+}
+
+impl SharedMem {
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// Names `len` bytes at `offset` in this buffer for peers (e.g. a ring initialised there).
+    pub fn ring_loc(&self, offset: usize, len: usize) -> Result<RingLoc> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.len && len > 0 => {}
+            _ => return Err(Error::OutOfBounds),
+        }
+        Ok(RingLoc { backing: self.backing, backing_gen: self.backing_gen, offset: offset as u64, len: len as u64 })
+    }
+}
+
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+enum Kind {
+    Rebound,
+    Owned,
+}
+
+struct Backing {
+    base: usize,
+    len: usize,
+    ino: u64,
+    _fd: Fd,
+    kind: Kind,
+    /// Live registrations using it, plus one while an `alloc_shared` buffer owns it.
+    refs: u32,
+    /// In the page map (reusable by new registrations).
+    attached: bool,
+}
+
+struct State {
+    backs: Vec<Option<Backing>>,
+    /// Per registration row: the backings it holds a reference on.
+    reg_backs: Vec<Vec<u32>>,
+}
+
+static STATE: Mutex<State> = Mutex::new(State { backs: Vec::new(), reg_backs: Vec::new() });
+
+fn state() -> std::sync::MutexGuard<'static, State> {
+    // A panic while holding the lock cannot leave the tables inconsistent in a way
+    // worse than refusing all further registration; keep going.
+    STATE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+// ---------------------------------------------------------------------------------------
+// /proc/self/maps
+
+#[derive(Debug, Clone)]
+struct Vma {
+    start: usize,
+    end: usize,
+    r: bool,
+    w: bool,
+    x: bool,
+    shared: bool,
+    offset: u64,
+    inode: u64,
+    path: String,
+}
+
+fn read_maps() -> Result<Vec<Vma>> {
+    let s = std::fs::read_to_string("/proc/self/maps").map_err(|e| Error::Os(e.raw_os_error().unwrap_or(libc::EIO)))?;
+    let mut v = Vec::new();
+    for line in s.lines() {
+        let mut it = line.splitn(6, ' ');
+        let (Some(range), Some(perms), Some(off), Some(_dev), Some(ino)) = (it.next(), it.next(), it.next(), it.next(), it.next()) else { continue };
+        let path = it.next().unwrap_or("").trim_start().to_string();
+        let Some((a, b)) = range.split_once('-') else { continue };
+        let (Ok(start), Ok(end), Ok(offset), Ok(inode)) =
+            (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16), u64::from_str_radix(off, 16), ino.parse::<u64>())
+        else {
+            continue;
+        };
+        let p = perms.as_bytes();
+        if p.len() < 4 {
+            continue;
+        }
+        v.push(Vma { start, end, r: p[0] == b'r', w: p[1] == b'w', x: p[2] == b'x', shared: p[3] == b's', offset, inode, path });
+    }
+    Ok(v)
+}
+
+fn is_our_backing_vma(v: &Vma) -> bool {
+    v.shared && v.path.starts_with("/memfd:softnic-bk")
+}
+
+/// Can these pages be rebound (copied to a memfd and swapped in place)?
+fn rebindable(v: &Vma) -> bool {
+    if !v.r || v.x {
+        return false;
+    }
+    if v.shared {
+        return is_our_backing_vma(v); // a detached backing of ours: safe to copy again
+    }
+    !(v.path.starts_with("[v") || v.path.contains("hugepage") || v.path.contains("hugetlb"))
+}
+
+/// Is backing `b` still mapped, whole, at its base address?
+fn intact(b: &Backing, maps: &[Vma]) -> bool {
+    let mut cur = b.base;
+    let end = b.base + b.len;
+    for v in maps {
+        if v.end <= cur || v.start >= end {
+            continue;
+        }
+        if v.start > cur || !is_our_backing_vma(v) || v.inode != b.ino || v.offset != (v.start - b.base) as u64 {
+            return false;
+        }
+        cur = v.end.min(end);
+        if cur == end {
+            return true;
+        }
+    }
+    cur >= end
+}
+
+// ---------------------------------------------------------------------------------------
+// Backing rows.
+
+fn publish_backing(ctl: Ctl, st: &mut State, b: Backing, fd: i32) -> Result<(u32, u32)> {
+    let idx = (0..NBACK).find(|&i| ctl.back(i).map_or(false, |e| e.state.load(Ordering::Relaxed) == FREE) && st.backs.get(i).map_or(true, |x| x.is_none()));
+    let idx = idx.ok_or(Error::NoSpace)?;
+    if st.backs.len() <= idx {
+        st.backs.resize_with(idx + 1, || None);
+    }
+    let e = ctl.back(idx).expect("in range");
+    e.fd.store(fd as u32, Ordering::Relaxed);
+    e.kind.store(b.kind as u32, Ordering::Relaxed);
+    e.base.store(b.base as u64, Ordering::Relaxed);
+    e.len.store(b.len as u64, Ordering::Relaxed);
+    e.ino.store(b.ino, Ordering::Relaxed);
+    // Release: a peer that sees LIVE sees the fields above.
+    e.state.store(LIVE, Ordering::Release);
+    let gen = e.gen.load(Ordering::Relaxed);
+    st.backs[idx] = Some(b);
+    Ok((idx as u32, gen))
+}
+
+/// Takes a backing out of the page map; frees it when nothing references it.
+fn detach_backing(ctl: Ctl, st: &mut State, idx: u32) {
+    let e = ctl.back(idx as usize).expect("in range");
+    let Some(b) = st.backs[idx as usize].as_mut() else { return };
+    b.attached = false;
+    e.state.store(DETACHED, Ordering::Release);
+    if b.refs == 0 {
+        release_backing(ctl, st, idx);
+    }
+}
+
+fn release_backing(ctl: Ctl, st: &mut State, idx: u32) {
+    let e = ctl.back(idx as usize).expect("in range");
+    // Generation first: a peer that re-checks after reading sees the change.
+    e.gen.fetch_add(1, Ordering::Release);
+    e.state.store(FREE, Ordering::Release);
+    st.backs[idx as usize] = None; // closes the memfd
+}
+
+fn unref_backing(ctl: Ctl, st: &mut State, idx: u32) {
+    if let Some(b) = st.backs[idx as usize].as_mut() {
+        b.refs = b.refs.saturating_sub(1);
+        if b.refs == 0 && !b.attached {
+            release_backing(ctl, st, idx);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Rebinding.
+
+struct Piece {
+    start: usize,
+    len: usize,
+    prot: i32,
+    tmp: *mut u8,
+}
+
+/// Copies each piece into its temporary shared mapping and swaps it over the original.
+/// Returns how many pieces were swapped and the errno of a failed swap (0 if none).
+///
+/// Writes nothing but the temporary mappings and this thread's registers/stack, and
+/// allocates nothing, so the copy is exact as long as no other thread writes the pages.
+fn copy_and_swap(pieces: &[Piece]) -> (usize, i32) {
+    for (k, p) in pieces.iter().enumerate() {
+        // SAFETY: p.start..+len is mapped readable (checked against /proc/self/maps);
+        // p.tmp is our fresh mapping of the same length.
+        unsafe {
+            std::ptr::copy_nonoverlapping(p.start as *const u8, p.tmp, p.len);
+            if p.prot != libc::PROT_READ | libc::PROT_WRITE && libc::mprotect(p.tmp as *mut libc::c_void, p.len, p.prot) != 0 {
+                return (k, *libc::__errno_location());
+            }
+            let r = libc::mremap(p.tmp as *mut libc::c_void, p.len, p.len, libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED, p.start as *mut libc::c_void);
+            if r == libc::MAP_FAILED {
+                return (k, *libc::__errno_location());
+            }
+        }
+    }
+    (pieces.len(), 0)
+}
+
+struct SendPieces(Vec<Piece>);
+// SAFETY: the pointers are our private temporary mappings, handed to one helper thread.
+unsafe impl Send for SendPieces {}
+
+static STACK_WAKE: AtomicU32 = AtomicU32::new(0);
+
+/// Runs [`copy_and_swap`] on a helper thread while this thread sleeps in `futex` with all
+/// signals blocked — used when the pages include this thread's own stack, whose frames
+/// (return addresses, the syscall's own frame) would otherwise change after the copy.
+fn copy_and_swap_off_stack(pieces: Vec<Piece>) -> Result<((usize, i32), Vec<Piece>)> {
+    // SAFETY: gettid has no preconditions.
+    let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
+    let word = &STACK_WAKE as *const AtomicU32 as usize;
+    STACK_WAKE.store(0, Ordering::SeqCst);
+    let job = SendPieces(pieces);
+    // SAFETY: sigset_t is plain data, filled by sigfillset.
+    let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
+    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+    let h = std::thread::Builder::new()
+        .name("softnic-rebind".into())
+        .spawn(move || {
+            let job = job;
+            // Wait until the caller is inside futex(WORD): only then is its stack quiet.
+            let path = format!("/proc/self/task/{}/syscall", tid);
+            let stat = format!("/proc/self/task/{}/stat", tid);
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            let mut ok = false;
+            while std::time::Instant::now() < deadline {
+                match std::fs::read_to_string(&path) {
+                    Ok(s) => {
+                        let mut f = s.split_ascii_whitespace();
+                        let nr = f.next().and_then(|x| x.parse::<i64>().ok());
+                        let a1 = f.next().and_then(|x| usize::from_str_radix(x.trim_start_matches("0x"), 16).ok());
+                        if nr == Some(libc::SYS_futex) && a1 == Some(word) {
+                            ok = true;
+                            break;
+                        }
+                    }
+                    Err(_) => {
+                        // No syscall file (kernel without it): settle for "sleeping", then a grace period.
+                        if let Ok(s) = std::fs::read_to_string(&stat) {
+                            if s.rsplit(')').next().map_or(false, |r| r.trim_start().starts_with('S')) {
+                                std::thread::sleep(std::time::Duration::from_millis(2));
+                                ok = true;
+                                break;
+                            }
+                        }
+                    }
+                }
+                std::thread::sleep(std::time::Duration::from_micros(20));
+            }
+            let r = if ok { copy_and_swap(&job.0) } else { (0, libc::ETIMEDOUT) };
+            STACK_WAKE.store(1, Ordering::Release);
+            // SAFETY: futex wake on a static word.
+            unsafe { libc::syscall(libc::SYS_futex, word, libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG, 1, 0usize, 0usize, 0u32) };
+            (r, job)
+        })
+        .map_err(|e| Error::Os(e.raw_os_error().unwrap_or(libc::EAGAIN)))?;
+    // SAFETY: sigset pointers are valid locals; blocking signals so no handler runs on
+    // this stack while its pages are copied.
+    unsafe {
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        while STACK_WAKE.load(Ordering::Acquire) == 0 {
+            libc::syscall(libc::SYS_futex, word, libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG, 0, 0usize, 0usize, 0u32);
+        }
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+    }
+    let (r, job) = h.join().map_err(|_| Error::Os(libc::EIO))?;
+    Ok((r, job.0))
+}
+
+/// Rebinds `[start, end)` (page aligned, fully mapped by `vmas`) to one new memfd.
+/// Returns the number of bytes from `start` that were rebound, and the memfd.
+fn rebind_gap(start: usize, end: usize, maps: &[Vma]) -> Result<(usize, Fd, u64)> {
+    let fd = shm::memfd(BACKING_NAME, end - start)?;
+    let (_, ino, _) = shm::fd_identity(fd.0)?;
+    let mut pieces: Vec<Piece> = Vec::new();
+    let cleanup = |pieces: &[Piece]| {
+        for p in pieces {
+            // SAFETY: our temporary mappings, not yet moved.
+            unsafe { libc::munmap(p.tmp as *mut libc::c_void, p.len) };
+        }
+    };
+    for v in maps.iter().filter(|v| v.end > start && v.start < end) {
+        let s = v.start.max(start);
+        let e = v.end.min(end);
+        let prot = libc::PROT_READ | if v.w { libc::PROT_WRITE } else { 0 };
+        // SAFETY: a fresh mapping of our memfd at a kernel-chosen address.
+        let tmp = unsafe {
+            libc::mmap(std::ptr::null_mut(), e - s, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd.0, (s - start) as libc::off_t)
+        };
+        if tmp == libc::MAP_FAILED {
+            let err = Error::last_os();
+            cleanup(&pieces);
+            return Err(err);
+        }
+        pieces.push(Piece { start: s, len: e - s, prot, tmp: tmp as *mut u8 });
+    }
+    // Does the range hold this thread's stack?
+    let probe = 0u8;
+    let sp = &probe as *const u8 as usize;
+    let on_stack = maps.iter().any(|v| v.start <= sp && sp < v.end && v.end > start && v.start < end);
+    let n = pieces.len();
+    let (done, errno) = if on_stack {
+        let (r, pieces) = copy_and_swap_off_stack(pieces)?;
+        cleanup(&pieces[r.0..]);
+        r
+    } else {
+        let r = copy_and_swap(&pieces);
+        // Pieces from the failed one on were not moved: drop their temporary mappings.
+        cleanup(&pieces[r.0..]);
+        r
+    };
+    if errno != 0 {
+        node::debug(&format!("rebind of {:#x}..{:#x} stopped at piece {} of {}: errno {}", start, end, done, n, errno));
+    }
+    // Bytes rebound = up to the first piece not swapped.
+    let rebound = maps
+        .iter()
+        .filter(|v| v.end > start && v.start < end)
+        .take(done)
+        .map(|v| v.end.min(end) - v.start.max(start))
+        .sum::<usize>();
+    if rebound == 0 {
+        return Err(Error::Os(if errno != 0 { errno } else { libc::EIO }));
+    }
+    Ok((rebound, fd, ino))
+}
+
+// ---------------------------------------------------------------------------------------
+// Public API.
+
+/// Registers `[addr, addr+len)` for remote access with `access` rights under
+/// protection-domain key `pd_key`.  See the module doc for what happens to the pages.
+/// Errors: `InvalidArg` (null, zero length, wrapping, or a range not fully mapped),
+/// `NoSpace` (tables full), `Os` (memfd/mmap failures).
+pub fn register(addr: usize, len: usize, access: Access, pd_key: u64) -> Result<MemKey> {
+    if addr == 0 || len == 0 {
+        return Err(Error::InvalidArg);
+    }
+    let end = addr.checked_add(len).ok_or(Error::InvalidArg)?;
+    let pm = shm::page_size() - 1;
+    let ps = addr & !pm;
+    let pe = end.checked_add(pm).ok_or(Error::InvalidArg)? & !pm;
+    let n = node::get()?;
+    let ctl = n.ctl();
+    let mut st = state();
+    let slot = (0..NREG).find(|&i| ctl.reg(i).expect("in range").state.load(Ordering::Relaxed) == FREE).ok_or(Error::NoSpace)?;
+    let maps = read_maps()?;
+
+    // The range must be mapped without holes.
+    let mut cur = ps;
+    for v in maps.iter().filter(|v| v.end > ps && v.start < pe) {
+        if v.start > cur {
+            return Err(Error::InvalidArg);
+        }
+        cur = v.end;
+    }
+    if cur < pe {
+        return Err(Error::InvalidArg);
+    }
+
+    // Revalidate the page map against what is really mapped.
+    for i in 0..st.backs.len() {
+        let stale = match &st.backs[i] {
+            Some(b) if b.attached && b.base < pe && b.base + b.len > ps => !intact(b, &maps),
+            _ => false,
+        };
+        if stale {
+            node::debug(&format!("backing {} no longer mapped whole; detaching", i));
+            detach_backing(ctl, &mut st, i as u32);
+        }
+    }
+
+    // Gaps not covered by attached backings.
+    let mut covered: Vec<(usize, usize)> = st
+        .backs
+        .iter()
+        .flatten()
+        .filter(|b| b.attached && b.base < pe && b.base + b.len > ps)
+        .map(|b| (b.base.max(ps), (b.base + b.len).min(pe)))
+        .collect();
+    covered.sort();
+    let mut gaps = Vec::new();
+    let mut cur = ps;
+    for (s, e) in &covered {
+        if *s > cur {
+            gaps.push((cur, *s));
+        }
+        cur = cur.max(*e);
+    }
+    if cur < pe {
+        gaps.push((cur, pe));
+    }
+    let fallback = gaps.iter().any(|&(s, e)| maps.iter().filter(|v| v.end > s && v.start < e).any(|v| !rebindable(v)));
+    if fallback && !crate::env::get_bool("SOFTNIC_RMA_FALLBACK") {
+        // The user asked for shared pages or nothing (e.g. to be sure atomics work).
+        return Err(Error::Unsupported);
+    }
+
+    let mut backs: Vec<u32> = Vec::new();
+    let mut first = NO_BACKING;
+    if !fallback {
+        for (s, e) in gaps {
+            let mut at = s;
+            while at < e {
+                let (done, fd, ino) = rebind_gap(at, e, &maps)?;
+                let raw = fd.0;
+                let b = Backing { base: at, len: done, ino, _fd: fd, kind: Kind::Rebound, refs: 0, attached: true };
+                publish_backing(ctl, &mut st, b, raw)?;
+                // After a partial swap (rare) the rest gets its own memfd on the next turn.
+                at += done;
+            }
+        }
+        for (i, b) in st.backs.iter().enumerate() {
+            if let Some(b) = b {
+                if b.attached && b.base < pe && b.base + b.len > ps {
+                    backs.push(i as u32);
+                    if b.base <= addr && addr < b.base + b.len {
+                        first = i as u32;
+                    }
+                }
+            }
+        }
+        for &i in &backs {
+            if let Some(b) = st.backs[i as usize].as_mut() {
+                b.refs += 1;
+            }
+        }
+    }
+
+    let e = ctl.reg(slot).expect("in range");
+    // Seqlock writer: the generation already moved on at the last deregister; this fence
+    // makes a peer that reads any of the new fields also see that generation.
+    std::sync::atomic::fence(Ordering::Release);
+    e.base.store(addr as u64, Ordering::Relaxed);
+    e.len.store(len as u64, Ordering::Relaxed);
+    e.writable.store(u32::from(access == Access::ReadWrite), Ordering::Relaxed);
+    e.pd_key.store(pd_key, Ordering::Relaxed);
+    e.backing.store(first, Ordering::Relaxed);
+    // Release: a peer that sees LIVE (with the key's generation) sees the fields.
+    e.state.store(LIVE, Ordering::Release);
+    if st.reg_backs.len() <= slot {
+        st.reg_backs.resize_with(slot + 1, Vec::new);
+    }
+    st.reg_backs[slot] = backs;
+    let key = MemKey { index: slot as u32, generation: e.gen.load(Ordering::Relaxed) };
+    node::debug(&format!("register {:#x}+{} -> {:?} ({})", addr, len, key, if fallback { "process_vm fallback" } else { "shared" }));
+    Ok(key)
+}
+
+/// Ends a registration.  Its key (and any copy a peer holds) is stale afterwards.
+pub fn deregister(key: MemKey) -> Result<()> {
+    let n = node::get()?;
+    let ctl = n.ctl();
+    let mut st = state();
+    let e = ctl.reg(key.index as usize).ok_or(Error::InvalidHandle)?;
+    if e.state.load(Ordering::Relaxed) != LIVE || e.gen.load(Ordering::Relaxed) != key.generation {
+        return Err(Error::StaleHandle);
+    }
+    // Generation first, so peers validating concurrently see a mismatch.
+    e.gen.fetch_add(1, Ordering::Release);
+    e.state.store(FREE, Ordering::Release);
+    let backs = std::mem::take(&mut st.reg_backs[key.index as usize]);
+    for b in backs {
+        unref_backing(ctl, &mut st, b);
+    }
+    Ok(())
+}
+
+/// Looks up one of this process's registrations.
+pub fn query(key: MemKey) -> Result<Region> {
+    let ctl = node::get()?.ctl();
+    let e = ctl.reg(key.index as usize).ok_or(Error::InvalidHandle)?;
+    if e.state.load(Ordering::Acquire) != LIVE || e.gen.load(Ordering::Relaxed) != key.generation {
+        return Err(Error::StaleHandle);
+    }
+    Ok(Region {
+        base: e.base.load(Ordering::Relaxed),
+        len: e.len.load(Ordering::Relaxed),
+        access: if e.writable.load(Ordering::Relaxed) != 0 { Access::ReadWrite } else { Access::ReadOnly },
+        pd_key: e.pd_key.load(Ordering::Relaxed),
+        shared: e.backing.load(Ordering::Relaxed) != NO_BACKING,
+    })
+}
+
+/// Allocates `len` bytes (rounded up to pages) of zeroed memory that is shared from the
+/// start: registering it later needs no rebind, and rings in it can be named by
+/// [`SharedMem::ring_loc`].
+pub fn alloc_shared(len: usize) -> Result<SharedMem> {
+    if len == 0 {
+        return Err(Error::InvalidArg);
+    }
+    let n = node::get()?;
+    let ctl = n.ctl();
+    let seg = shm::Segment::create(BACKING_NAME, len)?;
+    let mut st = state();
+    let raw = seg.fd.0;
+    let len = seg.map.len();
+    let ino = seg.ino;
+    let ptr = seg.map.leak();
+    let b = Backing { base: ptr as usize, len, ino, _fd: seg.fd, kind: Kind::Owned, refs: 1, attached: true };
+    match publish_backing(ctl, &mut st, b, raw) {
+        Ok((backing, backing_gen)) => Ok(SharedMem { ptr, len, backing, backing_gen }),
+        Err(e) => {
+            // SAFETY: the mapping we just leaked.
+            unsafe { libc::munmap(ptr as *mut libc::c_void, len) };
+            Err(e)
+        }
+    }
+}
+
+/// Frees memory from [`alloc_shared`].  Registrations inside it should be ended first;
+/// peers' later accesses through a `RingLoc` into it get `Err(StaleHandle)`.
+pub fn free_shared(m: SharedMem) -> Result<()> {
+    let n = node::get()?;
+    let ctl = n.ctl();
+    let mut st = state();
+    let idx = m.backing;
+    let ok = matches!(st.backs.get(idx as usize), Some(Some(b)) if b.kind == Kind::Owned && b.base == m.ptr as usize);
+    if !ok {
+        return Err(Error::InvalidHandle);
+    }
+    if let Some(b) = st.backs[idx as usize].as_mut() {
+        b.refs = b.refs.saturating_sub(1);
+    }
+    detach_backing(ctl, &mut st, idx);
+    // SAFETY: the mapping alloc_shared created; the caller gave up the SharedMem.
+    unsafe { libc::munmap(m.ptr as *mut libc::c_void, m.len) };
+    Ok(())
+}
+
+/// Number of backing memfds this process currently has (for tests and diagnostics).
+pub fn backing_count() -> usize {
+    state().backs.iter().flatten().count()
+}

@@ -1,1 +1,816 @@
-//! (placeholder: owned by the helper building this module)
+//! PMI-1 client: the "simple" wire protocol spoken by snrun and MPICH's hydra
+//! (`mpiexec`), plus a singleton mode for programs started without a launcher.
+//!
+//! One connection per process, held in a process-wide [`Mutex`] and opened
+//! lazily by the first call that needs it ([`with_client`]), so `PMI_Barrier`
+//! or a DMAPP/uGNI bootstrap works without an explicit `PMI_Init`.  Every
+//! request/response pair happens under that lock, so calls from several
+//! threads are serialised (a thread in a barrier delays the others).
+//!
+//! Transport selection (same as MPICH's simple PMI):
+//! - `PMI_FD`: an inherited connected socket; rank/size come from `PMI_RANK`/`PMI_SIZE`.
+//! - `PMI_PORT=host:port` + `PMI_ID`: connect, `cmd=initack pmiid=ID`, the server
+//!   answers with `initack` and `set size=`, `set rank=`, `set debug=`.
+//! - neither: singleton, a 1-rank job with a process-local KVS.
+//!
+//! Values travel as single whitespace-free tokens on a text line, so keys may
+//! not contain space, tab, newline or `=`, and values may not contain space,
+//! tab or newline (checked here before anything is sent: a malformed line
+//! makes hydra kill the whole job).  Binary data goes through
+//! [`crate::bootstrap`], which hex-encodes and chunks it.
+
+use crate::error::{Error, Result};
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::os::fd::{FromRawFd, IntoRawFd};
+use std::sync::{Mutex, MutexGuard};
+
+// fabric::log is owned by someone else and not written yet; until it is, PMI
+// logs through this small SOFTNIC_LOG reader.
+fn log_level() -> u8 {
+    static LEVEL: once_cell::sync::OnceCell<u8> = once_cell::sync::OnceCell::new();
+    *LEVEL.get_or_init(|| match std::env::var("SOFTNIC_LOG").as_deref() {
+        Ok("trace") => 5,
+        Ok("debug") => 4,
+        Ok("info") => 3,
+        Ok("warn") => 2,
+        Ok("off") | Ok("none") => 0,
+        _ => 1,
+    })
+}
+fn log_at(level: u8, tag: &str, msg: &str) {
+    if log_level() >= level {
+        eprintln!("softnic {} [pid {}]: {}", tag, std::process::id(), msg);
+    }
+}
+fn log_error(msg: &str) {
+    log_at(1, "error", msg)
+}
+fn log_warn(msg: &str) {
+    log_at(2, "warn", msg)
+}
+fn log_info(msg: &str) {
+    log_at(3, "info", msg)
+}
+fn log_debug(msg: &str) {
+    log_at(4, "debug", msg)
+}
+
+/// Limits announced by the server (`cmd=maxes`).  Lengths count the string
+/// without its NUL; a key must be shorter than `key`, a value shorter than `val`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Maxes {
+    pub kvsname: usize,
+    pub key: usize,
+    pub val: usize,
+}
+
+/// Limits used in singleton mode: hydra's values, so code tuned on one works on the other.
+const SINGLETON_MAXES: Maxes = Maxes { kvsname: 256, key: 64, val: 1024 };
+
+/// Prefix of the keys the bootstrap layer (allgather, bcast, typed KVS) uses;
+/// KVS iteration hides them from applications.
+pub const INTERNAL_PREFIX: &str = "_sn.";
+
+/// What the job looks like from this process.
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub rank: u32,
+    pub size: u32,
+    pub appnum: i32,
+    /// The server's universe size; hydra reports -1 (unknown), which we replace by `size`.
+    pub universe: i32,
+    pub kvsname: String,
+    pub maxes: Maxes,
+    pub spawned: bool,
+    pub singleton: bool,
+    /// Node id of every rank, from `PMI_process_mapping` (all 0 when absent).
+    pub node_of: Vec<u32>,
+}
+
+impl Job {
+    pub fn node_id(&self, rank: u32) -> Option<u32> {
+        self.node_of.get(rank as usize).copied()
+    }
+    /// Ranks on this process's node, ascending.
+    pub fn clique(&self) -> Vec<u32> {
+        let me = self.node_of[self.rank as usize];
+        (0..self.size).filter(|&r| self.node_of[r as usize] == me).collect()
+    }
+    pub fn local_rank(&self) -> u32 {
+        self.clique().iter().position(|&r| r == self.rank).unwrap_or(0) as u32
+    }
+    pub fn num_nodes(&self) -> u32 {
+        self.node_of.iter().copied().max().map_or(1, |m| m + 1)
+    }
+}
+
+/// Parses MPICH's `PMI_process_mapping` value, e.g. `(vector,(0,2,4),(2,1,3))`:
+/// blocks of (first node, node count, ranks per node), ranks assigned in
+/// order; like MPICH, the mapping repeats when it covers fewer than `size`
+/// ranks.  Returns `None` when the value is malformed or assigns no rank.
+pub fn parse_process_mapping(s: &str, size: u32) -> Option<Vec<u32>> {
+    let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+    let inner = s.strip_prefix("(vector")?.strip_suffix(')')?;
+    let mut blocks = Vec::new();
+    let mut rest = inner;
+    while !rest.is_empty() {
+        rest = rest.strip_prefix(",(")?;
+        let end = rest.find(')')?;
+        let nums: Vec<u32> = rest[..end]
+            .split(',')
+            .map(|n| n.parse::<u32>().ok())
+            .collect::<Option<Vec<u32>>>()?;
+        if nums.len() != 3 {
+            return None;
+        }
+        blocks.push((nums[0], nums[1], nums[2]));
+        rest = &rest[end + 1..];
+    }
+    let per_round: u64 = blocks.iter().map(|&(_, n, p)| n as u64 * p as u64).sum();
+    if per_round == 0 {
+        return if size == 0 { Some(Vec::new()) } else { None };
+    }
+    let mut out = Vec::with_capacity(size as usize);
+    'fill: loop {
+        for &(start, count, ppn) in &blocks {
+            for node in start..start.checked_add(count)? {
+                for _ in 0..ppn {
+                    if out.len() == size as usize {
+                        break 'fill;
+                    }
+                    out.push(node);
+                }
+            }
+        }
+        if out.len() == size as usize {
+            break;
+        }
+    }
+    Some(out)
+}
+
+/// A key as the wire can carry it.
+pub fn check_key(key: &str, maxes: &Maxes) -> Result<()> {
+    if key.is_empty() || key.len() >= maxes.key || key.bytes().any(|b| b <= b' ' || b == b'=' || b == 0x7f) {
+        return Err(Error::InvalidArg);
+    }
+    Ok(())
+}
+
+/// A value as the wire can carry it (may be empty).
+pub fn check_val(val: &str, maxes: &Maxes) -> Result<()> {
+    if val.len() >= maxes.val || val.bytes().any(|b| b <= b' ' || b == 0x7f) {
+        return Err(Error::InvalidArg);
+    }
+    Ok(())
+}
+
+/// One parsed response line: `cmd=NAME k=v ...`.
+struct Reply {
+    fields: Vec<(String, String)>,
+}
+
+impl Reply {
+    fn parse(line: &str) -> Reply {
+        let fields = line
+            .split_ascii_whitespace()
+            .map(|tok| match tok.split_once('=') {
+                Some((k, v)) => (k.to_string(), v.to_string()),
+                None => (tok.to_string(), String::new()),
+            })
+            .collect();
+        Reply { fields }
+    }
+    fn get(&self, k: &str) -> Option<&str> {
+        self.fields.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str())
+    }
+    fn cmd(&self) -> &str {
+        self.get("cmd").unwrap_or("")
+    }
+    fn int(&self, k: &str) -> Result<i64> {
+        self.get(k).and_then(|v| v.parse().ok()).ok_or(Error::Bootstrap)
+    }
+    /// `rc` field, 0 when absent (some replies, like `barrier_out`, carry none).
+    fn rc(&self) -> i64 {
+        self.get("rc").and_then(|v| v.parse().ok()).unwrap_or(0)
+    }
+}
+
+struct Wire {
+    f: File,
+    buf: Vec<u8>,
+}
+
+impl Wire {
+    fn send(&mut self, line: &str) -> Result<()> {
+        log_debug(&format!("pmi: -> {}", line));
+        let mut msg = Vec::with_capacity(line.len() + 1);
+        msg.extend_from_slice(line.as_bytes());
+        msg.push(b'\n');
+        self.f.write_all(&msg).map_err(|e| Error::Os(e.raw_os_error().unwrap_or(libc::EIO)))
+    }
+
+    fn recv_line(&mut self) -> Result<String> {
+        loop {
+            if let Some(pos) = self.buf.iter().position(|&b| b == b'\n') {
+                let line: Vec<u8> = self.buf.drain(..=pos).collect();
+                let s = String::from_utf8_lossy(&line[..pos]).into_owned();
+                log_debug(&format!("pmi: <- {}", s));
+                return Ok(s);
+            }
+            let mut chunk = [0u8; 4096];
+            match self.f.read(&mut chunk) {
+                Ok(0) => return Err(Error::Bootstrap), // server went away
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(Error::Os(e.raw_os_error().unwrap_or(libc::EIO))),
+            }
+        }
+    }
+
+    /// Receives one reply and insists on its `cmd`.
+    fn expect(&mut self, cmd: &str) -> Result<Reply> {
+        let r = Reply::parse(&self.recv_line()?);
+        if r.cmd() != cmd {
+            log_error(&format!("pmi: expected cmd={} from the PMI server, got cmd={}", cmd, r.cmd()));
+            return Err(Error::Bootstrap);
+        }
+        Ok(r)
+    }
+
+    fn call(&mut self, line: &str, reply: &str) -> Result<Reply> {
+        self.send(line)?;
+        self.expect(reply)
+    }
+}
+
+/// Process-local key-value spaces for singleton mode, in insertion order.
+#[derive(Default)]
+struct LocalKvs {
+    spaces: HashMap<String, Vec<(String, String)>>,
+    names: HashMap<String, String>,
+}
+
+enum Transport {
+    Wire(Wire),
+    Local(LocalKvs),
+}
+
+/// A connected PMI client.  Obtain it through [`with_client`].
+pub struct Client {
+    pub job: Job,
+    t: Transport,
+    /// Whether the server understands `getbyidx`/`create_kvs`/`destroy_kvs`.
+    /// Hydra kills the job on any unknown command, so we do not probe.
+    extended: bool,
+    /// KVS names this process may address: its own and those it created.
+    known_kvs: Vec<String>,
+    /// Next `getbyidx` index per KVS for PMI_KVS_Iter_next.
+    iter_next: HashMap<String, i64>,
+    /// Sequence number of bootstrap collectives (same on every rank because
+    /// collectives are called in the same order everywhere).
+    pub coll_seq: u64,
+}
+
+fn env_int(name: &str) -> Option<i64> {
+    std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
+}
+
+impl Client {
+    /// Opens the connection described by the environment (or a singleton).
+    fn connect() -> Result<Client> {
+        let fd_env = std::env::var("PMI_FD").ok();
+        let port_env = std::env::var("PMI_PORT").ok();
+        let mut wire;
+        let mut rank = env_int("PMI_RANK");
+        let mut size = env_int("PMI_SIZE");
+        if let Some(fd) = fd_env.as_deref() {
+            let fd: i32 = fd.trim().parse().map_err(|_| {
+                log_error("pmi: PMI_FD is not a file descriptor number");
+                Error::Bootstrap
+            })?;
+            // SAFETY: F_GETFD only inspects the descriptor number.
+            if fd < 0 || unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
+                log_error(&format!("pmi: PMI_FD={} is not an open descriptor", fd));
+                return Err(Error::Bootstrap);
+            }
+            // Programs we exec must not inherit our PMI connection.
+            // SAFETY: plain fcntl on a descriptor checked above.
+            unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+            // SAFETY: the launcher handed this descriptor to us; from now on
+            // this client owns it (it is closed at PMI_Finalize).
+            wire = Wire { f: unsafe { File::from_raw_fd(fd) }, buf: Vec::new() };
+        } else if let Some(port) = port_env.as_deref() {
+            let s = TcpStream::connect(port.trim()).map_err(|e| {
+                log_error(&format!("pmi: cannot connect to PMI_PORT={}: {}", port, e));
+                Error::Bootstrap
+            })?;
+            let _ = s.set_nodelay(true);
+            // SAFETY: the descriptor comes straight from the stream we own.
+            wire = Wire { f: unsafe { File::from_raw_fd(s.into_raw_fd()) }, buf: Vec::new() };
+            let id = env_int("PMI_ID").ok_or_else(|| {
+                log_error("pmi: PMI_PORT set without PMI_ID");
+                Error::Bootstrap
+            })?;
+            wire.call(&format!("cmd=initack pmiid={}", id), "initack")?;
+            for _ in 0..3 {
+                let r = wire.expect("set")?;
+                if let Some(v) = r.get("size") {
+                    size = v.parse().ok();
+                } else if let Some(v) = r.get("rank") {
+                    rank = v.parse().ok();
+                }
+            }
+        } else {
+            return Ok(Client::singleton());
+        }
+
+        let r = wire.call("cmd=init pmi_version=1 pmi_subversion=1", "response_to_init")?;
+        if r.rc() != 0 || r.get("pmi_version") != Some("1") {
+            log_error("pmi: server refused PMI version 1.1");
+            return Err(Error::Bootstrap);
+        }
+        let (rank, size) = match (rank, size) {
+            (Some(r), Some(s)) if s > 0 && r >= 0 && r < s && s <= u32::MAX as i64 => (r as u32, s as u32),
+            _ => {
+                log_error("pmi: launcher did not give a valid PMI_RANK/PMI_SIZE");
+                return Err(Error::Bootstrap);
+            }
+        };
+        let m = wire.call("cmd=get_maxes", "maxes")?;
+        let maxes = Maxes {
+            kvsname: m.int("kvsname_max")?.max(2) as usize,
+            key: m.int("keylen_max")?.max(2) as usize,
+            val: m.int("vallen_max")?.max(2) as usize,
+        };
+        let appnum = wire.call("cmd=get_appnum", "appnum")?.int("appnum")? as i32;
+        let kvsname = wire
+            .call("cmd=get_my_kvsname", "my_kvsname")?
+            .get("kvsname")
+            .ok_or(Error::Bootstrap)?
+            .to_string();
+        let universe = wire.call("cmd=get_universe_size", "universe_size")?.int("size")? as i32;
+        let universe = if universe <= 0 { size as i32 } else { universe };
+
+        let g = wire.call(&format!("cmd=get kvsname={} key=PMI_process_mapping", kvsname), "get_result")?;
+        let node_of = match (g.rc(), g.get("value")) {
+            (0, Some(v)) => parse_process_mapping(v, size).unwrap_or_else(|| {
+                log_warn(&format!("pmi: cannot parse PMI_process_mapping {:?}; assuming one node", v));
+                vec![0; size as usize]
+            }),
+            _ => vec![0; size as usize],
+        };
+        let job = Job {
+            rank,
+            size,
+            appnum,
+            universe,
+            kvsname: kvsname.clone(),
+            maxes,
+            spawned: env_int("PMI_SPAWNED").unwrap_or(0) != 0,
+            singleton: false,
+            node_of,
+        };
+        log_info(&format!("pmi: connected: rank {} of {}, kvs {}", rank, size, kvsname));
+        Ok(Client {
+            job,
+            t: Transport::Wire(wire),
+            extended: std::env::var_os("HYDI_CONTROL_FD").is_none(),
+            known_kvs: vec![kvsname],
+            iter_next: HashMap::new(),
+            coll_seq: 0,
+        })
+    }
+
+    fn singleton() -> Client {
+        let kvsname = format!("singleton_kvs_{}", std::process::id());
+        let mut local = LocalKvs::default();
+        local.spaces.insert(kvsname.clone(), Vec::new());
+        log_info("pmi: no PMI_FD/PMI_PORT in the environment: singleton job");
+        Client {
+            job: Job {
+                rank: 0,
+                size: 1,
+                appnum: 0,
+                universe: 1,
+                kvsname: kvsname.clone(),
+                maxes: SINGLETON_MAXES,
+                spawned: false,
+                singleton: true,
+                node_of: vec![0],
+            },
+            t: Transport::Local(local),
+            extended: true,
+            known_kvs: vec![kvsname],
+            iter_next: HashMap::new(),
+            coll_seq: 0,
+        }
+    }
+
+    /// Whether this process may address `kvs`: the job's own or one it created.
+    pub fn knows_kvs(&self, kvs: &str) -> bool {
+        self.known_kvs.iter().any(|k| k == kvs)
+    }
+
+    /// `NotFound` unless this process may address `kvs` (hydra kills the job on
+    /// a request for a foreign KVS, so we never forward one).
+    fn check_kvs(&self, kvs: &str) -> Result<()> {
+        if self.knows_kvs(kvs) {
+            Ok(())
+        } else {
+            Err(Error::NotFound)
+        }
+    }
+
+    /// Stores `key=val` in `kvs`.  Errors: `NotFound` (unknown KVS), `InvalidArg`.
+    pub fn put(&mut self, kvs: &str, key: &str, val: &str) -> Result<()> {
+        self.check_kvs(kvs)?;
+        check_key(key, &self.job.maxes)?;
+        check_val(val, &self.job.maxes)?;
+        match &mut self.t {
+            Transport::Wire(w) => {
+                let r = w.call(&format!("cmd=put kvsname={} key={} value={}", kvs, key, val), "put_result")?;
+                if r.rc() != 0 {
+                    return Err(Error::Bootstrap);
+                }
+            }
+            Transport::Local(l) => {
+                let space = l.spaces.entry(kvs.to_string()).or_default();
+                match space.iter_mut().find(|(k, _)| k == key) {
+                    Some(e) => e.1 = val.to_string(),
+                    None => space.push((key.to_string(), val.to_string())),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Looks `key` up.  `Ok(None)` when no rank has put it (or its put is not
+    /// yet visible: puts become visible to other ranks after a barrier).
+    pub fn get(&mut self, kvs: &str, key: &str) -> Result<Option<String>> {
+        self.check_kvs(kvs)?;
+        check_key(key, &self.job.maxes)?;
+        match &mut self.t {
+            Transport::Wire(w) => {
+                let r = w.call(&format!("cmd=get kvsname={} key={}", kvs, key), "get_result")?;
+                if r.rc() != 0 {
+                    return Ok(None);
+                }
+                Ok(Some(r.get("value").unwrap_or("").to_string()))
+            }
+            Transport::Local(l) => Ok(l
+                .spaces
+                .get(kvs)
+                .and_then(|s| s.iter().find(|(k, _)| k == key))
+                .map(|(_, v)| v.clone())),
+        }
+    }
+
+    /// Entry `idx` of `kvs` (server order): `Ok(Some((key, val, next_idx)))`, or
+    /// `Ok(None)` past the end.  `Unsupported` on servers without `getbyidx`.
+    fn getbyidx(&mut self, kvs: &str, idx: i64) -> Result<Option<(String, String, i64)>> {
+        if !self.extended {
+            return Err(Error::Unsupported);
+        }
+        match &mut self.t {
+            Transport::Wire(w) => {
+                let r = w.call(&format!("cmd=getbyidx kvsname={} idx={}", kvs, idx), "getbyidx_results")?;
+                if r.rc() != 0 {
+                    return Ok(None);
+                }
+                let next = r.get("nextidx").and_then(|v| v.parse().ok()).unwrap_or(idx + 1);
+                Ok(Some((
+                    r.get("key").unwrap_or("").to_string(),
+                    r.get("val").unwrap_or("").to_string(),
+                    next,
+                )))
+            }
+            Transport::Local(l) => Ok(l
+                .spaces
+                .get(kvs)
+                .and_then(|s| s.get(idx as usize))
+                .map(|(k, v)| (k.clone(), v.clone(), idx + 1))),
+        }
+    }
+
+    /// First (`restart`) or next application entry of `kvs`, skipping the
+    /// bootstrap layer's internal keys.  `Ok(None)` at the end.
+    pub fn iter(&mut self, kvs: &str, restart: bool) -> Result<Option<(String, String)>> {
+        self.check_kvs(kvs)?;
+        let mut idx = if restart { 0 } else { *self.iter_next.get(kvs).unwrap_or(&0) };
+        loop {
+            match self.getbyidx(kvs, idx)? {
+                None => {
+                    self.iter_next.insert(kvs.to_string(), idx);
+                    return Ok(None);
+                }
+                Some((k, v, next)) => {
+                    idx = next.max(idx + 1);
+                    if !k.starts_with(INTERNAL_PREFIX) {
+                        self.iter_next.insert(kvs.to_string(), idx);
+                        return Ok(Some((k, v)));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Waits until every rank of the job has entered the barrier.  Also a full
+    /// memory fence, so stores made before it are visible to peers after it.
+    pub fn barrier(&mut self) -> Result<()> {
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        if let Transport::Wire(w) = &mut self.t {
+            w.call("cmd=barrier_in", "barrier_out")?;
+        }
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        Ok(())
+    }
+
+    pub fn publish_name(&mut self, service: &str, port: &str) -> Result<()> {
+        check_key(service, &self.job.maxes)?;
+        check_val(port, &self.job.maxes)?;
+        if port.is_empty() {
+            return Err(Error::InvalidArg);
+        }
+        match &mut self.t {
+            Transport::Wire(w) => {
+                let r = w.call(&format!("cmd=publish_name service={} port={}", service, port), "publish_result")?;
+                if r.rc() != 0 || r.get("info").is_some_and(|i| i != "ok") {
+                    return Err(Error::Exists);
+                }
+            }
+            Transport::Local(l) => {
+                if l.names.contains_key(service) {
+                    return Err(Error::Exists);
+                }
+                l.names.insert(service.to_string(), port.to_string());
+            }
+        }
+        Ok(())
+    }
+
+    pub fn unpublish_name(&mut self, service: &str) -> Result<()> {
+        check_key(service, &self.job.maxes)?;
+        match &mut self.t {
+            Transport::Wire(w) => {
+                let r = w.call(&format!("cmd=unpublish_name service={}", service), "unpublish_result")?;
+                if r.rc() != 0 || r.get("info").is_some_and(|i| i != "ok") {
+                    return Err(Error::NotFound);
+                }
+            }
+            Transport::Local(l) => {
+                l.names.remove(service).ok_or(Error::NotFound)?;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn lookup_name(&mut self, service: &str) -> Result<String> {
+        check_key(service, &self.job.maxes)?;
+        match &mut self.t {
+            Transport::Wire(w) => {
+                let r = w.call(&format!("cmd=lookup_name service={}", service), "lookup_result")?;
+                match r.get("port") {
+                    Some(p) if r.rc() == 0 && r.get("info").map_or(true, |i| i == "ok") => Ok(p.to_string()),
+                    _ => Err(Error::NotFound),
+                }
+            }
+            Transport::Local(l) => l.names.get(service).cloned().ok_or(Error::NotFound),
+        }
+    }
+
+    /// Creates a new KVS and returns its name.  `Unsupported` under hydra.
+    pub fn create_kvs(&mut self) -> Result<String> {
+        if !self.extended {
+            return Err(Error::Unsupported);
+        }
+        let name = match &mut self.t {
+            Transport::Wire(w) => w
+                .call("cmd=create_kvs", "newkvs")?
+                .get("kvsname")
+                .filter(|n| !n.is_empty())
+                .ok_or(Error::Bootstrap)?
+                .to_string(),
+            Transport::Local(l) => {
+                let name = format!("singleton_kvs_{}_{}", std::process::id(), l.spaces.len());
+                l.spaces.insert(name.clone(), Vec::new());
+                name
+            }
+        };
+        self.known_kvs.push(name.clone());
+        Ok(name)
+    }
+
+    /// Destroys a KVS created by [`Client::create_kvs`].  The job's own KVS
+    /// cannot be destroyed (`InvalidArg`).
+    pub fn destroy_kvs(&mut self, kvs: &str) -> Result<()> {
+        self.check_kvs(kvs)?;
+        if kvs == self.job.kvsname {
+            return Err(Error::InvalidArg);
+        }
+        match &mut self.t {
+            Transport::Wire(w) => {
+                let r = w.call(&format!("cmd=destroy_kvs kvsname={}", kvs), "kvs_destroyed")?;
+                if r.rc() != 0 {
+                    return Err(Error::Bootstrap);
+                }
+            }
+            Transport::Local(l) => {
+                l.spaces.remove(kvs);
+            }
+        }
+        self.known_kvs.retain(|k| k != kvs);
+        self.iter_next.remove(kvs);
+        Ok(())
+    }
+
+    /// Asks the server to end the whole job, then exits with `code`.
+    pub fn abort(&mut self, code: i32, msg: &str) -> ! {
+        eprintln!("PMI_Abort (rank {} of {}), exit code {}: {}", self.job.rank, self.job.size, code, msg);
+        if let Transport::Wire(w) = &mut self.t {
+            // Newer servers send no reply; the launcher kills every rank.
+            let _ = w.send(&format!("cmd=abort exitcode={}", code));
+        }
+        std::process::exit(code)
+    }
+
+    fn finalize(&mut self) -> Result<()> {
+        if let Transport::Wire(w) = &mut self.t {
+            w.call("cmd=finalize", "finalize_ack")?;
+        }
+        Ok(())
+    }
+}
+
+/// Lifecycle of the process-wide connection.
+pub struct State {
+    client: Option<Client>,
+    /// PMI_Finalize ran: the server has let this process go and will not take it back.
+    finalized: bool,
+    /// PMI_Init was called explicitly.
+    pub explicit_init: bool,
+}
+
+static STATE: Mutex<State> = Mutex::new(State { client: None, finalized: false, explicit_init: false });
+
+fn lock() -> MutexGuard<'static, State> {
+    // A panic while holding the lock aborts the process (extern "C" boundary),
+    // so a poisoned lock cannot be observed in a way that matters; recover anyway.
+    STATE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Sets `name=value` unless already set (launchers such as snrun set it first).
+fn setenv_default(name: &str, value: &str) {
+    let (Ok(n), Ok(v)) = (std::ffi::CString::new(name), std::ffi::CString::new(value)) else { return };
+    // SAFETY: valid NUL-terminated strings; overwrite=0 keeps the launcher's value.
+    unsafe { libc::setenv(n.as_ptr(), v.as_ptr(), 0) };
+}
+
+/// The Cray environment contract, set when absent, identical on every rank of
+/// a node: `PMI_GNI_PTAG`/`PMI_GNI_COOKIE` from the job's KVS name,
+/// `PMI_GNI_DEV_ID=0`, `PMI_GNI_LOC_ADDR=<nid>` (one device per node), and
+/// `ALPS_APP_PE=<rank>`.
+fn export_env_contract(job: &Job) {
+    let (ptag, cookie) = crate::bootstrap::gni_credentials(&job.kvsname);
+    setenv_default("PMI_GNI_PTAG", &ptag.to_string());
+    setenv_default("PMI_GNI_COOKIE", &cookie.to_string());
+    setenv_default("PMI_GNI_DEV_ID", "0");
+    setenv_default("PMI_GNI_LOC_ADDR", &job.node_of[job.rank as usize].to_string());
+    setenv_default("ALPS_APP_PE", &job.rank.to_string());
+}
+
+fn ensure(st: &mut State) -> Result<&mut Client> {
+    if st.finalized {
+        return Err(Error::Bootstrap);
+    }
+    if st.client.is_none() {
+        let c = Client::connect()?;
+        export_env_contract(&c.job);
+        st.client = Some(c);
+        static AT_EXIT: std::sync::Once = std::sync::Once::new();
+        // SAFETY: registers a plain extern "C" fn with no captured state.
+        AT_EXIT.call_once(|| unsafe {
+            libc::atexit(finalize_at_exit);
+        });
+    }
+    Ok(st.client.as_mut().expect("client was just set"))
+}
+
+/// Runs `f` on the process's client, connecting first if needed.
+/// `Err(Bootstrap)` after [`finalize`] or when the launcher cannot be reached.
+pub fn with_client<R>(f: impl FnOnce(&mut Client) -> Result<R>) -> Result<R> {
+    let mut st = lock();
+    let c = ensure(&mut st)?;
+    f(c)
+}
+
+/// Explicit initialisation (PMI_Init).  Idempotent; returns whether this
+/// process was spawned.  `Err(Bootstrap)` after [`finalize`].
+pub fn init() -> Result<bool> {
+    let mut st = lock();
+    let spawned = ensure(&mut st)?.job.spawned;
+    st.explicit_init = true;
+    Ok(spawned)
+}
+
+/// Whether the connection is up (by PMI_Init or implicitly by a call that needed it).
+pub fn initialized() -> bool {
+    let st = lock();
+    st.client.is_some() && !st.finalized
+}
+
+/// Ends the conversation with the server.  Final: later calls fail with
+/// `Bootstrap` (the server has already released this process).
+pub fn finalize() -> Result<()> {
+    let mut st = lock();
+    if st.finalized {
+        return Ok(());
+    }
+    let r = match st.client.as_mut() {
+        Some(c) => c.finalize(),
+        None => Ok(()),
+    };
+    st.finalized = true;
+    st.client = None; // closes the socket
+    r
+}
+
+/// Programs that never call PMI_Finalize (DMAPP samples, implicit starts) must
+/// still leave cleanly: hydra treats a PMI client that disconnects without
+/// `finalize` as a crash and kills the rest of the job.  try_lock: at exit the
+/// lock may be held (PMI_Abort exits while holding it; another thread may be in
+/// a barrier), and then we must not wait.
+extern "C" fn finalize_at_exit() {
+    if let Ok(mut st) = STATE.try_lock() {
+        if !st.finalized {
+            if let Some(c) = st.client.as_mut() {
+                let _ = c.finalize();
+            }
+            st.finalized = true;
+            st.client = None;
+        }
+    }
+}
+
+/// Whether [`finalize`] has run.
+pub fn finalized() -> bool {
+    lock().finalized
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mapping_single_block() {
+        assert_eq!(parse_process_mapping("(vector,(0,2,2))", 4), Some(vec![0, 0, 1, 1]));
+        assert_eq!(parse_process_mapping("(vector,(0,1,3))", 3), Some(vec![0, 0, 0]));
+    }
+
+    #[test]
+    fn mapping_multi_block_and_odd_sizes() {
+        assert_eq!(
+            parse_process_mapping("(vector,(0,2,3),(2,1,1))", 7),
+            Some(vec![0, 0, 0, 1, 1, 1, 2])
+        );
+        // Fewer ranks than the mapping covers: the last node is partial.
+        assert_eq!(parse_process_mapping("(vector,(0,2,4))", 7), Some(vec![0, 0, 0, 0, 1, 1, 1]));
+        // More ranks than one round: the mapping repeats (MPICH does the same).
+        assert_eq!(parse_process_mapping("(vector,(0,2,1))", 5), Some(vec![0, 1, 0, 1, 0]));
+        assert_eq!(parse_process_mapping(" (vector, (3,1,2)) ", 2), Some(vec![3, 3]));
+    }
+
+    #[test]
+    fn mapping_rejects_garbage() {
+        for bad in ["", "(vector)", "(vector,(0,1))", "(vector,(0,a,1))", "(list,(0,1,1))", "(vector,(0,0,0))", "(vector,(0,1,1)"] {
+            assert_eq!(parse_process_mapping(bad, 2), None, "{:?}", bad);
+        }
+    }
+
+    #[test]
+    fn key_and_value_rules() {
+        let m = Maxes { kvsname: 16, key: 8, val: 8 };
+        assert!(check_key("abc", &m).is_ok());
+        assert!(check_key("", &m).is_err());
+        assert!(check_key("a=b", &m).is_err());
+        assert!(check_key("a b", &m).is_err());
+        assert!(check_key("1234567", &m).is_ok());
+        assert!(check_key("12345678", &m).is_err());
+        assert!(check_val("", &m).is_ok());
+        assert!(check_val("a=b", &m).is_ok());
+        assert!(check_val("a\nb", &m).is_err());
+        assert!(check_val("12345678", &m).is_err());
+    }
+
+    #[test]
+    fn reply_parsing() {
+        let r = Reply::parse("cmd=get_result rc=0 msg=success value=b=c\n");
+        assert_eq!(r.cmd(), "get_result");
+        assert_eq!(r.get("value"), Some("b=c"));
+        assert_eq!(r.rc(), 0);
+        assert_eq!(Reply::parse("cmd=get_result rc=-1 msg=x").rc(), -1);
+    }
+}

@@ -1,1 +1,406 @@
-//! (placeholder: owned by the helper building this module)
+//! The one-sided engine: put, get, atomics and remote events on a peer's memory.
+//!
+//! Every operation completes without the target calling the library: the initiator maps
+//! the target's memory (backings listed in its control segment, see [`crate::node`]) and
+//! uses plain loads/stores and hardware atomics on it.  The target may be asleep or
+//! spinning on the very word being written.
+//!
+//! **Validation first, then act.**  Each operation checks, in this order, and touches
+//! nothing when a check fails: the key names a live registration of that generation
+//! (`InvalidHandle` for an index out of range, `StaleHandle` otherwise), the access lies
+//! inside it (`OutOfBounds`, also for wrapping addresses), a write is allowed
+//! (`Permission`), the protection-domain key matches (`ProtectionDomain`).  A peer that has
+//! exited gives `PeerDead`.  The registration row is read seqlock-style (generation before
+//! and after), so a concurrent deregistration is seen as `StaleHandle`; an operation that
+//! already passed validation when the target deregisters completes into the old pages,
+//! as it would on a NIC.
+//!
+//! **Ordering.**  Puts and atomics are synchronous stores issued by the initiator's CPU,
+//! so two operations from one initiator to one target are seen by the target in issue
+//! order.  A remote event ([`post_event`]) publishes its ring entry with a Release store
+//! (inside [`Ring::push`]); a target that takes the entry with the ring's Acquire load sees
+//! all data the initiator put before posting.  That is sufficient on one machine.
+//!
+//! **Peer death.**  Checked through a pidfd, at most every [`DEATH_CHECK_NS`]: an
+//! operation issued later than that after the peer died fails with `PeerDead`; one issued
+//! sooner completes into the dead process's memory (which we still map), like a packet in
+//! flight.  Nothing ever blocks on a dead peer.
+//!
+//! **Fallback regions** (pages that could not be rebound, see [`crate::mem`]): put/get use
+//! `process_vm_writev/readv`; atomics return `Err(Unsupported)`.
+
+use crate::atomic::{self, AmoOp, AmoWidth};
+use crate::mem::{MemKey, RingLoc};
+use crate::node::{self, Ctl, PeerRef, CTL_LEN, FREE, LIVE, NO_BACKING};
+use crate::ring::{Pod, Ring};
+use crate::shm::{self, Mapping};
+use crate::{Error, Result};
+use std::collections::HashMap;
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// Minimum interval between two liveness probes of one peer.
+pub const DEATH_CHECK_NS: u64 = 100_000;
+
+struct Cached {
+    gen: u32,
+    base: u64,
+    len: u64,
+    ptr: *mut u8,
+    /// None for our own memory (used in place).
+    _map: Option<Mapping>,
+}
+
+/// A resolved other process (or this one).
+pub struct Peer {
+    r: PeerRef,
+    is_self: bool,
+    _ctl_map: Option<Mapping>,
+    ctl: Ctl,
+    pidfd: i32,
+    dead: AtomicBool,
+    last_check: AtomicU64,
+    backs: Mutex<HashMap<u32, Cached>>,
+}
+
+// SAFETY: the raw pointers in the cache point into mappings the Peer owns (or into our
+// own registered memory); all mutable state is behind the mutex or atomic.
+unsafe impl Send for Peer {}
+unsafe impl Sync for Peer {}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        if self.pidfd >= 0 {
+            // SAFETY: our descriptor.
+            unsafe { libc::close(self.pidfd) };
+        }
+    }
+}
+
+fn now_ns() -> u64 {
+    static T0: once_cell::sync::Lazy<Instant> = once_cell::sync::Lazy::new(Instant::now);
+    T0.elapsed().as_nanos() as u64
+}
+
+static PEERS: once_cell::sync::Lazy<Mutex<HashMap<PeerRef, Arc<Peer>>>> = once_cell::sync::Lazy::new(|| Mutex::new(HashMap::new()));
+
+/// A validated target: the registration's first backing, or fallback.
+struct Target {
+    backing: u32,
+}
+
+impl Peer {
+    /// Resolves `r` (cached: the same `Arc` for the same process).  Maps its control
+    /// segment and checks its identity.  `PeerDead` if it is gone.
+    pub fn open(r: PeerRef) -> Result<Arc<Peer>> {
+        let n = node::get()?;
+        if let Some(p) = PEERS.lock().unwrap_or_else(|e| e.into_inner()).get(&r) {
+            return Ok(p.clone());
+        }
+        let p = if r == n.peer_ref() {
+            Peer { r, is_self: true, _ctl_map: None, ctl: n.ctl(), pidfd: -1, dead: AtomicBool::new(false), last_check: AtomicU64::new(0), backs: Mutex::new(HashMap::new()) }
+        } else {
+            if !crate::registry::pid_alive(r.pid, Some(r.starttime)) {
+                return Err(Error::PeerDead);
+            }
+            let map = shm::map_peer(r.pid, r.ctl_fd, r.ctl_ino, CTL_LEN)?;
+            let ctl = Ctl { base: map.ptr() };
+            ctl.check(r.pid, r.starttime)?;
+            // SAFETY: pidfd_open takes a pid and flags; returns a new fd or -1.
+            let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, r.pid, 0) } as i32;
+            Peer { r, is_self: false, _ctl_map: Some(map), ctl, pidfd, dead: AtomicBool::new(false), last_check: AtomicU64::new(now_ns()), backs: Mutex::new(HashMap::new()) }
+        };
+        let p = Arc::new(p);
+        let mut peers = PEERS.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(peers.entry(r).or_insert(p).clone())
+    }
+
+    /// This process as a peer (operations on own registered memory).
+    pub fn this() -> Result<Arc<Peer>> {
+        Peer::open(node::get()?.peer_ref())
+    }
+
+    pub fn peer_ref(&self) -> PeerRef {
+        self.r
+    }
+    pub fn pid(&self) -> i32 {
+        self.r.pid
+    }
+
+    /// Probes the peer now (not rate-limited).
+    pub fn is_alive(&self) -> bool {
+        if self.is_self {
+            return true;
+        }
+        if self.dead.load(Ordering::Relaxed) {
+            return false;
+        }
+        let alive = if self.pidfd >= 0 {
+            let mut pfd = libc::pollfd { fd: self.pidfd, events: libc::POLLIN, revents: 0 };
+            // SAFETY: one valid pollfd, zero timeout.
+            let r = unsafe { libc::poll(&mut pfd, 1, 0) };
+            !(r > 0 && pfd.revents != 0)
+        } else {
+            crate::registry::pid_alive(self.r.pid, Some(self.r.starttime))
+        };
+        if !alive {
+            self.dead.store(true, Ordering::Relaxed);
+        }
+        alive
+    }
+
+    fn check_alive(&self) -> Result<()> {
+        if self.is_self {
+            return Ok(());
+        }
+        if self.dead.load(Ordering::Relaxed) {
+            return Err(Error::PeerDead);
+        }
+        let now = now_ns();
+        if now.wrapping_sub(self.last_check.load(Ordering::Relaxed)) >= DEATH_CHECK_NS {
+            self.last_check.store(now, Ordering::Relaxed);
+            if !self.is_alive() {
+                return Err(Error::PeerDead);
+            }
+        }
+        Ok(())
+    }
+
+    fn validate(&self, key: MemKey, addr: u64, n: usize, write: bool, pd: u64) -> Result<Target> {
+        self.check_alive()?;
+        let e = self.ctl.reg(key.index as usize).ok_or(Error::InvalidHandle)?;
+        let g = e.gen.load(Ordering::Acquire);
+        if g != key.generation || e.state.load(Ordering::Acquire) != LIVE {
+            return Err(Error::StaleHandle);
+        }
+        let base = e.base.load(Ordering::Relaxed);
+        let len = e.len.load(Ordering::Relaxed);
+        let writable = e.writable.load(Ordering::Relaxed) != 0;
+        let pd_key = e.pd_key.load(Ordering::Relaxed);
+        let backing = e.backing.load(Ordering::Relaxed);
+        // Seqlock reader: the fields above belong to generation `g` only if it is unchanged.
+        fence(Ordering::Acquire);
+        if e.gen.load(Ordering::Relaxed) != g || e.state.load(Ordering::Relaxed) != LIVE {
+            return Err(Error::StaleHandle);
+        }
+        let end = addr.checked_add(n as u64).ok_or(Error::OutOfBounds)?;
+        if addr < base || end > base + len {
+            return Err(Error::OutOfBounds);
+        }
+        if write && !writable {
+            return Err(Error::Permission);
+        }
+        if pd != pd_key {
+            return Err(Error::ProtectionDomain);
+        }
+        Ok(Target { backing })
+    }
+
+    /// Local pointer to peer backing `idx` at owner address `addr`, valid for the bytes up
+    /// to the backing's end (returned as the second value).  `want_gen` pins a generation.
+    fn backing_ptr(&self, idx: u32, addr: u64, want_gen: Option<u32>) -> Result<(*mut u8, u64)> {
+        let e = self.ctl.back(idx as usize).ok_or(Error::InvalidHandle)?;
+        let state = e.state.load(Ordering::Acquire);
+        let gen = e.gen.load(Ordering::Acquire);
+        if state == FREE || want_gen.map_or(false, |w| w != gen) {
+            return Err(Error::StaleHandle);
+        }
+        let mut c = self.backs.lock().unwrap_or_else(|e| e.into_inner());
+        let fresh = matches!(c.get(&idx), Some(x) if x.gen == gen);
+        if !fresh {
+            let base = e.base.load(Ordering::Relaxed);
+            let len = e.len.load(Ordering::Relaxed);
+            let fd = e.fd.load(Ordering::Relaxed) as i32;
+            let ino = e.ino.load(Ordering::Relaxed);
+            fence(Ordering::Acquire);
+            if e.gen.load(Ordering::Relaxed) != gen || e.state.load(Ordering::Relaxed) == FREE {
+                return Err(Error::StaleHandle);
+            }
+            let map = if self.is_self {
+                None // our own memory is at its own address
+            } else {
+                Some(shm::map_peer(self.r.pid, fd, ino, len as usize).map_err(|e| if e == Error::StaleHandle && !self.is_alive() { Error::PeerDead } else { e })?)
+            };
+            let ptr = map.as_ref().map_or(base as *mut u8, |m| m.ptr());
+            c.insert(idx, Cached { gen, base, len, ptr, _map: map });
+        }
+        let x = c.get(&idx).expect("just inserted");
+        if addr < x.base || addr >= x.base + x.len {
+            return Err(Error::OutOfBounds);
+        }
+        // SAFETY: addr - base < len, inside the mapping.
+        Ok((unsafe { x.ptr.add((addr - x.base) as usize) }, x.base + x.len - addr))
+    }
+
+    /// Finds the backing that covers owner address `addr` (slow path for registrations
+    /// spanning several backings).
+    fn find_backing(&self, addr: u64) -> Result<u32> {
+        let mut detached = None;
+        for i in 0..node::NBACK {
+            let e = self.ctl.back(i).expect("in range");
+            let st = e.state.load(Ordering::Acquire);
+            if st == FREE {
+                continue;
+            }
+            let b = e.base.load(Ordering::Relaxed);
+            if b <= addr && addr < b + e.len.load(Ordering::Relaxed) {
+                if st == LIVE {
+                    return Ok(i as u32);
+                }
+                detached = Some(i as u32);
+            }
+        }
+        detached.ok_or(Error::StaleHandle)
+    }
+
+    /// Calls `f(ptr, offset, len)` for each piece of `[addr, addr+n)` mapped locally.
+    fn for_chunks(&self, first: u32, addr: u64, n: usize, mut f: impl FnMut(*mut u8, usize, usize)) -> Result<()> {
+        if self.is_self {
+            f(addr as *mut u8, 0, n);
+            return Ok(());
+        }
+        // Resolve everything before touching anything, so errors leave memory untouched.
+        let mut pieces: [(*mut u8, usize, usize); 4] = [(std::ptr::null_mut(), 0, 0); 4];
+        let mut more: Vec<(*mut u8, usize, usize)> = Vec::new();
+        let mut done = 0usize;
+        let mut k = 0;
+        let mut idx = first;
+        while done < n {
+            let at = addr + done as u64;
+            let (p, avail) = match self.backing_ptr(idx, at, None) {
+                Ok(x) => x,
+                Err(Error::OutOfBounds) => self.backing_ptr(self.find_backing(at)?, at, None)?,
+                Err(e) => return Err(e),
+            };
+            let take = (avail as usize).min(n - done);
+            if k < 4 {
+                pieces[k] = (p, done, take);
+            } else {
+                more.push((p, done, take));
+            }
+            k += 1;
+            done += take;
+            idx = u32::MAX; // next piece: search
+            if done < n {
+                idx = self.find_backing(addr + done as u64)?;
+            }
+        }
+        for &(p, off, len) in pieces.iter().take(k.min(4)).chain(more.iter()) {
+            f(p, off, len);
+        }
+        Ok(())
+    }
+
+    fn vm_io(&self, local: *mut u8, remote: u64, n: usize, write: bool) -> Result<()> {
+        let mut done = 0usize;
+        while done < n {
+            let l = libc::iovec { iov_base: (local as usize + done) as *mut libc::c_void, iov_len: n - done };
+            let r = libc::iovec { iov_base: (remote as usize + done) as *mut libc::c_void, iov_len: n - done };
+            // SAFETY: the local iovec is the caller's buffer of n bytes; the remote one is
+            // checked by the kernel against the target's mappings.
+            let got = unsafe {
+                if write {
+                    libc::process_vm_writev(self.r.pid, &l, 1, &r, 1, 0)
+                } else {
+                    libc::process_vm_readv(self.r.pid, &l, 1, &r, 1, 0)
+                }
+            };
+            if got < 0 {
+                return Err(match Error::last_os() {
+                    Error::Os(libc::ESRCH) => Error::PeerDead,
+                    e => e,
+                });
+            }
+            if got == 0 {
+                return Err(Error::Os(libc::EFAULT));
+            }
+            done += got as usize;
+        }
+        Ok(())
+    }
+}
+
+/// Writes `src` to `remote_addr` in the peer's registration `key`.
+pub fn put(peer: &Peer, key: MemKey, remote_addr: u64, src: &[u8], pd: u64) -> Result<()> {
+    let t = peer.validate(key, remote_addr, src.len(), true, pd)?;
+    if src.is_empty() {
+        return Ok(());
+    }
+    if t.backing == NO_BACKING && !peer.is_self {
+        return peer.vm_io(src.as_ptr() as *mut u8, remote_addr, src.len(), true);
+    }
+    peer.for_chunks(t.backing, remote_addr, src.len(), |p, off, len| {
+        // SAFETY: p..p+len is mapped (validated above); src has off+len bytes; distinct
+        // mappings cannot overlap a Rust slice except for self-copies, hence `copy`.
+        unsafe { std::ptr::copy(src.as_ptr().add(off), p, len) }
+    })
+}
+
+/// Reads from `remote_addr` in the peer's registration `key` into `dst`.
+pub fn get(peer: &Peer, key: MemKey, remote_addr: u64, dst: &mut [u8], pd: u64) -> Result<()> {
+    let t = peer.validate(key, remote_addr, dst.len(), false, pd)?;
+    if dst.is_empty() {
+        return Ok(());
+    }
+    if t.backing == NO_BACKING && !peer.is_self {
+        return peer.vm_io(dst.as_mut_ptr(), remote_addr, dst.len(), false);
+    }
+    let d = dst.as_mut_ptr();
+    peer.for_chunks(t.backing, remote_addr, dst.len(), |p, off, len| {
+        // SAFETY: as in put, reversed.
+        unsafe { std::ptr::copy(p, d.add(off), len) }
+    })
+}
+
+/// Applies `op` atomically at `remote_addr` and returns the old value.  Atomic with
+/// respect to the target CPU's own atomic instructions on the same word.
+pub fn atomic(peer: &Peer, key: MemKey, remote_addr: u64, width: AmoWidth, op: AmoOp, pd: u64) -> Result<u64> {
+    let n = match width {
+        AmoWidth::I32 | AmoWidth::F32 => 4,
+        AmoWidth::I64 | AmoWidth::F64 => 8,
+    };
+    let t = peer.validate(key, remote_addr, n, true, pd)?;
+    if remote_addr % n as u64 != 0 {
+        return Err(Error::Misaligned);
+    }
+    if peer.is_self {
+        // SAFETY: validated inside a live registration of our own memory.
+        return unsafe { atomic::apply(remote_addr as *mut u8, width, op) };
+    }
+    if t.backing == NO_BACKING {
+        return Err(Error::Unsupported);
+    }
+    let mut p = std::ptr::null_mut();
+    // An aligned word never straddles backings (they are page granular).
+    peer.for_chunks(t.backing, remote_addr, n, |q, _, _| p = q)?;
+    // SAFETY: p is inside our mapping of the peer's backing, aligned like remote_addr
+    // (mappings are page aligned).
+    unsafe { atomic::apply(p, width, op) }
+}
+
+/// Appends `v` to the ring at `loc` in the peer's library-owned shared memory.
+/// With `overrun` false a full ring gives `Err(NoSpace)`; with `overrun` true it records
+/// an overrun in the ring and returns `Ok(false)`.  `Ok(true)`: appended.
+pub fn post_event<T: Pod>(peer: &Peer, loc: &RingLoc, v: &T, overrun: bool) -> Result<bool> {
+    peer.check_alive()?;
+    let e = peer.ctl.back(loc.backing as usize).ok_or(Error::InvalidHandle)?;
+    if e.state.load(Ordering::Acquire) != LIVE {
+        return Err(Error::StaleHandle);
+    }
+    let base = e.base.load(Ordering::Relaxed);
+    let blen = e.len.load(Ordering::Relaxed);
+    match loc.offset.checked_add(loc.len) {
+        Some(end) if end <= blen && loc.len > 0 => {}
+        _ => return Err(Error::OutOfBounds),
+    }
+    let (p, _) = peer.backing_ptr(loc.backing, base + loc.offset, Some(loc.backing_gen))?;
+    // SAFETY: p..p+len lies inside the mapped backing (checked above); the ring header
+    // there is validated by attach.
+    let ring = unsafe { Ring::<T>::attach(p, loc.len as usize)? };
+    if overrun {
+        Ok(ring.push_or_overrun(v))
+    } else {
+        ring.push(v).map(|_| true)
+    }
+}

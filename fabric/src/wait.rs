@@ -1,1 +1,356 @@
-//! (placeholder: owned by the helper building this module)
+//! Waiting on words in shared memory: spin briefly, then sleep on a futex.
+//!
+//! The futex calls are *shared* (no `FUTEX_PRIVATE_FLAG`): the words live in memory mapped
+//! by several processes, and the kernel must key the wait queue on the physical page, not on
+//! this process's address space.
+//!
+//! # The sleep/wake protocol (no lost wake-ups)
+//!
+//! Two words, usually on one cache line of a shared structure ([`WaitWords`]):
+//! `seq` (the futex word, bumped by notifiers) and `waiters` (how many are asleep or about to
+//! be).  The *condition* is whatever the caller waits for (e.g. "the slot at head is
+//! published"); it is published by a store of its own.
+//!
+//! Waiter ([`wait_until`]):
+//! 1. check the condition; spin (`spin_ns()` ns) re-checking it;
+//! 2. `waiters += 1`;
+//! 3. `fence(SeqCst)`  (pairs with notifier step 2);
+//! 4. `s = seq.load(Acquire)`  (pairs with notifier step 4);
+//! 5. re-check the condition; if true: `waiters -= 1`, done;
+//! 6. `futex_wait(seq, s)`: the kernel sleeps only if `seq` still equals `s`, atomically
+//!    with respect to `futex_wake`;
+//! 7. `waiters -= 1`, re-check, loop to 2 (wake-ups may be spurious or for someone else).
+//!
+//! Notifier ([`notify`]), after publishing the condition:
+//! 1. publish (the caller's own Release store);
+//! 2. `fence(SeqCst)`  (pairs with waiter step 3);
+//! 3. if `waiters == 0`: done, no syscall (the common, fast case);
+//! 4. `seq += 1` (Release), then `futex_wake(seq, all)`.
+//!
+//! Why nothing is lost: the two SeqCst fences order "waiter stores waiters, then reads the
+//! condition" against "notifier stores the condition, then reads waiters" (Dekker): at least
+//! one side sees the other's store.  If the waiter sees the condition it does not sleep.  If
+//! the notifier sees `waiters > 0` it bumps `seq`: either the waiter's snapshot `s` already
+//! includes the bump (then, through the Acquire/Release pair, step 5 sees the condition), or
+//! it does not and the kernel either refuses to sleep (`seq != s`) or is woken by the wake
+//! that follows the bump.
+//!
+//! A waiter that dies asleep leaves `waiters` too high: notifiers then make a needless wake
+//! syscall, which costs time but is never incorrect.
+//!
+//! Under `cfg(loom)` the futex is modelled by one global mutex + condvar (the kernel's hash
+//! bucket lock and wait queue), so the protocol above is model-checked as written.  Timeouts
+//! are not modelled there: a loom wait behaves as if it had no timeout.
+
+use crate::sync::{fence, AtomicU32, Ordering};
+use crate::{Error, Result};
+use std::time::{Duration, Instant};
+
+/// Default spin before sleeping, in nanoseconds: long enough to catch a peer that is about to
+/// publish (a push is ~50-100 ns), short enough not to burn a core that someone else needs.
+pub const SPIN_NS_DEFAULT: u64 = 4_000;
+/// Upper bound accepted from `SOFTNIC_SPIN_NS` (10 ms).
+pub const SPIN_NS_MAX: u64 = 10_000_000;
+
+/// Spin time before sleeping: `SOFTNIC_SPIN_NS` from the tunables registry (default
+/// [`SPIN_NS_DEFAULT`]), clamped to `SPIN_NS_MAX`.
+pub fn spin_ns() -> u64 {
+    static SPIN: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *SPIN.get_or_init(|| {
+        // Under loom the registry's Lazy would be modelled too; the value does not matter there.
+        #[cfg(loom)]
+        return SPIN_NS_DEFAULT;
+        #[cfg(not(loom))]
+        crate::env::get_u64("SOFTNIC_SPIN_NS").min(SPIN_NS_MAX)
+    })
+}
+
+/// Sleeps while `*word == expected` (shared futex).  `Ok` on wake-up, on a changed value, on
+/// a signal or spuriously: the caller re-checks its condition.  `Err(Timeout)` when `timeout`
+/// elapsed; `Err(Os(e))` for anything else (e.g. `EFAULT`).
+#[cfg(not(loom))]
+pub fn futex_wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) -> Result<()> {
+    let ts;
+    let tsp = match timeout {
+        Some(d) => {
+            ts = libc::timespec {
+                tv_sec: d.as_secs().min(i64::MAX as u64) as libc::time_t,
+                tv_nsec: d.subsec_nanos() as libc::c_long,
+            };
+            &ts as *const libc::timespec
+        }
+        None => std::ptr::null(),
+    };
+    // SAFETY: `word` is a live, 4-aligned u32 (AtomicU32 has u32's layout); FUTEX_WAIT only
+    // reads it.  `tsp` is null or points at `ts`, alive for the call.  Shared (non-private)
+    // futex on purpose: the word may be in memory mapped by other processes.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word as *const AtomicU32 as *const u32,
+            libc::FUTEX_WAIT,
+            expected,
+            tsp,
+            std::ptr::null::<u32>(),
+            0u32,
+        )
+    };
+    if r == 0 {
+        return Ok(());
+    }
+    match std::io::Error::last_os_error().raw_os_error().unwrap_or(0) {
+        libc::ETIMEDOUT => Err(Error::Timeout),
+        libc::EINTR | libc::EAGAIN => Ok(()),
+        e => Err(Error::Os(e)),
+    }
+}
+
+/// Wakes up to `n` sleepers on `word` (shared futex); returns how many were woken.
+#[cfg(not(loom))]
+pub fn futex_wake(word: &AtomicU32, n: u32) -> usize {
+    let n = n.min(i32::MAX as u32) as i32;
+    // SAFETY: `word` is a live, 4-aligned u32; FUTEX_WAKE does not access it, the address
+    // only names the wait queue.
+    let r = unsafe {
+        libc::syscall(libc::SYS_futex, word as *const AtomicU32 as *const u32, libc::FUTEX_WAKE, n)
+    };
+    if r > 0 {
+        r as usize
+    } else {
+        0
+    }
+}
+
+// Loom model of the kernel futex: the mutex is the hash-bucket lock under which the kernel
+// compares the word and enqueues the waiter; the condvar is the wait queue.
+#[cfg(loom)]
+loom::lazy_static! {
+    static ref FUTEX: (crate::sync::Mutex<()>, crate::sync::Condvar) =
+        (crate::sync::Mutex::new(()), crate::sync::Condvar::new());
+}
+
+/// Loom model of `futex_wait` (timeouts not modelled, see the module doc).
+#[cfg(loom)]
+pub fn futex_wait(word: &AtomicU32, expected: u32, _timeout: Option<Duration>) -> Result<()> {
+    let g = FUTEX.0.lock().unwrap();
+    // Relaxed: like the kernel, ordering comes from the bucket lock, which the waker takes
+    // after changing the word.
+    if word.load(Ordering::Relaxed) != expected {
+        return Ok(());
+    }
+    drop(FUTEX.1.wait(g).unwrap());
+    Ok(())
+}
+
+/// Loom model of `futex_wake` (wakes everyone; returns 0).
+#[cfg(loom)]
+pub fn futex_wake(_word: &AtomicU32, _n: u32) -> usize {
+    let _g = FUTEX.0.lock().unwrap();
+    FUTEX.1.notify_all();
+    0
+}
+
+/// Waits until `ready()` returns true, using the protocol in the module doc on `seq` and
+/// `waiters`.  `ready` must only read (with Acquire where it reads published data) and may
+/// be called many times.  `None` waits forever; `Err(Timeout)` when `timeout` elapsed with
+/// `ready()` still false.
+pub fn wait_until(
+    seq: &AtomicU32,
+    waiters: &AtomicU32,
+    mut ready: impl FnMut() -> bool,
+    timeout: Option<Duration>,
+) -> Result<()> {
+    if ready() {
+        return Ok(());
+    }
+    if timeout == Some(Duration::ZERO) {
+        return Err(Error::Timeout);
+    }
+    // Step 1: spin.  Skipped under loom, where only the sleep protocol is of interest and
+    // wall-clock time would make executions non-deterministic.
+    #[cfg(not(loom))]
+    let deadline = {
+        let start = Instant::now();
+        // A timeout too large to represent is "forever".
+        let deadline = timeout.and_then(|t| start.checked_add(t));
+        let mut spin_end = start + Duration::from_nanos(spin_ns());
+        if let Some(d) = deadline {
+            spin_end = spin_end.min(d);
+        }
+        loop {
+            for _ in 0..32 {
+                crate::sync::spin_loop();
+            }
+            if ready() {
+                return Ok(());
+            }
+            if Instant::now() >= spin_end {
+                break;
+            }
+        }
+        deadline
+    };
+    #[cfg(loom)]
+    let deadline: Option<Instant> = None;
+
+    loop {
+        // Step 2.  Relaxed: the fence below orders it.
+        waiters.fetch_add(1, Ordering::Relaxed);
+        // Step 3: pairs with the fence in `notify` (Dekker: we see the published condition,
+        // or the notifier sees our increment).
+        fence(Ordering::SeqCst);
+        // Step 4: Acquire pairs with the Release bump in `notify`: seeing the bump implies
+        // seeing what was published before it.
+        let s = seq.load(Ordering::Acquire);
+        // Step 5.
+        if ready() {
+            waiters.fetch_sub(1, Ordering::Relaxed);
+            return Ok(());
+        }
+        let remaining = match deadline {
+            None => None,
+            Some(d) => {
+                let now = Instant::now();
+                if now >= d {
+                    waiters.fetch_sub(1, Ordering::Relaxed);
+                    return Err(Error::Timeout);
+                }
+                Some(d - now)
+            }
+        };
+        // Step 6.
+        let r = futex_wait(seq, s, remaining);
+        // Step 7.  Relaxed: a late decrement only costs a notifier a needless wake.
+        waiters.fetch_sub(1, Ordering::Relaxed);
+        if ready() {
+            return Ok(());
+        }
+        match r {
+            Ok(()) => {}
+            Err(Error::Timeout) => return Err(Error::Timeout),
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Notifier side of the protocol: call after publishing (Release) what waiters wait for.
+/// Returns true when it had to wake (someone was, or was about to be, asleep).
+#[inline]
+pub fn notify(seq: &AtomicU32, waiters: &AtomicU32) -> bool {
+    // Step 2: pairs with the fence in `wait_until` step 3.
+    fence(Ordering::SeqCst);
+    // Relaxed: ordered by the fence above.
+    if waiters.load(Ordering::Relaxed) == 0 {
+        return false;
+    }
+    // Step 4: Release pairs with the Acquire snapshot in `wait_until` step 4.
+    seq.fetch_add(1, Ordering::Release);
+    futex_wake(seq, u32::MAX);
+    true
+}
+
+/// The two words of the protocol, to embed in a shared `#[repr(C)]` structure (8 bytes,
+/// all-zero is the initial state, so zero-filled shared memory is already valid).
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct WaitWords {
+    /// Futex word, bumped by notifiers when someone sleeps.
+    pub seq: AtomicU32,
+    /// Waiters currently asleep or about to sleep.
+    pub waiters: AtomicU32,
+}
+
+#[cfg(not(loom))]
+const _: () = assert!(
+    std::mem::size_of::<WaitWords>() == 8 && std::mem::align_of::<WaitWords>() == 4,
+    "WaitWords is part of shared-memory layouts (ring header): its size is ABI"
+);
+
+impl WaitWords {
+    pub fn new() -> Self {
+        WaitWords { seq: AtomicU32::new(0), waiters: AtomicU32::new(0) }
+    }
+    /// See [`wait_until`].
+    pub fn wait_until(&self, ready: impl FnMut() -> bool, timeout: Option<Duration>) -> Result<()> {
+        wait_until(&self.seq, &self.waiters, ready, timeout)
+    }
+    /// See [`notify`].
+    #[inline]
+    pub fn notify(&self) -> bool {
+        notify(&self.seq, &self.waiters)
+    }
+    /// Waiters asleep or about to sleep (a snapshot, for tests and diagnostics).
+    pub fn sleepers(&self) -> u32 {
+        self.waiters.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn futex_wait_value_mismatch_returns_at_once() {
+        let w = AtomicU32::new(5);
+        let t = Instant::now();
+        futex_wait(&w, 4, Some(Duration::from_secs(5))).unwrap();
+        assert!(t.elapsed() < Duration::from_secs(1));
+    }
+
+    #[test]
+    fn futex_wait_times_out() {
+        let w = AtomicU32::new(0);
+        let t = Instant::now();
+        assert_eq!(futex_wait(&w, 0, Some(Duration::from_millis(30))), Err(Error::Timeout));
+        assert!(t.elapsed() >= Duration::from_millis(30));
+    }
+
+    #[test]
+    fn futex_wake_wakes_a_sleeper() {
+        let w = Arc::new(AtomicU32::new(0));
+        let w2 = w.clone();
+        let th = std::thread::spawn(move || {
+            while w2.load(Ordering::Acquire) == 0 {
+                futex_wait(&w2, 0, Some(Duration::from_secs(10))).unwrap();
+            }
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        w.store(1, Ordering::Release);
+        futex_wake(&w, 1);
+        th.join().unwrap();
+    }
+
+    #[test]
+    fn wait_until_timeout_and_zero_timeout() {
+        let ww = WaitWords::new();
+        assert_eq!(ww.wait_until(|| false, Some(Duration::ZERO)), Err(Error::Timeout));
+        let t = Instant::now();
+        assert_eq!(ww.wait_until(|| false, Some(Duration::from_millis(40))), Err(Error::Timeout));
+        assert!(t.elapsed() >= Duration::from_millis(40));
+        assert_eq!(ww.sleepers(), 0, "waiters counter must be restored on timeout");
+        // Absurd timeouts mean "forever", not a panic on Instant overflow.
+        ww.wait_until(|| true, Some(Duration::MAX)).unwrap();
+    }
+
+    #[test]
+    fn wait_until_sleeps_and_is_notified() {
+        let ww = Arc::new(WaitWords::new());
+        let flag = Arc::new(AtomicU32::new(0));
+        let (ww2, flag2) = (ww.clone(), flag.clone());
+        let th = std::thread::spawn(move || {
+            ww2.wait_until(|| flag2.load(Ordering::Acquire) == 1, None).unwrap();
+        });
+        // Wait until the thread is really asleep so that the futex path is exercised.
+        let t = Instant::now();
+        while ww.sleepers() == 0 {
+            assert!(t.elapsed() < Duration::from_secs(10), "waiter never went to sleep");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        flag.store(1, Ordering::Release);
+        assert!(ww.notify(), "a sleeper was registered, notify must wake");
+        th.join().unwrap();
+        assert_eq!(ww.sleepers(), 0);
+        assert!(!ww.notify(), "no sleepers: no wake syscall");
+    }
+}

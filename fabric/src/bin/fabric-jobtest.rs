@@ -1,0 +1,216 @@
+//! Multi-rank tests of the fabric launched the way users launch programs: under
+//! `snrun -n N` (or `mpiexec`), bootstrapped through PMI.  `make` stages this binary in
+//! build/libexec; c-tests/fabric.list runs it.
+//!
+//! Modes (argv[1]):
+//! - `ring`: every rank registers a heap buffer, puts a pattern into its right neighbour's
+//!   buffer, fetch-adds a counter on rank 0, gets its left neighbour's tag back; checks all.
+//! - `spin`: rank 1 spins on a plain memory word, never calling the library, until rank 0's
+//!   put lands; then it stores an acknowledgement that rank 0 reads with gets.
+//! - `crash segv|exit|abort`: every rank registers memory and publishes an endpoint; then
+//!   the last rank fails that way while the others sleep.  snrun must end the job with
+//!   that status and nothing may remain in the per-user shared-memory directory.
+//!
+//! Exit 0 and one line `fabric-jobtest MODE: rank R ok` per rank on success.
+
+use softnic_fabric::atomic::{AmoOp, AmoWidth};
+use softnic_fabric::bootstrap;
+use softnic_fabric::mem::{self, Access, MemKey};
+use softnic_fabric::node::{self, PeerRef};
+use softnic_fabric::registry;
+use softnic_fabric::rma::{self, Peer};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const BUF: usize = 1 << 20;
+/// Protection-domain key the test's registrations use.
+const PD: u64 = 0x5eed;
+
+fn die(what: &str, e: impl std::fmt::Debug) -> ! {
+    eprintln!("fabric-jobtest: {what}: {e:?}");
+    std::process::exit(1)
+}
+
+macro_rules! ok {
+    ($e:expr, $what:expr) => {
+        match $e {
+            Ok(v) => v,
+            Err(e) => die($what, e),
+        }
+    };
+}
+
+/// What each rank publishes: its process reference, the key and base of its buffer.
+#[derive(Clone, Copy)]
+struct Card {
+    peer: PeerRef,
+    key: MemKey,
+    addr: u64,
+}
+
+impl Card {
+    fn to_bytes(self) -> [u8; 40] {
+        let mut b = [0u8; 40];
+        for (i, w) in self.peer.to_words().iter().chain([self.key.to_u64(), self.addr].iter()).enumerate() {
+            b[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
+        }
+        b
+    }
+    fn from_bytes(b: &[u8]) -> Card {
+        let w = |i: usize| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap());
+        Card { peer: PeerRef::from_words([w(0), w(1), w(2)]), key: MemKey::from_u64(w(3)), addr: w(4) }
+    }
+}
+
+/// Allgathers every rank's card (rank order).
+fn exchange(mine: Card) -> Vec<Card> {
+    let all = ok!(bootstrap::allgather(&mine.to_bytes()), "allgather");
+    all.chunks(40).map(Card::from_bytes).collect()
+}
+
+fn open(c: &Card) -> Arc<Peer> {
+    ok!(Peer::open(c.peer), "Peer::open")
+}
+
+fn pattern(rank: u32, i: usize) -> u8 {
+    (i as u32).wrapping_mul(31).wrapping_add(rank.wrapping_mul(97)) as u8
+}
+
+fn ring(rank: u32, size: u32) {
+    // Layout of each buffer: [0..8) counter (used on rank 0), [64..64+BUF/2) landing zone
+    // for the left neighbour's put, [BUF-8..BUF) this rank's tag.
+    let mut buf = vec![0u8; BUF];
+    let tag = 0x7a6_0000 + rank as u64;
+    buf[BUF - 8..].copy_from_slice(&tag.to_le_bytes());
+    let key = ok!(mem::register(buf.as_ptr() as usize, BUF, Access::ReadWrite, PD), "register");
+    let me = Card { peer: ok!(node::self_ref(), "self_ref"), key, addr: buf.as_ptr() as u64 };
+    let cards = exchange(me);
+    ok!(bootstrap::barrier(), "barrier");
+
+    let right = &cards[((rank + 1) % size) as usize];
+    let left = &cards[((rank + size - 1) % size) as usize];
+    // An odd length at an odd offset: alignment must not matter.
+    let len = BUF / 2 - 3;
+    let src: Vec<u8> = (0..len).map(|i| pattern(rank, i)).collect();
+    ok!(rma::put(&open(right), right.key, right.addr + 65, &src, PD), "put");
+    let old = ok!(rma::atomic(&open(&cards[0]), cards[0].key, cards[0].addr, AmoWidth::I64, AmoOp::Add(1), PD), "fetch-add");
+    if old >= size as u64 {
+        die("fetch-add returned", old);
+    }
+    let mut got = [0u8; 8];
+    ok!(rma::get(&open(left), left.key, left.addr + BUF as u64 - 8, &mut got, PD), "get");
+    let want = 0x7a6_0000 + ((rank + size - 1) % size) as u64;
+    if u64::from_le_bytes(got) != want {
+        die("left neighbour's tag", u64::from_le_bytes(got));
+    }
+    ok!(bootstrap::barrier(), "barrier");
+
+    let from = (rank + size - 1) % size;
+    for i in 0..len {
+        if buf[65 + i] != pattern(from, i) {
+            die("byte from the left neighbour", (i, buf[65 + i], pattern(from, i)));
+        }
+    }
+    if buf[64] != 0 || buf[65 + len] != 0 {
+        die("guard bytes around the put were touched", (buf[64], buf[65 + len]));
+    }
+    if rank == 0 {
+        let counter = u64::from_le_bytes(buf[..8].try_into().unwrap());
+        if counter != size as u64 {
+            die("counter after every rank's fetch-add", counter);
+        }
+    }
+    ok!(mem::deregister(key), "deregister");
+    ok!(bootstrap::barrier(), "barrier");
+}
+
+fn spin(rank: u32, size: u32) {
+    if size < 2 {
+        eprintln!("SKIP: spin needs 2 ranks");
+        std::process::exit(77);
+    }
+    // words[0]: the flag rank 0 writes; words[1]: rank 1's acknowledgement.
+    let words: Box<[AtomicU64; 8]> = Box::new(Default::default());
+    let key = ok!(mem::register(words.as_ptr() as usize, 64, Access::ReadWrite, PD), "register");
+    let me = Card { peer: ok!(node::self_ref(), "self_ref"), key, addr: words.as_ptr() as u64 };
+    let cards = exchange(me);
+    ok!(bootstrap::barrier(), "barrier");
+    const MAGIC: u64 = 0xfeed_f00d_1234_5678;
+    match rank {
+        1 => {
+            // Plain loads in a loop; this rank makes no library call until the flag lands.
+            let start = Instant::now();
+            while words[0].load(Ordering::Acquire) != MAGIC {
+                std::hint::spin_loop();
+                if start.elapsed() > Duration::from_secs(20) {
+                    die("spinning rank never saw the put", words[0].load(Ordering::Relaxed));
+                }
+            }
+            words[1].store(MAGIC ^ 1, Ordering::Release);
+        }
+        0 => {
+            let t = &cards[1];
+            let peer = open(t);
+            // Give rank 1 time to be deep in its loop.
+            std::thread::sleep(Duration::from_millis(50));
+            ok!(rma::put(&peer, t.key, t.addr, &MAGIC.to_le_bytes(), PD), "put");
+            let start = Instant::now();
+            loop {
+                let mut ack = [0u8; 8];
+                ok!(rma::get(&peer, t.key, t.addr + 8, &mut ack, PD), "get");
+                if u64::from_le_bytes(ack) == MAGIC ^ 1 {
+                    break;
+                }
+                if start.elapsed() > Duration::from_secs(20) {
+                    die("no acknowledgement from the spinning rank", u64::from_le_bytes(ack));
+                }
+                std::thread::yield_now();
+            }
+        }
+        _ => {}
+    }
+    ok!(bootstrap::barrier(), "barrier");
+}
+
+fn crash(rank: u32, size: u32, how: &str) {
+    let buf = vec![0u8; 1 << 16];
+    ok!(mem::register(buf.as_ptr() as usize, buf.len(), Access::ReadWrite, PD), "register");
+    let shared = ok!(mem::alloc_shared(1 << 16), "alloc_shared");
+    ok!(registry::publish(registry::api::TEST, format!("jobtest-{rank}").as_bytes(), &[rank as u8]), "publish");
+    ok!(bootstrap::barrier(), "barrier");
+    // The "nothing left behind" check after the job means something only if the job
+    // really created its shared objects where the check looks.
+    let dir = softnic_fabric::shm::user_dir();
+    let entries = std::fs::read_dir(&dir).map(|d| d.count()).unwrap_or(0);
+    if entries == 0 {
+        die("no shared objects in the per-user directory during the job", dir);
+    }
+    println!("fabric-jobtest crash: rank {rank} registered ({} objects in {})", entries, dir.display());
+    if rank == size - 1 {
+        match how {
+            // SAFETY: a deliberate invalid write to provoke SIGSEGV.
+            "segv" => unsafe { std::ptr::write_volatile(8 as *mut u64, 1) },
+            "exit" => std::process::exit(3),
+            "abort" => bootstrap::abort(5, "fabric-jobtest deliberate abort"),
+            _ => die("unknown crash mode", how),
+        }
+    }
+    std::thread::sleep(Duration::from_secs(60));
+    drop(shared);
+    die("the job was not torn down", rank);
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let mode = args.get(1).map(String::as_str).unwrap_or("");
+    let rank = ok!(bootstrap::rank(), "rank");
+    let size = ok!(bootstrap::size(), "size");
+    match mode {
+        "ring" => ring(rank, size),
+        "spin" => spin(rank, size),
+        "crash" => crash(rank, size, args.get(2).map(String::as_str).unwrap_or("")),
+        _ => die("usage: fabric-jobtest ring|spin|crash segv|exit|abort", mode),
+    }
+    println!("fabric-jobtest {mode}: rank {rank} ok");
+}

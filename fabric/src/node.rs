@@ -1,0 +1,231 @@
+//! This process's place in the node fabric: its control segment and registry row.
+//!
+//! The **control segment** is one memfd per process (found by peers through the
+//! registry's process table, or through a [`PeerRef`] passed by any other means).  It
+//! holds, at fixed offsets:
+//! - a header: magic, version, pid, start time (first cache line);
+//! - the memory-registration table ([`RegEntry`]), read by peers to validate remote
+//!   accesses (generation, bounds, access, protection-domain key);
+//! - the backing table ([`BackEntry`]): each memfd that backs registered or library-owned
+//!   memory, with its descriptor number, inode, length and base address in the owner.
+//!
+//! Everything in it is offsets and integers, never pointers.  Only the owner writes it;
+//! peers read with acquire loads and re-check generations (see [`crate::rma`]).
+//!
+//! The fabric is set up on first use ([`get`]) and left at process exit (an `atexit`
+//! handler detaches from the registry; the last process removes the registry file).  A
+//! forked child does not inherit the parent's fabric: [`get`] returns `Err(Unsupported)`
+//! there, as a real NIC context is not usable across fork either.
+
+use crate::registry::{self, Attached, SelfInfo};
+use crate::shm::Segment;
+use crate::{Error, Result};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+pub const CTL_MAGIC: u64 = 0x5346_4e43_544c_0001; // "SFNCTL" + layout 1
+pub const CTL_VERSION: u32 = 1;
+/// Registration-table rows per process.
+pub const NREG: usize = 4096;
+/// Backing-table rows per process.
+pub const NBACK: usize = 1024;
+
+#[repr(C)]
+pub(crate) struct CtlHeader {
+    pub magic: u64,
+    pub version: u32,
+    pub pid: i32,
+    pub starttime: u64,
+    pub nreg: u32,
+    pub nback: u32,
+    _pad: [u8; 32],
+}
+// First cache line: identity and version are checked before anything else is read.
+const _: () = assert!(std::mem::size_of::<CtlHeader>() == 64);
+
+/// A registration row.  `gen` changes on every deregistration, so a key holding the
+/// old value is stale; `state` is LIVE only between register and deregister.
+#[repr(C)]
+pub(crate) struct RegEntry {
+    pub gen: AtomicU32,
+    pub state: AtomicU32,
+    /// 1 = read-write, 0 = read-only.
+    pub writable: AtomicU32,
+    /// First backing row covering `base`, or `NO_BACKING` (process_vm fallback).
+    pub backing: AtomicU32,
+    pub base: AtomicU64,
+    pub len: AtomicU64,
+    pub pd_key: AtomicU64,
+    _pad: [u64; 3],
+}
+// One cache line per row: peers read a row with a handful of loads on one line.
+const _: () = assert!(std::mem::size_of::<RegEntry>() == 64);
+
+/// A backing row: memfd `fd` (inode `ino`) of `len` bytes is mapped at `base` in the owner.
+#[repr(C)]
+pub(crate) struct BackEntry {
+    pub gen: AtomicU32,
+    /// FREE, LIVE (in the page map), or DETACHED (its pages were unmapped or remapped
+    /// by the owner: still valid for registrations made earlier, never for new ones).
+    pub state: AtomicU32,
+    pub fd: AtomicU32,
+    pub kind: AtomicU32,
+    pub base: AtomicU64,
+    pub len: AtomicU64,
+    pub ino: AtomicU64,
+    _pad: [u64; 3],
+}
+const _: () = assert!(std::mem::size_of::<BackEntry>() == 64);
+
+pub(crate) const FREE: u32 = 0;
+pub(crate) const LIVE: u32 = 1;
+pub(crate) const DETACHED: u32 = 2;
+pub(crate) const NO_BACKING: u32 = u32::MAX;
+
+pub(crate) const REG_OFF: usize = 4096;
+pub(crate) const BACK_OFF: usize = REG_OFF + NREG * 64;
+pub const CTL_LEN: usize = BACK_OFF + NBACK * 64;
+// Tables start page aligned so a peer could map them separately later.
+const _: () = assert!(REG_OFF % 4096 == 0 && BACK_OFF % 4096 == 0);
+
+/// A view of a control segment (ours or a peer's).
+#[derive(Clone, Copy)]
+pub(crate) struct Ctl {
+    pub base: *mut u8,
+}
+
+// SAFETY: all fields accessed through a Ctl are atomics in shared memory.
+unsafe impl Send for Ctl {}
+unsafe impl Sync for Ctl {}
+
+impl Ctl {
+    pub fn hdr(&self) -> &CtlHeader {
+        // SAFETY: base is a live mapping of CTL_LEN bytes (owner: Node or rma::Peer).
+        unsafe { &*(self.base as *const CtlHeader) }
+    }
+    pub fn reg(&self, i: usize) -> Option<&RegEntry> {
+        // SAFETY: bounds checked; rows are 64-byte aligned inside the mapping.
+        (i < NREG).then(|| unsafe { &*(self.base.add(REG_OFF + i * 64) as *const RegEntry) })
+    }
+    pub fn back(&self, i: usize) -> Option<&BackEntry> {
+        // SAFETY: as above.
+        (i < NBACK).then(|| unsafe { &*(self.base.add(BACK_OFF + i * 64) as *const BackEntry) })
+    }
+    /// Checks magic, version and identity of a peer's segment.
+    pub fn check(&self, pid: i32, starttime: u64) -> Result<()> {
+        let h = self.hdr();
+        if h.magic != CTL_MAGIC || h.version != CTL_VERSION || h.nreg != NREG as u32 || h.nback != NBACK as u32 {
+            return Err(Error::Version);
+        }
+        if h.pid != pid || h.starttime != starttime {
+            return Err(Error::StaleHandle);
+        }
+        Ok(())
+    }
+}
+
+/// How to reach a process: enough to map its control segment without the registry.
+/// Plain data; [`PeerRef::to_words`] packs it into three u64 for exchange (PMI, pipes,
+/// endpoint payloads).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PeerRef {
+    pub pid: i32,
+    pub ctl_fd: i32,
+    pub starttime: u64,
+    pub ctl_ino: u64,
+}
+
+impl PeerRef {
+    pub fn to_words(&self) -> [u64; 3] {
+        [(self.pid as u32 as u64) | ((self.ctl_fd as u32 as u64) << 32), self.starttime, self.ctl_ino]
+    }
+    pub fn from_words(w: [u64; 3]) -> PeerRef {
+        PeerRef { pid: w[0] as u32 as i32, ctl_fd: (w[0] >> 32) as u32 as i32, starttime: w[1], ctl_ino: w[2] }
+    }
+}
+
+/// The process-global fabric state.
+pub struct Node {
+    pub pid: i32,
+    pub starttime: u64,
+    pub(crate) seg: Segment,
+    reg: Attached,
+}
+
+static NODE: once_cell::sync::OnceCell<Node> = once_cell::sync::OnceCell::new();
+
+extern "C" fn at_exit() {
+    if let Some(n) = NODE.get() {
+        if n.pid == std::process::id() as i32 {
+            n.reg.detach();
+        }
+    }
+}
+
+/// Prints `msg` when `SOFTNIC_LOG` is debug or trace (until the log module is wired in).
+pub(crate) fn debug(msg: &str) {
+    static ON: once_cell::sync::Lazy<bool> = once_cell::sync::Lazy::new(|| {
+        matches!(std::env::var("SOFTNIC_LOG").as_deref(), Ok("debug") | Ok("trace"))
+    });
+    if *ON {
+        eprintln!("softnic[{}] DEBUG fabric: {}", std::process::id(), msg);
+    }
+}
+
+/// This process's fabric, set up on first call.
+pub fn get() -> Result<&'static Node> {
+    let n = NODE.get_or_try_init(|| {
+        let pid = std::process::id() as i32;
+        let starttime = registry::proc_starttime(pid).ok_or(Error::NotFound)?;
+        let seg = Segment::create("softnic-ctl", CTL_LEN)?;
+        // SAFETY: the fresh zeroed segment is ours; nobody can find it before attach.
+        let h = unsafe { &mut *(seg.map.ptr() as *mut CtlHeader) };
+        h.magic = CTL_MAGIC;
+        h.version = CTL_VERSION;
+        h.pid = pid;
+        h.starttime = starttime;
+        h.nreg = NREG as u32;
+        h.nback = NBACK as u32;
+        let ctl = Ctl { base: seg.map.ptr() };
+        // Per-process starting generations, so a key minted by another process (or an
+        // earlier run) rarely validates here by accident.
+        let seed = (starttime ^ (pid as u64).rotate_left(17) ^ seg.ino.rotate_left(40)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        for i in 0..NREG {
+            let g = (seed >> 32) as u32 ^ (i as u32).wrapping_mul(0x85eb_ca6b);
+            ctl.reg(i).expect("in range").gen.store(g, Ordering::Relaxed);
+        }
+        let reg = registry::attach(&SelfInfo { pid, starttime, ctl_fd: seg.fd.0, ctl_ino: seg.ino, ctl_len: CTL_LEN as u64 })?;
+        // SAFETY: at_exit is an extern "C" fn with no arguments, living in this dylib,
+        // which is never unloaded (API libraries link it).
+        unsafe { libc::atexit(at_exit) };
+        debug(&format!("attached: pid {} ctl fd {}", pid, seg.fd.0));
+        Ok::<Node, Error>(Node { pid, starttime, seg, reg })
+    })?;
+    if n.pid != std::process::id() as i32 {
+        return Err(Error::Unsupported);
+    }
+    Ok(n)
+}
+
+impl Node {
+    pub(crate) fn registry(&self) -> &Attached {
+        &self.reg
+    }
+    pub(crate) fn ctl(&self) -> Ctl {
+        Ctl { base: self.seg.map.ptr() }
+    }
+    /// How other processes reach this one.
+    pub fn peer_ref(&self) -> PeerRef {
+        PeerRef { pid: self.pid, ctl_fd: self.seg.fd.0, starttime: self.starttime, ctl_ino: self.seg.ino }
+    }
+}
+
+/// How other processes reach this one (sets up the fabric if needed).
+pub fn self_ref() -> Result<PeerRef> {
+    Ok(get()?.peer_ref())
+}
+
+/// Leaves the registry now instead of at exit (for tools and tests; the fabric is not
+/// usable afterwards for registry operations).
+pub fn detach_now() {
+    at_exit();
+}

@@ -1,0 +1,512 @@
+//! Multi-process tests of the node fabric: registration, put/get, atomics, remote events,
+//! bad input, dead peers, the registry.  Child processes are `fabric-selftest` (see
+//! src/bin/fabric-selftest.rs), driven line by line over pipes.
+
+use softnic_fabric::atomic::{AmoOp, AmoWidth};
+use softnic_fabric::mem::{self, Access, MemKey, RingLoc};
+use softnic_fabric::node::{self, PeerRef};
+use softnic_fabric::registry;
+use softnic_fabric::rma::{self, Peer};
+use softnic_fabric::Error;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Registration rebinds pages; other test threads writing the heap meanwhile is the
+/// documented unsupported case, so the tests of this file run one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+const SMALL: usize = 64 << 10;
+const BIG: usize = (17 << 20) + 3 * 4096;
+
+fn pat(seed: u64, i: usize) -> u8 {
+    (((i as u64).wrapping_mul(131) ^ seed.wrapping_mul(0x9e37_79b9) ^ ((i as u64) >> 9)) & 0xff) as u8
+}
+
+struct Kid {
+    child: Child,
+    tx: ChildStdin,
+    rx: BufReader<ChildStdout>,
+}
+
+impl Kid {
+    fn spawn() -> Kid {
+        Kid::spawn_env(&[])
+    }
+    fn spawn_env(env: &[(&str, &str)]) -> Kid {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_fabric-selftest"));
+        c.stdin(Stdio::piped()).stdout(Stdio::piped());
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let mut child = c.spawn().expect("spawn selftest");
+        let tx = child.stdin.take().unwrap();
+        let rx = BufReader::new(child.stdout.take().unwrap());
+        Kid { child, tx, rx }
+    }
+    fn send(&mut self, cmd: &str) {
+        writeln!(self.tx, "{}", cmd).unwrap();
+        self.tx.flush().unwrap();
+    }
+    fn recv(&mut self) -> String {
+        let mut s = String::new();
+        self.rx.read_line(&mut s).unwrap();
+        s.trim().to_string()
+    }
+    fn cmd(&mut self, cmd: &str) -> String {
+        self.send(cmd);
+        self.recv()
+    }
+    /// Sends and expects "ok ..."; returns the numeric fields.
+    fn ok(&mut self, cmd: &str) -> Vec<u64> {
+        let r = self.cmd(cmd);
+        assert!(r.starts_with("ok"), "{} -> {}", cmd, r);
+        r.split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect()
+    }
+    fn peer_ref(&mut self) -> PeerRef {
+        let w = self.ok("ref");
+        PeerRef::from_words([w[0], w[1], w[2]])
+    }
+    fn peer_words(&mut self) -> String {
+        let w = self.peer_ref().to_words();
+        format!("{} {} {}", w[0], w[1], w[2])
+    }
+    /// reg -> (key, addr, shared)
+    fn reg(&mut self, region: &str, off: usize, len: usize, acc: &str, pd: u64) -> (MemKey, u64, bool) {
+        let r = self.cmd(&format!("reg {} {} {} {} {}", region, off, len, acc, pd));
+        let f: Vec<&str> = r.split_whitespace().collect();
+        assert_eq!(f[0], "ok", "reg {}: {}", region, r);
+        (MemKey::from_u64(f[1].parse().unwrap()), f[2].parse().unwrap(), f[3] == "true")
+    }
+    fn finish(mut self) {
+        let _ = self.cmd("exit");
+        let _ = self.child.wait();
+    }
+}
+
+fn self_words() -> String {
+    let w = node::self_ref().unwrap().to_words();
+    format!("{} {} {}", w[0], w[1], w[2])
+}
+
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn put_get_all_regions_and_sizes() {
+    let _g = serial();
+    let mut k = Kid::spawn();
+    let peer = Peer::open(k.peer_ref()).unwrap();
+    let pd = 77;
+    let mut seed = 1;
+    for (region, len, sizes) in [
+        ("heap_small", SMALL, &[0usize, 1, 7, 4095, 4097][..]),
+        ("stack", 256 << 10, &[0, 1, 7, 4095, 4097][..]),
+        ("bss", SMALL, &[1, 7, 4095, 4097][..]),
+        ("data", SMALL, &[1, 7, 4095, 4097][..]),
+        ("fallback", SMALL, &[0, 1, 7, 4095, 4097][..]),
+        ("heap_big", BIG, &[1, 4097, (1 << 20) + 3, 16 << 20][..]),
+        ("shared", BIG, &[1, 4097, (1 << 20) + 3, 16 << 20][..]),
+    ] {
+        let (key, base, shared) = k.reg(region, 0, len, "rw", pd);
+        assert_eq!(shared, region != "fallback", "{}: shared-ness", region);
+        for &n in sizes {
+            seed += 1;
+            let outer = seed * 1000;
+            k.ok(&format!("fill {} {}", region, outer));
+            // Odd alignment on both sides: remote offset 3, local offset 1.
+            let roff = 3usize;
+            let mut src = vec![0u8; n + 2];
+            for i in 0..n {
+                src[1 + i] = pat(seed, i);
+            }
+            rma::put(&peer, key, base + roff as u64, &src[1..1 + n], pd).unwrap();
+            let r = k.cmd(&format!("verify {} {} {} {} {}", region, roff, n, seed, outer));
+            assert_eq!(r, "ok", "{} put {} B", region, n);
+            // Get it back into a buffer with guards on both sides, at odd offset 5.
+            let mut dst = vec![0xeeu8; n + 69];
+            rma::get(&peer, key, base + roff as u64, &mut dst[5..5 + n], pd).unwrap();
+            assert!(dst[..5].iter().all(|&b| b == 0xee) && dst[5 + n..].iter().all(|&b| b == 0xee), "{} get {} B: guard", region, n);
+            for i in 0..n {
+                assert_eq!(dst[5 + i], pat(seed, i), "{} get {} B at {}", region, n, i);
+            }
+        }
+    }
+    k.finish();
+}
+
+#[test]
+fn local_registration_keeps_contents() {
+    let _g = serial();
+    static mut STATIC_BUF: [u8; 10000] = [3; 10000];
+    let me = Peer::this().unwrap();
+    // heap
+    let mut heap: Vec<u8> = (0..50_000).map(|i| pat(9, i)).collect();
+    let hk = mem::register(heap.as_ptr() as usize + 1, heap.len() - 2, Access::ReadWrite, 1).unwrap();
+    assert!(heap.iter().enumerate().all(|(i, &b)| b == pat(9, i)), "heap contents changed by rebind");
+    heap[100] = 0x42;
+    let mut b = [0u8; 1];
+    rma::get(&me, hk, heap.as_ptr() as u64 + 100, &mut b, 1).unwrap();
+    assert_eq!(b[0], 0x42);
+    // stack (the range includes this frame's neighbourhood: helper-thread path)
+    let mut stack = [0u8; 9000];
+    for (i, x) in stack.iter_mut().enumerate() {
+        *x = pat(4, i);
+    }
+    let sk = mem::register(stack.as_ptr() as usize, stack.len(), Access::ReadWrite, 1).unwrap();
+    assert!(std::hint::black_box(&stack).iter().enumerate().all(|(i, &b)| b == pat(4, i)), "stack contents changed");
+    assert!(mem::query(sk).unwrap().shared);
+    // static
+    let sp = std::ptr::addr_of_mut!(STATIC_BUF) as *mut u8;
+    let stk = mem::register(sp as usize, 10000, Access::ReadOnly, 2).unwrap();
+    // SAFETY: reading our static.
+    assert!((0..10000).all(|i| unsafe { *sp.add(i) } == 3));
+    assert_eq!(mem::query(stk).unwrap().access, Access::ReadOnly);
+    // Overlapping registration reuses backing: no new memfd.
+    let before = mem::backing_count();
+    let hk2 = mem::register(heap.as_ptr() as usize + 10, 100, Access::ReadWrite, 1).unwrap();
+    assert_eq!(mem::backing_count(), before, "overlapping registration made a new backing");
+    // alloc_shared needs no rebind either
+    let sm = mem::alloc_shared(5000).unwrap();
+    let c = mem::backing_count();
+    let smk = mem::register(sm.as_ptr() as usize + 7, 100, Access::ReadWrite, 3).unwrap();
+    assert_eq!(mem::backing_count(), c);
+    rma::put(&me, smk, sm.as_ptr() as u64 + 7, &[9, 8, 7], 3).unwrap();
+    // SAFETY: our shared buffer.
+    assert_eq!(unsafe { std::slice::from_raw_parts(sm.as_ptr().add(7), 3) }, &[9, 8, 7]);
+    for k in [hk, sk, stk, hk2, smk] {
+        mem::deregister(k).unwrap();
+    }
+    assert_eq!(mem::deregister(hk), Err(Error::StaleHandle));
+    assert_eq!(mem::register(0, 10, Access::ReadWrite, 0), Err(Error::InvalidArg));
+    assert_eq!(mem::register(heap.as_ptr() as usize, 0, Access::ReadWrite, 0), Err(Error::InvalidArg));
+    assert_eq!(mem::register(usize::MAX - 10, 100, Access::ReadWrite, 0), Err(Error::InvalidArg));
+    mem::free_shared(sm).unwrap();
+    drop(heap);
+}
+
+#[test]
+fn atomics_three_updaters_every_op_and_width() {
+    let _g = serial();
+    let mut kids: Vec<Kid> = (0..3).map(|_| Kid::spawn()).collect();
+    let mut words = vec![0u64; 16];
+    let pd = 5;
+    let key = mem::register(words.as_mut_ptr() as usize, 16 * 8, Access::ReadWrite, pd).unwrap();
+    let me = self_words();
+    let slot = &mut words[4] as *mut u64;
+    let addr = slot as u64;
+    let ops = ["add", "and", "or", "xor", "swap", "cswap", "mswap", "andxor", "min", "max"];
+    for w in ["i32", "i64", "f32", "f64"] {
+        let float = w.starts_with('f');
+        let narrow = w.ends_with("32");
+        for op in ops {
+            let float_bad = matches!(op, "and" | "or" | "xor" | "mswap" | "andxor");
+            if float && op == "cswap" {
+                continue; // the cswap driver counts with integer arithmetic
+            }
+            let n: u64 = match op {
+                "add" => 100_000,
+                _ => 20_008, // 8 * odd: each xor bit toggles an odd number of times
+            };
+            // Initial value; for 32-bit widths the upper half is a guard.
+            let guard: u64 = if narrow { 0xdead_beef_0000_0000 } else { 0 };
+            let init: u64 = match op {
+                "and" => if narrow { 0xffff_ffff } else { u64::MAX },
+                "mswap" => if narrow { 0x5555_5555 } else { 0x5555_5555_5555_5555 },
+                _ => 0,
+            };
+            // SAFETY: our registered word; no updater is running.
+            unsafe { std::ptr::write_volatile(slot, guard | init) };
+            for (i, kid) in kids.iter_mut().enumerate() {
+                kid.send(&format!("amo {} {} {} {} {} {} {} {}", me, key.to_u64(), addr, w, op, i, n, pd));
+            }
+            let replies: Vec<String> = kids.iter_mut().map(|k| k.recv()).collect();
+            if float && float_bad {
+                for r in &replies {
+                    assert_eq!(r, "err Unsupported", "{} {}", w, op);
+                }
+                continue;
+            }
+            let mut sum_old = 0u64;
+            let mut succ = 0u64;
+            for r in &replies {
+                let f: Vec<&str> = r.split_whitespace().collect();
+                assert_eq!(f[0], "ok", "{} {}: {}", w, op, r);
+                sum_old = sum_old.wrapping_add(f[1].parse::<u64>().unwrap());
+                succ += f[2].parse::<u64>().unwrap();
+            }
+            // SAFETY: updaters are done.
+            let v = unsafe { std::ptr::read_volatile(slot) };
+            assert_eq!(v & !0xffff_ffff, guard & !0xffff_ffff | if narrow { 0 } else { v & !0xffff_ffff }, "{} {}: guard half changed", w, op);
+            let lo = if narrow { v & 0xffff_ffff } else { v };
+            let fval = |x: f64| if narrow { (x as f32).to_bits() as u64 } else { x.to_bits() };
+            let m = |x: u64| if narrow { x & 0xffff_ffff } else { x };
+            let expect: Option<u64> = match op {
+                "add" if float => Some(fval((3 * n) as f64)),
+                "add" => Some(3 * n),
+                "and" => Some(m(!0xff_ffffu64)),
+                "or" | "xor" | "andxor" => Some(0xff_ffff),
+                "cswap" => {
+                    assert_eq!(succ, 3 * n, "{} cswap successes (final {:#x}) {:?}", w, lo, replies);
+                    Some(3 * n)
+                }
+                "mswap" => Some(m(0x5555_5555_5555_5555 & !0xff_ffff) | ((n - 1) & 0xff) * 0x01_0101),
+                "min" if float => Some(fval(-((3 * n - 1) as f64))),
+                "min" => Some(m((-((3 * n - 1) as i64)) as u64)),
+                "max" if float => Some(fval((3 * n - 1) as f64)),
+                "max" => Some(3 * n - 1),
+                "swap" => {
+                    // Every value swapped in is either returned as someone's old value or final.
+                    let all: u64 = (0..3u64).map(|i| (0..n).map(|k| i * 1_000_000 + k + 1).sum::<u64>()).sum();
+                    assert_eq!(sum_old.wrapping_add(lo), all, "{} swap conservation", w);
+                    None
+                }
+                _ => unreachable!(),
+            };
+            if let Some(e) = expect {
+                assert_eq!(lo, e, "{} {}: final {:#x} want {:#x}", w, op, lo, e);
+            }
+        }
+    }
+    mem::deregister(key).unwrap();
+    for k in kids {
+        k.finish();
+    }
+}
+
+#[test]
+fn target_spinning_on_plain_word_sees_put_and_acks() {
+    let _g = serial();
+    let mut k = Kid::spawn();
+    let peer = Peer::open(k.peer_ref()).unwrap();
+    let (key, base, _) = k.reg("heap_small", 0, SMALL, "rw", 9);
+    k.ok("fill heap_small 0");
+    // Word at +64 is 0 after "fill" with seed 0? Not necessarily: zero it by put.
+    rma::put(&peer, key, base + 64, &0u64.to_le_bytes(), 9).unwrap();
+    rma::put(&peer, key, base + 128, &0u64.to_le_bytes(), 9).unwrap();
+    k.send(&format!("spin {} {} {}", base + 64, 12345, base + 128));
+    std::thread::sleep(Duration::from_millis(20)); // let it start spinning
+    rma::put(&peer, key, base + 64, &12345u64.to_le_bytes(), 9).unwrap();
+    let t = Instant::now();
+    loop {
+        let mut b = [0u8; 8];
+        rma::get(&peer, key, base + 128, &mut b, 9).unwrap();
+        if u64::from_le_bytes(b) == 12346 {
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(10), "no ack from spinning target");
+    }
+    assert_eq!(k.recv(), "ok");
+    k.finish();
+}
+
+#[test]
+fn remote_events_arrive_after_data() {
+    let _g = serial();
+    let mut k = Kid::spawn();
+    let peer = Peer::open(k.peer_ref()).unwrap();
+    let w = k.ok("ring 0 64");
+    let loc = RingLoc::from_words([w[0], w[1], w[2]]);
+    let (key, base, _) = k.reg("shared", 65536, 1 << 20, "rw", 3);
+    for round in 0..20u64 {
+        k.send("pop 0 5000"); // the child is waiting before data and event are sent
+        std::thread::sleep(Duration::from_millis(1));
+        let len = 1000 + round as usize * 977;
+        let addr = base + round * 4096;
+        let data: Vec<u8> = (0..len).map(|i| pat(round + 50, i)).collect();
+        rma::put(&peer, key, addr, &data, 3).unwrap();
+        assert!(rma::post_event(&peer, &loc, &[addr, len as u64 | ((round + 50) << 32)], false).unwrap());
+        let r = k.recv();
+        assert_eq!(r, format!("ok {} {} true", addr, len as u64 | ((round + 50) << 32)), "round {}", round);
+    }
+    // Full ring: 64 entries fit; the 65th is NoSpace, or an overrun when asked for.
+    for i in 0..64u64 {
+        rma::post_event(&peer, &loc, &[i, 0], false).unwrap();
+    }
+    assert_eq!(rma::post_event(&peer, &loc, &[0, 0], false), Err(Error::NoSpace));
+    assert_eq!(rma::post_event(&peer, &loc, &[0, 0], true), Ok(false));
+    let bad = RingLoc { backing: loc.backing, backing_gen: loc.backing_gen.wrapping_add(1), ..loc };
+    assert_eq!(rma::post_event(&peer, &bad, &[0, 0], false), Err(Error::StaleHandle));
+    let oob = RingLoc { offset: BIG as u64, ..loc };
+    assert_eq!(rma::post_event(&peer, &oob, &[0, 0], false), Err(Error::OutOfBounds));
+    k.finish();
+}
+
+#[test]
+fn bad_accesses_fail_and_touch_nothing() {
+    let _g = serial();
+    let mut k = Kid::spawn();
+    let peer = Peer::open(k.peer_ref()).unwrap();
+    let (rw, a, _) = k.reg("heap_small", 1000, 1000, "rw", 5);
+    let (ro, b, _) = k.reg("heap_small", 5000, 1000, "ro", 5);
+    let (fb, c, shared) = k.reg("fallback", 64, 64, "rw", 5);
+    assert!(!shared);
+    k.ok("fill heap_small 11");
+    let d = [0xabu8; 16];
+    let mut g = [0u8; 16];
+    assert_eq!(rma::put(&peer, rw, a + 1000 - 7, &d[..8], 5), Err(Error::OutOfBounds), "one byte past the end");
+    assert_eq!(rma::get(&peer, rw, a + 1000 - 7, &mut g[..8], 5), Err(Error::OutOfBounds));
+    assert_eq!(rma::put(&peer, rw, a - 1, &d[..1], 5), Err(Error::OutOfBounds), "one byte before");
+    assert_eq!(rma::put(&peer, rw, u64::MAX - 3, &d[..8], 5), Err(Error::OutOfBounds), "wrapping");
+    assert_eq!(rma::put(&peer, rw, a + 1000, &d[..0], 5), Ok(()), "0 bytes at the end is a no-op");
+    assert_eq!(rma::put(&peer, ro, b, &d[..8], 5), Err(Error::Permission));
+    assert_eq!(rma::atomic(&peer, ro, b, AmoWidth::I64, AmoOp::Add(1), 5), Err(Error::Permission));
+    assert_eq!(rma::get(&peer, ro, b, &mut g[..8], 5), Ok(()), "reading read-only memory is fine");
+    assert_eq!(rma::put(&peer, rw, a, &d[..8], 6), Err(Error::ProtectionDomain));
+    assert_eq!(rma::atomic(&peer, rw, a, AmoWidth::I64, AmoOp::Add(1), 6), Err(Error::ProtectionDomain));
+    let a8 = (a + 7) & !7;
+    assert_eq!(rma::atomic(&peer, rw, a8 + 1, AmoWidth::I64, AmoOp::Add(1), 5), Err(Error::Misaligned));
+    assert_eq!(rma::atomic(&peer, rw, a + 1000 - 4, AmoWidth::I64, AmoOp::Add(1), 5), Err(Error::OutOfBounds));
+    assert_eq!(rma::put(&peer, MemKey { index: 1 << 30, generation: 0 }, a, &d[..1], 5), Err(Error::InvalidHandle));
+    assert_eq!(rma::put(&peer, MemKey { generation: rw.generation ^ 1, ..rw }, a, &d[..1], 5), Err(Error::StaleHandle));
+    assert_eq!(rma::atomic(&peer, fb, c, AmoWidth::I64, AmoOp::Add(1), 5), Err(Error::Unsupported), "atomics on fallback memory");
+    k.ok(&format!("dereg {}", rw.to_u64()));
+    assert_eq!(rma::put(&peer, rw, a, &d[..8], 5), Err(Error::StaleHandle), "deregistered");
+    assert_eq!(rma::get(&peer, rw, a, &mut g[..8], 5), Err(Error::StaleHandle));
+    assert_eq!(k.cmd(&format!("dereg {}", rw.to_u64())), "err StaleHandle");
+    // Nothing was written anywhere in the region.
+    assert_eq!(k.cmd("verify heap_small 0 0 0 11"), "ok");
+    k.finish();
+}
+
+#[test]
+fn dead_peer_is_an_error_not_a_hang() {
+    let _g = serial();
+    let mut k = Kid::spawn();
+    let r = k.peer_ref();
+    let peer = Peer::open(r).unwrap();
+    let (key, a, _) = k.reg("heap_small", 0, 4096, "rw", 1);
+    rma::put(&peer, key, a, &[1, 2, 3], 1).unwrap();
+    k.finish(); // exits and is reaped
+    std::thread::sleep(Duration::from_millis(2));
+    let t = Instant::now();
+    assert_eq!(rma::put(&peer, key, a, &[1, 2, 3], 1), Err(Error::PeerDead));
+    assert_eq!(rma::atomic(&peer, key, a, AmoWidth::I64, AmoOp::Add(1), 1), Err(Error::PeerDead));
+    assert!(t.elapsed() < Duration::from_secs(1));
+    // A fresh resolve of the dead process fails too (the cache may hold the old Peer,
+    // so use a ref that differs only in the fd: still the dead pid).
+    let r2 = PeerRef { ctl_fd: r.ctl_fd + 1000, ..r };
+    assert_eq!(Peer::open(r2).err(), Some(Error::PeerDead));
+}
+
+fn uniq_dir(tag: &str) -> String {
+    format!("/tmp/softnic-test-{}-{}", tag, std::process::id())
+}
+
+#[test]
+fn registry_publish_lookup_exists_unpublish() {
+    let _g = serial();
+    let dir = uniq_dir("reg");
+    std::fs::create_dir_all(&dir).unwrap();
+    let env = [("SOFTNIC_SHM_DIR", dir.as_str())];
+    let mut a = Kid::spawn_env(&env);
+    let mut b = Kid::spawn_env(&env);
+    let apid = a.ok("pid")[0];
+    let id = a.ok("publish foo 42");
+    assert_eq!(b.cmd("publish foo 43"), "err Exists");
+    assert_eq!(b.ok("lookup foo"), vec![apid, 42]);
+    assert_eq!(b.cmd("lookup nothing"), "err NotFound");
+    assert_eq!(b.cmd(&format!("unpublish {} {}", id[0], id[1])), "err Permission", "only the owner unpublishes");
+    a.ok(&format!("unpublish {} {}", id[0], id[1]));
+    assert_eq!(a.cmd(&format!("unpublish {} {}", id[0], id[1])), "err StaleHandle");
+    assert_eq!(b.cmd("lookup foo"), "err NotFound");
+    b.ok("publish foo 43");
+    let user = format!("{}/softnic-{}", dir, unsafe { libc::getuid() });
+    assert!(std::path::Path::new(&user).join("registry.v1").exists());
+    a.finish();
+    b.finish();
+    assert!(!std::path::Path::new(&user).exists(), "user dir left behind after the last process exited");
+    let _ = std::fs::remove_dir(&dir);
+
+    // In this process (default directory): own endpoint resolves to own PeerRef.
+    let key = format!("self-{}", std::process::id());
+    let id = registry::publish(registry::api::TEST, key.as_bytes(), b"hello").unwrap();
+    let e = registry::lookup(registry::api::TEST, key.as_bytes()).unwrap();
+    assert_eq!(e.peer, node::self_ref().unwrap());
+    assert_eq!(&e.payload[..5], b"hello");
+    assert_eq!(registry::publish(registry::api::TEST, &[0u8; 33], b""), Err(Error::InvalidArg));
+    assert_eq!(registry::publish(registry::api::TEST, b"x", &[0u8; 65]), Err(Error::InvalidArg));
+    registry::unpublish(id).unwrap();
+}
+
+#[test]
+fn registry_reclaims_killed_process() {
+    let _g = serial();
+    let dir = uniq_dir("kill");
+    std::fs::create_dir_all(&dir).unwrap();
+    let env = [("SOFTNIC_SHM_DIR", dir.as_str())];
+    let user = format!("{}/softnic-{}", dir, unsafe { libc::getuid() });
+    // A publishes and is SIGKILLed; B then takes the key over (dead entry reclaimed).
+    let mut a = Kid::spawn_env(&env);
+    let mut b = Kid::spawn_env(&env);
+    a.ok("publish bar 1");
+    a.child.kill().unwrap();
+    a.child.wait().unwrap();
+    assert_eq!(b.cmd("lookup bar"), "err NotFound", "entry of a killed process");
+    b.ok("publish bar 2");
+    // C publishes and is SIGKILLed while B leaves normally: C's row remains until reclaim.
+    let mut c = Kid::spawn_env(&env);
+    c.ok("publish baz 3");
+    let cpid = c.ok("pid")[0] as i32;
+    b.finish();
+    // C is still alive: the file must still be there.
+    assert!(std::path::Path::new(&user).join("registry.v1").exists());
+    c.child.kill().unwrap();
+    c.child.wait().unwrap();
+    std::env::set_var("SOFTNIC_SHM_DIR", &dir);
+    let n = registry::reclaim_dead(&[cpid]);
+    std::env::remove_var("SOFTNIC_SHM_DIR");
+    assert_eq!(n, Ok(2), "C's process row and its endpoint");
+    assert!(!std::path::Path::new(&user).exists(), "reclaim_dead must remove the registry when nobody is left");
+    let _ = std::fs::remove_dir(&dir);
+}
+
+/// Put 8 B and fetch-add latency between two processes (printed, not asserted).
+#[test]
+fn latency_put8_and_fetch_add() {
+    let _g = serial();
+    let mut k = Kid::spawn();
+    let peer = Peer::open(k.peer_ref()).unwrap();
+    let (ck, caddr, _) = k.reg("heap_small", 0, 4096, "rw", 1);
+    rma::put(&peer, ck, caddr, &0u64.to_le_bytes(), 1).unwrap();
+    let mut mine = Box::new([0u64; 8]);
+    let mk = mem::register(mine.as_mut_ptr() as usize, 64, Access::ReadWrite, 1).unwrap();
+    let word = &mut mine[0] as *mut u64;
+    let iters = 20_000u64;
+    k.send(&format!("pong {} {} {} {} {} {}", self_words(), mk.to_u64(), word as u64, caddr, iters, 1));
+    let mut rtt = Vec::with_capacity(iters as usize);
+    for i in 1..=iters {
+        let t = Instant::now();
+        rma::put(&peer, ck, caddr, &i.to_le_bytes(), 1).unwrap();
+        // SAFETY: our registered word, written by the child.
+        while unsafe { std::ptr::read_volatile(word) } != i {
+            std::hint::spin_loop();
+        }
+        rtt.push(t.elapsed().as_nanos() as u64);
+    }
+    assert_eq!(k.recv(), "ok");
+    rtt.sort();
+    let mut fa = Vec::with_capacity(iters as usize);
+    for _ in 0..iters {
+        let t = Instant::now();
+        rma::atomic(&peer, ck, caddr + 8, AmoWidth::I64, AmoOp::Add(1), 1).unwrap();
+        fa.push(t.elapsed().as_nanos() as u64);
+    }
+    fa.sort();
+    let mut b = [0u8; 8];
+    rma::get(&peer, ck, caddr + 8, &mut b, 1).unwrap();
+    assert_eq!(u64::from_le_bytes(b), iters);
+    println!(
+        "LATENCY put 8 B one-way (ping-pong rtt/2): median {} ns, p99 {} ns; fetch-add 8 B: median {} ns, p99 {} ns",
+        rtt[rtt.len() / 2] / 2,
+        rtt[rtt.len() * 99 / 100] / 2,
+        fa[fa.len() / 2],
+        fa[fa.len() * 99 / 100]
+    );
+    mem::deregister(mk).unwrap();
+    k.finish();
+    let _ = Arc::new(());
+}
