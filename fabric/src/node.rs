@@ -161,14 +161,9 @@ extern "C" fn at_exit() {
     }
 }
 
-/// Prints `msg` when `SOFTNIC_LOG` is debug or trace (until the log module is wired in).
+/// Debug-level log line for the node fabric (registry, registration, engine).
 pub(crate) fn debug(msg: &str) {
-    static ON: once_cell::sync::Lazy<bool> = once_cell::sync::Lazy::new(|| {
-        matches!(std::env::var("SOFTNIC_LOG").as_deref(), Ok("debug") | Ok("trace"))
-    });
-    if *ON {
-        eprintln!("softnic[{}] DEBUG fabric: {}", std::process::id(), msg);
-    }
+    crate::sn_debug!("fabric", "{}", msg)
 }
 
 /// This process's fabric, set up on first call.

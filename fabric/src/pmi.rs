@@ -27,35 +27,18 @@ use std::net::TcpStream;
 use std::os::fd::{FromRawFd, IntoRawFd};
 use std::sync::{Mutex, MutexGuard};
 
-// fabric::log is owned by someone else and not written yet; until it is, PMI
-// logs through this small SOFTNIC_LOG reader.
-fn log_level() -> u8 {
-    static LEVEL: once_cell::sync::OnceCell<u8> = once_cell::sync::OnceCell::new();
-    *LEVEL.get_or_init(|| match std::env::var("SOFTNIC_LOG").as_deref() {
-        Ok("trace") => 5,
-        Ok("debug") => 4,
-        Ok("info") => 3,
-        Ok("warn") => 2,
-        Ok("off") | Ok("none") => 0,
-        _ => 1,
-    })
-}
-fn log_at(level: u8, tag: &str, msg: &str) {
-    if log_level() >= level {
-        eprintln!("softnic {} [pid {}]: {}", tag, std::process::id(), msg);
-    }
-}
+// PMI logs under the "PMI" name through the crate's one logger (SOFTNIC_LOG).
 fn log_error(msg: &str) {
-    log_at(1, "error", msg)
+    crate::sn_error!("PMI", "{}", msg)
 }
 fn log_warn(msg: &str) {
-    log_at(2, "warn", msg)
+    crate::sn_warn!("PMI", "{}", msg)
 }
 fn log_info(msg: &str) {
-    log_at(3, "info", msg)
+    crate::sn_info!("PMI", "{}", msg)
 }
 fn log_debug(msg: &str) {
-    log_at(4, "debug", msg)
+    crate::sn_debug!("PMI", "{}", msg)
 }
 
 /// Limits announced by the server (`cmd=maxes`).  Lengths count the string
@@ -206,7 +189,7 @@ struct Wire {
 
 impl Wire {
     fn send(&mut self, line: &str) -> Result<()> {
-        log_debug(&format!("pmi: -> {}", line));
+        log_debug(&format!("-> {}", line));
         let mut msg = Vec::with_capacity(line.len() + 1);
         msg.extend_from_slice(line.as_bytes());
         msg.push(b'\n');
@@ -218,7 +201,7 @@ impl Wire {
             if let Some(pos) = self.buf.iter().position(|&b| b == b'\n') {
                 let line: Vec<u8> = self.buf.drain(..=pos).collect();
                 let s = String::from_utf8_lossy(&line[..pos]).into_owned();
-                log_debug(&format!("pmi: <- {}", s));
+                log_debug(&format!("<- {}", s));
                 return Ok(s);
             }
             let mut chunk = [0u8; 4096];

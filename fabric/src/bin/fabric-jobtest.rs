@@ -3,7 +3,7 @@
 //! build/libexec; c-tests/fabric.list runs it.
 //!
 //! Modes (argv[1]):
-//! - `ring`: every rank registers a heap buffer, puts a pattern into its right neighbour's
+//! - `ring [heap|shared]`: every rank registers a heap (or library-owned) buffer, puts a pattern into its right neighbour's
 //!   buffer, fetch-adds a counter on rank 0, gets its left neighbour's tag back; checks all.
 //! - `spin`: rank 1 spins on a plain memory word, never calling the library, until rank 0's
 //!   put lands; then it stores an acknowledgement that rank 0 reads with gets.
@@ -77,10 +77,22 @@ fn pattern(rank: u32, i: usize) -> u8 {
     (i as u32).wrapping_mul(31).wrapping_add(rank.wrapping_mul(97)) as u8
 }
 
-fn ring(rank: u32, size: u32) {
+fn ring(rank: u32, size: u32, memory: &str) {
     // Layout of each buffer: [0..8) counter (used on rank 0), [64..64+BUF/2) landing zone
     // for the left neighbour's put, [BUF-8..BUF) this rank's tag.
-    let mut buf = vec![0u8; BUF];
+    // `shared`: library-owned memory (alloc_shared) instead of the heap; under valgrind,
+    // whose own memory management keeps heap pages from being rebound (they take the
+    // process_vm fallback, which has no atomics), that is the variant that can run.
+    let mut heap;
+    let shared;
+    let buf: &mut [u8] = if memory == "shared" {
+        shared = ok!(mem::alloc_shared(BUF), "alloc_shared");
+        // SAFETY: BUF bytes of fresh zeroed memory we own until the end of the function.
+        unsafe { std::slice::from_raw_parts_mut(shared.as_ptr(), BUF) }
+    } else {
+        heap = vec![0u8; BUF];
+        &mut heap
+    };
     let tag = 0x7a6_0000 + rank as u64;
     buf[BUF - 8..].copy_from_slice(&tag.to_le_bytes());
     let key = ok!(mem::register(buf.as_ptr() as usize, BUF, Access::ReadWrite, PD), "register");
@@ -207,7 +219,7 @@ fn main() {
     let rank = ok!(bootstrap::rank(), "rank");
     let size = ok!(bootstrap::size(), "size");
     match mode {
-        "ring" => ring(rank, size),
+        "ring" => ring(rank, size, args.get(2).map(String::as_str).unwrap_or("heap")),
         "spin" => spin(rank, size),
         "crash" => crash(rank, size, args.get(2).map(String::as_str).unwrap_or("")),
         _ => die("usage: fabric-jobtest ring|spin|crash segv|exit|abort", mode),
