@@ -218,7 +218,7 @@ impl Wire {
     fn expect(&mut self, cmd: &str) -> Result<Reply> {
         let r = Reply::parse(&self.recv_line()?);
         if r.cmd() != cmd {
-            log_error(&format!("pmi: expected cmd={} from the PMI server, got cmd={}", cmd, r.cmd()));
+            log_error(&format!("expected cmd={} from the PMI server, got cmd={}", cmd, r.cmd()));
             return Err(Error::Bootstrap);
         }
         Ok(r)
@@ -272,12 +272,12 @@ impl Client {
         let mut size = env_int("PMI_SIZE");
         if let Some(fd) = fd_env.as_deref() {
             let fd: i32 = fd.trim().parse().map_err(|_| {
-                log_error("pmi: PMI_FD is not a file descriptor number");
+                log_error("PMI_FD is not a file descriptor number");
                 Error::Bootstrap
             })?;
             // SAFETY: F_GETFD only inspects the descriptor number.
             if fd < 0 || unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
-                log_error(&format!("pmi: PMI_FD={} is not an open descriptor", fd));
+                log_error(&format!("PMI_FD={} is not an open descriptor", fd));
                 return Err(Error::Bootstrap);
             }
             // Programs we exec must not inherit our PMI connection.
@@ -288,14 +288,14 @@ impl Client {
             wire = Wire { f: unsafe { File::from_raw_fd(fd) }, buf: Vec::new() };
         } else if let Some(port) = port_env.as_deref() {
             let s = TcpStream::connect(port.trim()).map_err(|e| {
-                log_error(&format!("pmi: cannot connect to PMI_PORT={}: {}", port, e));
+                log_error(&format!("cannot connect to PMI_PORT={}: {}", port, e));
                 Error::Bootstrap
             })?;
             let _ = s.set_nodelay(true);
             // SAFETY: the descriptor comes straight from the stream we own.
             wire = Wire { f: unsafe { File::from_raw_fd(s.into_raw_fd()) }, buf: Vec::new() };
             let id = env_int("PMI_ID").ok_or_else(|| {
-                log_error("pmi: PMI_PORT set without PMI_ID");
+                log_error("PMI_PORT set without PMI_ID");
                 Error::Bootstrap
             })?;
             wire.call(&format!("cmd=initack pmiid={}", id), "initack")?;
@@ -313,13 +313,13 @@ impl Client {
 
         let r = wire.call("cmd=init pmi_version=1 pmi_subversion=1", "response_to_init")?;
         if r.rc() != 0 || r.get("pmi_version") != Some("1") {
-            log_error("pmi: server refused PMI version 1.1");
+            log_error("server refused PMI version 1.1");
             return Err(Error::Bootstrap);
         }
         let (rank, size) = match (rank, size) {
             (Some(r), Some(s)) if s > 0 && r >= 0 && r < s && s <= u32::MAX as i64 => (r as u32, s as u32),
             _ => {
-                log_error("pmi: launcher did not give a valid PMI_RANK/PMI_SIZE");
+                log_error("launcher did not give a valid PMI_RANK/PMI_SIZE");
                 return Err(Error::Bootstrap);
             }
         };
@@ -341,7 +341,7 @@ impl Client {
         let g = wire.call(&format!("cmd=get kvsname={} key=PMI_process_mapping", kvsname), "get_result")?;
         let node_of = match (g.rc(), g.get("value")) {
             (0, Some(v)) => parse_process_mapping(v, size).unwrap_or_else(|| {
-                log_warn(&format!("pmi: cannot parse PMI_process_mapping {:?}; assuming one node", v));
+                log_warn(&format!("cannot parse PMI_process_mapping {:?}; assuming one node", v));
                 vec![0; size as usize]
             }),
             _ => vec![0; size as usize],
@@ -357,7 +357,7 @@ impl Client {
             singleton: false,
             node_of,
         };
-        log_info(&format!("pmi: connected: rank {} of {}, kvs {}", rank, size, kvsname));
+        log_info(&format!("connected: rank {} of {}, kvs {}", rank, size, kvsname));
         Ok(Client {
             job,
             t: Transport::Wire(wire),
@@ -372,7 +372,7 @@ impl Client {
         let kvsname = format!("singleton_kvs_{}", std::process::id());
         let mut local = LocalKvs::default();
         local.spaces.insert(kvsname.clone(), Vec::new());
-        log_info("pmi: no PMI_FD/PMI_PORT in the environment: singleton job");
+        log_info("no PMI_FD/PMI_PORT in the environment: singleton job");
         Client {
             job: Job {
                 rank: 0,
