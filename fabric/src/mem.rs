@@ -58,6 +58,27 @@ pub struct MemKey {
     pub generation: u32,
 }
 
+/// The 16-byte memory handle of the Cray APIs: uGNI's `gni_mem_handle_t {qword1, qword2}`,
+/// also carried inside DMAPP segment descriptors.  qword1 = base address of the
+/// registration, qword2 = [`MemKey::to_u64`].  One encoding for both APIs, so a handle made
+/// by one is accepted by the other in the same program (as on Cray systems, where DMAPP
+/// sits on uGNI).  Registration generations are always odd, so an all-zero handle (a
+/// forgotten initialisation) is never valid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CrayHandle {
+    pub base: u64,
+    pub key: MemKey,
+}
+
+impl CrayHandle {
+    pub fn to_words(self) -> [u64; 2] {
+        [self.base, self.key.to_u64()]
+    }
+    pub fn from_words(w: [u64; 2]) -> CrayHandle {
+        CrayHandle { base: w[0], key: MemKey::from_u64(w[1]) }
+    }
+}
+
 impl MemKey {
     pub fn to_u64(self) -> u64 {
         (self.index as u64) | ((self.generation as u64) << 32)
@@ -578,8 +599,9 @@ pub fn deregister(key: MemKey) -> Result<()> {
     if e.state.load(Ordering::Relaxed) != LIVE || e.gen.load(Ordering::Relaxed) != key.generation {
         return Err(Error::StaleHandle);
     }
-    // Generation first, so peers validating concurrently see a mismatch.
-    e.gen.fetch_add(1, Ordering::Release);
+    // Generation first, so peers validating concurrently see a mismatch.  Steps of 2
+    // keep registration generations odd: an all-zero handle never validates.
+    e.gen.fetch_add(2, Ordering::Release);
     e.state.store(FREE, Ordering::Release);
     let backs = std::mem::take(&mut st.reg_backs[key.index as usize]);
     for b in backs {

@@ -185,7 +185,8 @@ pub fn get() -> Result<&'static Node> {
         // earlier run) rarely validates here by accident.
         let seed = (starttime ^ (pid as u64).rotate_left(17) ^ seg.ino.rotate_left(40)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
         for i in 0..NREG {
-            let g = (seed >> 32) as u32 ^ (i as u32).wrapping_mul(0x85eb_ca6b);
+            // Odd: generations advance by 2 (see mem::deregister), so they are never 0.
+            let g = ((seed >> 32) as u32 ^ (i as u32).wrapping_mul(0x85eb_ca6b)) | 1;
             ctl.reg(i).expect("in range").gen.store(g, Ordering::Relaxed);
         }
         let reg = registry::attach(&SelfInfo { pid, starttime, ctl_fd: seg.fd.0, ctl_ino: seg.ino, ctl_len: CTL_LEN as u64 })?;
