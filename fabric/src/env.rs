@@ -57,6 +57,20 @@ pub static TUNABLES: &[Tunable] = &[
                cannot be shared (shared file mappings, hugetlbfs). 0 = such \
                registrations fail instead.",
     },
+    Tunable {
+        name: "XT_SYMMETRIC_HEAP_SIZE",
+        default: "0",
+        help: "DMAPP symmetric heap size per PE in bytes, with an optional K/M/G \
+               suffix (powers of 1024), e.g. 64M. The documented default is 0: \
+               dmapp_sheap_malloc fails until it is set. Memory is committed only \
+               when touched.",
+    },
+    Tunable {
+        name: "DMAPP_ABORT_ON_ERROR",
+        default: "0",
+        help: "If true, DMAPP aborts (dumping core) instead of returning an error \
+               from dmapp_init, memory registration and the symmetric-heap calls.",
+    },
 ];
 
 /// The environment as seen at first use: one entry per row of `TUNABLES`.
@@ -194,7 +208,9 @@ mod tests {
     #[test]
     fn registry_is_well_formed() {
         for (i, t) in TUNABLES.iter().enumerate() {
-            assert!(t.name.starts_with("SOFTNIC_"), "{}", t.name);
+            // Vendor variables that real programs set are read under their own names.
+            let vendor = ["XT_SYMMETRIC_HEAP_SIZE", "DMAPP_ABORT_ON_ERROR"];
+            assert!(t.name.starts_with("SOFTNIC_") || vendor.contains(&t.name), "{}", t.name);
             assert!(t.name.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_'), "{}", t.name);
             assert!(!t.help.trim().is_empty(), "{} has no help", t.name);
             assert_eq!(index(t.name), Some(i), "{} registered twice", t.name);

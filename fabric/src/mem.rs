@@ -676,3 +676,11 @@ pub fn free_shared(m: SharedMem) -> Result<()> {
 pub fn backing_count() -> usize {
     state().backs.iter().flatten().count()
 }
+
+/// Names the ring that receives remote events for accesses to registration `key` (uGNI's
+/// dst_cq of a memory registration), or none.  (CONTRACT STUB: the uGNI core helper
+/// implements it in the registration row of the control segment.)
+pub fn set_notify(key: MemKey, ring: Option<RingLoc>) -> Result<()> {
+    let _ = (key, ring);
+    Err(Error::Unsupported)
+}

@@ -404,3 +404,11 @@ pub fn post_event<T: Pod>(peer: &Peer, loc: &RingLoc, v: &T, overrun: bool) -> R
         ring.push(v).map(|_| true)
     }
 }
+
+/// The notify ring of a peer's registration (see [`crate::mem::set_notify`]), validated
+/// like an access (`StaleHandle`, `InvalidHandle`, `ProtectionDomain`).  (CONTRACT STUB:
+/// the uGNI core helper implements it.)
+pub fn notify_ring(peer: &Peer, key: MemKey, pd: u64) -> Result<Option<RingLoc>> {
+    let _ = (peer, key, pd);
+    Err(Error::Unsupported)
+}

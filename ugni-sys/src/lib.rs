@@ -1,3 +1,25 @@
-//! libugni.so.0: Cray uGNI over the softnic fabric
+//! libugni.so.0: Cray uGNI (API 0x5c, include/gni_pub.h) over the softnic
+//! fabric.
 //!
-//! Not built yet: this library exports no symbols until its issue lands.
+//! Layout of the crate:
+//! - `types`: the C types, constants and struct layouts of gni_pub.h, with
+//!   compile-time layout assertions.
+//! - `strings`: the exported `gni_err_str[]` / `gni_statistic_str[]` tables.
+//! - `cqe`: our bit layout of gni_cq_entry_t and the gni_cq_* accessors.
+//! - `objects`: handles and the object model (CDM, NIC, CQ, EP) every group uses.
+//! - `datagram`, `smsg`: datagram exchange and short messaging.
+//! - `pending`: exports of the functions not implemented yet (each returns
+//!   `GNI_RC_ILLEGAL_OP`); functions leave it as their modules land.
+//!
+//! # Safety (all exports)
+//! Pointers must be NULL or valid for the access the prototype implies.
+
+#![allow(clippy::missing_safety_doc)]
+
+pub mod types;
+pub mod strings;
+pub mod cqe;
+pub mod objects;
+pub mod datagram;
+pub mod smsg;
+mod pending;

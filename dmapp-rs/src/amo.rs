@@ -1,0 +1,105 @@
+//! Atomic memory operations on one 8-byte word, blocking, `_nb` and `_nbi`.
+//!
+//! Argument roles (digest 9.1): for the non-fetching AMOs (aadd, aand, aor, axor)
+//! `target_*` is the remote word.  For the fetching ones (afadd, afand, afor, afxor,
+//! afax, acswap) the remote word is (`source_addr`, `source_seg`, `source_pe`) and
+//! `target_addr` is the LOCAL buffer that receives the old value.
+//! AFAX stores `(old & andMask) ^ xorMask`; ACSWAP stores `swaperand` if
+//! `old == comperand`; both always return `old`.  The remote word and the local
+//! result buffer must be 8-byte aligned (ALIGNMENT_ERROR).  The operation is a real
+//! CPU atomic on the target's memory, so it is atomic with respect to the target's
+//! own atomics and every other PE's AMOs.
+
+use crate::job::live;
+use crate::rma::{family, issue, Mode};
+use crate::types::*;
+use softnic_fabric::atomic::{AmoOp, AmoWidth};
+use softnic_fabric::rma;
+use std::ffi::c_void;
+
+type R = Result<Rc, Rc>;
+
+fn out(r: R) -> Rc {
+    match r {
+        Ok(rc) | Err(rc) => rc,
+    }
+}
+
+/// Shared core.  `result` is the local old-value buffer of a fetching AMO.
+fn amo(mode: Mode, addr: *mut c_void, seg: *mut SegDesc, pe: Pe, op: AmoOp, result: Option<*mut c_void>) -> R {
+    let job = live()?;
+    if let Mode::Nb(p) = mode {
+        if p.is_null() {
+            return Err(DMAPP_RC_INVALID_PARAM);
+        }
+    }
+    if seg.is_null() || addr.is_null() || result.is_some_and(|r| r.is_null()) {
+        return Err(DMAPP_RC_INVALID_PARAM);
+    }
+    job.check_pe(pe)?;
+    if addr as usize % 8 != 0 || result.is_some_and(|r| r as usize % 8 != 0) {
+        return Err(DMAPP_RC_ALIGNMENT_ERROR);
+    }
+    let r = job.resolve(addr, seg, pe, 8, false)?;
+    Ok(issue(&job, mode, || {
+        let old = rma::atomic(&r.peer, r.key, r.addr, AmoWidth::I64, op, job.pd)?;
+        if let Some(res) = result {
+            // SAFETY: non-null, 8-aligned local result buffer (checked above).
+            unsafe { (res as *mut u64).write(old) };
+        }
+        Ok(())
+    }))
+}
+
+fn aadd(m: Mode, t: *mut c_void, s: *mut SegDesc, pe: Pe, v: i64) -> R {
+    amo(m, t, s, pe, AmoOp::Add(v as u64), None)
+}
+fn aand(m: Mode, t: *mut c_void, s: *mut SegDesc, pe: Pe, v: i64) -> R {
+    amo(m, t, s, pe, AmoOp::And(v as u64), None)
+}
+fn aor(m: Mode, t: *mut c_void, s: *mut SegDesc, pe: Pe, v: i64) -> R {
+    amo(m, t, s, pe, AmoOp::Or(v as u64), None)
+}
+fn axor(m: Mode, t: *mut c_void, s: *mut SegDesc, pe: Pe, v: i64) -> R {
+    amo(m, t, s, pe, AmoOp::Xor(v as u64), None)
+}
+fn afadd(m: Mode, t: *mut c_void, a: *mut c_void, s: *mut SegDesc, pe: Pe, v: i64) -> R {
+    amo(m, a, s, pe, AmoOp::Add(v as u64), Some(t))
+}
+fn afand(m: Mode, t: *mut c_void, a: *mut c_void, s: *mut SegDesc, pe: Pe, v: i64) -> R {
+    amo(m, a, s, pe, AmoOp::And(v as u64), Some(t))
+}
+fn afor(m: Mode, t: *mut c_void, a: *mut c_void, s: *mut SegDesc, pe: Pe, v: i64) -> R {
+    amo(m, a, s, pe, AmoOp::Or(v as u64), Some(t))
+}
+fn afxor(m: Mode, t: *mut c_void, a: *mut c_void, s: *mut SegDesc, pe: Pe, v: i64) -> R {
+    amo(m, a, s, pe, AmoOp::Xor(v as u64), Some(t))
+}
+#[allow(non_snake_case)]
+fn afax(m: Mode, t: *mut c_void, a: *mut c_void, s: *mut SegDesc, pe: Pe, andMask: i64, xorMask: i64) -> R {
+    amo(m, a, s, pe, AmoOp::AndXor { and: andMask as u64, xor: xorMask as u64 }, Some(t))
+}
+fn acswap(m: Mode, t: *mut c_void, a: *mut c_void, s: *mut SegDesc, pe: Pe, comperand: i64, swaperand: i64) -> R {
+    amo(m, a, s, pe, AmoOp::CompareSwap { compare: comperand as u64, swap: swaperand as u64 }, Some(t))
+}
+
+family!(aadd, dmapp_aadd_qw, dmapp_aadd_qw_nb, dmapp_aadd_qw_nbi,
+    (target_addr: *mut c_void, target_seg: *mut SegDesc, target_pe: Pe, operand: i64));
+family!(aand, dmapp_aand_qw, dmapp_aand_qw_nb, dmapp_aand_qw_nbi,
+    (target_addr: *mut c_void, target_seg: *mut SegDesc, target_pe: Pe, operand: i64));
+family!(aor, dmapp_aor_qw, dmapp_aor_qw_nb, dmapp_aor_qw_nbi,
+    (target_addr: *mut c_void, target_seg: *mut SegDesc, target_pe: Pe, operand: i64));
+family!(axor, dmapp_axor_qw, dmapp_axor_qw_nb, dmapp_axor_qw_nbi,
+    (target_addr: *mut c_void, target_seg: *mut SegDesc, target_pe: Pe, operand: i64));
+family!(afadd, dmapp_afadd_qw, dmapp_afadd_qw_nb, dmapp_afadd_qw_nbi,
+    (target_addr: *mut c_void, source_addr: *mut c_void, source_seg: *mut SegDesc, source_pe: Pe, operand: i64));
+family!(afand, dmapp_afand_qw, dmapp_afand_qw_nb, dmapp_afand_qw_nbi,
+    (target_addr: *mut c_void, source_addr: *mut c_void, source_seg: *mut SegDesc, source_pe: Pe, operand: i64));
+family!(afor, dmapp_afor_qw, dmapp_afor_qw_nb, dmapp_afor_qw_nbi,
+    (target_addr: *mut c_void, source_addr: *mut c_void, source_seg: *mut SegDesc, source_pe: Pe, operand: i64));
+family!(afxor, dmapp_afxor_qw, dmapp_afxor_qw_nb, dmapp_afxor_qw_nbi,
+    (target_addr: *mut c_void, source_addr: *mut c_void, source_seg: *mut SegDesc, source_pe: Pe, operand: i64));
+family!(afax, dmapp_afax_qw, dmapp_afax_qw_nb, dmapp_afax_qw_nbi,
+    (target_addr: *mut c_void, source_addr: *mut c_void, source_seg: *mut SegDesc, source_pe: Pe, and_mask: i64, xor_mask: i64));
+family!(acswap, dmapp_acswap_qw, dmapp_acswap_qw_nb, dmapp_acswap_qw_nbi,
+    (target_addr: *mut c_void, source_addr: *mut c_void, source_seg: *mut SegDesc, source_pe: Pe, comperand: i64, swaperand: i64));

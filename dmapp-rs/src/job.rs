@@ -1,0 +1,431 @@
+//! Job state: the init/finalize window, attributes, the symmetric segments of every
+//! PE, and remote address translation (digest 5.3 / 9.3).
+//!
+//! At `dmapp_init` every PE contributes one record to an allgather (rank order):
+//! its status, its [`PeerRef`] and, for each symmetric segment (data segment, heap),
+//! the segment's base, length and registration key.  With that table any PE can
+//! translate a symmetric address: `remote = their_base + (addr - seg->addr)`.
+//!
+//! A descriptor is recognised by its `memhndl` alone (never by `reserved`, which is
+//! process-local): if the handle is some PE's data-segment or heap handle, the
+//! descriptor is symmetric and the offset is applied to the *target* PE's segment;
+//! otherwise it names a non-symmetric registration of the target PE (from
+//! `dmapp_mem_register`, or a uGNI handle in the shared CrayHandle encoding) and
+//! the address is `handle.base + (addr - seg->addr)` with the handle's key.  So a
+//! descriptor stays valid after a byte copy to another PE.
+
+use crate::heap::Heap;
+use crate::types::*;
+use softnic_fabric::bootstrap;
+use softnic_fabric::mem::{self, Access, CrayHandle, MemKey, SharedMem};
+use softnic_fabric::node::{self, PeerRef};
+use softnic_fabric::rma::Peer;
+use softnic_fabric::{env, sn_debug, sn_warn, Error};
+use std::collections::HashMap;
+use std::ffi::{c_int, c_void};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
+
+pub const DATA: usize = 0;
+pub const SHEAP: usize = 1;
+
+/// One symmetric segment of one PE.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SymSeg {
+    pub base: u64,
+    pub len: u64,
+    pub key: u64,
+}
+
+pub struct PeInfo {
+    pub peer_ref: PeerRef,
+    pub segs: [SymSeg; 2],
+    peer: OnceLock<Arc<Peer>>,
+}
+
+/// Where a remote access goes.
+pub struct Remote {
+    pub peer: Arc<Peer>,
+    pub key: MemKey,
+    pub addr: u64,
+}
+
+pub struct Job {
+    pub pe: u32,
+    pub npes: u32,
+    /// Protection-domain key of every registration and access of this job.
+    pub pd: u64,
+    pub pes: Vec<PeInfo>,
+    /// Handle words of every PE's symmetric segments -> segment kind.
+    sym: HashMap<[u64; 2], usize>,
+    /// This PE's own descriptors (data, heap).
+    pub local: [SegDesc; 2],
+    own_keys: [Option<MemKey>; 2],
+    pub heap_mem: Option<SharedMem>,
+    pub heap: Mutex<Heap>,
+    pub attrs: Mutex<RmaAttrsExt>,
+    pub sync: Mutex<crate::sync::Table>,
+    /// First error of `_nbi` requests since the last gsync (0 = none).
+    pub gsync_err: Mutex<Rc>,
+    /// Handle words -> key of this PE's dmapp_mem_register regions.
+    pub dynregs: Mutex<HashMap<[u64; 2], MemKey>>,
+}
+
+// SAFETY: the raw pointers in `local` are addresses only (never dereferenced here);
+// everything mutable is behind a mutex.
+unsafe impl Send for Job {}
+unsafe impl Sync for Job {}
+
+enum Phase {
+    Before,
+    Live(Arc<Job>),
+    After,
+}
+
+static PHASE: RwLock<Phase> = RwLock::new(Phase::Before);
+
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The live job, or INVALID_PARAM outside the init/finalize window.
+pub fn live() -> Result<Arc<Job>, Rc> {
+    match &*PHASE.read().unwrap_or_else(|e| e.into_inner()) {
+        Phase::Live(j) => Ok(j.clone()),
+        _ => Err(DMAPP_RC_INVALID_PARAM),
+    }
+}
+
+/// DMAPP_ABORT_ON_ERROR: dump core instead of returning an error from init,
+/// registration and the heap functions (documented 5.4).
+pub fn maybe_abort(api: &str, rc: Rc) -> Rc {
+    if rc != DMAPP_RC_SUCCESS && env::get_bool("DMAPP_ABORT_ON_ERROR") {
+        eprintln!("softnic dmapp: {} failed with code {}; DMAPP_ABORT_ON_ERROR is set, aborting", api, rc);
+        std::process::abort();
+    }
+    rc
+}
+
+/// `XT_SYMMETRIC_HEAP_SIZE`: bytes, with an optional K/M/G suffix (powers of 1024,
+/// case-insensitive, optional trailing B).  None if it does not parse.
+pub fn parse_size(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let s = s.strip_suffix(['b', 'B']).filter(|r| r.ends_with(|c: char| c.is_ascii_alphabetic())).unwrap_or(s);
+    let (num, mul) = match s.chars().last()? {
+        'k' | 'K' => (&s[..s.len() - 1], 1u64 << 10),
+        'm' | 'M' => (&s[..s.len() - 1], 1 << 20),
+        'g' | 'G' => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    num.trim().parse::<u64>().ok()?.checked_mul(mul)
+}
+
+fn heap_size() -> u64 {
+    let raw = env::get_str("XT_SYMMETRIC_HEAP_SIZE");
+    match parse_size(raw) {
+        Some(v) => v,
+        None => {
+            sn_warn!("dmapp_init", "XT_SYMMETRIC_HEAP_SIZE={:?} is not a size (bytes, or with K/M/G); using 0", raw);
+            0
+        }
+    }
+}
+
+/// The main program's writable data (`.data` + `.bss`), from its program headers:
+/// the writable PT_LOAD segment(s) minus the part RELRO makes read-only after
+/// relocation.  Same executable on every PE, so the layout is identical.
+fn data_segment() -> Option<(usize, usize)> {
+    unsafe extern "C" fn cb(info: *mut libc::dl_phdr_info, _size: libc::size_t, data: *mut c_void) -> c_int {
+        // SAFETY: dl_iterate_phdr passes a valid info; data is our Option.
+        let (info, out) = unsafe { (&*info, &mut *(data as *mut Option<(usize, usize)>)) };
+        if info.dlpi_phdr.is_null() {
+            return 1;
+        }
+        // SAFETY: dlpi_phdr points to dlpi_phnum headers.
+        let ph = unsafe { std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize) };
+        let base = info.dlpi_addr as usize;
+        let page = 4096usize;
+        let mut relro_end = 0usize;
+        let (mut lo, mut hi) = (usize::MAX, 0usize);
+        for p in ph {
+            if p.p_type == libc::PT_GNU_RELRO {
+                // glibc protects only whole pages: [.., align_down(end)).
+                relro_end = (base + p.p_vaddr as usize + p.p_memsz as usize) & !(page - 1);
+            }
+            if p.p_type == libc::PT_LOAD && p.p_flags & libc::PF_W != 0 && p.p_memsz > 0 {
+                lo = lo.min(base + p.p_vaddr as usize);
+                hi = hi.max(base + p.p_vaddr as usize + p.p_memsz as usize);
+            }
+        }
+        let start = lo.max(relro_end);
+        if lo != usize::MAX && hi > start {
+            *out = Some((start, hi - start));
+        }
+        1 // the first object is the main program; stop
+    }
+    let mut out: Option<(usize, usize)> = None;
+    // SAFETY: callback and data as documented for dl_iterate_phdr.
+    unsafe { libc::dl_iterate_phdr(Some(cb), &mut out as *mut _ as *mut c_void) };
+    out
+}
+
+/// The job's protection-domain key: the (ptag, cookie) pair every rank derives from
+/// the job's KVS name, as uGNI's does, so handles of both APIs validate alike.
+fn job_pd() -> Result<u64, Error> {
+    let (ptag, cookie) = bootstrap::gni_credentials(&bootstrap::job_id()?);
+    Ok(((ptag as u64) << 32) | cookie as u64)
+}
+
+const REC: usize = 10; // u64 words per PE in the init allgather
+
+fn desc(base: u64, len: u64, key: Option<MemKey>) -> SegDesc {
+    match key {
+        Some(k) => SegDesc {
+            addr: base as *mut c_void,
+            len: len as usize,
+            memhndl: {
+                let w = CrayHandle { base, key: k }.to_words();
+                GniMemHandle { qword1: w[0], qword2: w[1] }
+            },
+            flags: 0,
+            reserved: std::ptr::null_mut(),
+        },
+        None => SegDesc::EMPTY,
+    }
+}
+
+/// Validates requested attributes (digest 5.6).
+pub fn check_attrs(a: &RmaAttrsExt, statics: bool) -> Result<(), Rc> {
+    if statics && !(DMAPP_MIN_OUTSTANDING_NB..=DMAPP_MAX_OUTSTANDING_NB).contains(&a.max_outstanding_nb) {
+        return Err(DMAPP_RC_INVALID_PARAM);
+    }
+    if statics && a.max_concurrency == 0 {
+        return Err(DMAPP_RC_INVALID_PARAM);
+    }
+    if a.put_relaxed_ordering > DMAPP_ROUTING_ADAPTIVE || a.get_relaxed_ordering > DMAPP_ROUTING_ADAPTIVE || a.PI_ordering > DMAPP_PI_ORDERING_RELAXED {
+        return Err(DMAPP_RC_INVALID_PARAM);
+    }
+    Ok(())
+}
+
+/// dmapp_init / dmapp_init_ext.  `req` validated by the caller.
+pub fn init(req: &RmaAttrsExt) -> Result<RmaAttrsExt, Rc> {
+    let mut phase = PHASE.write().unwrap_or_else(|e| e.into_inner());
+    match &*phase {
+        // A second init: keep the job, report what is in effect.
+        Phase::Live(j) => return Ok(*lock(&j.attrs)),
+        // Segments were torn down and peers have moved on; a job runs DMAPP once.
+        Phase::After => return Err(DMAPP_RC_INVALID_PARAM),
+        Phase::Before => {}
+    }
+    let (pe, npes) = match (bootstrap::rank(), bootstrap::size()) {
+        (Ok(r), Ok(s)) => (r, s),
+        _ => {
+            sn_warn!("dmapp_init", "no job bootstrap (PMI) available");
+            return Err(DMAPP_RC_RESOURCE_ERROR);
+        }
+    };
+    let mut status = 0u64;
+    let pd = job_pd().unwrap_or_else(|_| {
+        status = 1;
+        0
+    });
+    let me = node::self_ref().unwrap_or_else(|e| {
+        sn_warn!("dmapp_init", "node fabric unavailable: {}", e);
+        status = 1;
+        PeerRef { pid: 0, ctl_fd: -1, starttime: 0, ctl_ino: 0 }
+    });
+
+    // Data segment: registered in place (its pages become shareable).
+    let mut segs = [SymSeg::default(); 2];
+    let mut keys: [Option<MemKey>; 2] = [None, None];
+    if status == 0 {
+        if let Some((a, l)) = data_segment() {
+            match mem::register(a, l, Access::ReadWrite, pd) {
+                Ok(k) => {
+                    segs[DATA] = SymSeg { base: a as u64, len: l as u64, key: k.to_u64() };
+                    keys[DATA] = Some(k);
+                }
+                Err(e) => {
+                    sn_warn!("dmapp_init", "cannot export the data segment {:#x}+{}: {}", a, l, e);
+                    status = 1;
+                }
+            }
+        }
+    }
+    // Symmetric heap: library-owned shared memory (sparse, so large sizes are cheap).
+    let hsize = heap_size();
+    let mut heap_mem = None;
+    if status == 0 && hsize > 0 {
+        match mem::alloc_shared(hsize as usize).and_then(|m| {
+            let k = mem::register(m.as_ptr() as usize, hsize as usize, Access::ReadWrite, pd)?;
+            Ok((m, k))
+        }) {
+            Ok((m, k)) => {
+                segs[SHEAP] = SymSeg { base: m.as_ptr() as u64, len: hsize, key: k.to_u64() };
+                keys[SHEAP] = Some(k);
+                heap_mem = Some(m);
+            }
+            Err(e) => {
+                sn_warn!("dmapp_init", "cannot allocate a {}-byte symmetric heap: {}", hsize, e);
+                status = 1;
+            }
+        }
+    }
+
+    // Exchange, even after a local failure, so that no PE waits forever for us.
+    let mut rec = [0u64; REC];
+    rec[0] = status;
+    rec[1..4].copy_from_slice(&me.to_words());
+    for (i, s) in segs.iter().enumerate() {
+        rec[4 + 3 * i] = s.base;
+        rec[5 + 3 * i] = s.len;
+        rec[6 + 3 * i] = s.key;
+    }
+    let bytes: Vec<u8> = rec.iter().flat_map(|w| w.to_ne_bytes()).collect();
+    let all = match bootstrap::allgather(&bytes) {
+        Ok(v) if v.len() == bytes.len() * npes as usize => v,
+        _ => return Err(DMAPP_RC_RESOURCE_ERROR),
+    };
+    let words: Vec<u64> = all.chunks_exact(8).map(|c| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8]))).collect();
+    if words.chunks_exact(REC).any(|r| r[0] != 0) {
+        sn_warn!("dmapp_init", "initialisation failed on some PE");
+        for k in keys.into_iter().flatten() {
+            let _ = mem::deregister(k);
+        }
+        return Err(DMAPP_RC_RESOURCE_ERROR);
+    }
+    let mut pes = Vec::with_capacity(npes as usize);
+    let mut sym = HashMap::new();
+    for r in words.chunks_exact(REC) {
+        let mut s = [SymSeg::default(); 2];
+        for (i, seg) in s.iter_mut().enumerate() {
+            *seg = SymSeg { base: r[4 + 3 * i], len: r[5 + 3 * i], key: r[6 + 3 * i] };
+            if seg.len > 0 {
+                sym.insert([seg.base, seg.key], i);
+            }
+        }
+        pes.push(PeInfo { peer_ref: PeerRef::from_words([r[1], r[2], r[3]]), segs: s, peer: OnceLock::new() });
+    }
+    let attrs = *req;
+    let job = Job {
+        pe,
+        npes,
+        pd,
+        pes,
+        sym,
+        local: [desc(segs[DATA].base, segs[DATA].len, keys[DATA]), desc(segs[SHEAP].base, segs[SHEAP].len, keys[SHEAP])],
+        own_keys: keys,
+        heap_mem,
+        heap: Mutex::new(Heap::new(hsize as usize)),
+        attrs: Mutex::new(attrs),
+        sync: Mutex::new(crate::sync::Table::new(attrs.max_outstanding_nb)),
+        gsync_err: Mutex::new(DMAPP_RC_SUCCESS),
+        dynregs: Mutex::new(HashMap::new()),
+    };
+    sn_debug!(
+        "dmapp_init",
+        "pe {} of {}: data {:#x}+{}, heap {:#x}+{}",
+        pe,
+        npes,
+        segs[DATA].base,
+        segs[DATA].len,
+        segs[SHEAP].base,
+        segs[SHEAP].len
+    );
+    *phase = Phase::Live(Arc::new(job));
+    Ok(attrs)
+}
+
+/// dmapp_finalize: every request has completed (they complete at issue), so drain
+/// means retiring the bookkeeping; then a job-wide barrier, so no PE tears down
+/// memory a slower PE is still targeting; then the registrations go.  The heap stays
+/// mapped (no longer reachable remotely), so results remain readable locally.
+pub fn finalize() -> Rc {
+    let job = {
+        let mut phase = PHASE.write().unwrap_or_else(|e| e.into_inner());
+        match std::mem::replace(&mut *phase, Phase::After) {
+            Phase::Live(j) => j,
+            other => {
+                *phase = other;
+                return DMAPP_RC_INVALID_PARAM;
+            }
+        }
+    };
+    lock(&job.sync).clear();
+    if let Err(e) = bootstrap::barrier() {
+        sn_warn!("dmapp_finalize", "job barrier failed: {}", e);
+    }
+    for (_, k) in lock(&job.dynregs).drain() {
+        let _ = mem::deregister(k);
+    }
+    for k in job.own_keys.iter().flatten() {
+        let _ = mem::deregister(*k);
+    }
+    // job.heap_mem has no Drop: the heap stays mapped for the process's life.
+    DMAPP_RC_SUCCESS
+}
+
+impl Job {
+    pub fn peer(&self, pe: u32) -> Result<Arc<Peer>, Rc> {
+        let info = &self.pes[pe as usize];
+        if let Some(p) = info.peer.get() {
+            return Ok(p.clone());
+        }
+        let p = Peer::open(info.peer_ref).map_err(crate::rc::from_rma)?;
+        Ok(info.peer.get_or_init(|| p).clone())
+    }
+
+    pub fn check_pe(&self, pe: Pe) -> Result<u32, Rc> {
+        if pe < 0 || pe as u32 >= self.npes {
+            return Err(DMAPP_RC_INVALID_PARAM);
+        }
+        Ok(pe as u32)
+    }
+
+    /// Translates (addr, seg, pe) for an access covering `extent` bytes from `addr`.
+    /// Local checks only (INVALID_PARAM): NULL descriptor, bad PE, a range outside the
+    /// descriptor or outside the target's symmetric segment, a non-symmetric
+    /// descriptor where `sym_only`.  The fabric validates the rest at the target.
+    pub fn resolve(&self, addr: *const c_void, seg: *const SegDesc, pe: Pe, extent: u64, sym_only: bool) -> Result<Remote, Rc> {
+        if seg.is_null() {
+            return Err(DMAPP_RC_INVALID_PARAM);
+        }
+        // SAFETY: non-null; read unaligned since the user may pack it anywhere.
+        let d = unsafe { std::ptr::read_unaligned(seg) };
+        let pe = self.check_pe(pe)?;
+        let a = addr as u64;
+        let s = d.addr as u64;
+        let off = a.checked_sub(s).ok_or(DMAPP_RC_INVALID_PARAM)?;
+        match off.checked_add(extent) {
+            Some(end) if end <= d.len as u64 => {}
+            _ => return Err(DMAPP_RC_INVALID_PARAM),
+        }
+        let h = [d.memhndl.qword1, d.memhndl.qword2];
+        if let Some(&kind) = self.sym.get(&h) {
+            let t = self.pes[pe as usize].segs[kind];
+            if off + extent > t.len {
+                return Err(DMAPP_RC_INVALID_PARAM);
+            }
+            return Ok(Remote { peer: self.peer(pe)?, key: MemKey::from_u64(t.key), addr: t.base + off });
+        }
+        if sym_only {
+            return Err(DMAPP_RC_INVALID_PARAM);
+        }
+        let ch = CrayHandle::from_words(h);
+        let ra = ch.base.checked_add(off).ok_or(DMAPP_RC_INVALID_PARAM)?;
+        Ok(Remote { peer: self.peer(pe)?, key: ch.key, addr: ra })
+    }
+
+    /// Records the first error of an `_nbi` request for the next gsync.
+    pub fn note_gsync(&self, rc: Rc) {
+        let mut g = lock(&self.gsync_err);
+        if *g == DMAPP_RC_SUCCESS {
+            *g = rc;
+        }
+    }
+
+    /// Heap address <-> offset.
+    pub fn heap_base(&self) -> Option<usize> {
+        self.heap_mem.as_ref().map(|m| m.as_ptr() as usize)
+    }
+}

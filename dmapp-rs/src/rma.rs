@@ -1,0 +1,383 @@
+//! PUT/GET in every shape (contiguous, strided, indexed, PE-list) and every
+//! completion class, over one issue path.
+//!
+//! Each export decodes its arguments and checks locally, in this order: init window,
+//! NULL pointers / PE / type / counts (INVALID_PARAM), alignment where the call has
+//! an alignment rule (ALIGNMENT_ERROR), then the remote range against the descriptor
+//! and the target's symmetric segment (INVALID_PARAM).  Nothing moves until all of a
+//! call's checks pass; then [`issue`] runs the transfer.  Remote-side refusals
+//! (stale registration, bounds the target enforces, dead peer) come back from the
+//! fabric and are reported per completion class: returned by a blocking call, kept
+//! in the syncid of an `_nb` call, kept for the next gsync of an `_nbi` call.
+//!
+//! Units (digest 5.4): `nelems` counts elements of `type`; strides and index
+//! offsets are in elements too.  Zero-length GETs are INVALID_PARAM (documented as
+//! unsupported); a zero-length PUT is a successful no-op that still validates its
+//! arguments.
+
+use crate::job::{live, lock, Job, Remote};
+use crate::types::*;
+use softnic_fabric::rma;
+use std::ffi::{c_int, c_void};
+
+/// Completion class of a call.
+#[derive(Clone, Copy)]
+pub enum Mode {
+    Blocking,
+    Nb(*mut SyncHandle),
+    Nbi,
+}
+
+/// Runs a validated request and reports it by completion class.  For `_nb` the
+/// syncid slot is claimed before anything moves, so NO_SPACE has no side effects.
+pub fn issue(job: &Job, mode: Mode, exec: impl FnOnce() -> softnic_fabric::Result<()>) -> Rc {
+    match mode {
+        Mode::Blocking => match exec() {
+            Ok(()) => DMAPP_RC_SUCCESS,
+            Err(e) => crate::rc::from_rma(e),
+        },
+        Mode::Nb(out) => {
+            if out.is_null() {
+                return DMAPP_RC_INVALID_PARAM;
+            }
+            let slot = match lock(&job.sync).reserve() {
+                Ok(s) => s,
+                Err(rc) => return rc,
+            };
+            let rc = exec().map_or_else(crate::rc::from_rma, |_| DMAPP_RC_SUCCESS);
+            let h = lock(&job.sync).complete(slot, rc);
+            // SAFETY: non-null pointer to the caller's handle.
+            unsafe { out.write_unaligned(h) };
+            DMAPP_RC_SUCCESS
+        }
+        Mode::Nbi => {
+            if let Err(e) = exec() {
+                job.note_gsync(crate::rc::from_rma(e));
+            }
+            DMAPP_RC_SUCCESS
+        }
+    }
+}
+
+/// `_nb` needs a place for the handle: checked with the other arguments.
+fn check_mode(mode: Mode) -> Result<(), Rc> {
+    match mode {
+        Mode::Nb(p) if p.is_null() => Err(DMAPP_RC_INVALID_PARAM),
+        _ => Ok(()),
+    }
+}
+
+fn size_of(ty: c_int) -> Result<u64, Rc> {
+    elem_size(ty).map(|s| s as u64).ok_or(DMAPP_RC_INVALID_PARAM)
+}
+
+/// Bytes spanned by `n` elements of `size` with stride `st` (elements): the last
+/// element starts at (n-1)*st*size.
+fn span(n: u64, st: i64, size: u64) -> Result<u64, Rc> {
+    if n == 0 {
+        return Ok(0);
+    }
+    (n - 1).checked_mul(st as u64).and_then(|v| v.checked_mul(size)).and_then(|v| v.checked_add(size)).ok_or(DMAPP_RC_INVALID_PARAM)
+}
+
+fn bytes(n: u64, size: u64) -> Result<usize, Rc> {
+    n.checked_mul(size).filter(|&b| b <= isize::MAX as u64).map(|b| b as usize).ok_or(DMAPP_RC_INVALID_PARAM)
+}
+
+/// Fabric-side pre-check of a scattered access: the lowest and highest elements
+/// (a registration is contiguous, so both inside means all inside).  Keeps a remote
+/// refusal from leaving a strided/indexed transfer half done.
+fn probe(r: &Remote, pd: u64, lo: u64, hi_end: u64) -> softnic_fabric::Result<()> {
+    let mut b = [0u8; 1];
+    rma::get(&r.peer, r.key, r.addr + lo, &mut b, pd)?;
+    rma::get(&r.peer, r.key, r.addr + hi_end - 1, &mut b, pd)
+}
+
+type R = Result<Rc, Rc>;
+
+fn out(r: R) -> Rc {
+    match r {
+        Ok(rc) | Err(rc) => rc,
+    }
+}
+
+// ---- contiguous -------------------------------------------------------------------
+
+fn put(mode: Mode, ta: *mut c_void, ts: *mut SegDesc, pe: Pe, sa: *mut c_void, n: u64, ty: c_int) -> R {
+    let job = live()?;
+    let size = size_of(ty)?;
+    check_mode(mode)?;
+    let len = bytes(n, size)?;
+    if len > 0 && sa.is_null() {
+        return Err(DMAPP_RC_INVALID_PARAM);
+    }
+    let r = job.resolve(ta, ts, pe, len as u64, false)?;
+    Ok(issue(&job, mode, || {
+        if len == 0 {
+            return Ok(());
+        }
+        // SAFETY: the caller's source buffer of nelems elements.
+        let src = unsafe { std::slice::from_raw_parts(sa as *const u8, len) };
+        rma::put(&r.peer, r.key, r.addr, src, job.pd)
+    }))
+}
+
+fn get(mode: Mode, ta: *mut c_void, sa: *mut c_void, ss: *mut SegDesc, pe: Pe, n: u64, ty: c_int) -> R {
+    let job = live()?;
+    let size = size_of(ty)?;
+    check_mode(mode)?;
+    if n == 0 || ta.is_null() {
+        return Err(DMAPP_RC_INVALID_PARAM);
+    }
+    let len = bytes(n, size)?;
+    let r = job.resolve(sa, ss, pe, len as u64, false)?;
+    Ok(issue(&job, mode, || {
+        // SAFETY: the caller's target buffer of nelems elements.
+        let dst = unsafe { std::slice::from_raw_parts_mut(ta as *mut u8, len) };
+        rma::get(&r.peer, r.key, r.addr, dst, job.pd)
+    }))
+}
+
+// ---- strided ------------------------------------------------------------------------
+
+#[allow(clippy::too_many_arguments)]
+fn iput(mode: Mode, ta: *mut c_void, ts: *mut SegDesc, pe: Pe, sa: *mut c_void, tst: isize, sst: isize, n: u64, ty: c_int) -> R {
+    let job = live()?;
+    let size = size_of(ty)?;
+    check_mode(mode)?;
+    if tst < 1 || sst < 1 || (n > 0 && sa.is_null()) {
+        return Err(DMAPP_RC_INVALID_PARAM);
+    }
+    let ext = span(n, tst as i64, size)?;
+    span(n, sst as i64, size).and_then(|b| bytes(b, 1))?;
+    let r = job.resolve(ta, ts, pe, ext, false)?;
+    Ok(issue(&job, mode, || {
+        if n == 0 {
+            return Ok(());
+        }
+        probe(&r, job.pd, 0, ext)?;
+        for k in 0..n {
+            // SAFETY: element k of the caller's strided source.
+            let src = unsafe { std::slice::from_raw_parts((sa as *const u8).add((k * sst as u64 * size) as usize), size as usize) };
+            rma::put(&r.peer, r.key, r.addr + k * tst as u64 * size, src, job.pd)?;
+        }
+        Ok(())
+    }))
+}
+
+/// Strided and indexed GETs need DWORD-aligned buffers and length (documented).
+fn dword_ok(a: *const c_void, b: *const c_void, len: u64) -> bool {
+    (a as usize) % 4 == 0 && (b as usize) % 4 == 0 && len % 4 == 0
+}
+
+#[allow(clippy::too_many_arguments)]
+fn iget(mode: Mode, ta: *mut c_void, sa: *mut c_void, ss: *mut SegDesc, pe: Pe, tst: isize, sst: isize, n: u64, ty: c_int) -> R {
+    let job = live()?;
+    let size = size_of(ty)?;
+    check_mode(mode)?;
+    if n == 0 || ta.is_null() || ss.is_null() || tst < 1 || sst < 1 {
+        return Err(DMAPP_RC_INVALID_PARAM);
+    }
+    job.check_pe(pe)?;
+    if !dword_ok(ta, sa, bytes(n, size)? as u64) {
+        return Err(DMAPP_RC_ALIGNMENT_ERROR);
+    }
+    let ext = span(n, sst as i64, size)?;
+    span(n, tst as i64, size).and_then(|b| bytes(b, 1))?;
+    let r = job.resolve(sa, ss, pe, ext, false)?;
+    Ok(issue(&job, mode, || {
+        probe(&r, job.pd, 0, ext)?;
+        for k in 0..n {
+            // SAFETY: element k of the caller's strided target.
+            let dst = unsafe { std::slice::from_raw_parts_mut((ta as *mut u8).add((k * tst as u64 * size) as usize), size as usize) };
+            rma::get(&r.peer, r.key, r.addr + k * sst as u64 * size, dst, job.pd)?;
+        }
+        Ok(())
+    }))
+}
+
+// ---- indexed ------------------------------------------------------------------------
+
+/// The index array (elements, each >= 0) and the extent it spans in bytes.
+fn indices<'a>(idx: *const isize, n: u64, size: u64) -> Result<(&'a [isize], u64, u64), Rc> {
+    if n == 0 {
+        return Ok((&[], 0, 0));
+    }
+    if idx.is_null() {
+        return Err(DMAPP_RC_INVALID_PARAM);
+    }
+    let n = usize::try_from(n).map_err(|_| DMAPP_RC_INVALID_PARAM)?;
+    // SAFETY: the document requires nelems entries.
+    let v = unsafe { std::slice::from_raw_parts(idx, n) };
+    let (mut lo, mut hi) = (u64::MAX, 0u64);
+    for &i in v {
+        if i < 0 {
+            return Err(DMAPP_RC_INVALID_PARAM);
+        }
+        let at = (i as u64).checked_mul(size).ok_or(DMAPP_RC_INVALID_PARAM)?;
+        lo = lo.min(at);
+        hi = hi.max(at.checked_add(size).ok_or(DMAPP_RC_INVALID_PARAM)?);
+    }
+    Ok((v, lo, hi))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn ixput(mode: Mode, ta: *mut c_void, ts: *mut SegDesc, pe: Pe, sa: *mut c_void, tidx: *mut isize, n: u64, ty: c_int) -> R {
+    let job = live()?;
+    let size = size_of(ty)?;
+    check_mode(mode)?;
+    if n > 0 && sa.is_null() {
+        return Err(DMAPP_RC_INVALID_PARAM);
+    }
+    bytes(n, size)?;
+    let (idx, lo, hi) = indices(tidx, n, size)?;
+    let r = job.resolve(ta, ts, pe, hi, false)?;
+    Ok(issue(&job, mode, || {
+        if n == 0 {
+            return Ok(());
+        }
+        probe(&r, job.pd, lo, hi)?;
+        for (k, &i) in idx.iter().enumerate() {
+            // SAFETY: element k of the caller's contiguous source.
+            let src = unsafe { std::slice::from_raw_parts((sa as *const u8).add(k * size as usize), size as usize) };
+            rma::put(&r.peer, r.key, r.addr + i as u64 * size, src, job.pd)?;
+        }
+        Ok(())
+    }))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn ixget(mode: Mode, ta: *mut c_void, sa: *mut c_void, ss: *mut SegDesc, pe: Pe, sidx: *mut isize, n: u64, ty: c_int) -> R {
+    let job = live()?;
+    let size = size_of(ty)?;
+    check_mode(mode)?;
+    // DMAPP_BYTE is documented as unsupported for indexed GETs.
+    if ty == DMAPP_BYTE || n == 0 || ta.is_null() || ss.is_null() {
+        return Err(DMAPP_RC_INVALID_PARAM);
+    }
+    job.check_pe(pe)?;
+    let len = bytes(n, size)?;
+    let (idx, lo, hi) = indices(sidx, n, size)?;
+    if !dword_ok(ta, sa, len as u64) {
+        return Err(DMAPP_RC_ALIGNMENT_ERROR);
+    }
+    let r = job.resolve(sa, ss, pe, hi, false)?;
+    Ok(issue(&job, mode, || {
+        probe(&r, job.pd, lo, hi)?;
+        for (k, &i) in idx.iter().enumerate() {
+            // SAFETY: element k of the caller's contiguous target.
+            let dst = unsafe { std::slice::from_raw_parts_mut((ta as *mut u8).add(k * size as usize), size as usize) };
+            rma::get(&r.peer, r.key, r.addr + i as u64 * size, dst, job.pd)?;
+        }
+        Ok(())
+    }))
+}
+
+// ---- PE lists (symmetric segments only) -----------------------------------------------
+
+fn pe_list<'a>(list: *mut Pe, n: u32) -> Result<&'a [Pe], Rc> {
+    if list.is_null() || n == 0 {
+        return Err(DMAPP_RC_INVALID_PARAM);
+    }
+    // SAFETY: the caller's list of n PEs.
+    Ok(unsafe { std::slice::from_raw_parts(list, n as usize) })
+}
+
+/// put_ixpe (`scatter` false: every PE gets the whole source) and scatter_ixpe
+/// (PE at index I gets block I).  Duplicates: later entries win, in list order.
+#[allow(clippy::too_many_arguments)]
+fn put_pes(mode: Mode, ta: *mut c_void, ts: *mut SegDesc, list: *mut Pe, np: u32, sa: *mut c_void, n: u64, ty: c_int, scatter: bool) -> R {
+    let job = live()?;
+    let size = size_of(ty)?;
+    check_mode(mode)?;
+    let pes = pe_list(list, np)?;
+    let len = bytes(n, size)?;
+    if scatter {
+        bytes(len as u64, np as u64)?;
+    }
+    if len > 0 && sa.is_null() {
+        return Err(DMAPP_RC_INVALID_PARAM);
+    }
+    let rs = pes.iter().map(|&pe| job.resolve(ta, ts, pe, len as u64, true)).collect::<Result<Vec<_>, _>>()?;
+    Ok(issue(&job, mode, || {
+        if len == 0 {
+            return Ok(());
+        }
+        for (i, r) in rs.iter().enumerate() {
+            let from = if scatter { i * len } else { 0 };
+            // SAFETY: block i (scatter) or the whole source.
+            let src = unsafe { std::slice::from_raw_parts((sa as *const u8).add(from), len) };
+            rma::put(&r.peer, r.key, r.addr, src, job.pd)?;
+        }
+        Ok(())
+    }))
+}
+
+/// gather_ixpe: block I of the target comes from the PE at index I.
+#[allow(clippy::too_many_arguments)]
+fn gather(mode: Mode, ta: *mut c_void, sa: *mut c_void, ss: *mut SegDesc, list: *mut Pe, np: u32, n: u64, ty: c_int) -> R {
+    let job = live()?;
+    let size = size_of(ty)?;
+    check_mode(mode)?;
+    let pes = pe_list(list, np)?;
+    if n == 0 || ta.is_null() {
+        return Err(DMAPP_RC_INVALID_PARAM);
+    }
+    let len = bytes(n, size)?;
+    bytes(len as u64, np as u64)?;
+    let rs = pes.iter().map(|&pe| job.resolve(sa, ss, pe, len as u64, true)).collect::<Result<Vec<_>, _>>()?;
+    Ok(issue(&job, mode, || {
+        for (i, r) in rs.iter().enumerate() {
+            // SAFETY: block i of the caller's target.
+            let dst = unsafe { std::slice::from_raw_parts_mut((ta as *mut u8).add(i * len), len) };
+            rma::get(&r.peer, r.key, r.addr, dst, job.pd)?;
+        }
+        Ok(())
+    }))
+}
+
+// ---- exports ------------------------------------------------------------------------------
+
+/// Defines the blocking, `_nb` and `_nbi` exports of one family over its core.
+macro_rules! family {
+    ($core:ident, $blk:ident, $nb:ident, $nbi:ident, ($($a:ident : $t:ty),*) $(, $extra:expr)?) => {
+        /// # Safety
+        /// Pointer arguments follow the DMAPP contract (NULL is refused).
+        #[no_mangle]
+        pub unsafe extern "C" fn $blk($($a: $t),*) -> Rc {
+            out($core(Mode::Blocking, $($a),* $(, $extra)?))
+        }
+        /// # Safety
+        /// As the blocking form; `syncid` receives the request's handle.
+        #[no_mangle]
+        pub unsafe extern "C" fn $nb($($a: $t),*, syncid: *mut SyncHandle) -> Rc {
+            out($core(Mode::Nb(syncid), $($a),* $(, $extra)?))
+        }
+        /// # Safety
+        /// As the blocking form.
+        #[no_mangle]
+        pub unsafe extern "C" fn $nbi($($a: $t),*) -> Rc {
+            out($core(Mode::Nbi, $($a),* $(, $extra)?))
+        }
+    };
+}
+pub(crate) use family;
+
+family!(put, dmapp_put, dmapp_put_nb, dmapp_put_nbi,
+    (target_addr: *mut c_void, target_seg: *mut SegDesc, target_pe: Pe, source_addr: *mut c_void, nelems: u64, ty: c_int));
+family!(get, dmapp_get, dmapp_get_nb, dmapp_get_nbi,
+    (target_addr: *mut c_void, source_addr: *mut c_void, source_seg: *mut SegDesc, source_pe: Pe, nelems: u64, ty: c_int));
+family!(iput, dmapp_iput, dmapp_iput_nb, dmapp_iput_nbi,
+    (target_addr: *mut c_void, target_seg: *mut SegDesc, target_pe: Pe, source_addr: *mut c_void, tst: isize, sst: isize, nelems: u64, ty: c_int));
+family!(iget, dmapp_iget, dmapp_iget_nb, dmapp_iget_nbi,
+    (target_addr: *mut c_void, source_addr: *mut c_void, source_seg: *mut SegDesc, source_pe: Pe, tst: isize, sst: isize, nelems: u64, ty: c_int));
+family!(ixput, dmapp_ixput, dmapp_ixput_nb, dmapp_ixput_nbi,
+    (target_addr: *mut c_void, target_seg: *mut SegDesc, target_pe: Pe, source_addr: *mut c_void, tidx: *mut isize, nelems: u64, ty: c_int));
+family!(ixget, dmapp_ixget, dmapp_ixget_nb, dmapp_ixget_nbi,
+    (target_addr: *mut c_void, source_addr: *mut c_void, source_seg: *mut SegDesc, source_pe: Pe, sidx: *mut isize, nelems: u64, ty: c_int));
+family!(put_pes, dmapp_put_ixpe, dmapp_put_ixpe_nb, dmapp_put_ixpe_nbi,
+    (target_addr: *mut c_void, target_seg: *mut SegDesc, target_pe_list: *mut Pe, num_target_pes: u32, source_addr: *mut c_void, nelems: u64, ty: c_int), false);
+family!(put_pes, dmapp_scatter_ixpe, dmapp_scatter_ixpe_nb, dmapp_scatter_ixpe_nbi,
+    (target_addr: *mut c_void, target_seg: *mut SegDesc, target_pe_list: *mut Pe, num_target_pes: u32, source_addr: *mut c_void, nelems: u64, ty: c_int), true);
+family!(gather, dmapp_gather_ixpe, dmapp_gather_ixpe_nb, dmapp_gather_ixpe_nbi,
+    (target_addr: *mut c_void, source_addr: *mut c_void, source_seg: *mut SegDesc, source_pe_list: *mut Pe, num_source_pes: u32, nelems: u64, ty: c_int));

@@ -1,0 +1,126 @@
+//! The C types of `dmapp.h`, mirrored with `repr(C)`; each proves its size
+//! against the ABI fact sheet (x86-64 LP64) with a const assertion.
+
+use std::ffi::{c_int, c_void};
+
+/// `dmapp_return_t` (a C enum: passed as `int`).
+pub type Rc = c_int;
+pub const DMAPP_RC_SUCCESS: Rc = 0;
+pub const DMAPP_RC_INVALID_PARAM: Rc = 1;
+pub const DMAPP_RC_ALIGNMENT_ERROR: Rc = 2;
+pub const DMAPP_RC_TRANSACTION_ERROR: Rc = 3;
+pub const DMAPP_RC_RESOURCE_ERROR: Rc = 4;
+pub const DMAPP_RC_PERMISSION_ERROR: Rc = 5;
+pub const DMAPP_RC_NO_SPACE: Rc = 6;
+pub const DMAPP_RC_NOT_DONE: Rc = 7;
+pub const DMAPP_RC_NOT_SUPPORTED: Rc = 8;
+pub const DMAPP_RC_NOT_FOUND: Rc = 9;
+pub const DMAPP_RC_BUSY: Rc = 10;
+pub const DMAPP_RC_NOT_USED: Rc = 11;
+
+/// `dmapp_type_t` values; the largest element type is 0.
+pub const DMAPP_DQW: c_int = 0;
+pub const DMAPP_QW: c_int = 1;
+pub const DMAPP_DW: c_int = 2;
+pub const DMAPP_BYTE: c_int = 3;
+
+pub const DMAPP_ROUTING_ADAPTIVE: u8 = 2;
+pub const DMAPP_ROUTING_DETERMINISTIC: u8 = 1;
+pub const DMAPP_PI_ORDERING_RELAXED: u8 = 2;
+
+pub const DMAPP_OFFLOAD_THRESHOLD: u32 = 4096;
+pub const DMAPP_MIN_OUTSTANDING_NB: u32 = 5;
+pub const DMAPP_DEF_OUTSTANDING_NB: u32 = 512;
+pub const DMAPP_MAX_OUTSTANDING_NB: u32 = 2048;
+
+/// What `dmapp_jobinfo_t.version` reports: DMAPP 3.1 (the documented release) as
+/// 0x00MMmmrr, and `hw_version`: `DMAPP_GNI_HW_MAJOR_GEMINI` (both chosen here, see dmapp.h).
+pub const DMAPP_JOB_VERSION: c_int = 0x0003_0100;
+pub const DMAPP_GNI_HW_MAJOR_GEMINI: c_int = 1;
+
+/// `dmapp_pe_t`.
+pub type Pe = c_int;
+
+/// `gni_mem_handle_t`: the words of [`softnic_fabric::mem::CrayHandle`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct GniMemHandle {
+    pub qword1: u64,
+    pub qword2: u64,
+}
+
+/// `dmapp_seg_desc_t`.  `flags` and `reserved` are ours and always 0/NULL: a
+/// descriptor must mean the same thing after a byte copy to another PE, so
+/// everything that matters is in `addr`, `len` and `memhndl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct SegDesc {
+    pub addr: *mut c_void,
+    pub len: usize,
+    pub memhndl: GniMemHandle,
+    pub flags: u16,
+    pub reserved: *mut c_void,
+}
+
+impl SegDesc {
+    pub const EMPTY: SegDesc =
+        SegDesc { addr: std::ptr::null_mut(), len: 0, memhndl: GniMemHandle { qword1: 0, qword2: 0 }, flags: 0, reserved: std::ptr::null_mut() };
+}
+
+/// `dmapp_jobinfo_t`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct JobInfo {
+    pub version: c_int,
+    pub hw_version: c_int,
+    pub npes: c_int,
+    pub pe: Pe,
+    pub data_seg: SegDesc,
+    pub sheap_seg: SegDesc,
+}
+
+/// `dmapp_rma_attrs_t`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RmaAttrs {
+    pub max_outstanding_nb: u32,
+    pub offload_threshold: u32,
+    pub put_relaxed_ordering: u8,
+    pub get_relaxed_ordering: u8,
+    pub max_concurrency: u8,
+}
+
+/// `dmapp_rma_attrs_ext_t`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(non_snake_case)]
+pub struct RmaAttrsExt {
+    pub max_outstanding_nb: u32,
+    pub offload_threshold: u32,
+    pub put_relaxed_ordering: u8,
+    pub get_relaxed_ordering: u8,
+    pub max_concurrency: u8,
+    pub PI_ordering: u8,
+    pub unused: [u8; 32],
+}
+
+/// `dmapp_syncid_handle_t`: an opaque pointer-sized token (see `sync.rs`).
+pub type SyncHandle = *mut c_void;
+
+const _: () = assert!(std::mem::size_of::<GniMemHandle>() == 16);
+const _: () = assert!(std::mem::size_of::<SegDesc>() == 48 && std::mem::align_of::<SegDesc>() == 8);
+const _: () = assert!(std::mem::offset_of!(SegDesc, flags) == 32 && std::mem::offset_of!(SegDesc, reserved) == 40);
+const _: () = assert!(std::mem::size_of::<JobInfo>() == 112 && std::mem::offset_of!(JobInfo, sheap_seg) == 64);
+const _: () = assert!(std::mem::size_of::<RmaAttrs>() == 12 && std::mem::align_of::<RmaAttrs>() == 4);
+const _: () = assert!(std::mem::size_of::<RmaAttrsExt>() == 44);
+
+/// Element size of a `dmapp_type_t`, or None for a value outside the enum.
+pub fn elem_size(ty: c_int) -> Option<usize> {
+    match ty {
+        DMAPP_DQW => Some(16),
+        DMAPP_QW => Some(8),
+        DMAPP_DW => Some(4),
+        DMAPP_BYTE => Some(1),
+        _ => None,
+    }
+}

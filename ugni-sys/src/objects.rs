@@ -1,0 +1,384 @@
+//! The uGNI object model, shared by every group of exported functions.
+//!
+//! C sees opaque handles; each is a tagged, never-reused id looked up in a per-type table
+//! ([`Table`]), so a NULL, forged, wrong-type or destroyed handle is detected and answered
+//! with `GNI_RC_INVALID_PARAM` instead of being dereferenced.
+//!
+//! - [`Cdm`]: a communication domain instance (ptag, cookie, inst_id, modes).
+//! - [`Nic`]: a CDM attached to our one emulated device.  Attaching publishes the instance
+//!   in the node registry under (ptag, cookie, inst_id), with its process reference, its
+//!   datagram board and its NIC address, so peers can find it.
+//! - [`Cq`]: a completion queue: a fabric ring of [`crate::cqe`] entries in library-owned
+//!   shared memory, so peers can post remote events into it directly; plus a table of
+//!   outstanding post descriptors (the CQE's aux field is the token `GNI_GetCompleted`
+//!   uses to find the exact descriptor).
+//! - [`Ep`]: an endpoint; bound to (remote NIC address, remote inst_id), resolved lazily to
+//!   a fabric [`Peer`] on first use, cached afterwards.
+//!
+//! Memory handles are values, not objects: `gni_mem_handle_t` is the fabric's
+//! [`CrayHandle`] encoding (base address, registration key), shared with DMAPP.  The
+//! protection domain of a registration is [`pd_key`]`(ptag, cookie)`.
+
+use crate::cqe::{self, CqEntry};
+use crate::types::*;
+use once_cell::sync::Lazy;
+use softnic_fabric::mem::{self, RingLoc, SharedMem};
+use softnic_fabric::node::PeerRef;
+use softnic_fabric::registry::{self, EndpointId};
+use softnic_fabric::ring::Ring;
+use softnic_fabric::rma::Peer;
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::time::Duration;
+
+/// Result of an internal step: the error is the code the exported function returns.
+pub type GniResult<T> = std::result::Result<T, gni_return_t>;
+
+/// Locks a mutex, ignoring poisoning: a panic aborts the process at the C boundary, so a
+/// poisoned lock is never observed by a later call.
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+// ---------------------------------------------------------------------------------------
+// Handles
+
+/// Live objects of one type, by handle.  Handle value = tag in the top byte, then a
+/// 48-bit id that is never reused: a destroyed handle stays invalid forever.
+pub struct Table<T> {
+    tag: u64,
+    next: AtomicU64,
+    live: Lazy<RwLock<HashMap<u64, Arc<T>>>>,
+}
+
+impl<T> Table<T> {
+    pub const fn new(tag: u8) -> Table<T> {
+        Table { tag: tag as u64, next: AtomicU64::new(1), live: Lazy::new(|| RwLock::new(HashMap::new())) }
+    }
+
+    /// Stores `v` and returns its new handle.
+    pub fn insert(&self, v: Arc<T>) -> *mut c_void {
+        let id = self.next.fetch_add(1, Ordering::Relaxed) & ((1 << 48) - 1);
+        let h = (self.tag << 56) | id;
+        self.live.write().unwrap_or_else(|e| e.into_inner()).insert(h, v);
+        h as usize as *mut c_void
+    }
+
+    /// The object behind `h`, or INVALID_PARAM for NULL/unknown/destroyed/wrong-type handles.
+    pub fn get(&self, h: *const c_void) -> GniResult<Arc<T>> {
+        let k = h as usize as u64;
+        if k >> 56 != self.tag {
+            return Err(GNI_RC_INVALID_PARAM);
+        }
+        self.live.read().unwrap_or_else(|e| e.into_inner()).get(&k).cloned().ok_or(GNI_RC_INVALID_PARAM)
+    }
+
+    /// Removes `h`; later lookups fail.
+    pub fn remove(&self, h: *const c_void) -> GniResult<Arc<T>> {
+        let k = h as usize as u64;
+        if k >> 56 != self.tag {
+            return Err(GNI_RC_INVALID_PARAM);
+        }
+        self.live.write().unwrap_or_else(|e| e.into_inner()).remove(&k).ok_or(GNI_RC_INVALID_PARAM)
+    }
+}
+
+pub static CDMS: Table<Cdm> = Table::new(0xc1);
+pub static NICS: Table<Nic> = Table::new(0xc2);
+pub static CQS: Table<Cq> = Table::new(0xc3);
+pub static EPS: Table<Ep> = Table::new(0xc4);
+
+// ---------------------------------------------------------------------------------------
+// Domains
+
+/// Protection-domain key of registrations made through a (ptag, cookie) domain.
+pub fn pd_key(ptag: u8, cookie: u32) -> u64 {
+    ((ptag as u64) << 32) | cookie as u64
+}
+
+/// Registry key of an attached instance: ptag, cookie, inst_id.
+pub fn instance_key(ptag: u8, cookie: u32, inst_id: u32) -> [u8; 9] {
+    let mut k = [0u8; 9];
+    k[0] = ptag;
+    k[1..5].copy_from_slice(&cookie.to_le_bytes());
+    k[5..9].copy_from_slice(&inst_id.to_le_bytes());
+    k
+}
+
+/// What an attached instance publishes in the registry (the payload, 64 bytes max).
+#[derive(Clone, Copy, Debug)]
+pub struct InstanceInfo {
+    pub peer: PeerRef,
+    /// Where peers post datagrams for this instance (see crate::datagram).
+    pub dgram_board: RingLoc,
+    pub nic_addr: u32,
+}
+
+impl InstanceInfo {
+    pub fn to_payload(&self) -> [u8; 52] {
+        let mut p = [0u8; 52];
+        for (i, w) in self.peer.to_words().iter().chain(self.dgram_board.to_words().iter()).enumerate() {
+            p[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
+        }
+        p[48..52].copy_from_slice(&self.nic_addr.to_le_bytes());
+        p
+    }
+    pub fn from_payload(p: &[u8]) -> InstanceInfo {
+        let w = |i: usize| u64::from_le_bytes(p[i * 8..i * 8 + 8].try_into().unwrap());
+        InstanceInfo {
+            peer: PeerRef::from_words([w(0), w(1), w(2)]),
+            dgram_board: RingLoc::from_words([w(3), w(4), w(5)]),
+            nic_addr: u32::from_le_bytes(p[48..52].try_into().unwrap()),
+        }
+    }
+}
+
+pub struct Cdm {
+    pub inst_id: u32,
+    pub ptag: u8,
+    pub cookie: u32,
+    pub modes: u32,
+    /// The NIC handle once attached (one device: attaching twice is INVALID_STATE).
+    pub nic: Mutex<Option<*mut c_void>>,
+}
+
+// SAFETY: the raw handle is an opaque integer id, never dereferenced.
+unsafe impl Send for Cdm {}
+unsafe impl Sync for Cdm {}
+
+pub struct Nic {
+    pub cdm: Arc<Cdm>,
+    pub device_id: u32,
+    pub address: u32,
+    /// Our registry entry (removed on CdmDestroy).
+    pub published: EndpointId,
+    /// Datagram state of this instance (crate::datagram).
+    pub dgram: crate::datagram::Board,
+}
+
+impl Nic {
+    pub fn inst_id(&self) -> u32 {
+        self.cdm.inst_id
+    }
+    pub fn pd_key(&self) -> u64 {
+        pd_key(self.cdm.ptag, self.cdm.cookie)
+    }
+    /// Finds a peer instance of our domain: its process and published info.
+    /// `Err(Status::NoTarget)` when no such instance is attached (yet).
+    pub fn resolve(&self, remote_addr: u32, remote_id: u32) -> Result<(Arc<Peer>, InstanceInfo), cqe::Status> {
+        let key = instance_key(self.cdm.ptag, self.cdm.cookie, remote_id);
+        let ep = registry::lookup(registry::api::UGNI, &key).map_err(|_| cqe::Status::NoTarget)?;
+        let info = InstanceInfo::from_payload(&ep.payload);
+        if info.nic_addr != remote_addr {
+            return Err(cqe::Status::NoTarget);
+        }
+        let peer = Peer::open(info.peer).map_err(cqe::Status::from_fabric)?;
+        Ok((peer, info))
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Completion queues
+
+pub type EventHandler = unsafe extern "C" fn(*mut gni_cq_entry_t, *mut c_void);
+
+pub struct Cq {
+    pub nic: Arc<Nic>,
+    /// Library-owned shared memory holding the ring (peers post into it).
+    pub mem: SharedMem,
+    pub ring: Ring<u64>,
+    /// How peers name the ring.
+    pub loc: RingLoc,
+    pub blocking: bool,
+    pub handler: Option<EventHandler>,
+    pub context: usize,
+    /// Outstanding post descriptors by token (the CQE aux field).
+    descs: Mutex<Slab>,
+    /// Endpoints and registrations using this CQ (CqDestroy refuses while non-zero).
+    pub users: AtomicU32,
+    /// Set when the ring overran: reported once as ERROR_RESOURCE, then cleared.
+    overrun_reported: AtomicU32,
+}
+
+// SAFETY: the descriptor pointers in the slab are opaque values handed back to the user.
+unsafe impl Send for Cq {}
+unsafe impl Sync for Cq {}
+
+#[derive(Default)]
+struct Slab {
+    slots: Vec<Option<usize>>,
+    free: Vec<u32>,
+}
+
+impl Cq {
+    /// A CQ of at least `entry_count` entries (rounded up to a power of two).
+    pub fn new(nic: Arc<Nic>, entry_count: u32, blocking: bool, handler: Option<EventHandler>, context: usize) -> GniResult<Arc<Cq>> {
+        if entry_count == 0 || entry_count > (1 << 24) {
+            return Err(GNI_RC_INVALID_PARAM);
+        }
+        let cap = entry_count.max(2).next_power_of_two();
+        let len = Ring::<u64>::bytes_needed(cap);
+        let mem = mem::alloc_shared(len).map_err(|_| GNI_RC_ERROR_NOMEM)?;
+        // SAFETY: fresh shared memory of `len` bytes that only this CQ uses.
+        let ring = unsafe { Ring::<u64>::init(mem.as_ptr(), len, cap) }.map_err(|_| GNI_RC_ERROR_RESOURCE)?;
+        let loc = mem.ring_loc(0, len).map_err(|_| GNI_RC_ERROR_RESOURCE)?;
+        Ok(Arc::new(Cq {
+            nic,
+            mem,
+            ring,
+            loc,
+            blocking,
+            handler,
+            context,
+            descs: Mutex::new(Slab::default()),
+            users: AtomicU32::new(0),
+            overrun_reported: AtomicU32::new(0),
+        }))
+    }
+
+    /// Appends a locally produced entry; a full CQ records an overrun and drops it
+    /// (never blocks the poster).
+    pub fn push(&self, e: CqEntry) {
+        self.ring.push_or_overrun(&e);
+    }
+
+    /// Remembers a posted descriptor; its token goes into the CQE aux field.
+    /// ERROR_RESOURCE when 2^22 descriptors are outstanding.
+    pub fn add_desc(&self, d: *mut gni_post_descriptor_t) -> GniResult<u32> {
+        let mut s = lock(&self.descs);
+        if let Some(t) = s.free.pop() {
+            s.slots[t as usize] = Some(d as usize);
+            return Ok(t);
+        }
+        let t = s.slots.len() as u64;
+        if t > cqe::AUX_MASK {
+            return Err(GNI_RC_ERROR_RESOURCE);
+        }
+        s.slots.push(Some(d as usize));
+        Ok(t as u32)
+    }
+
+    /// Takes back the descriptor of `token` (GNI_GetCompleted).
+    pub fn take_desc(&self, token: u32) -> Option<*mut gni_post_descriptor_t> {
+        let mut s = lock(&self.descs);
+        let d = s.slots.get_mut(token as usize)?.take()?;
+        s.free.push(token);
+        Some(d as *mut gni_post_descriptor_t)
+    }
+
+    /// Returns a descriptor token unused (the post failed before producing an event).
+    pub fn drop_desc(&self, token: u32) {
+        let _ = self.take_desc(token);
+    }
+
+    /// One non-blocking dequeue with the codes of GNI_CqGetEvent: NOT_DONE when empty,
+    /// ERROR_RESOURCE once after an overrun, TRANSACTION_ERROR for an entry with an
+    /// error status (entry still returned), the event handler called for SUCCESS and
+    /// TRANSACTION_ERROR.
+    pub fn get_event(&self) -> (gni_return_t, CqEntry) {
+        if self.ring.overrun() {
+            // Report the loss once, then carry on with what is queued.
+            self.ring.clear_overrun();
+            self.overrun_reported.store(1, Ordering::Relaxed);
+            return (GNI_RC_ERROR_RESOURCE, 0);
+        }
+        let Some(mut e) = self.ring.pop() else { return (GNI_RC_NOT_DONE, 0) };
+        if self.overrun_reported.swap(0, Ordering::Relaxed) != 0 {
+            e = cqe::with_overrun(e);
+        }
+        let rc = if cqe::status(e) == 0 { GNI_RC_SUCCESS } else { GNI_RC_TRANSACTION_ERROR };
+        if let Some(h) = self.handler {
+            let mut copy = e;
+            // SAFETY: the user's callback, with a pointer to a live entry and their context.
+            unsafe { h(&mut copy, self.context as *mut c_void) };
+        }
+        (rc, e)
+    }
+
+    /// Blocking dequeue (GNI_CqWaitEvent): `timeout_ms == u64::MAX` waits forever.
+    pub fn wait_event(&self, timeout_ms: u64) -> (gni_return_t, CqEntry) {
+        if !self.blocking {
+            return (GNI_RC_ERROR_RESOURCE, 0);
+        }
+        let deadline = (timeout_ms != u64::MAX).then(|| std::time::Instant::now() + Duration::from_millis(timeout_ms));
+        loop {
+            let (rc, e) = self.get_event();
+            if rc != GNI_RC_NOT_DONE {
+                return (rc, e);
+            }
+            let left = match deadline {
+                None => None,
+                Some(d) => match d.checked_duration_since(std::time::Instant::now()) {
+                    Some(l) if !l.is_zero() => Some(l),
+                    _ => return (GNI_RC_TIMEOUT, 0),
+                },
+            };
+            let _ = self.ring.wait_nonempty(left);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Endpoints
+
+/// Where an endpoint is bound.
+#[derive(Clone)]
+pub struct Binding {
+    pub remote_addr: u32,
+    pub remote_id: u32,
+    /// Resolved on first use ([`Ep::target`]).
+    pub resolved: Option<(Arc<Peer>, InstanceInfo)>,
+}
+
+pub struct EpState {
+    pub binding: Option<Binding>,
+    /// GNI_EpSetEventData values; None = the defaults (see `local_event`/`remote_event`).
+    pub local_event: Option<u32>,
+    pub remote_event: Option<u32>,
+    /// Short-messaging state after GNI_SmsgInit (crate::smsg).
+    pub smsg: Option<crate::smsg::SmsgState>,
+    /// The endpoint's datagram (crate::datagram).
+    pub dgram: crate::datagram::EpDgram,
+    /// Posts not yet completed (EpUnbind answers NOT_DONE while non-zero).
+    pub in_flight: u32,
+}
+
+pub struct Ep {
+    pub nic: Arc<Nic>,
+    pub cq: Option<Arc<Cq>>,
+    pub st: Mutex<EpState>,
+}
+
+impl Ep {
+    pub fn state(&self) -> MutexGuard<'_, EpState> {
+        lock(&self.st)
+    }
+
+    /// Event data of LOCAL events: set value, else the bound peer's inst_id.
+    pub fn local_event(st: &EpState) -> u32 {
+        st.local_event.or(st.binding.as_ref().map(|b| b.remote_id)).unwrap_or(0)
+    }
+
+    /// Event data of GLOBAL and REMOTE events: set value, else our own inst_id.
+    pub fn remote_event(&self, st: &EpState) -> u32 {
+        st.remote_event.unwrap_or(self.nic.inst_id())
+    }
+
+    /// The bound peer, resolved and cached.  `Err(None)` when the endpoint is unbound
+    /// (the caller answers INVALID_PARAM); `Err(Some(status))` when the peer cannot be
+    /// reached (the caller reports a transaction error through the CQ).
+    pub fn target(&self, st: &mut EpState) -> Result<(Arc<Peer>, InstanceInfo), Option<cqe::Status>> {
+        let b = st.binding.as_mut().ok_or(None)?;
+        if let Some((p, i)) = &b.resolved {
+            if p.is_alive() {
+                return Ok((p.clone(), *i));
+            }
+            b.resolved = None;
+        }
+        let r = self.nic.resolve(b.remote_addr, b.remote_id).map_err(Some)?;
+        b.resolved = Some(r.clone());
+        Ok(r)
+    }
+}
