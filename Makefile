@@ -23,9 +23,9 @@ LDFLAGS_TEST := -L$(BUILD)/lib -Wl,-rpath,$(BUILD)/lib
 
 # Vendor libraries we ship: cargo artefact -> staged file name (soname) and dev symlink.
 # An API library is listed here once its issue has landed.
-STAGED_LIBS := libpmi.so:libpmi.so.0 libdmapp.so:libdmapp.so.1
+STAGED_LIBS := libpmi.so:libpmi.so.0 libugni.so:libugni.so.0 libdmapp.so:libdmapp.so.1
 # sheet:header:library checked by check-abi
-ABI_CHECKS  := pmi.md:pmi.h:libpmi.so dmapp.md:dmapp.h:libdmapp.so
+ABI_CHECKS  := pmi.md:pmi.h:libpmi.so gni.md:gni_pub.h:libugni.so dmapp.md:dmapp.h:libdmapp.so
 
 .PHONY: deps all build stage check check-rust check-loom check-c check-abi check-full \
         run-example install bench clean c-tests

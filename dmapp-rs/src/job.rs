@@ -429,3 +429,23 @@ impl Job {
         self.heap_mem.as_ref().map(|m| m.as_ptr() as usize)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn heap_size_suffixes() {
+        assert_eq!(parse_size("2600M"), Some(2600 << 20));
+        assert_eq!(parse_size("64m"), Some(64 << 20));
+        assert_eq!(parse_size("3k"), Some(3072));
+        assert_eq!(parse_size("1G"), Some(1 << 30));
+        assert_eq!(parse_size("1GB"), Some(1 << 30));
+        assert_eq!(parse_size("12345"), Some(12345));
+        assert_eq!(parse_size(" 8M "), Some(8 << 20));
+        assert_eq!(parse_size("M"), None);
+        assert_eq!(parse_size("-1"), None);
+        assert_eq!(parse_size("12Q"), None);
+        assert_eq!(parse_size("99999999999G"), None);
+    }
+}
