@@ -66,6 +66,26 @@ pub static TUNABLES: &[Tunable] = &[
                when touched.",
     },
     Tunable {
+        name: "PMI_GNI_PTAG",
+        default: "",
+        help: "uGNI job contract (set by snrun or PMI_Init, colon-separated): the job's \
+               ptags. With PMI_GNI_COOKIE, GNI_CdmAttach accepts only these (ptag, cookie) \
+               pairs (plus GNI_ConfigureJob ones); unset = any. Read at call time.",
+    },
+    Tunable {
+        name: "PMI_GNI_COOKIE",
+        default: "",
+        help: "uGNI job contract: the job's cookies, paired position by position with \
+               PMI_GNI_PTAG. Read at call time.",
+    },
+    Tunable {
+        name: "PMI_GNI_LOC_ADDR",
+        default: "",
+        help: "uGNI job contract: this node's NIC address(es); the first is what \
+               GNI_CdmAttach and GNI_CdmGetNicAddress report (unset = the launcher's node id). \
+               Read at call time.",
+    },
+    Tunable {
         name: "DMAPP_ABORT_ON_ERROR",
         default: "0",
         help: "If true, DMAPP aborts (dumping core) instead of returning an error \
@@ -209,7 +229,7 @@ mod tests {
     fn registry_is_well_formed() {
         for (i, t) in TUNABLES.iter().enumerate() {
             // Vendor variables that real programs set are read under their own names.
-            let vendor = ["XT_SYMMETRIC_HEAP_SIZE", "DMAPP_ABORT_ON_ERROR"];
+            let vendor = ["XT_SYMMETRIC_HEAP_SIZE", "DMAPP_ABORT_ON_ERROR", "PMI_GNI_PTAG", "PMI_GNI_COOKIE", "PMI_GNI_LOC_ADDR"];
             assert!(t.name.starts_with("SOFTNIC_") || vendor.contains(&t.name), "{}", t.name);
             assert!(t.name.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_'), "{}", t.name);
             assert!(!t.help.trim().is_empty(), "{} has no help", t.name);

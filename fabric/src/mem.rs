@@ -579,6 +579,9 @@ pub fn register(addr: usize, len: usize, access: Access, pd_key: u64) -> Result<
     e.writable.store(u32::from(access == Access::ReadWrite), Ordering::Relaxed);
     e.pd_key.store(pd_key, Ordering::Relaxed);
     e.backing.store(first, Ordering::Relaxed);
+    for w in &e.notify {
+        w.store(0, Ordering::Relaxed);
+    }
     // Release: a peer that sees LIVE (with the key's generation) sees the fields.
     e.state.store(LIVE, Ordering::Release);
     if st.reg_backs.len() <= slot {
@@ -678,9 +681,49 @@ pub fn backing_count() -> usize {
 }
 
 /// Names the ring that receives remote events for accesses to registration `key` (uGNI's
-/// dst_cq of a memory registration), or none.  (CONTRACT STUB: the uGNI core helper
-/// implements it in the registration row of the control segment.)
+/// dst_cq of a memory registration), or none.  Stored in the registration's row of the
+/// control segment, where peers read it with [`crate::rma::notify_ring`].  Call it before
+/// the key is given to anyone: a peer reading the row while it changes may see a mix of
+/// old and new words (it then fails validation in `rma::post_event`, or names another
+/// ring of this process).  `Err(StaleHandle)` if `key` is not a live registration of ours,
+/// `Err(InvalidHandle)` for an index out of range.
 pub fn set_notify(key: MemKey, ring: Option<RingLoc>) -> Result<()> {
-    let _ = (key, ring);
-    Err(Error::Unsupported)
+    let ctl = node::get()?.ctl();
+    let _st = state(); // serialises with register/deregister of the same row
+    let e = ctl.reg(key.index as usize).ok_or(Error::InvalidHandle)?;
+    if e.state.load(Ordering::Relaxed) != LIVE || e.gen.load(Ordering::Relaxed) != key.generation {
+        return Err(Error::StaleHandle);
+    }
+    let w = ring.map_or([0; 3], |r| r.to_words());
+    // Length word last with Release: a reader that sees a non-zero length sees the rest.
+    e.notify[0].store(w[0], Ordering::Relaxed);
+    e.notify[1].store(w[1], Ordering::Relaxed);
+    e.notify[2].store(w[2], Ordering::Release);
+    Ok(())
+}
+
+#[cfg(test)]
+mod notify_tests {
+    use super::*;
+
+    #[test]
+    fn set_notify_round_trips_and_clears_on_reuse() {
+        let buf = vec![7u8; 10000];
+        let key = register(buf.as_ptr() as usize, buf.len(), Access::ReadWrite, 99).unwrap();
+        let loc = RingLoc { backing: 3, backing_gen: 5, offset: 64, len: 4096 };
+        set_notify(key, Some(loc)).unwrap();
+        let me = crate::rma::Peer::this().unwrap();
+        assert_eq!(crate::rma::notify_ring(&me, key, 99).unwrap(), Some(loc));
+        assert_eq!(crate::rma::notify_ring(&me, key, 98).unwrap_err(), Error::ProtectionDomain);
+        set_notify(key, None).unwrap();
+        assert_eq!(crate::rma::notify_ring(&me, key, 99).unwrap(), None);
+        set_notify(key, Some(loc)).unwrap();
+        deregister(key).unwrap();
+        assert_eq!(crate::rma::notify_ring(&me, key, 99).unwrap_err(), Error::StaleHandle);
+        assert_eq!(set_notify(key, None).unwrap_err(), Error::StaleHandle);
+        // The next registration in that row starts without a notify ring.
+        let key2 = register(buf.as_ptr() as usize, buf.len(), Access::ReadWrite, 99).unwrap();
+        assert_eq!(crate::rma::notify_ring(&me, key2, 99).unwrap(), None);
+        deregister(key2).unwrap();
+    }
 }

@@ -23,7 +23,8 @@ use crate::{Error, Result};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 pub const CTL_MAGIC: u64 = 0x5346_4e43_544c_0001; // "SFNCTL" + layout 1
-pub const CTL_VERSION: u32 = 1;
+/// Layout version: 2 added `RegEntry::notify` (uGNI dst_cq of a registration).
+pub const CTL_VERSION: u32 = 2;
 /// Registration-table rows per process.
 pub const NREG: usize = 4096;
 /// Backing-table rows per process.
@@ -55,7 +56,10 @@ pub(crate) struct RegEntry {
     pub base: AtomicU64,
     pub len: AtomicU64,
     pub pd_key: AtomicU64,
-    _pad: [u64; 3],
+    /// Notify ring of the registration ([`crate::mem::set_notify`]): the three words of a
+    /// [`crate::mem::RingLoc`]; all zero (length 0) = none.  Cleared by `register`, set by
+    /// the owner before it hands the key out.
+    pub notify: [AtomicU64; 3],
 }
 // One cache line per row: peers read a row with a handful of loads on one line.
 const _: () = assert!(std::mem::size_of::<RegEntry>() == 64);

@@ -406,9 +406,85 @@ pub fn post_event<T: Pod>(peer: &Peer, loc: &RingLoc, v: &T, overrun: bool) -> R
 }
 
 /// The notify ring of a peer's registration (see [`crate::mem::set_notify`]), validated
-/// like an access (`StaleHandle`, `InvalidHandle`, `ProtectionDomain`).  (CONTRACT STUB:
-/// the uGNI core helper implements it.)
+/// like an access: `InvalidHandle` (index out of range), `StaleHandle` (not live or another
+/// generation), `ProtectionDomain` (pd mismatch), `PeerDead`.  `Ok(None)`: the registration
+/// has no notify ring.
 pub fn notify_ring(peer: &Peer, key: MemKey, pd: u64) -> Result<Option<RingLoc>> {
-    let _ = (peer, key, pd);
-    Err(Error::Unsupported)
+    peer.check_alive()?;
+    let e = peer.ctl.reg(key.index as usize).ok_or(Error::InvalidHandle)?;
+    let g = e.gen.load(Ordering::Acquire);
+    if g != key.generation || e.state.load(Ordering::Acquire) != LIVE {
+        return Err(Error::StaleHandle);
+    }
+    let len = e.notify[2].load(Ordering::Acquire);
+    let w = [e.notify[0].load(Ordering::Relaxed), e.notify[1].load(Ordering::Relaxed), len];
+    let pd_key = e.pd_key.load(Ordering::Relaxed);
+    // Seqlock reader, as in `validate`.
+    fence(Ordering::Acquire);
+    if e.gen.load(Ordering::Relaxed) != g || e.state.load(Ordering::Relaxed) != LIVE {
+        return Err(Error::StaleHandle);
+    }
+    if pd != pd_key {
+        return Err(Error::ProtectionDomain);
+    }
+    Ok((len != 0).then(|| RingLoc::from_words(w)))
+}
+
+/// A view of `loc.len` bytes of a peer's library-owned shared memory (from
+/// [`crate::mem::alloc_shared`], named by a [`RingLoc`]), for structures other than rings
+/// that peers operate on with atomics (e.g. uGNI's datagram boards).  Owns its mapping, so
+/// it stays valid (the memfd stays alive) even after the owner frees the memory or exits;
+/// the owner's later frees are detected through its registry entry, not through this view.
+pub struct RegionView {
+    ptr: *mut u8,
+    len: usize,
+    _map: Option<Mapping>,
+}
+
+// SAFETY: plain shared memory; users synchronise through atomics in it.
+unsafe impl Send for RegionView {}
+unsafe impl Sync for RegionView {}
+
+impl RegionView {
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// Maps the region `loc` of `peer` (its own memory in place when `peer` is this process).
+/// Validated like [`post_event`]: `InvalidHandle`, `StaleHandle` (backing freed or of
+/// another generation), `OutOfBounds`, `PeerDead`.
+pub fn map_region(peer: &Peer, loc: &RingLoc) -> Result<RegionView> {
+    peer.check_alive()?;
+    let e = peer.ctl.back(loc.backing as usize).ok_or(Error::InvalidHandle)?;
+    let gen = e.gen.load(Ordering::Acquire);
+    if e.state.load(Ordering::Acquire) != LIVE || gen != loc.backing_gen {
+        return Err(Error::StaleHandle);
+    }
+    let base = e.base.load(Ordering::Relaxed);
+    let blen = e.len.load(Ordering::Relaxed);
+    let fd = e.fd.load(Ordering::Relaxed) as i32;
+    let ino = e.ino.load(Ordering::Relaxed);
+    fence(Ordering::Acquire);
+    if e.gen.load(Ordering::Relaxed) != gen || e.state.load(Ordering::Relaxed) != LIVE {
+        return Err(Error::StaleHandle);
+    }
+    match loc.offset.checked_add(loc.len) {
+        Some(end) if end <= blen && loc.len > 0 => {}
+        _ => return Err(Error::OutOfBounds),
+    }
+    if peer.is_self {
+        // SAFETY: inside our own live backing (checked above).
+        return Ok(RegionView { ptr: (base + loc.offset) as *mut u8, len: loc.len as usize, _map: None });
+    }
+    let map = shm::map_peer(peer.r.pid, fd, ino, blen as usize).map_err(|e| if e == Error::StaleHandle && !peer.is_alive() { Error::PeerDead } else { e })?;
+    // SAFETY: offset + len <= blen, the mapping's length.
+    let ptr = unsafe { map.ptr().add(loc.offset as usize) };
+    Ok(RegionView { ptr, len: loc.len as usize, _map: Some(map) })
 }

@@ -1,8 +1,907 @@
-//! Datagrams (CONTRACT STUB: the uGNI core helper replaces this).
+//! Datagrams: GNI_EpPostData*, GNI_EpPostDataTest*/Wait*/Cancel*, GNI_PostDataProbe*.
+//!
+//! # Mechanism
+//! Every attached instance (NIC handle) owns a **board**: library-owned shared memory
+//! (`mem::alloc_shared`) named in its registry entry (`InstanceInfo::dgram_board`).  A post
+//! writes the datagram (payload, the EP's binding, our NIC address and inst_id) into a free
+//! **slot** of the poster's *own* board and publishes it PENDING.  Peers map the board
+//! (`rma::map_region`) and operate on slots with atomics only.
+//!
+//! A slot's state word packs `gen:24 | state:8 | claimer pid:32`.  States: FREE, PENDING,
+//! CLAIMED (a matcher holds it), DONE (matched; the peer's payload and identity are in the
+//! slot).  Only the owner moves FREE->PENDING and DONE->FREE (bumping gen); anyone may
+//! claim PENDING->CLAIMED with a CAS on the whole word, so a slot reused meanwhile (new gen)
+//! can never be claimed by a stale scan.
+//!
+//! **Matching** (digest 5.3), within one (ptag, cookie) domain (boards are found through
+//! the registry, whose key includes both, so other domains are invisible):
+//! - a slot of an EP bound to (addrB, idB) pairs with a PENDING slot of instance B that is
+//!   bound to (our address, our inst_id) — preferred — or unbound (wildcard);
+//! - two unbound slots never pair (an unbound slot only ever looks at bound slots).
+//!
+//! Any side may complete a match; nobody is "responsible" alone:
+//! - a bound post (and every later Test/Wait/Probe while pending) registers our inst_id as
+//!   a **watcher** in B's board, then `fence(SeqCst)`, then scans B's slots;
+//! - an unbound post (and later calls) publishes its slot, `fence(SeqCst)`, then scans the
+//!   boards of its watchers for bound slots aimed at it.
+//! Dekker: of two posts that could pair, at least one sees the other, whatever the timing.
+//! A matcher claims the two slots in one global order (inst_id, slot index) — the second
+//! claim spins while the slot is CLAIMED by someone else (a short copy; a dead claimer is
+//! detected by pid) — so there is no deadlock and no livelock.  With both claimed it swaps
+//! the payloads, writes each side's peer identity, marks both DONE (Release) and rings both
+//! boards' **bells** (a futex word, `fabric::wait`).  Waits sleep on their own board's bell.
+//! When the target of a bound post is not attached yet (no board to watch), waits poll in
+//! 10 ms slices until it appears.
+//!
+//! # Decisions where the digest is silent
+//! - A datagram on an unbound EP must carry an id: `GNI_EpPostData` on an unbound EP is
+//!   INVALID_PARAM.  `datagram_id == (uint64_t)-1` is INVALID_PARAM.
+//! - SIZE_ERROR (our `buf_size` smaller than the peer's `data_len`) is reported by the
+//!   Test/Wait that reaps the datagram; the datagram is then finished (the EP may post
+//!   again), `out_buf` is not written, `post_state` = COMPLETED and the peer is reported.
+//! - Cancel of a pending datagram frees it at once and leaves a TERMINATED record that
+//!   Probe shows and Test/Wait reap (remote address/id = the EP's binding, 0/0 when
+//!   unbound); the EP may post again right away.  Cancel of a datagram that already
+//!   completed (not yet reaped) returns SUCCESS and changes nothing: it reaps as COMPLETED.
+//! - A Wait that times out returns GNI_RC_TIMEOUT with post_state PENDING and leaves the
+//!   datagram posted.  GNI_POST_TIMEOUT, GNI_POST_ERROR and GNI_POST_REMOTE_DATA are never
+//!   produced (an exchange is atomic here: both sides get both payloads or nothing).
+//! - A Test/Wait without id reports the EP's oldest finished record first (a cancelled
+//!   one, then the current datagram).
+//! - `GNI_PostDataProbeWaitById` with timeout 0 is INVALID_PARAM (as for the Wait calls);
+//!   `(uint32_t)-1` waits forever.
+//! - A board has [`NSLOTS`] slots: more outstanding datagrams per instance give
+//!   ERROR_RESOURCE from the post.  It remembers up to [`NWATCH`] watchers; beyond that a
+//!   bound post still pairs when the peer posts bound-to-us, or by polling.
 
-/// Per-instance datagram state (the board peers post into).
-pub struct Board {}
+use crate::objects::*;
+use crate::types::*;
+use softnic_fabric::mem::{self, RingLoc, SharedMem};
+use softnic_fabric::registry;
+use softnic_fabric::rma::{self, Peer, RegionView};
+use softnic_fabric::wait::WaitWords;
+use std::collections::HashMap;
+use std::mem::ManuallyDrop;
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-/// Per-endpoint datagram state.
-#[derive(Default)]
-pub struct EpDgram {}
+/// Slots per board (outstanding datagrams per instance).
+pub const NSLOTS: usize = 1024;
+/// Watcher entries per board.
+pub const NWATCH: usize = 1024;
+const MAXDG: usize = GNI_DATAGRAM_MAXSIZE as usize;
+const BOARD_MAGIC: u64 = u64::from_le_bytes(*b"snGNIdg1");
+
+const FREE: u64 = 0;
+const PENDING: u64 = 1;
+const CLAIMED: u64 = 2;
+const DONE: u64 = 3;
+
+fn word(gen: u64, st: u64, pid: u32) -> u64 {
+    ((gen & 0xff_ffff) << 40) | (st << 32) | pid as u64
+}
+fn w_gen(w: u64) -> u64 {
+    w >> 40
+}
+fn w_state(w: u64) -> u64 {
+    (w >> 32) & 0xff
+}
+fn w_pid(w: u64) -> u32 {
+    w as u32
+}
+
+#[repr(C)]
+struct Hdr {
+    magic: AtomicU64,
+    nslots: AtomicU32,
+    nwatch: AtomicU32,
+    bell: WaitWords,
+    _pad: [u8; 40],
+    /// `(1 << 32) | inst_id` of instances that posted bound datagrams aimed at us; 0 = free.
+    watchers: [AtomicU64; NWATCH],
+}
+
+#[repr(C)]
+struct Slot {
+    state: AtomicU64,
+    bound: AtomicU32,
+    target_addr: AtomicU32,
+    target_id: AtomicU32,
+    owner_addr: AtomicU32,
+    owner_id: AtomicU32,
+    in_len: AtomicU32,
+    out_len: AtomicU32,
+    peer_addr: AtomicU32,
+    peer_id: AtomicU32,
+    _pad: AtomicU32,
+    seq: AtomicU64,
+    _pad2: AtomicU64,
+    in_data: [u8; MAXDG],
+    out_data: [u8; MAXDG],
+}
+const _: () = assert!(std::mem::size_of::<Hdr>() == 64 + 8 * NWATCH);
+const _: () = assert!(std::mem::size_of::<Slot>() == 64 + 2 * MAXDG);
+const SLOTS_OFF: usize = std::mem::size_of::<Hdr>();
+const BOARD_LEN: usize = SLOTS_OFF + NSLOTS * std::mem::size_of::<Slot>();
+
+/// A board seen through some mapping (ours or a peer's).
+#[derive(Clone, Copy)]
+struct View {
+    base: *mut u8,
+}
+
+impl View {
+    fn hdr(&self) -> &Hdr {
+        // SAFETY: base maps BOARD_LEN bytes of a board (ours, or validated via magic).
+        unsafe { &*(self.base as *const Hdr) }
+    }
+    fn slot(&self, i: usize) -> &Slot {
+        debug_assert!(i < NSLOTS);
+        // SAFETY: inside the board; slots are 64-byte aligned.
+        unsafe { &*(self.base.add(SLOTS_OFF + i * std::mem::size_of::<Slot>()) as *const Slot) }
+    }
+    fn live(&self) -> bool {
+        self.hdr().magic.load(Ordering::Acquire) == BOARD_MAGIC
+    }
+}
+
+/// A peer's board, resolved through the registry and cached.
+struct PeerBoard {
+    info: InstanceInfo,
+    peer: Arc<Peer>,
+    view: RegionView,
+}
+
+impl PeerBoard {
+    fn v(&self) -> View {
+        View { base: self.view.as_ptr() }
+    }
+}
+
+/// What the owner remembers about one of its datagrams.
+struct Rec {
+    ep: u64,
+    id: Option<u64>,
+    /// (slot index, slot gen) while posted; None once cancelled.
+    slot: Option<(usize, u64)>,
+    out_buf: usize,
+    buf_size: u16,
+    bind: Option<(u32, u32)>,
+    seq: u64,
+}
+
+/// Per-instance datagram state (owned by the Nic).
+pub struct Board {
+    mem: ManuallyDrop<SharedMem>,
+    /// Where peers find the board (published in the registry).
+    pub loc: RingLoc,
+    view: View,
+    addr: u32,
+    inst_id: u32,
+    st: Mutex<BoardState>,
+    peers: Mutex<HashMap<u32, Arc<PeerBoard>>>,
+}
+
+struct BoardState {
+    free: Vec<usize>,
+    recs: Vec<Rec>,
+    seq: u64,
+}
+
+// SAFETY: the view points into `mem`, which lives as long as the Board.
+unsafe impl Send for Board {}
+unsafe impl Sync for Board {}
+
+impl Drop for Board {
+    fn drop(&mut self) {
+        self.view.hdr().magic.store(0, Ordering::Release);
+        self.view.hdr().bell.notify();
+        // SAFETY: dropped once, here.
+        let m = unsafe { ManuallyDrop::take(&mut self.mem) };
+        let _ = mem::free_shared(m);
+    }
+}
+
+/// Per-endpoint datagram state: the endpoint's identity in its board's records.
+pub struct EpDgram {
+    pub uid: u64,
+}
+
+impl Default for EpDgram {
+    fn default() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        EpDgram { uid: NEXT.fetch_add(1, Ordering::Relaxed) }
+    }
+}
+
+/// Result of a Test/Wait: (return code, post state, remote address, remote id).
+pub type TestResult = (gni_return_t, gni_post_state_t, u32, u32);
+
+fn my_pid() -> u32 {
+    std::process::id()
+}
+
+impl Board {
+    pub fn new(addr: u32, inst_id: u32) -> GniResult<Board> {
+        let mem = mem::alloc_shared(BOARD_LEN).map_err(|_| GNI_RC_ERROR_NOMEM)?;
+        let loc = mem.ring_loc(0, BOARD_LEN).map_err(|_| GNI_RC_ERROR_RESOURCE)?;
+        let view = View { base: mem.as_ptr() };
+        let h = view.hdr();
+        h.nslots.store(NSLOTS as u32, Ordering::Relaxed);
+        h.nwatch.store(NWATCH as u32, Ordering::Relaxed);
+        h.magic.store(BOARD_MAGIC, Ordering::Release);
+        Ok(Board {
+            mem: ManuallyDrop::new(mem),
+            loc,
+            view,
+            addr,
+            inst_id,
+            st: Mutex::new(BoardState { free: (0..NSLOTS).rev().collect(), recs: Vec::new(), seq: 0 }),
+            peers: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The board of instance `id` of our domain, if attached (and at address `addr`).
+    fn peer_board(&self, nic: &Nic, addr: Option<u32>, id: u32) -> Option<Arc<PeerBoard>> {
+        {
+            let c = lock(&self.peers);
+            if let Some(pb) = c.get(&id) {
+                if pb.v().live() && pb.peer.is_alive() {
+                    return match addr {
+                        Some(a) if a != pb.info.nic_addr => None,
+                        _ => Some(pb.clone()),
+                    };
+                }
+            }
+        }
+        let key = instance_key(nic.cdm.ptag, nic.cdm.cookie, id);
+        let ep = registry::lookup(registry::api::UGNI, &key).ok()?;
+        let info = InstanceInfo::from_payload(&ep.payload);
+        let peer = Peer::open(info.peer).ok()?;
+        let view = rma::map_region(&peer, &info.dgram_board).ok()?;
+        if (view.len()) < BOARD_LEN {
+            return None;
+        }
+        let pb = Arc::new(PeerBoard { info, peer, view });
+        if !pb.v().live() {
+            return None;
+        }
+        lock(&self.peers).insert(id, pb.clone());
+        match addr {
+            Some(a) if a != info.nic_addr => None,
+            _ => Some(pb),
+        }
+    }
+
+    /// Adds our inst_id to `v`'s watchers (once).  False when the table is full.
+    fn watch(&self, v: View) -> bool {
+        let me = (1u64 << 32) | self.inst_id as u64;
+        let h = v.hdr();
+        for w in h.watchers.iter() {
+            let cur = w.load(Ordering::Acquire);
+            if cur == me {
+                return true;
+            }
+            if cur == 0 {
+                match w.compare_exchange(0, me, Ordering::AcqRel, Ordering::Acquire) {
+                    Ok(_) => return true,
+                    Err(x) if x == me => return true,
+                    Err(_) => continue,
+                }
+            }
+        }
+        false
+    }
+
+    /// Tries to pair our pending slot `i` (gen `g`).  Returns (matched or finished, whether
+    /// a later event will wake us: the peer board exists and we watch it).
+    fn try_match(&self, nic: &Nic, i: usize, g: u64) -> (bool, bool) {
+        let me = self.view.slot(i);
+        let w = me.state.load(Ordering::Acquire);
+        if w_gen(w) != g || w_state(w) != PENDING {
+            return (true, true);
+        }
+        let my_key = (self.inst_id, i);
+        if me.bound.load(Ordering::Relaxed) != 0 {
+            let ta = me.target_addr.load(Ordering::Relaxed);
+            let tid = me.target_id.load(Ordering::Relaxed);
+            let same = tid == self.inst_id && ta == self.addr;
+            let pb = if same { None } else { self.peer_board(nic, Some(ta), tid) };
+            let (v, owner) = match &pb {
+                Some(pb) => (pb.v(), tid),
+                None if same => (self.view, self.inst_id),
+                None => return (false, false),
+            };
+            let watching = self.watch(v);
+            fence(Ordering::SeqCst);
+            // Candidates: bound to us first, then unbound; oldest first.
+            let mut cands: Vec<(bool, u64, usize, u64)> = Vec::new();
+            for j in 0..NSLOTS {
+                if same && j == i {
+                    continue;
+                }
+                let s = v.slot(j);
+                let sw = s.state.load(Ordering::Acquire);
+                if w_state(sw) != PENDING {
+                    continue;
+                }
+                let ok = if s.bound.load(Ordering::Relaxed) != 0 {
+                    s.target_id.load(Ordering::Relaxed) == self.inst_id && s.target_addr.load(Ordering::Relaxed) == self.addr
+                } else {
+                    true
+                };
+                if ok {
+                    cands.push((s.bound.load(Ordering::Relaxed) == 0, s.seq.load(Ordering::Relaxed), j, sw));
+                }
+            }
+            cands.sort();
+            for (_, _, j, sw) in cands {
+                match pair((self.view, my_key, word(g, PENDING, 0)), (v, (owner, j), sw)) {
+                    Pair::Done => {
+                        v.hdr().bell.notify();
+                        self.view.hdr().bell.notify();
+                        return (true, true);
+                    }
+                    Pair::MineGone => return (true, true),
+                    Pair::TheirsGone => continue,
+                }
+            }
+            (false, watching)
+        } else {
+            fence(Ordering::SeqCst);
+            let watchers: Vec<u32> = self
+                .view
+                .hdr()
+                .watchers
+                .iter()
+                .map(|w| w.load(Ordering::Acquire))
+                .filter(|w| *w != 0)
+                .map(|w| w as u32)
+                .collect();
+            for wid in watchers {
+                let pb = if wid == self.inst_id { None } else { self.peer_board(nic, None, wid) };
+                let v = match &pb {
+                    Some(pb) => pb.v(),
+                    None if wid == self.inst_id => self.view,
+                    None => continue,
+                };
+                let mut cands: Vec<(u64, usize, u64)> = Vec::new();
+                for j in 0..NSLOTS {
+                    let s = v.slot(j);
+                    let sw = s.state.load(Ordering::Acquire);
+                    if w_state(sw) == PENDING
+                        && s.bound.load(Ordering::Relaxed) != 0
+                        && s.target_id.load(Ordering::Relaxed) == self.inst_id
+                        && s.target_addr.load(Ordering::Relaxed) == self.addr
+                    {
+                        cands.push((s.seq.load(Ordering::Relaxed), j, sw));
+                    }
+                }
+                cands.sort();
+                for (_, j, sw) in cands {
+                    match pair((self.view, my_key, word(g, PENDING, 0)), (v, (wid, j), sw)) {
+                        Pair::Done => {
+                            v.hdr().bell.notify();
+                            self.view.hdr().bell.notify();
+                            return (true, true);
+                        }
+                        Pair::MineGone => return (true, true),
+                        Pair::TheirsGone => continue,
+                    }
+                }
+            }
+            (false, true)
+        }
+    }
+
+    /// Posts a datagram for endpoint `ep`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn post(&self, nic: &Nic, ep: &Ep, input: &[u8], out_buf: usize, buf_size: u16, id: Option<u64>) -> gni_return_t {
+        let uid = ep.state().dgram.uid;
+        let bind = ep.state().binding.as_ref().map(|b| (b.remote_addr, b.remote_id));
+        if bind.is_none() && id.is_none() {
+            return GNI_RC_INVALID_PARAM;
+        }
+        let (i, g) = {
+            let mut st = lock(&self.st);
+            if st.recs.iter().any(|r| r.ep == uid && r.slot.is_some()) {
+                return GNI_RC_ERROR_RESOURCE;
+            }
+            let Some(i) = st.free.pop() else { return GNI_RC_ERROR_RESOURCE };
+            st.seq += 1;
+            let seq = st.seq;
+            let s = self.view.slot(i);
+            let g = w_gen(s.state.load(Ordering::Relaxed));
+            s.bound.store(bind.is_some() as u32, Ordering::Relaxed);
+            s.target_addr.store(bind.map_or(0, |b| b.0), Ordering::Relaxed);
+            s.target_id.store(bind.map_or(0, |b| b.1), Ordering::Relaxed);
+            s.owner_addr.store(self.addr, Ordering::Relaxed);
+            s.owner_id.store(self.inst_id, Ordering::Relaxed);
+            s.in_len.store(input.len() as u32, Ordering::Relaxed);
+            s.out_len.store(0, Ordering::Relaxed);
+            s.seq.store(seq, Ordering::Relaxed);
+            // SAFETY: the slot is FREE, so only we touch its payload; input <= MAXDG.
+            unsafe { std::ptr::copy_nonoverlapping(input.as_ptr(), s.in_data.as_ptr() as *mut u8, input.len()) };
+            // Release: a peer that sees PENDING sees the fields.
+            s.state.store(word(g, PENDING, 0), Ordering::Release);
+            st.recs.push(Rec { ep: uid, id, slot: Some((i, g)), out_buf, buf_size, bind, seq });
+            (i, g)
+        };
+        sn_dbg(&format!("posted slot {} (ep {}, bound {:?}, id {:?})", i, uid, bind, id));
+        self.try_match(nic, i, g);
+        GNI_RC_SUCCESS
+    }
+
+    /// Index of the record a Test/Wait/Cancel on (ep, id filter) addresses.
+    fn find(st: &BoardState, uid: u64, id: Option<u64>, want_active: bool) -> Option<usize> {
+        let mut best: Option<usize> = None;
+        for (k, r) in st.recs.iter().enumerate() {
+            if r.ep != uid || (id.is_some() && r.id != id) || (want_active && r.slot.is_none()) {
+                continue;
+            }
+            // Cancelled (finished) records first, then by age.
+            let key = (r.slot.is_some(), r.seq);
+            if best.map_or(true, |b| key < (st.recs[b].slot.is_some(), st.recs[b].seq)) {
+                best = Some(k);
+            }
+        }
+        best
+    }
+
+    /// One non-blocking test (with progress).  NO_MATCH when nothing is posted.
+    pub fn test(&self, nic: &Nic, uid: u64, id: Option<u64>) -> TestResult {
+        let pending = {
+            let st = lock(&self.st);
+            match Self::find(&st, uid, id, false) {
+                None => return (GNI_RC_NO_MATCH, GNI_POST_PENDING, 0, 0),
+                Some(k) => st.recs[k].slot,
+            }
+        };
+        if let Some((i, g)) = pending {
+            self.try_match(nic, i, g);
+        }
+        let mut st = lock(&self.st);
+        let Some(k) = Self::find(&st, uid, id, false) else { return (GNI_RC_NO_MATCH, GNI_POST_PENDING, 0, 0) };
+        let r = &st.recs[k];
+        match r.slot {
+            None => {
+                let (a, p) = r.bind.unwrap_or((0, 0));
+                st.recs.remove(k);
+                (GNI_RC_SUCCESS, GNI_POST_TERMINATED, a, p)
+            }
+            Some((i, g)) => {
+                let s = self.view.slot(i);
+                let w = s.state.load(Ordering::Acquire);
+                if w_gen(w) != g || w_state(w) != DONE {
+                    return (GNI_RC_SUCCESS, GNI_POST_PENDING, 0, 0);
+                }
+                let n = s.out_len.load(Ordering::Relaxed) as usize;
+                let (a, p) = (s.peer_addr.load(Ordering::Relaxed), s.peer_id.load(Ordering::Relaxed));
+                let rc = if n > r.buf_size as usize {
+                    GNI_RC_SIZE_ERROR
+                } else {
+                    // SAFETY: the user's out_buf has buf_size >= n bytes (post contract);
+                    // the slot is DONE, so nobody writes its payload any more.
+                    unsafe { std::ptr::copy_nonoverlapping(s.out_data.as_ptr(), r.out_buf as *mut u8, n) };
+                    GNI_RC_SUCCESS
+                };
+                s.state.store(word(g + 1, FREE, 0), Ordering::Release);
+                st.free.push(i);
+                st.recs.remove(k);
+                (rc, GNI_POST_COMPLETED, a, p)
+            }
+        }
+    }
+
+    /// Blocking test.  `timeout_ms == u32::MAX` waits forever.
+    pub fn wait(&self, nic: &Nic, uid: u64, id: Option<u64>, timeout_ms: u32) -> TestResult {
+        let deadline = (timeout_ms != u32::MAX).then(|| Instant::now() + Duration::from_millis(timeout_ms as u64));
+        loop {
+            let r = self.test(nic, uid, id);
+            if !(r.0 == GNI_RC_SUCCESS && r.1 == GNI_POST_PENDING) {
+                return r;
+            }
+            let slot = {
+                let st = lock(&self.st);
+                Self::find(&st, uid, id, false).and_then(|k| st.recs[k].slot)
+            };
+            let Some((i, g)) = slot else { continue };
+            let (_, woken) = self.try_match(nic, i, g);
+            // Sleep until our slot changes; poll when nobody will ring us (target not there yet).
+            let slice = if woken { Duration::from_millis(500) } else { Duration::from_millis(10) };
+            let left = match deadline {
+                None => slice,
+                Some(d) => match d.checked_duration_since(Instant::now()) {
+                    Some(l) if !l.is_zero() => l.min(slice),
+                    _ => return (GNI_RC_TIMEOUT, GNI_POST_PENDING, 0, 0),
+                },
+            };
+            let s = self.view.slot(i);
+            let _ = self.view.hdr().bell.wait_until(|| s.state.load(Ordering::Acquire) != word(g, PENDING, 0), Some(left));
+        }
+    }
+
+    /// Cancels the active datagram of (ep, id filter).
+    pub fn cancel(&self, uid: u64, id: Option<u64>) -> gni_return_t {
+        let mut st = lock(&self.st);
+        let Some(k) = Self::find(&st, uid, id, true) else { return GNI_RC_NO_MATCH };
+        let (i, g) = st.recs[k].slot.expect("active");
+        let s = self.view.slot(i);
+        let mut spins = 0u32;
+        loop {
+            let w = s.state.load(Ordering::Acquire);
+            match w_state(w) {
+                PENDING => {
+                    if s.state.compare_exchange(w, word(g + 1, FREE, 0), Ordering::AcqRel, Ordering::Acquire).is_ok() {
+                        st.free.push(i);
+                        st.recs[k].slot = None;
+                        return GNI_RC_SUCCESS;
+                    }
+                }
+                CLAIMED => {
+                    spins += 1;
+                    if spins % 1024 == 0 && !registry::pid_alive(w_pid(w) as i32, None) {
+                        // The matcher died holding our slot: take it back.
+                        let _ = s.state.compare_exchange(w, word(g, PENDING, 0), Ordering::AcqRel, Ordering::Acquire);
+                    }
+                    std::thread::yield_now();
+                }
+                _ => return GNI_RC_SUCCESS, // completed meanwhile: reaps as COMPLETED
+            }
+        }
+    }
+
+    /// Drops every datagram of an endpoint being destroyed.
+    pub fn forget_ep(&self, uid: u64) {
+        while self.cancel(uid, None) == GNI_RC_SUCCESS {
+            let st = lock(&self.st);
+            if Self::find(&st, uid, None, true).is_none() {
+                break;
+            }
+            // Completed but not reaped: free it below.
+            drop(st);
+            let _ = self.free_done(uid);
+        }
+        let _ = self.free_done(uid);
+        let mut st = lock(&self.st);
+        st.recs.retain(|r| r.ep != uid);
+    }
+
+    fn free_done(&self, uid: u64) -> bool {
+        let mut st = lock(&self.st);
+        let mut any = false;
+        let mut k = 0;
+        while k < st.recs.len() {
+            if st.recs[k].ep == uid {
+                if let Some((i, g)) = st.recs[k].slot {
+                    let s = self.view.slot(i);
+                    if s.state.load(Ordering::Acquire) == word(g, DONE, 0) {
+                        s.state.store(word(g + 1, FREE, 0), Ordering::Release);
+                        st.free.push(i);
+                        st.recs.remove(k);
+                        any = true;
+                        continue;
+                    }
+                }
+            }
+            k += 1;
+        }
+        any
+    }
+
+    /// True while the endpoint has a posted datagram (EpUnbind answers NOT_DONE).
+    pub fn has_active(&self, uid: u64) -> bool {
+        let st = lock(&self.st);
+        st.recs.iter().any(|r| r.ep == uid && r.slot.is_some())
+    }
+
+    /// Probe: the oldest finished datagram (completed or cancelled), with progress on
+    /// pending ones first.  `by_id`: only datagrams posted with an id.
+    /// Returns (remote address, remote id, datagram id).
+    pub fn probe(&self, nic: &Nic, by_id: bool) -> Option<(u32, u32, u64)> {
+        let pending: Vec<(usize, u64)> = lock(&self.st).recs.iter().filter_map(|r| r.slot).collect();
+        for (i, g) in pending {
+            self.try_match(nic, i, g);
+        }
+        let st = lock(&self.st);
+        let mut best: Option<(u64, (u32, u32, u64))> = None;
+        for r in st.recs.iter() {
+            if by_id && r.id.is_none() {
+                continue;
+            }
+            let hit = match r.slot {
+                None => Some(r.bind.unwrap_or((0, 0))),
+                Some((i, g)) => {
+                    let s = self.view.slot(i);
+                    (s.state.load(Ordering::Acquire) == word(g, DONE, 0))
+                        .then(|| (s.peer_addr.load(Ordering::Relaxed), s.peer_id.load(Ordering::Relaxed)))
+                }
+            };
+            if let Some((a, p)) = hit {
+                if best.map_or(true, |b| r.seq < b.0) {
+                    best = Some((r.seq, (a, p, r.id.unwrap_or(0))));
+                }
+            }
+        }
+        best.map(|b| b.1)
+    }
+
+    /// Blocking ProbeById.  `timeout_ms == u32::MAX` waits forever.
+    pub fn probe_wait(&self, nic: &Nic, timeout_ms: u32) -> Option<u64> {
+        let deadline = (timeout_ms != u32::MAX).then(|| Instant::now() + Duration::from_millis(timeout_ms as u64));
+        loop {
+            let seen = self.view.hdr().bell.seq.load(Ordering::Acquire);
+            if let Some((_, _, id)) = self.probe(nic, true) {
+                return Some(id);
+            }
+            let left = match deadline {
+                None => Duration::from_millis(20),
+                Some(d) => match d.checked_duration_since(Instant::now()) {
+                    Some(l) if !l.is_zero() => l.min(Duration::from_millis(20)),
+                    _ => return None,
+                },
+            };
+            // Wake on any bell ring (a match on this board), or poll every 20 ms.
+            let h = self.view.hdr();
+            let _ = h.bell.wait_until(|| h.bell.seq.load(Ordering::Acquire) != seen, Some(left));
+        }
+    }
+}
+
+fn sn_dbg(msg: &str) {
+    softnic_fabric::sn_debug!("GNI_EpPostData", "{}", msg);
+}
+
+enum Pair {
+    Done,
+    /// Our slot is no longer pending (matched by someone else, or cancelled).
+    MineGone,
+    /// The candidate is no longer pending.
+    TheirsGone,
+}
+
+enum Claim {
+    Ok,
+    Gone,
+}
+
+/// Claims slot `s` expected in state word `w` (PENDING of some gen).  Spins while someone
+/// else holds it CLAIMED (a dead holder counts as gone).
+fn claim(s: &Slot, w: u64) -> Claim {
+    let me = my_pid();
+    let want = word(w_gen(w), CLAIMED, me);
+    let mut spins = 0u32;
+    loop {
+        match s.state.compare_exchange(w, want, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => return Claim::Ok,
+            Err(cur) => {
+                if w_gen(cur) != w_gen(w) || w_state(cur) != CLAIMED {
+                    return Claim::Gone;
+                }
+                spins += 1;
+                if spins % 1024 == 0 && !registry::pid_alive(w_pid(cur) as i32, None) {
+                    return Claim::Gone;
+                }
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
+/// Pairs slot `a` (ours) with slot `b`, claiming them in (inst_id, index) order.
+fn pair(a: (View, (u32, usize), u64), b: (View, (u32, usize), u64)) -> Pair {
+    let (first, second, mine_first) = if a.1 <= b.1 { (a, b, true) } else { (b, a, false) };
+    let fs = first.0.slot((first.1).1);
+    let ss = second.0.slot((second.1).1);
+    if let Claim::Gone = claim(fs, first.2) {
+        return if mine_first { Pair::MineGone } else { Pair::TheirsGone };
+    }
+    if let Claim::Gone = claim(ss, second.2) {
+        fs.state.store(first.2, Ordering::Release);
+        return if mine_first { Pair::TheirsGone } else { Pair::MineGone };
+    }
+    // Both held: swap payloads and identities.
+    let (sa, sb) = (a.0.slot((a.1).1), b.0.slot((b.1).1));
+    for (from, to) in [(sa, sb), (sb, sa)] {
+        let n = (from.in_len.load(Ordering::Relaxed) as usize).min(MAXDG);
+        // SAFETY: both slots are CLAIMED by us: nobody else writes them; distinct slots.
+        unsafe { std::ptr::copy_nonoverlapping(from.in_data.as_ptr(), to.out_data.as_ptr() as *mut u8, n) };
+        to.out_len.store(n as u32, Ordering::Relaxed);
+        to.peer_addr.store(from.owner_addr.load(Ordering::Relaxed), Ordering::Relaxed);
+        to.peer_id.store(from.owner_id.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
+    // Release: the owner that sees DONE sees the payload.
+    sa.state.store(word(w_gen(a.2), DONE, 0), Ordering::Release);
+    sb.state.store(word(w_gen(b.2), DONE, 0), Ordering::Release);
+    Pair::Done
+}
+
+// ---------------------------------------------------------------------------------------
+// Exported functions.
+
+use crate::objects::{EPS, NICS};
+use libc::c_void;
+
+unsafe fn out<T>(p: *mut T, v: T) {
+    if !p.is_null() {
+        // SAFETY: caller's contract (NULL skipped).
+        unsafe { p.write(v) };
+    }
+}
+
+fn post_common(ep_h: gni_ep_handle_t, in_data: *mut c_void, data_len: u16, out_buf: *mut c_void, buf_size: u16, id: Option<u64>) -> gni_return_t {
+    let Ok(ep) = EPS.get(ep_h as *const c_void) else { return GNI_RC_INVALID_PARAM };
+    if ep.nic.is_detached() {
+        return GNI_RC_INVALID_PARAM;
+    }
+    if data_len as usize > MAXDG {
+        return GNI_RC_SIZE_ERROR;
+    }
+    if (data_len > 0 && in_data.is_null()) || (buf_size > 0 && out_buf.is_null()) || id == Some(u64::MAX) {
+        return GNI_RC_INVALID_PARAM;
+    }
+    let input: &[u8] = if data_len == 0 {
+        &[]
+    } else {
+        // SAFETY: the caller's buffer of data_len bytes.
+        unsafe { std::slice::from_raw_parts(in_data as *const u8, data_len as usize) }
+    };
+    let nic = ep.nic.clone();
+    nic.dgram.post(&nic, &ep, input, out_buf as usize, buf_size, id)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn GNI_EpPostData(ep_hndl: gni_ep_handle_t, in_data: *mut c_void, data_len: u16, out_buf: *mut c_void, buf_size: u16) -> gni_return_t {
+    post_common(ep_hndl, in_data, data_len, out_buf, buf_size, None)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn GNI_EpPostDataWId(ep_hndl: gni_ep_handle_t, in_data: *mut c_void, data_len: u16, out_buf: *mut c_void, buf_size: u16, datagram_id: u64) -> gni_return_t {
+    post_common(ep_hndl, in_data, data_len, out_buf, buf_size, Some(datagram_id))
+}
+
+unsafe fn report(r: TestResult, post_state: *mut gni_post_state_t, remote_addr: *mut u32, remote_id: *mut u32) -> gni_return_t {
+    if r.0 == GNI_RC_NO_MATCH || r.0 == GNI_RC_INVALID_PARAM {
+        return r.0;
+    }
+    // SAFETY: caller's pointers (NULL checked by the callers).
+    unsafe {
+        out(post_state, r.1);
+        if r.1 != GNI_POST_PENDING {
+            out(remote_addr, r.2);
+            out(remote_id, r.3);
+        }
+    }
+    r.0
+}
+
+fn ep_of(ep_h: gni_ep_handle_t) -> GniResult<Arc<Ep>> {
+    let ep = EPS.get(ep_h as *const c_void)?;
+    if ep.nic.is_detached() {
+        return Err(GNI_RC_INVALID_PARAM);
+    }
+    Ok(ep)
+}
+
+unsafe fn test_common(ep_h: gni_ep_handle_t, id: Option<u64>, timeout: Option<u32>, post_state: *mut gni_post_state_t, remote_addr: *mut u32, remote_id: *mut u32) -> gni_return_t {
+    let Ok(ep) = ep_of(ep_h) else { return GNI_RC_INVALID_PARAM };
+    if post_state.is_null() || remote_addr.is_null() || remote_id.is_null() || id == Some(u64::MAX) || timeout == Some(0) {
+        return GNI_RC_INVALID_PARAM;
+    }
+    let uid = ep.state().dgram.uid;
+    let nic = &ep.nic;
+    let r = match timeout {
+        None => nic.dgram.test(nic, uid, id),
+        Some(t) => nic.dgram.wait(nic, uid, id, t),
+    };
+    // SAFETY: pointers checked non-NULL above.
+    unsafe { report(r, post_state, remote_addr, remote_id) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn GNI_EpPostDataTest(ep_hndl: gni_ep_handle_t, post_state: *mut gni_post_state_t, remote_addr: *mut u32, remote_id: *mut u32) -> gni_return_t {
+    // SAFETY: forwarded caller pointers.
+    unsafe { test_common(ep_hndl, None, None, post_state, remote_addr, remote_id) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn GNI_EpPostDataTestById(ep_hndl: gni_ep_handle_t, datagram_id: u64, post_state: *mut gni_post_state_t, remote_addr: *mut u32, remote_id: *mut u32) -> gni_return_t {
+    // SAFETY: forwarded caller pointers.
+    unsafe { test_common(ep_hndl, Some(datagram_id), None, post_state, remote_addr, remote_id) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn GNI_EpPostDataWait(ep_hndl: gni_ep_handle_t, timeout: u32, post_state: *mut gni_post_state_t, remote_addr: *mut u32, remote_id: *mut u32) -> gni_return_t {
+    // SAFETY: forwarded caller pointers.
+    unsafe { test_common(ep_hndl, None, Some(timeout), post_state, remote_addr, remote_id) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn GNI_EpPostDataWaitById(ep_hndl: gni_ep_handle_t, datagram_id: u64, timeout: u32, post_state: *mut gni_post_state_t, remote_addr: *mut u32, remote_id: *mut u32) -> gni_return_t {
+    // SAFETY: forwarded caller pointers.
+    unsafe { test_common(ep_hndl, Some(datagram_id), Some(timeout), post_state, remote_addr, remote_id) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn GNI_EpPostDataCancel(ep_hndl: gni_ep_handle_t) -> gni_return_t {
+    let Ok(ep) = ep_of(ep_hndl) else { return GNI_RC_INVALID_PARAM };
+    let uid = ep.state().dgram.uid;
+    ep.nic.dgram.cancel(uid, None)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn GNI_EpPostDataCancelById(ep_hndl: gni_ep_handle_t, datagram_id: u64) -> gni_return_t {
+    let Ok(ep) = ep_of(ep_hndl) else { return GNI_RC_INVALID_PARAM };
+    if datagram_id == u64::MAX {
+        return GNI_RC_INVALID_PARAM;
+    }
+    let uid = ep.state().dgram.uid;
+    ep.nic.dgram.cancel(uid, Some(datagram_id))
+}
+
+fn nic_of(h: gni_nic_handle_t) -> GniResult<Arc<Nic>> {
+    let nic = NICS.get(h as *const c_void)?;
+    if nic.is_detached() {
+        return Err(GNI_RC_INVALID_PARAM);
+    }
+    Ok(nic)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn GNI_PostDataProbe(nic_hndl: gni_nic_handle_t, remote_addr: *mut u32, remote_id: *mut u32) -> gni_return_t {
+    let Ok(nic) = nic_of(nic_hndl) else { return GNI_RC_INVALID_PARAM };
+    if remote_addr.is_null() || remote_id.is_null() {
+        return GNI_RC_INVALID_PARAM;
+    }
+    match nic.dgram.probe(&nic, false) {
+        None => GNI_RC_NO_MATCH,
+        Some((a, p, _)) => {
+            // SAFETY: checked non-NULL.
+            unsafe {
+                remote_addr.write(a);
+                remote_id.write(p);
+            }
+            GNI_RC_SUCCESS
+        }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn GNI_PostDataProbeById(nic_hndl: gni_nic_handle_t, datagram_id: *mut u64) -> gni_return_t {
+    let Ok(nic) = nic_of(nic_hndl) else { return GNI_RC_INVALID_PARAM };
+    if datagram_id.is_null() {
+        return GNI_RC_INVALID_PARAM;
+    }
+    match nic.dgram.probe(&nic, true) {
+        None => GNI_RC_NO_MATCH,
+        Some((_, _, id)) => {
+            // SAFETY: checked non-NULL.
+            unsafe { datagram_id.write(id) };
+            GNI_RC_SUCCESS
+        }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn GNI_PostdataProbeWaitById(nic_hndl: gni_nic_handle_t, timeout: u32, datagram_id: *mut u64) -> gni_return_t {
+    let Ok(nic) = nic_of(nic_hndl) else { return GNI_RC_INVALID_PARAM };
+    if datagram_id.is_null() || timeout == 0 {
+        return GNI_RC_INVALID_PARAM;
+    }
+    match nic.dgram.probe_wait(&nic, timeout) {
+        None => GNI_RC_TIMEOUT,
+        Some(id) => {
+            // SAFETY: checked non-NULL.
+            unsafe { datagram_id.write(id) };
+            GNI_RC_SUCCESS
+        }
+    }
+}
+
+/// The 2010 manual's spelling of [`GNI_PostdataProbeWaitById`].
+#[no_mangle]
+pub unsafe extern "C" fn GNI_PostDataProbeWaitById(nic_hndl: gni_nic_handle_t, timeout: u32, datagram_id: *mut u64) -> gni_return_t {
+    // SAFETY: forwarded.
+    unsafe { GNI_PostdataProbeWaitById(nic_hndl, timeout, datagram_id) }
+}

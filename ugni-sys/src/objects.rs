@@ -29,7 +29,8 @@ use softnic_fabric::ring::Ring;
 use softnic_fabric::rma::Peer;
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::mem::ManuallyDrop;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 
@@ -156,9 +157,19 @@ pub struct Nic {
     pub published: EndpointId,
     /// Datagram state of this instance (crate::datagram).
     pub dgram: crate::datagram::Board,
+    /// Set by GNI_CdmDestroy: the NIC handle is gone; objects still holding the Nic
+    /// answer INVALID_PARAM where they check [`Nic::is_detached`].
+    pub detached: AtomicBool,
+    /// Memory registrations made through this NIC, by `MemKey::to_u64` (crate::memreg).
+    pub regs: Mutex<HashMap<u64, crate::memreg::RegInfo>>,
+    /// vMDH block (GNI_SetMddResources) and the indices in use.
+    pub mdd: Mutex<crate::memreg::Mdd>,
 }
 
 impl Nic {
+    pub fn is_detached(&self) -> bool {
+        self.detached.load(Ordering::Acquire)
+    }
     pub fn inst_id(&self) -> u32 {
         self.cdm.inst_id
     }
@@ -186,12 +197,15 @@ pub type EventHandler = unsafe extern "C" fn(*mut gni_cq_entry_t, *mut c_void);
 
 pub struct Cq {
     pub nic: Arc<Nic>,
-    /// Library-owned shared memory holding the ring (peers post into it).
-    pub mem: SharedMem,
+    /// Library-owned shared memory holding the ring (peers post into it); freed when the
+    /// last reference to the CQ goes (peers' later posts then fail with StaleHandle).
+    pub mem: ManuallyDrop<SharedMem>,
     pub ring: Ring<u64>,
     /// How peers name the ring.
     pub loc: RingLoc,
     pub blocking: bool,
+    /// entry_count as given to GNI_CqCreate (the ring holds the next power of two).
+    pub entry_count: u32,
     pub handler: Option<EventHandler>,
     pub context: usize,
     /// Outstanding post descriptors by token (the CQE aux field).
@@ -226,10 +240,11 @@ impl Cq {
         let loc = mem.ring_loc(0, len).map_err(|_| GNI_RC_ERROR_RESOURCE)?;
         Ok(Arc::new(Cq {
             nic,
-            mem,
+            mem: ManuallyDrop::new(mem),
             ring,
             loc,
             blocking,
+            entry_count,
             handler,
             context,
             descs: Mutex::new(Slab::default()),
@@ -316,6 +331,28 @@ impl Cq {
                 },
             };
             let _ = self.ring.wait_nonempty(left);
+        }
+    }
+}
+
+impl Drop for Cq {
+    fn drop(&mut self) {
+        // SAFETY: dropped once, here; nothing uses the ring after the last reference.
+        let m = unsafe { ManuallyDrop::take(&mut self.mem) };
+        let _ = mem::free_shared(m);
+    }
+}
+
+impl Cq {
+    /// GNI_CqTestEvent: SUCCESS when an entry is queued, ERROR_RESOURCE after an overrun
+    /// (until GetEvent reports it), NOT_DONE otherwise.  Consumes nothing.
+    pub fn test_event(&self) -> gni_return_t {
+        if self.ring.overrun() {
+            GNI_RC_ERROR_RESOURCE
+        } else if self.ring.is_empty() {
+            GNI_RC_NOT_DONE
+        } else {
+            GNI_RC_SUCCESS
         }
     }
 }

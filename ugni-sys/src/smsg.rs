@@ -1,4 +1,384 @@
-//! Short messaging (CONTRACT STUB: the uGNI data-movement helper replaces this).
+//! Short messaging (SMSG): mailboxes in the users' registered memory, credits, in-order
+//! delivery per endpoint, SMSG events.
+//!
+//! **Mailbox layout** (ours; `GNI_SmsgBufferSizeNeeded` returns its size).  A mailbox
+//! lives at `msg_buffer + mbox_offset` in memory the user allocated, **zeroed** and
+//! registered (read-write), and is written by exactly one peer:
+//! ```text
+//! +0     u64  credits word: how many of the OWNER's messages the peer has released
+//! +8..64      reserved
+//! +64    slot[0], slot[1], ... slot[mbox_maxcredit-1], each SLOT bytes:
+//!          +0  u64 seq       n+1 for the n-th message (0-based) placed in this slot;
+//!                            written LAST, with one atomic 64-bit store (publication)
+//!          +8  u32 header_length   +12 u32 data_length
+//!          +16 u8  tag             +20 u32 msg_id        +24 reserved
+//!          +32 header bytes, then data bytes (contiguous)
+//! SLOT = round_up(32 + msg_maxsize, 64)
+//! ```
+//! **Sending** (`GNI_SmsgSend[WTag]`) on endpoint E (local attr = my mailbox, remote attr =
+//! the peer's): my n-th message goes to slot n % maxcredit of the peer's mailbox, if
+//! `n - released < maxcredit` where `released` is the credits word of MY mailbox (written
+//! by the peer); else `GNI_RC_NOT_DONE` (nothing sent; retry after the peer releases).
+//! The slot is filled with one put, then published by its seq word; then the SMSG
+//! remote event goes to the dst CQ of the peer's mailbox registration (data = my EP's
+//! remote_event data, by default my inst_id), so the message is visible before its
+//! event; then a local SMSG event goes to E's CQ (`GNI_CQ_GET_MSG_ID` = msg_id,
+//! `GNI_CQ_GET_INST_ID` = E's local_event data, low 22 bits).  The message is in the
+//! peer's memory when the call returns (the transport is reliable, so MBOX and
+//! MBOX_AUTO_RETRANSMIT behave the same and msg_id is always carried).
+//!
+//! **Receiving**: `GNI_SmsgGetNext[WTag]` looks at the slot of the next expected message
+//! in my mailbox; when its seq says it has arrived, the message becomes *current* and
+//! the call returns a pointer to its header, valid until `GNI_SmsgRelease`.  Calling
+//! GetNext again before Release returns the same current message.  `GNI_SmsgRelease`
+//! frees the slot and returns the credit by storing my release count in the credits
+//! word of the peer's mailbox (found through my remote attr).  Messages are presented in
+//! send order (FIFO per endpoint).  Tags: untagged sends carry tag 0; GetNextWTag matches
+//! `*tag` or `GNI_SMSG_ANY_TAG` (0xFF) and sets `*tag` to the message's tag on success;
+//! on a mismatch it returns `GNI_RC_NO_MATCH`, leaves `*tag` unchanged and the message
+//! stays at the head.
+//!
+//! **Codes**: SmsgInit: NULL attrs, bad msg_type, zero credits/size, msg_maxsize >
+//! `GNI_SMSG_MAX_SIZE`, `buff_size` smaller than the mailbox, a local mailbox not inside
+//! a live read-write registration of this process -> INVALID_PARAM; EP not bound ->
+//! INVALID_STATE.  Send: EP not SMSG-initialised, NULL buffer with a non-zero length ->
+//! INVALID_PARAM; header_length + data_length > the peer's msg_maxsize -> ERROR_RESOURCE
+//! (the later header's reading); no credit -> NOT_DONE; the peer unreachable (exited,
+//! deregistered its mailbox) -> the local SMSG event carries the transaction-error
+//! status (TRANSACTION_ERROR when the EP has no CQ).
+//!
+//! `GNI_SmsgSetDeliveryMode` and `GNI_SmsgSetMaxRetrans` validate the NIC and succeed:
+//! delivery is always in order and never needs retransmission.
+
+use crate::cqe::{self, Status};
+use crate::objects::{Ep, EPS, NICS};
+use crate::post::{check_local, remote_event};
+use crate::types::*;
+use libc::{c_uint, c_void};
+use softnic_fabric::atomic::{AmoOp, AmoWidth};
+use softnic_fabric::mem::{CrayHandle, MemKey};
+use softnic_fabric::rma::{self, Peer};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+const MBOX_HDR: u64 = 64;
+const SLOT_HDR: u64 = 32;
+
+/// Bytes of one slot for messages of up to `maxsize` bytes.
+fn slot_size(maxsize: u32) -> u64 {
+    (SLOT_HDR + maxsize as u64 + 63) & !63
+}
+
+/// Bytes of a mailbox; None when the attributes are unusable.
+fn mbox_size(a: &gni_smsg_attr_t) -> Option<u64> {
+    if a.msg_type != GNI_SMSG_TYPE_MBOX && a.msg_type != GNI_SMSG_TYPE_MBOX_AUTO_RETRANSMIT {
+        return None;
+    }
+    if a.mbox_maxcredit == 0 || a.msg_maxsize == 0 || a.msg_maxsize > GNI_SMSG_MAX_SIZE as u32 {
+        return None;
+    }
+    let n = MBOX_HDR + a.mbox_maxcredit as u64 * slot_size(a.msg_maxsize);
+    (n <= u32::MAX as u64).then_some(n)
+}
 
 /// Per-endpoint SMSG state after GNI_SmsgInit.
-pub struct SmsgState {}
+pub struct SmsgState {
+    /// My mailbox (the peer writes into it): address in this process.
+    local: u64,
+    local_credits: u32,
+    local_slot: u64,
+    /// The peer's mailbox: address in the peer, its registration, geometry.
+    remote: u64,
+    remote_key: MemKey,
+    remote_credits: u32,
+    remote_slot: u64,
+    remote_maxsize: u32,
+    /// Messages I have sent / released (= received and consumed).
+    sent: u64,
+    released: u64,
+    /// Header pointer of the current message (GetNext succeeded, no Release yet).
+    current: Option<u64>,
+    /// Staging buffer for one slot.
+    buf: Vec<u8>,
+}
+
+impl SmsgState {
+    /// The credits word of my mailbox (written by the peer).
+    fn credits_returned(&self) -> u64 {
+        // SAFETY: `local` is the 64-byte aligned start of my mailbox, checked at init to
+        // lie inside a live registration of ours.
+        unsafe { (*(self.local as *const AtomicU64)).load(Ordering::Acquire) }
+    }
+
+    /// Address of the slot holding my next incoming message, and its expected seq.
+    fn next_slot(&self) -> (u64, u64) {
+        let idx = self.released % self.local_credits as u64;
+        (self.local + MBOX_HDR + idx * self.local_slot, self.released + 1)
+    }
+
+    /// The next arrived message: (slot address, tag), or None.
+    fn peek(&self) -> Option<(u64, u8)> {
+        let (slot, want) = self.next_slot();
+        // SAFETY: the slot lies inside my mailbox (geometry checked at init); 8-aligned.
+        let seq = unsafe { (*(slot as *const AtomicU64)).load(Ordering::Acquire) };
+        if seq != want {
+            return None;
+        }
+        // SAFETY: as above; the tag byte was written before seq was published.
+        let tag = unsafe { std::ptr::read_volatile((slot + 16) as *const u8) };
+        Some((slot, tag))
+    }
+}
+
+/// Size of the mailbox described by `smsg_attr` (msg_type, mbox_maxcredit, msg_maxsize).
+#[no_mangle]
+pub unsafe extern "C" fn GNI_SmsgBufferSizeNeeded(smsg_attr: *mut gni_smsg_attr_t, size: *mut c_uint) -> gni_return_t {
+    // SAFETY: caller's pointers; NULL checked.
+    let (Some(a), false) = (unsafe { smsg_attr.as_ref() }, size.is_null()) else { return GNI_RC_INVALID_PARAM };
+    match mbox_size(a) {
+        Some(n) => {
+            // SAFETY: non-NULL out pointer.
+            unsafe { *size = n as c_uint };
+            GNI_RC_SUCCESS
+        }
+        None => GNI_RC_INVALID_PARAM,
+    }
+}
+
+/// Configures SMSG on a bound endpoint (module doc).
+#[no_mangle]
+pub unsafe extern "C" fn GNI_SmsgInit(ep_hndl: gni_ep_handle_t, local_smsg_attr: *mut gni_smsg_attr_t, remote_smsg_attr: *mut gni_smsg_attr_t) -> gni_return_t {
+    let Ok(ep) = EPS.get(ep_hndl as *const _) else { return GNI_RC_INVALID_PARAM };
+    // SAFETY: caller's pointers; NULL checked.
+    let (Some(l), Some(r)) = (unsafe { local_smsg_attr.as_ref() }, unsafe { remote_smsg_attr.as_ref() }) else {
+        return GNI_RC_INVALID_PARAM;
+    };
+    let (Some(lsize), Some(_)) = (mbox_size(l), mbox_size(r)) else { return GNI_RC_INVALID_PARAM };
+    if (l.buff_size as u64) < lsize {
+        return GNI_RC_INVALID_PARAM;
+    }
+    let local = (l.msg_buffer as u64).wrapping_add(l.mbox_offset as u64);
+    let remote = (r.msg_buffer as u64).wrapping_add(r.mbox_offset as u64);
+    if local % 8 != 0 || remote % 8 != 0 || local == 0 {
+        return GNI_RC_INVALID_PARAM;
+    }
+    let pd = ep.nic.pd_key();
+    match check_local(&l.mem_hndl, local, lsize, true, pd) {
+        Ok(()) => {}
+        Err(_) => return GNI_RC_INVALID_PARAM,
+    }
+    let mut st = ep.state();
+    if st.binding.is_none() {
+        return GNI_RC_INVALID_STATE;
+    }
+    let remote_slot = slot_size(r.msg_maxsize);
+    st.smsg = Some(SmsgState {
+        local,
+        local_credits: l.mbox_maxcredit as u32,
+        local_slot: slot_size(l.msg_maxsize),
+        remote,
+        remote_key: CrayHandle::from_words([r.mem_hndl.qword1, r.mem_hndl.qword2]).key,
+        remote_credits: r.mbox_maxcredit as u32,
+        remote_slot,
+        remote_maxsize: r.msg_maxsize,
+        sent: 0,
+        released: 0,
+        current: None,
+        buf: Vec::with_capacity(remote_slot as usize),
+    });
+    GNI_RC_SUCCESS
+}
+
+/// Publishes a 64-bit word at the peer (atomic store; plain put on fallback memory).
+fn store_word(peer: &Peer, key: MemKey, addr: u64, v: u64, pd: u64) -> softnic_fabric::Result<()> {
+    match rma::atomic(peer, key, addr, AmoWidth::I64, AmoOp::Swap(v), pd) {
+        Err(softnic_fabric::Error::Unsupported) => rma::put(peer, key, addr, &v.to_ne_bytes(), pd),
+        r => r.map(|_| ()),
+    }
+}
+
+fn send(ep_hndl: gni_ep_handle_t, header: *const c_void, hlen: u32, data: *const c_void, dlen: u32, msg_id: u32, tag: u8) -> gni_return_t {
+    const API: &str = "GNI_SmsgSend";
+    let Ok(ep) = EPS.get(ep_hndl as *const _) else { return GNI_RC_INVALID_PARAM };
+    if (header.is_null() && hlen > 0) || (data.is_null() && dlen > 0) {
+        return GNI_RC_INVALID_PARAM;
+    }
+    let pd = ep.nic.pd_key();
+    let mut st = ep.state();
+    let Some(sm) = st.smsg.as_ref() else { return GNI_RC_INVALID_PARAM };
+    let total = hlen as u64 + dlen as u64;
+    if total > sm.remote_maxsize as u64 {
+        return GNI_RC_ERROR_RESOURCE;
+    }
+    if sm.sent - sm.credits_returned().min(sm.sent) >= sm.remote_credits as u64 {
+        return GNI_RC_NOT_DONE;
+    }
+    let local_data = Ep::local_event(&st);
+    let remote_data = ep.remote_event(&st);
+    let target = ep.target(&mut st);
+    let peer = match target {
+        Ok((p, _)) => Ok(p),
+        Err(None) => return GNI_RC_INVALID_PARAM,
+        Err(Some(s)) => Err(s),
+    };
+    st.in_flight += 1;
+    let sm = st.smsg.as_mut().expect("checked above");
+    let result: Result<(std::sync::Arc<Peer>, MemKey), Status> = peer.and_then(|peer| {
+        let idx = sm.sent % sm.remote_credits as u64;
+        let slot = sm.remote + MBOX_HDR + idx * sm.remote_slot;
+        let buf = &mut sm.buf;
+        buf.clear();
+        buf.extend_from_slice(&hlen.to_ne_bytes());
+        buf.extend_from_slice(&dlen.to_ne_bytes());
+        buf.extend_from_slice(&[tag, 0, 0, 0]);
+        buf.extend_from_slice(&msg_id.to_ne_bytes());
+        buf.extend_from_slice(&[0u8; 8]);
+        // SAFETY: the caller's buffers of the given lengths (NULL only with length 0).
+        unsafe {
+            if hlen > 0 {
+                buf.extend_from_slice(std::slice::from_raw_parts(header as *const u8, hlen as usize));
+            }
+            if dlen > 0 {
+                buf.extend_from_slice(std::slice::from_raw_parts(data as *const u8, dlen as usize));
+            }
+        }
+        rma::put(&peer, sm.remote_key, slot + 8, buf, pd).map_err(Status::from_fabric)?;
+        store_word(&peer, sm.remote_key, slot, sm.sent + 1, pd).map_err(Status::from_fabric)?;
+        sm.sent += 1;
+        Ok((peer, sm.remote_key))
+    });
+    st.in_flight -= 1;
+    drop(st);
+    let status = match result {
+        Ok((peer, key)) => {
+            let e = cqe::make(cqe::SRC_REMOTE, cqe::TYPE_SMSG, Status::Ok, 0, remote_data as u64);
+            remote_event(&peer, key, pd, e, API);
+            Status::Ok
+        }
+        Err(s) => {
+            softnic_fabric::sn_debug!(API, "message not delivered: {}", s.describe());
+            crate::errors::report_transaction_error(&ep.nic, s, [0, total, 0, 0]);
+            s
+        }
+    };
+    match &ep.cq {
+        Some(cq) => cq.push(cqe::make(cqe::SRC_LOCAL, cqe::TYPE_SMSG, status, local_data as u64, msg_id as u64)),
+        None if status != Status::Ok => return GNI_RC_TRANSACTION_ERROR,
+        None => {}
+    }
+    GNI_RC_SUCCESS
+}
+
+/// Sends a short message with tag 0 (module doc).
+#[no_mangle]
+pub unsafe extern "C" fn GNI_SmsgSend(ep_hndl: gni_ep_handle_t, header: *mut c_void, header_length: u32, data: *mut c_void, data_length: u32, msg_id: u32) -> gni_return_t {
+    send(ep_hndl, header, header_length, data, data_length, msg_id, 0)
+}
+
+/// Sends a tagged short message (module doc).
+#[no_mangle]
+pub unsafe extern "C" fn GNI_SmsgSendWTag(ep_hndl: gni_ep_handle_t, header: *mut c_void, header_length: u32, data: *mut c_void, data_length: u32, msg_id: u32, tag: u8) -> gni_return_t {
+    send(ep_hndl, header, header_length, data, data_length, msg_id, tag)
+}
+
+/// GetNext with an optional tag filter (`None` = any, untouched output).
+fn get_next(ep_hndl: gni_ep_handle_t, header: *mut *mut c_void, tag: Option<*mut u8>) -> gni_return_t {
+    let Ok(ep) = EPS.get(ep_hndl as *const _) else { return GNI_RC_INVALID_PARAM };
+    if header.is_null() || tag.map_or(false, |t| t.is_null()) {
+        return GNI_RC_INVALID_PARAM;
+    }
+    let mut st = ep.state();
+    let Some(sm) = st.smsg.as_mut() else { return GNI_RC_INVALID_PARAM };
+    let Some((slot, mtag)) = sm.peek() else { return GNI_RC_NOT_DONE };
+    if let Some(t) = tag {
+        // SAFETY: non-NULL INOUT pointer of the caller.
+        let want = unsafe { *t };
+        if want != GNI_SMSG_ANY_TAG as u8 && want != mtag {
+            return GNI_RC_NO_MATCH;
+        }
+        // SAFETY: as above.
+        unsafe { *t = mtag };
+    }
+    let h = slot + SLOT_HDR;
+    sm.current = Some(h);
+    // SAFETY: non-NULL out pointer.
+    unsafe { *header = h as *mut c_void };
+    GNI_RC_SUCCESS
+}
+
+/// Makes the next arrived message current and returns its header (module doc).
+#[no_mangle]
+pub unsafe extern "C" fn GNI_SmsgGetNext(ep_hndl: gni_ep_handle_t, header: *mut *mut c_void) -> gni_return_t {
+    get_next(ep_hndl, header, None)
+}
+
+/// Like GNI_SmsgGetNext when the message's tag matches `*tag` (or `*tag` is 0xFF).
+#[no_mangle]
+pub unsafe extern "C" fn GNI_SmsgGetNextWTag(ep_hndl: gni_ep_handle_t, header: *mut *mut c_void, tag: *mut u8) -> gni_return_t {
+    get_next(ep_hndl, header, Some(tag))
+}
+
+/// Frees the current message and returns its credit to the sender (module doc).
+#[no_mangle]
+pub unsafe extern "C" fn GNI_SmsgRelease(ep_hndl: gni_ep_handle_t) -> gni_return_t {
+    const API: &str = "GNI_SmsgRelease";
+    let Ok(ep) = EPS.get(ep_hndl as *const _) else { return GNI_RC_INVALID_PARAM };
+    let pd = ep.nic.pd_key();
+    let mut st = ep.state();
+    let Some(sm) = st.smsg.as_mut() else { return GNI_RC_INVALID_PARAM };
+    if sm.current.take().is_none() {
+        return GNI_RC_NOT_DONE;
+    }
+    sm.released += 1;
+    let (addr, key, count) = (sm.remote, sm.remote_key, sm.released);
+    match ep.target(&mut st) {
+        Ok((peer, _)) => {
+            if let Err(e) = store_word(&peer, key, addr, count, pd) {
+                softnic_fabric::sn_debug!(API, "credit not returned: {}", e);
+            }
+        }
+        Err(s) => softnic_fabric::sn_debug!(API, "credit not returned: peer unreachable ({:?})", s),
+    }
+    GNI_RC_SUCCESS
+}
+
+/// Delivery is always in order; the mode is accepted for a valid NIC.
+#[no_mangle]
+pub unsafe extern "C" fn GNI_SmsgSetDeliveryMode(nic_handle: gni_nic_handle_t, dlvr_mode: u16) -> gni_return_t {
+    let _ = dlvr_mode;
+    match NICS.get(nic_handle as *const _) {
+        Ok(_) => GNI_RC_SUCCESS,
+        Err(e) => e,
+    }
+}
+
+/// Nothing is ever retransmitted (reliable transport); accepted for a valid NIC.
+#[no_mangle]
+pub unsafe extern "C" fn GNI_SmsgSetMaxRetrans(nic_handle: gni_nic_handle_t, max_retrans: u16) -> gni_return_t {
+    let _ = max_retrans;
+    match NICS.get(nic_handle as *const _) {
+        Ok(_) => GNI_RC_SUCCESS,
+        Err(e) => e,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        let mut a: gni_smsg_attr_t = unsafe { std::mem::zeroed() };
+        a.msg_type = GNI_SMSG_TYPE_MBOX;
+        a.mbox_maxcredit = 4;
+        a.msg_maxsize = 100;
+        assert_eq!(slot_size(100), 192);
+        assert_eq!(mbox_size(&a), Some(64 + 4 * 192));
+        a.msg_maxsize = 65536;
+        assert_eq!(mbox_size(&a), None);
+        a.msg_maxsize = 65535;
+        a.mbox_maxcredit = 65535;
+        assert_eq!(mbox_size(&a), None); // > 4 GiB
+        a.mbox_maxcredit = 0;
+        assert_eq!(mbox_size(&a), None);
+    }
+}

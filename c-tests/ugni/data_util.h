@@ -1,0 +1,80 @@
+/* Helpers of the uGNI data-movement tests (data_*.c), on top of gnitest.h. */
+#ifndef DATA_UTIL_H
+#define DATA_UTIL_H
+#include <stdint.h>
+#include <time.h>
+#include "gni_pub.h"
+#include "gnitest.h"
+
+static double dt_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* A page-aligned zeroed buffer. */
+static void *dt_alloc(size_t len)
+{
+    void *p = NULL;
+    CHECK(posix_memalign(&p, 4096, len ? len : 1) == 0);
+    memset(p, 0, len);
+    return p;
+}
+
+static gni_mem_handle_t dt_reg(gnit_t *t, void *buf, size_t len, gni_cq_handle_t dst_cq, uint32_t flags)
+{
+    gni_mem_handle_t mh;
+    memset(&mh, 0, sizeof(mh));
+    GNI_OK(GNI_MemRegister(t->nic, (uint64_t)(uintptr_t)buf, len, dst_cq, flags, (uint32_t)-1, &mh));
+    return mh;
+}
+
+static void dt_desc(gni_post_descriptor_t *d, gni_post_type_t type, uint16_t cq_mode,
+                    void *local, gni_mem_handle_t lmh, uint64_t remote, gni_mem_handle_t rmh, uint64_t len)
+{
+    memset(d, 0, sizeof(*d));
+    d->type = type;
+    d->cq_mode = cq_mode;
+    d->dlvr_mode = GNI_DLVMODE_PERFORMANCE;
+    d->local_addr = (uint64_t)(uintptr_t)local;
+    d->local_mem_hndl = lmh;
+    d->remote_addr = remote;
+    d->remote_mem_hndl = rmh;
+    d->length = len;
+}
+
+/* Waits for the completion event of d on cq and checks GetCompleted hands back d itself.
+ * Returns the event. want = GNI_RC_SUCCESS or GNI_RC_TRANSACTION_ERROR. */
+static gni_cq_entry_t dt_complete(gni_cq_handle_t cq, gni_post_descriptor_t *d, gni_return_t want)
+{
+    gni_cq_entry_t ev = gnit_wait(cq, want);
+    gni_post_descriptor_t *got = NULL;
+    CHECK_EQ(GNI_CQ_GET_TYPE(ev), GNI_CQ_EVENT_TYPE_POST);
+    gni_return_t rc = GNI_GetCompleted(cq, ev, &got);
+    if (want == GNI_RC_SUCCESS) {
+        if (rc != GNI_RC_SUCCESS) SN_FAIL("GNI_GetCompleted returned %d (%s)", (int)rc, gnit_rc(rc));
+    } else if (rc != GNI_RC_TRANSACTION_ERROR && rc != GNI_RC_DESCRIPTOR_ERROR) {
+        SN_FAIL("GNI_GetCompleted of a failed post returned %d (%s)", (int)rc, gnit_rc(rc));
+    }
+    if (got != d) SN_FAIL("GNI_GetCompleted returned descriptor %p, posted %p", (void *)got, (void *)d);
+    return ev;
+}
+
+static void dt_fma(gnit_t *t, int peer, gni_post_descriptor_t *d)
+{
+    GNI_OK(GNI_PostFma(t->eps[peer], d));
+    dt_complete(t->cq, d, GNI_RC_SUCCESS);
+}
+
+static void dt_rdma(gnit_t *t, int peer, gni_post_descriptor_t *d)
+{
+    GNI_OK(GNI_PostRdma(t->eps[peer], d));
+    dt_complete(t->cq, d, GNI_RC_SUCCESS);
+}
+
+static void dt_barrier(void)
+{
+    CHECK(PMI_Barrier() == PMI_SUCCESS);
+}
+#endif

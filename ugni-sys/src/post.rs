@@ -1,0 +1,535 @@
+//! Data movement: `GNI_PostFma`, `GNI_PostRdma`, `GNI_PostCqWrite`.
+//!
+//! **One engine.**  FMA and RDMA (BTE) transactions run on the fabric's one-sided engine
+//! ([`softnic_fabric::rma`]): the initiator moves the data itself, into or out of the
+//! target's registered memory mapped into its address space.  A post therefore completes
+//! *during* the call: when it returns SUCCESS the data is at its destination and every
+//! requested event is queued.  Programs cannot tell (posts are documented non-blocking and
+//! completion is only learned from events), and it makes three things simple:
+//! - **Ordering** (`dlvr_mode`): delivery is in order per endpoint for every mode (stricter
+//!   than `GNI_DLVMODE_PERFORMANCE` allows, which is permitted); `GNI_RDMAMODE_FENCE` is
+//!   implied.  `dlvr_mode` and `rdma_mode` are accepted and otherwise ignored.
+//! - **EpUnbind** sees `EpState.in_flight` non-zero only while a post is inside this module
+//!   (it is incremented before the data moves and decremented right after), so NOT_DONE
+//!   is answered exactly while a transaction is really in progress.
+//! - **LOCAL vs GLOBAL** events (RDMA): both are produced after the data has arrived; a
+//!   LOCAL event carries the EP's local_event data, a GLOBAL one its remote_event data.
+//!
+//! **Checks at post time** (the call's return code; nothing moves and no event is queued):
+//! NULL/invalid EP or descriptor, EP not bound, invalid `src_cq_hndl`, no CQ for a
+//! requested local event -> INVALID_PARAM; a `type` the call does not take, an unknown
+//! `amo_cmd`, `cq_mode` bits beyond LOCAL|GLOBAL|REMOTE, DUAL events on RDMA without
+//! `GNI_CDM_MODE_DUAL_EVENTS` -> INVALID_PARAM; lengths: zero-length GET/AMO and lengths
+//! past [`FMA_MAX_LENGTH`]/[`RDMA_MAX_LENGTH`] -> INVALID_PARAM, an AMO length other than
+//! its operand size -> INVALID_PARAM; alignment (GET: local_addr, remote_addr and length
+//! multiples of 4; AMO: addresses aligned to the operand, 8 bytes, 4 for the Aries `_S`
+//! commands) -> ALIGNMENT_ERROR; `local_mem_hndl` (required for GET, fetching AMO, every
+//! RDMA and the flagged variants) not naming a live registration of this process that
+//! covers the local range -> INVALID_PARAM, and a READ_ONLY one as the destination of a
+//! GET/fetch -> PERMISSION_ERROR; too many outstanding descriptors -> ERROR_RESOURCE.
+//!
+//! **Transaction errors** (the remote side refuses: out of bounds, read-only, stale or
+//! forged handle, other protection domain, dead or unknown peer) touch nothing at the
+//! target and are reported as a local POST event whose status field holds the
+//! [`Status`] (GNI_CqGetEvent -> TRANSACTION_ERROR, GNI_GetCompleted -> the descriptor with
+//! `status` set, GNI_CqErrorStr -> the text).  The error event is queued even for
+//! SILENT posts (an error is never lost silently), on the same CQ a GLOBAL event would use.
+//!
+//! **cq_mode.**  GLOBAL: a local event (source LOCAL, data = the EP's remote_event data,
+//! aux = descriptor token).  LOCAL (RDMA): same, data = the EP's local_event data.  On FMA
+//! a LOCAL bit is read as GLOBAL (digest 8.13: lenient).  DUAL on RDMA: two events, two
+//! tokens of the same descriptor.  REMOTE: an event on the dst CQ of the target
+//! registration (`remote_mem_hndl`), data = the EP's remote_event data, queued after the
+//! data is visible; none when that registration has no CQ.  SILENT: none.
+//!
+//! **Post types** (PostFma): FMA_PUT, FMA_PUT_W_SYNCFLAG (after the payload the 64-bit
+//! `sync_flag_value` is stored at `sync_flag_addr`, which must lie in the region of
+//! `remote_mem_hndl`; an 8-byte-aligned flag is stored with one atomic 64-bit write, so a
+//! target polling it never sees a torn value), FMA_GET, AMO, FMA_GET_W_FLAG and AMO_W_FLAG
+//! (Aries flagged responses: after the response data lands at `local_addr`, a 32-bit flag
+//! of [`GNI_FMA_FLAGGED_RESPONSE_SIZE`] bytes is stored at `local_addr + length`; its
+//! value is the low 32 bits of `sync_flag_value`, or 1 when those are zero; the local
+//! registration must cover the flag too).  PostRdma: RDMA_PUT, RDMA_GET.  PostCqWrite:
+//! CQWRITE (the low 48 bits of `cqwrite_value` arrive as a CQ-write entry on the dst CQ
+//! of `remote_mem_hndl`'s registration; a registration without a CQ is a transaction
+//! error "operation not possible on the target memory").
+//!
+//! **AMOs** ([`decode_amo`]): every `gni_fma_cmd_type_t` of the sheet.  Fetching commands
+//! (no 0x100 bit) return the previous value at `local_addr`; `_C` (cached) variants are
+//! the same operation; operands: ADD/AND/OR/XOR/SWAP/IMIN/IMAX/FPADD/FPMIN/FPMAX use
+//! `first_operand`; CSWAP: first = compare, second = new value; AX/FAX: new =
+//! (old & first) ^ second.  IMIN/IMAX are signed; FP* are IEEE (f64, or f32 for `_S`).
+//! The `_S` commands work on 32-bit words (low 32 bits of the operands).
+
+use crate::cqe::{self, Status};
+use crate::objects::{Cq, Ep, CQS, EPS};
+use crate::types::*;
+use softnic_fabric::atomic::{AmoOp, AmoWidth};
+use softnic_fabric::mem::{self, Access, CrayHandle, MemKey};
+use softnic_fabric::rma::{self, Peer};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+/// Largest FMA transfer (the size of a Gemini FMA window).  Longer -> INVALID_PARAM.
+pub const FMA_MAX_LENGTH: u64 = 1 << 30;
+/// Largest RDMA (BTE) transfer: the BTE length field is 32 bits, kept a multiple of 4.
+pub const RDMA_MAX_LENGTH: u64 = (1 << 32) - 4;
+/// Bytes of the flag of the flagged-response posts (`GNI_FMA_FLAGGED_RESPONSE_SIZE`).
+pub const GNI_FMA_FLAGGED_RESPONSE_SIZE: u64 = 4;
+
+const MODE_LOCAL: u16 = GNI_CQMODE_LOCAL_EVENT as u16;
+const MODE_GLOBAL: u16 = GNI_CQMODE_GLOBAL_EVENT as u16;
+const MODE_REMOTE: u16 = GNI_CQMODE_REMOTE_EVENT as u16;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Engine {
+    Fma,
+    Rdma,
+    CqWrite,
+}
+
+impl Engine {
+    fn api(self) -> &'static str {
+        match self {
+            Engine::Fma => "GNI_PostFma",
+            Engine::Rdma => "GNI_PostRdma",
+            Engine::CqWrite => "GNI_PostCqWrite",
+        }
+    }
+}
+
+/// A decoded AMO command.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Amo {
+    pub width: AmoWidth,
+    pub op: AmoOp,
+    pub fetch: bool,
+}
+
+/// What a validated post does.
+enum Op {
+    Put { len: u64, sync: Option<(u64, u64)> },
+    Get { len: u64, flag: Option<u32> },
+    Amo { amo: Amo, flag: Option<u32> },
+    CqWrite(u64),
+}
+
+/// Decodes `cmd` with the descriptor's operands; None for a value that is not a
+/// `gni_fma_cmd_type_t` of the sheet.
+pub fn decode_amo(cmd: u32, first: u64, second: u64) -> Option<Amo> {
+    if cmd & 0x40 == 0 {
+        // First-generation (Gemini) commands: 0x00N fetching, 0x10N not; 0x010 = cached.
+        if cmd & !0x11f != 0 {
+            return None;
+        }
+        let op = match cmd & 0xf {
+            0x8 => AmoOp::Add(first),
+            0x9 => AmoOp::And(first),
+            0xa => AmoOp::Or(first),
+            0xb => AmoOp::Xor(first),
+            0xc => AmoOp::AndXor { and: first, xor: second },
+            0xd => AmoOp::CompareSwap { compare: first, swap: second },
+            _ => return None,
+        };
+        return Some(Amo { width: AmoWidth::I64, op, fetch: cmd & 0x100 == 0 });
+    }
+    // Aries second generation: 0x040 set; 0x100 = no result; 0x200 = 32-bit (`_S`, then
+    // bit 0 is clear; 64-bit commands have bit 0 set); 0x020 = cached; bits 4..1 = op.
+    if cmd & !0x37f != 0 {
+        return None;
+    }
+    let short = cmd & 0x200 != 0;
+    if short == (cmd & 1 != 0) {
+        return None;
+    }
+    let (int, float) = if short { (AmoWidth::I32, AmoWidth::F32) } else { (AmoWidth::I64, AmoWidth::F64) };
+    let (width, op) = match cmd & 0x1e {
+        0x00 => (int, AmoOp::And(first)),
+        0x02 => (int, AmoOp::Or(first)),
+        0x04 => (int, AmoOp::Xor(first)),
+        0x06 => (int, AmoOp::Swap(first)),
+        0x08 => (int, AmoOp::AndXor { and: first, xor: second }),
+        0x0a => (int, AmoOp::CompareSwap { compare: first, swap: second }),
+        0x10 => (int, AmoOp::Min(first)),
+        0x12 => (int, AmoOp::Max(first)),
+        0x14 => (int, AmoOp::Add(first)),
+        0x18 => (float, AmoOp::Min(first)),
+        0x1a => (float, AmoOp::Max(first)),
+        0x1c => (float, AmoOp::Add(first)),
+        _ => return None,
+    };
+    Some(Amo { width, op, fetch: cmd & 0x100 == 0 })
+}
+
+fn handle_of(h: &gni_mem_handle_t) -> CrayHandle {
+    CrayHandle::from_words([h.qword1, h.qword2])
+}
+
+/// Checks that `[addr, addr+len)` lies in a live registration of this process named by
+/// `h` (INVALID_PARAM otherwise), writable if `write` (else PERMISSION_ERROR).
+pub(crate) fn check_local(h: &gni_mem_handle_t, addr: u64, len: u64, write: bool, pd: u64) -> Result<(), gni_return_t> {
+    let r = mem::query(handle_of(h).key).map_err(|_| GNI_RC_INVALID_PARAM)?;
+    let end = addr.checked_add(len).ok_or(GNI_RC_INVALID_PARAM)?;
+    if addr < r.base || end > r.base.saturating_add(r.len) || r.pd_key != pd {
+        return Err(GNI_RC_INVALID_PARAM);
+    }
+    if write && r.access == Access::ReadOnly {
+        return Err(GNI_RC_PERMISSION_ERROR);
+    }
+    Ok(())
+}
+
+/// Flag value of the flagged-response posts.
+fn flag_value(d: &gni_post_descriptor_t) -> u32 {
+    match d.sync_flag_value as u32 {
+        0 => 1,
+        v => v,
+    }
+}
+
+/// Validates the descriptor's type, lengths, alignment and local handle.
+fn decode(engine: Engine, d: &gni_post_descriptor_t, pd: u64) -> Result<Op, gni_return_t> {
+    let len = d.length;
+    let max = if engine == Engine::Rdma { RDMA_MAX_LENGTH } else { FMA_MAX_LENGTH };
+    let get_checks = |extra: u64| -> Result<(), gni_return_t> {
+        if len == 0 || len > max {
+            return Err(GNI_RC_INVALID_PARAM);
+        }
+        if d.local_addr % 4 != 0 || d.remote_addr % 4 != 0 || len % 4 != 0 {
+            return Err(GNI_RC_ALIGNMENT_ERROR);
+        }
+        check_local(&d.local_mem_hndl, d.local_addr, len + extra, true, pd)
+    };
+    let amo_checks = |flagged: bool| -> Result<Amo, gni_return_t> {
+        let amo = decode_amo(d.amo_cmd, d.first_operand, d.second_operand).ok_or(GNI_RC_INVALID_PARAM)?;
+        let n = amo.width.bytes() as u64;
+        if len == 0 {
+            return Err(GNI_RC_INVALID_PARAM);
+        }
+        if len % n != 0 || d.remote_addr % n != 0 || (amo.fetch && d.local_addr % n != 0) {
+            return Err(GNI_RC_ALIGNMENT_ERROR);
+        }
+        if len != n {
+            return Err(GNI_RC_INVALID_PARAM);
+        }
+        if amo.fetch || flagged {
+            let extra = if flagged { GNI_FMA_FLAGGED_RESPONSE_SIZE } else { 0 };
+            check_local(&d.local_mem_hndl, d.local_addr, n + extra, true, pd)?;
+        }
+        Ok(amo)
+    };
+    match (engine, d.type_) {
+        (Engine::Fma, GNI_POST_FMA_PUT) | (Engine::Fma, GNI_POST_FMA_PUT_W_SYNCFLAG) | (Engine::Rdma, GNI_POST_RDMA_PUT) => {
+            if len > max {
+                return Err(GNI_RC_INVALID_PARAM);
+            }
+            if engine == Engine::Rdma {
+                check_local(&d.local_mem_hndl, d.local_addr, len, false, pd)?;
+            }
+            if len > 0 && d.local_addr == 0 {
+                return Err(GNI_RC_INVALID_PARAM);
+            }
+            let sync = (d.type_ == GNI_POST_FMA_PUT_W_SYNCFLAG).then_some((d.sync_flag_addr, d.sync_flag_value));
+            Ok(Op::Put { len, sync })
+        }
+        (Engine::Fma, GNI_POST_FMA_GET) | (Engine::Rdma, GNI_POST_RDMA_GET) => {
+            get_checks(0)?;
+            Ok(Op::Get { len, flag: None })
+        }
+        (Engine::Fma, GNI_POST_FMA_GET_W_FLAG) => {
+            get_checks(GNI_FMA_FLAGGED_RESPONSE_SIZE)?;
+            Ok(Op::Get { len, flag: Some(flag_value(d)) })
+        }
+        (Engine::Fma, GNI_POST_AMO) => Ok(Op::Amo { amo: amo_checks(false)?, flag: None }),
+        (Engine::Fma, GNI_POST_AMO_W_FLAG) => Ok(Op::Amo { amo: amo_checks(true)?, flag: Some(flag_value(d)) }),
+        (Engine::CqWrite, GNI_POST_CQWRITE) => Ok(Op::CqWrite(d.cqwrite_value)),
+        _ => Err(GNI_RC_INVALID_PARAM),
+    }
+}
+
+/// Stores the 32-bit response flag at `addr` (our own, validated memory).
+fn store_flag(addr: u64, v: u32) {
+    // SAFETY: addr is 4-byte aligned (GET/AMO alignment) and inside a registration of
+    // this process checked by `check_local`.
+    unsafe { (*(addr as *const AtomicU32)).store(v, Ordering::Release) };
+}
+
+/// Runs a validated operation against the target.
+fn execute(peer: &Peer, d: &gni_post_descriptor_t, op: &Op, pd: u64) -> softnic_fabric::Result<()> {
+    let key = handle_of(&d.remote_mem_hndl).key;
+    match *op {
+        Op::Put { len, sync } => {
+            if let Some((faddr, _)) = sync {
+                // Validate the flag's place before moving anything.
+                let mut probe = [0u8; 8];
+                rma::get(peer, key, faddr, &mut probe, pd)?;
+            }
+            let src: &[u8] = if len == 0 {
+                &[]
+            } else {
+                // SAFETY: the caller's source buffer of `length` bytes (FMA PUT sources
+                // need no registration, as on the hardware: the CPU reads them).
+                unsafe { std::slice::from_raw_parts(d.local_addr as *const u8, len as usize) }
+            };
+            rma::put(peer, key, d.remote_addr, src, pd)?;
+            if let Some((faddr, fval)) = sync {
+                if faddr % 8 == 0 {
+                    match rma::atomic(peer, key, faddr, AmoWidth::I64, AmoOp::Swap(fval), pd) {
+                        Ok(_) => {}
+                        Err(softnic_fabric::Error::Unsupported) => rma::put(peer, key, faddr, &fval.to_ne_bytes(), pd)?,
+                        Err(e) => return Err(e),
+                    }
+                } else {
+                    rma::put(peer, key, faddr, &fval.to_ne_bytes(), pd)?;
+                }
+            }
+            Ok(())
+        }
+        Op::Get { len, flag } => {
+            // SAFETY: checked by `check_local`: inside a writable registration of ours.
+            let dst = unsafe { std::slice::from_raw_parts_mut(d.local_addr as *mut u8, len as usize) };
+            rma::get(peer, key, d.remote_addr, dst, pd)?;
+            if let Some(v) = flag {
+                store_flag(d.local_addr + len, v);
+            }
+            Ok(())
+        }
+        Op::Amo { amo, flag } => {
+            let old = rma::atomic(peer, key, d.remote_addr, amo.width, amo.op, pd)?;
+            if amo.fetch {
+                // SAFETY: checked by `check_local`; aligned to the operand size.
+                unsafe {
+                    match amo.width.bytes() {
+                        4 => std::ptr::write_volatile(d.local_addr as *mut u32, old as u32),
+                        _ => std::ptr::write_volatile(d.local_addr as *mut u64, old),
+                    }
+                }
+            }
+            if let Some(v) = flag {
+                store_flag(d.local_addr + amo.width.bytes() as u64, v);
+            }
+            Ok(())
+        }
+        Op::CqWrite(v) => match rma::notify_ring(peer, key, pd)? {
+            Some(loc) => rma::post_event(peer, &loc, &cqe::make_cqwrite(v), true).map(|_| ()),
+            None => Err(softnic_fabric::Error::Unsupported),
+        },
+    }
+}
+
+/// Queues the REMOTE event of a completed post at the target registration's dst CQ.
+pub(crate) fn remote_event(peer: &Peer, key: MemKey, pd: u64, entry: u64, api: &str) {
+    match rma::notify_ring(peer, key, pd) {
+        Ok(Some(loc)) => match rma::post_event(peer, &loc, &entry, true) {
+            Ok(true) => {}
+            Ok(false) => softnic_fabric::sn_debug!(api, "remote CQ overran: event dropped"),
+            Err(e) => softnic_fabric::sn_debug!(api, "remote event not delivered: {}", e),
+        },
+        Ok(None) => {}
+        Err(e) => softnic_fabric::sn_debug!(api, "no remote event ({})", e),
+    }
+}
+
+
+fn post(engine: Engine, ep_h: gni_ep_handle_t, desc: *mut gni_post_descriptor_t) -> gni_return_t {
+    let api = engine.api();
+    let Ok(ep) = EPS.get(ep_h as *const _) else { return GNI_RC_INVALID_PARAM };
+    if desc.is_null() || ep.nic.is_detached() {
+        return GNI_RC_INVALID_PARAM;
+    }
+    // SAFETY: the caller's descriptor; we read it once and write only the fields GNI owns.
+    let d: gni_post_descriptor_t = unsafe { std::ptr::read(desc) };
+    let pd = ep.nic.pd_key();
+
+    // Events.
+    let mode = d.cq_mode;
+    if mode & !(MODE_LOCAL | MODE_GLOBAL | MODE_REMOTE) != 0 {
+        return GNI_RC_INVALID_PARAM;
+    }
+    let (want_local, want_global) = match engine {
+        Engine::Rdma => {
+            let dual = mode & (MODE_LOCAL | MODE_GLOBAL) == (MODE_LOCAL | MODE_GLOBAL);
+            if dual && ep.nic.cdm.modes & GNI_CDM_MODE_DUAL_EVENTS as u32 == 0 {
+                return GNI_RC_INVALID_PARAM;
+            }
+            (mode & MODE_LOCAL != 0, mode & MODE_GLOBAL != 0)
+        }
+        // FMA: LOCAL is not an FMA event; read it as GLOBAL (digest 8.13).
+        _ => (false, mode & (MODE_LOCAL | MODE_GLOBAL) != 0),
+    };
+    let want_remote = mode & MODE_REMOTE != 0 && engine != Engine::CqWrite;
+    let cq: Option<Arc<Cq>> = if d.src_cq_hndl.is_null() {
+        ep.cq.clone()
+    } else {
+        match CQS.get(d.src_cq_hndl as *const _) {
+            Ok(c) => Some(c),
+            Err(e) => return e,
+        }
+    };
+    if (want_local || want_global) && cq.is_none() {
+        return GNI_RC_INVALID_PARAM;
+    }
+    if ep.state().binding.is_none() {
+        return GNI_RC_INVALID_PARAM;
+    }
+    let op = match decode(engine, &d, pd) {
+        Ok(op) => op,
+        Err(rc) => return rc,
+    };
+
+    // Descriptor tokens, one per local event (before anything moves).
+    let mut tokens: Vec<(u32, bool)> = Vec::with_capacity(2);
+    if let Some(cq) = &cq {
+        for (want, is_local) in [(want_local, true), (want_global, false)] {
+            if want {
+                match cq.add_desc(desc) {
+                    Ok(t) => tokens.push((t, is_local)),
+                    Err(rc) => {
+                        for (t, _) in tokens {
+                            cq.drop_desc(t);
+                        }
+                        return rc;
+                    }
+                }
+            }
+        }
+    }
+    // SAFETY: GNI-owned fields of the caller's descriptor.
+    unsafe {
+        (*desc).status = 0;
+        (*desc).cq_mode_complete = 0;
+    }
+
+    // Resolve the target, mark the transaction in flight.
+    let (target, local_data, remote_data) = {
+        let mut st = ep.state();
+        let local_data = Ep::local_event(&st);
+        let remote_data = ep.remote_event(&st);
+        match ep.target(&mut st) {
+            Err(None) => {
+                drop(st);
+                if let Some(cq) = &cq {
+                    for (t, _) in tokens {
+                        cq.drop_desc(t);
+                    }
+                }
+                return GNI_RC_INVALID_PARAM;
+            }
+            Err(Some(status)) => (Err(status), local_data, remote_data),
+            Ok((peer, _)) => {
+                st.in_flight += 1;
+                (Ok(peer), local_data, remote_data)
+            }
+        }
+    };
+
+    let result: Result<(), Status> = match &target {
+        Err(s) => Err(*s),
+        Ok(peer) => {
+            let r = execute(peer, &d, &op, pd).map_err(Status::from_fabric);
+            let mut st = ep.state();
+            st.in_flight = st.in_flight.saturating_sub(1);
+            r
+        }
+    };
+
+    match result {
+        Ok(()) => {
+            if want_remote {
+                if let Ok(peer) = &target {
+                    let e = cqe::make(cqe::SRC_REMOTE, cqe::TYPE_POST, Status::Ok, 0, remote_data as u64);
+                    remote_event(peer, handle_of(&d.remote_mem_hndl).key, pd, e, api);
+                }
+            }
+            if let Some(cq) = &cq {
+                for (t, is_local) in tokens {
+                    let data = if is_local { local_data } else { remote_data };
+                    cq.push(cqe::make(cqe::SRC_LOCAL, cqe::TYPE_POST, Status::Ok, t as u64, data as u64));
+                }
+            }
+        }
+        Err(status) => {
+            softnic_fabric::sn_debug!(api, "transaction error: {}", status.describe());
+            let rh = d.remote_mem_hndl;
+            crate::errors::report_transaction_error(&ep.nic, status, [d.remote_addr, d.length, rh.qword1, rh.qword2]);
+            match &cq {
+                Some(cq) => {
+                    if tokens.is_empty() {
+                        match cq.add_desc(desc) {
+                            Ok(t) => tokens.push((t, false)),
+                            Err(_) => softnic_fabric::sn_warn!(api, "transaction error lost: {}", status.describe()),
+                        }
+                    }
+                    for (t, is_local) in tokens {
+                        let data = if is_local { local_data } else { remote_data };
+                        cq.push(cqe::make(cqe::SRC_LOCAL, cqe::TYPE_POST, status, t as u64, data as u64));
+                    }
+                }
+                None => softnic_fabric::sn_warn!(api, "transaction error with no CQ to report it: {}", status.describe()),
+            }
+        }
+    }
+    GNI_RC_SUCCESS
+}
+
+/// Starts an FMA PUT, PUT_W_SYNCFLAG, GET, GET_W_FLAG, AMO or AMO_W_FLAG (module doc).
+#[no_mangle]
+pub unsafe extern "C" fn GNI_PostFma(ep_hndl: gni_ep_handle_t, post_descr: *mut gni_post_descriptor_t) -> gni_return_t {
+    post(Engine::Fma, ep_hndl, post_descr)
+}
+
+/// Queues an RDMA (BTE) PUT or GET (module doc).
+#[no_mangle]
+pub unsafe extern "C" fn GNI_PostRdma(ep_hndl: gni_ep_handle_t, post_descr: *mut gni_post_descriptor_t) -> gni_return_t {
+    post(Engine::Rdma, ep_hndl, post_descr)
+}
+
+/// Writes the low 48 bits of `cqwrite_value` into the dst CQ of `remote_mem_hndl`'s
+/// registration at the bound peer (module doc).
+#[no_mangle]
+pub unsafe extern "C" fn GNI_PostCqWrite(ep_hndl: gni_ep_handle_t, post_descr: *mut gni_post_descriptor_t) -> gni_return_t {
+    post(Engine::CqWrite, ep_hndl, post_descr)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_sheet_command_decodes() {
+        let legacy = [0x008, 0x018, 0x009, 0x019, 0x00a, 0x01a, 0x00b, 0x01b, 0x00c, 0x01c, 0x00d, 0x01d];
+        for c in legacy {
+            let a = decode_amo(c, 1, 2).unwrap();
+            assert!(a.fetch);
+            assert_eq!(a.width, AmoWidth::I64);
+            let b = decode_amo(c | 0x100, 1, 2);
+            if c & 0xf == 0xd {
+                // no non-fetching CSWAP in the first generation, but the encoding decodes
+                assert!(b.is_some());
+            } else {
+                assert!(!b.unwrap().fetch);
+            }
+        }
+        for base in [0x00, 0x02, 0x04, 0x06, 0x08, 0x0a, 0x10, 0x12, 0x14, 0x18, 0x1a, 0x1c] {
+            for nofetch in [0, 0x100] {
+                for cached in [0, 0x20] {
+                    let long = 0x40 | nofetch | cached | base | 1;
+                    let short = 0x240 | nofetch | cached | base;
+                    let l = decode_amo(long, 1, 2).unwrap();
+                    let s = decode_amo(short, 1, 2).unwrap();
+                    assert_eq!(l.fetch, nofetch == 0);
+                    assert_eq!(s.width.bytes(), 4);
+                    assert_eq!(l.width.bytes(), 8);
+                }
+            }
+        }
+        assert_eq!(decode_amo(0x41, 3, 4).unwrap().op, AmoOp::And(3));
+        assert_eq!(decode_amo(0x4b, 3, 4).unwrap().op, AmoOp::CompareSwap { compare: 3, swap: 4 });
+        assert_eq!(decode_amo(0x5d, 3, 4).unwrap().width, AmoWidth::F64);
+        assert_eq!(decode_amo(0x25c, 3, 4).unwrap().width, AmoWidth::F32);
+        assert_eq!(decode_amo(0x00c, 3, 4).unwrap().op, AmoOp::AndXor { and: 3, xor: 4 });
+        for bad in [0, 0x100, 0x110, 0x007, 0x00e, 0x040, 0x241, 0x80, 0x400, 0x45e, 0x4d] {
+            assert!(decode_amo(bad, 0, 0).is_none(), "{bad:#x}");
+        }
+    }
+}
