@@ -78,7 +78,7 @@ check-loom:
 	    --target-dir $(TARGET)/loom --lib loom
 
 c-tests: stage
-	@$(MAKE) --no-print-directory -f c-tests/c-tests.mk BUILD=$(BUILD) \
+	@$(MAKE) --no-print-directory -f c-tests/c-tests.mk BUILD=$(BUILD) SHARED=$(SHARED) \
 	    CC="$(CC)" CFLAGS_TEST="$(CFLAGS_TEST)" LDFLAGS_TEST="$(LDFLAGS_TEST)"
 
 check-c: c-tests

@@ -18,3 +18,25 @@ all: $(BINS)
 $(BUILD)/tests/%: c-tests/%.c $(wildcard c-tests/common/*.h) $(wildcard $(BUILD)/include/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_TEST) -o $@ $< $(LDFLAGS_TEST) $(LIBS_$(firstword $(subst /, ,$*))) -lpthread
+
+# Null sweeps: every function of a fact sheet called with all-zero arguments
+# (c-tests/tools/gen-null-sweep.py); generated from ../shared/abi at build time.
+SWEEP_GEN := c-tests/tools/gen-null-sweep.py
+SWEEPS := $(BUILD)/tests/sweep/gni_null_sweep $(BUILD)/tests/sweep/dmapp_null_sweep $(BUILD)/tests/sweep/pmi_null_sweep
+all: $(SWEEPS)
+
+$(BUILD)/tests/sweep/gni_null_sweep: $(SWEEP_GEN) $(SHARED)/abi/gni.md $(BUILD)/include/gni_pub.h
+	@mkdir -p $(dir $@)
+	python3 $(SWEEP_GEN) $(SHARED)/abi/gni.md gni_pub.h GNI_ gni_return_t GNI_RC_SUCCESS > $@.c
+	$(CC) $(CFLAGS_TEST) -Wno-unused-value -o $@ $@.c $(LDFLAGS_TEST) -lugni -lpmi
+
+$(BUILD)/tests/sweep/dmapp_null_sweep: $(SWEEP_GEN) $(SHARED)/abi/dmapp.md $(BUILD)/include/dmapp.h
+	@mkdir -p $(dir $@)
+	python3 $(SWEEP_GEN) $(SHARED)/abi/dmapp.md dmapp.h dmapp_ dmapp_return_t DMAPP_RC_SUCCESS > $@.c
+	$(CC) $(CFLAGS_TEST) -Wno-unused-value -o $@ $@.c $(LDFLAGS_TEST) -ldmapp -lugni -lpmi
+
+# PMI_Abort is left out: ending the job is its documented effect.
+$(BUILD)/tests/sweep/pmi_null_sweep: $(SWEEP_GEN) $(SHARED)/abi/pmi.md $(BUILD)/include/pmi.h
+	@mkdir -p $(dir $@)
+	python3 $(SWEEP_GEN) $(SHARED)/abi/pmi.md pmi.h PMI_ int PMI_SUCCESS PMI_Abort > $@.c
+	$(CC) $(CFLAGS_TEST) -Wno-unused-value -o $@ $@.c $(LDFLAGS_TEST) -lpmi
