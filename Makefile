@@ -27,6 +27,11 @@ STAGED_LIBS := libpmi.so:libpmi.so.0 libugni.so:libugni.so.0 libdmapp.so:libdmap
 # sheet:header:library checked by check-abi
 ABI_CHECKS  := pmi.md:pmi.h:libpmi.so gni.md:gni_pub.h:libugni.so dmapp.md:dmapp.h:libdmapp.so
 
+# Copies a file into build/ by rename: a program running from the old file keeps its
+# inode (overwriting a mapped library in place crashes it with SIGBUS).  Unchanged files
+# are left alone.
+PUT = put() { cmp -s "$$1" "$$2" || { cp -f "$$1" "$$2.tmp.$$$$" && mv -f "$$2.tmp.$$$$" "$$2"; }; }; put
+
 .PHONY: deps all build stage check check-rust check-loom check-c check-abi check-full \
         run-example install bench clean c-tests
 
@@ -38,15 +43,15 @@ build:
 stage: build
 	@mkdir -p $(BUILD)/include $(BUILD)/lib/pkgconfig $(BUILD)/bin $(BUILD)/libexec
 	@cp -f include/*.h $(BUILD)/include/ 2>/dev/null || true
-	@cp -f $(REL)/libsoftnic_fabric.so $(BUILD)/lib/
-	@cp -f $(RUST_SYSROOT_LIB)/libstd-*.so $(BUILD)/lib/
+	@$(PUT) $(REL)/libsoftnic_fabric.so $(BUILD)/lib/libsoftnic_fabric.so
+	@for f in $(RUST_SYSROOT_LIB)/libstd-*.so; do $(PUT) $$f $(BUILD)/lib/$$(basename $$f); done
 	@for pair in $(STAGED_LIBS); do \
 	    art=$${pair%%:*}; so=$${pair##*:}; \
-	    cp -f $(REL)/$$art $(BUILD)/lib/$$so; \
+	    $(PUT) $(REL)/$$art $(BUILD)/lib/$$so; \
 	    if [ "$$so" != "$$art" ]; then ln -sfn $$so $(BUILD)/lib/$$art; fi; \
 	done
-	@cp -f $(REL)/snrun $(BUILD)/bin/snrun
-	@cp -f $(REL)/fabric-jobtest $(BUILD)/libexec/
+	@$(PUT) $(REL)/snrun $(BUILD)/bin/snrun
+	@$(PUT) $(REL)/fabric-jobtest $(BUILD)/libexec/fabric-jobtest
 	@for pc in pkgconfig/*.pc.in; do \
 	    [ -e "$$pc" ] || continue; \
 	    out=$(BUILD)/lib/pkgconfig/$$(basename $${pc%.in}); \

@@ -23,9 +23,11 @@
 //!     truncated to 22 bits (documented: `GNI_CQ_GET_INST_ID` of a local SMSG event holds
 //!     the low 22 bits of the peer's inst_id).
 //!   - SMSG at the receiver (source REMOTE): data = the sender's remote_event data.
+//!   - MSGQ at the sender (source LOCAL, type MSGQ; crate::msgq): laid out like a local
+//!     SMSG event (data = msg_id, aux = the EP's local_event data).
 //!
 //! `GNI_CQ_GET_INST_ID` therefore reads `data`, except for local SMSG events where it reads
-//! `aux`; `GNI_CQ_GET_MSG_ID` reads `data` of SMSG entries and `aux` of POST entries.
+//! `aux`; `GNI_CQ_GET_MSG_ID` reads `data` of SMSG/MSGQ entries and `aux` of POST entries.
 
 use libc::c_uint;
 
@@ -167,7 +169,7 @@ pub fn overrun(e: CqEntry) -> bool {
 }
 
 fn is_local_smsg(e: CqEntry) -> bool {
-    source(e) == SRC_LOCAL && ty(e) == TYPE_SMSG
+    source(e) == SRC_LOCAL && (ty(e) == TYPE_SMSG || ty(e) == TYPE_MSGQ)
 }
 
 // ---- exported accessors (the header's GNI_CQ_* macros expand to these) ----------------
@@ -218,7 +220,7 @@ pub extern "C" fn gni_cq_get_tid(_e: CqEntry) -> u64 {
 }
 #[no_mangle]
 pub extern "C" fn gni_cq_get_msg_id(e: CqEntry) -> u64 {
-    if ty(e) == TYPE_SMSG {
+    if ty(e) == TYPE_SMSG || ty(e) == TYPE_MSGQ {
         e & DATA_MASK
     } else {
         aux(e)

@@ -123,7 +123,13 @@ struct Slot {
 const _: () = assert!(std::mem::size_of::<Hdr>() == 64 + 8 * NWATCH);
 const _: () = assert!(std::mem::size_of::<Slot>() == 64 + 2 * MAXDG);
 const SLOTS_OFF: usize = std::mem::size_of::<Hdr>();
-const BOARD_LEN: usize = SLOTS_OFF + NSLOTS * std::mem::size_of::<Slot>();
+/// The instance's vMDH table follows the slots (crate::memreg): entry i = the two words of
+/// the real memory handle registered at vMDH index i (qword1 0 = empty).  Peers read it
+/// through their mapping of the board to resolve symmetric vMDH handles.
+const VMDH_OFF: usize = SLOTS_OFF + NSLOTS * std::mem::size_of::<Slot>();
+/// Entries of the vMDH table (the largest GNI_SetMddResources block).
+pub const NVMDH: usize = softnic_fabric::node::NREG;
+const BOARD_LEN: usize = VMDH_OFF + NVMDH * 16;
 
 /// A board seen through some mapping (ours or a peer's).
 #[derive(Clone, Copy)]
@@ -143,6 +149,20 @@ impl View {
     }
     fn live(&self) -> bool {
         self.hdr().magic.load(Ordering::Acquire) == BOARD_MAGIC
+    }
+    fn vmdh(&self, i: usize) -> &[AtomicU64; 2] {
+        debug_assert!(i < NVMDH);
+        // SAFETY: inside the board (BOARD_LEN covers NVMDH entries of 16 bytes); 8-aligned.
+        unsafe { &*(self.base.add(VMDH_OFF + i * 16) as *const [AtomicU64; 2]) }
+    }
+    fn read_vmdh(&self, i: usize) -> Option<[u64; 2]> {
+        if i >= NVMDH {
+            return None;
+        }
+        let e = self.vmdh(i);
+        let w1 = e[0].load(Ordering::Acquire);
+        let w2 = e[1].load(Ordering::Acquire);
+        (w1 != 0).then_some([w1, w2])
     }
 }
 
@@ -240,6 +260,32 @@ impl Board {
             st: Mutex::new(BoardState { free: (0..NSLOTS).rev().collect(), recs: Vec::new(), seq: 0 }),
             peers: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// Publishes (Some) or clears (None) vMDH entry `i` of this instance.
+    pub fn set_vmdh(&self, i: usize, words: Option<[u64; 2]>) {
+        if i >= NVMDH {
+            return;
+        }
+        let e = self.view.vmdh(i);
+        match words {
+            Some(w) => {
+                e[0].store(0, Ordering::Release);
+                e[1].store(w[1], Ordering::Release);
+                e[0].store(w[0], Ordering::Release);
+            }
+            None => e[0].store(0, Ordering::Release),
+        }
+    }
+
+    /// This instance's vMDH entry `i`.
+    pub fn vmdh(&self, i: usize) -> Option<[u64; 2]> {
+        self.view.read_vmdh(i)
+    }
+
+    /// vMDH entry `i` of instance (addr, id) of our domain, read through its board.
+    pub fn peer_vmdh(&self, nic: &Nic, addr: u32, id: u32, i: usize) -> Option<[u64; 2]> {
+        self.peer_board(nic, Some(addr), id)?.v().read_vmdh(i)
     }
 
     /// The board of instance `id` of our domain, if attached (and at address `addr`).

@@ -8,6 +8,8 @@
 //! - `cqe`: our bit layout of gni_cq_entry_t and the gni_cq_* accessors.
 //! - `objects`: handles and the object model (CDM, NIC, CQ, EP) every group uses.
 //! - `datagram`, `smsg`: datagram exchange and short messaging.
+//! - `msgq`: message queues (MSGQ), the shared-receive-queue variant of SMSG.
+//! - `stats`: NIC statistics and the bandwidth-injection configuration.
 //! - `pending`: exports of the functions not implemented yet (each returns
 //!   `GNI_RC_ILLEGAL_OP`); functions leave it as their modules land.
 //!
@@ -29,3 +31,5 @@ pub mod cq;
 pub mod memreg;
 pub mod ep;
 pub mod errors;
+pub mod msgq;
+pub mod stats;

@@ -19,18 +19,41 @@
 //! - READWRITE on pages the process itself cannot write: PERMISSION_ERROR.  Address 0, a
 //!   range not fully mapped, or length 0: INVALID_PARAM.  Registration table full:
 //!   ERROR_RESOURCE.
-//! - vMDH: GNI_SetMddResources sizes a per-NIC block; GNI_MEM_USE_VMDH takes entry
-//!   `vmdh_index` (`(uint32_t)-1` = next free) and fails with ERROR_RESOURCE when no block
-//!   was set up, the entry is in use or none is free; an index past the block is
-//!   INVALID_PARAM.  The handle returned is an ordinary per-process handle: the symmetric
-//!   property (one handle value addressing every peer's vMDH entry) is NOT emulated, so
-//!   programs must still exchange handles (GNI_RebuildMemHndl answers ILLEGAL_OP).
-//!   SetMddResources may resize the block only while no entry is in use (else
-//!   INVALID_PARAM).
-//! - GNI_MemRegisterSegments with one segment registers it like GNI_MemRegister (virtual
-//!   addresses).  With several segments it answers GNI_RC_ILLEGAL_OP: offset addressing
-//!   across discontiguous segments needs target-side translation the engine lacks.
-//!   Zero segments, a NULL list or a zero-length segment is INVALID_PARAM first.
+//! - vMDH: GNI_SetMddResources sizes a per-NIC block (at most `node::NREG` entries, else
+//!   INVALID_PARAM); GNI_MEM_USE_VMDH takes entry `vmdh_index` (`(uint32_t)-1` = next
+//!   free) and fails with ERROR_RESOURCE when no block was set up, the entry is in use or
+//!   none is free; an index past the block is INVALID_PARAM.  SetMddResources may resize
+//!   the block only while no entry is in use (else INVALID_PARAM).
+//! - **Symmetric vMDH handles.**  The handle returned for entry i is
+//!   `{qword1 = VMDH_FLAG | i, qword2 = pd_key(ptag, cookie)}`: the same value on every PE
+//!   of the job.  The real handle of the registration is published in entry i of the
+//!   instance's **vMDH table**, which lives in its datagram board (library-owned shared
+//!   memory that peers already map, see crate::datagram).  An initiator resolves a vMDH
+//!   remote handle in the *target's* table (the EP's bound instance), so a handle made on
+//!   PE A with index i addresses PE B's registration at index i; `remote_addr` stays a
+//!   virtual address in the target (as for any single-segment registration).  A target
+//!   with no entry i, or a qword2 of another domain, is a transaction error.  As a local
+//!   handle it names our own entry i.  `GNI_RebuildMemHndl(src, i, dst)`: `src` must be a
+//!   vMDH handle (else INVALID_PARAM), `dst` = the handle of entry i of the same domain.
+//! - **Multi-segment registrations** (GNI_MemRegisterSegments with n > 1, at most
+//!   [`MAX_SEGS`]): each segment is registered with the fabric; a segment table
+//!   `[magic, n, total, 0]` + n x `[offset, length, key, address]` is written into
+//!   library-owned shared memory registered READ_ONLY as the registration itself (its key,
+//!   its dst_cq notify ring).  Handle: `{qword1 = SEG_FLAG | table address, qword2 = table
+//!   key}` (qword1 of a plain handle is a user address, below 2^47, so bits 63/62 are free).
+//!   Remote accesses use **offsets**: the layout is the plain concatenation of the segments
+//!   in list order, segment k starting at the sum of the lengths before it (no padding; for
+//!   page-aligned, page-multiple segments, the usual case, this is also the digest's
+//!   page-rounded layout).  The initiator reads the table with `rma::get` and splits an
+//!   access that spans segments into per-segment pieces; an access past the total length
+//!   is a transaction error; an AMO or sync flag must lie within one segment.  REMOTE
+//!   events and CQ writes use the table registration's dst CQ.  A segmented handle is not
+//!   a valid *local* handle (INVALID_PARAM), and SMSG mailboxes in one are addressed by
+//!   offset (`msg_buffer + mbox_offset` as an offset).  Zero segments, a NULL list or a
+//!   zero-length segment is INVALID_PARAM.  Deregistration releases the segments and the
+//!   table; later remote accesses fail with a transaction error.
+//! - GNI_MemHndlQueryAttr accepts plain, segmented (READONLY from the segments) and vMDH
+//!   handles (resolved in the table of the NIC of this process that registered them).
 //! - GNI_MemDeregister of a handle this NIC did not register (never, already
 //!   deregistered, another NIC's, forged) is INVALID_PARAM.  The caller's handle is left
 //!   as is; it is stale from now on.
@@ -40,7 +63,8 @@
 use crate::objects::*;
 use crate::types::*;
 use libc::{c_int, c_void};
-use softnic_fabric::mem::{self, Access, CrayHandle, MemKey};
+use softnic_fabric::mem::{self, Access, CrayHandle, MemKey, SharedMem};
+use softnic_fabric::rma::Peer;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
@@ -49,6 +73,10 @@ pub struct RegInfo {
     pub dst_cq: Option<Arc<Cq>>,
     pub vmdh: Option<u32>,
     pub read_only: bool,
+    /// Multi-segment registration: the per-segment registrations and the segment table
+    /// (library-owned shared memory; this registration's key is the table's).
+    pub segs: Vec<MemKey>,
+    pub table: Option<SharedMem>,
 }
 
 /// The vMDH block of a NIC.
@@ -131,7 +159,15 @@ fn nic_of(h: gni_nic_handle_t) -> GniResult<Arc<Nic>> {
 }
 
 fn register(nic: &Arc<Nic>, address: u64, length: u64, dst_cq: gni_cq_handle_t, flags: u32, vmdh_index: u32) -> GniResult<gni_mem_handle_t> {
-    if length == 0 || address == 0 || flags & !KNOWN_FLAGS != 0 {
+    register_segs(nic, &[gni_mem_segment_t { address, length }], dst_cq, flags, vmdh_index)
+}
+
+/// Registers one segment (plain handle) or several (segment table, SEG_FLAG handle).
+fn register_segs(nic: &Arc<Nic>, segs: &[gni_mem_segment_t], dst_cq: gni_cq_handle_t, flags: u32, vmdh_index: u32) -> GniResult<gni_mem_handle_t> {
+    if segs.is_empty() || segs.iter().any(|s| s.length == 0 || s.address == 0) || flags & !KNOWN_FLAGS != 0 {
+        return Err(GNI_RC_INVALID_PARAM);
+    }
+    if segs.len() > MAX_SEGS {
         return Err(GNI_RC_INVALID_PARAM);
     }
     let cq = if dst_cq.is_null() {
@@ -144,13 +180,18 @@ fn register(nic: &Arc<Nic>, address: u64, length: u64, dst_cq: gni_cq_handle_t, 
         Some(cq)
     };
     let read_only = flags & GNI_MEM_READ_ONLY as u32 != 0;
-    match range_writable(address, length) {
-        None => return Err(GNI_RC_INVALID_PARAM),
-        Some(false) if !read_only => {
-            softnic_fabric::sn_debug!("GNI_MemRegister", "READWRITE requested on pages that are not writable");
-            return Err(GNI_RC_PERMISSION_ERROR);
+    for sg in segs {
+        if sg.address.checked_add(sg.length).map_or(true, |e| e >= SEG_FLAG) {
+            return Err(GNI_RC_INVALID_PARAM);
         }
-        _ => {}
+        match range_writable(sg.address, sg.length) {
+            None => return Err(GNI_RC_INVALID_PARAM),
+            Some(false) if !read_only => {
+                softnic_fabric::sn_debug!("GNI_MemRegister", "READWRITE requested on pages that are not writable");
+                return Err(GNI_RC_PERMISSION_ERROR);
+            }
+            _ => {}
+        }
     }
     // vMDH entry.
     let vmdh = if flags & GNI_MEM_USE_VMDH as u32 != 0 {
@@ -178,22 +219,75 @@ fn register(nic: &Arc<Nic>, address: u64, length: u64, dst_cq: gni_cq_handle_t, 
         }
     };
     let access = if read_only { Access::ReadOnly } else { Access::ReadWrite };
-    let key = match mem::register(address as usize, length as usize, access, nic.pd_key()) {
-        Ok(k) => k,
-        Err(e) => {
-            release_vmdh();
-            softnic_fabric::sn_debug!("GNI_MemRegister", "{:#x}+{}: {:?}", address, length, e);
-            return Err(match e {
-                softnic_fabric::Error::InvalidArg => GNI_RC_INVALID_PARAM,
-                softnic_fabric::Error::NoSpace => GNI_RC_ERROR_RESOURCE,
-                softnic_fabric::Error::Unsupported | softnic_fabric::Error::Permission => GNI_RC_PERMISSION_ERROR,
-                _ => GNI_RC_ERROR_NOMEM,
-            });
+    let fab_err = |e: softnic_fabric::Error| match e {
+        softnic_fabric::Error::InvalidArg => GNI_RC_INVALID_PARAM,
+        softnic_fabric::Error::NoSpace => GNI_RC_ERROR_RESOURCE,
+        softnic_fabric::Error::Unsupported | softnic_fabric::Error::Permission => GNI_RC_PERMISSION_ERROR,
+        _ => GNI_RC_ERROR_NOMEM,
+    };
+    let mut parts: Vec<MemKey> = Vec::new();
+    let undo = |parts: &[MemKey]| {
+        for k in parts {
+            let _ = mem::deregister(*k);
         }
     };
+    for sg in segs {
+        match mem::register(sg.address as usize, sg.length as usize, access, nic.pd_key()) {
+            Ok(k) => parts.push(k),
+            Err(e) => {
+                undo(&parts);
+                release_vmdh();
+                softnic_fabric::sn_debug!("GNI_MemRegister", "{:#x}+{}: {:?}", sg.address, sg.length, e);
+                return Err(fab_err(e));
+            }
+        }
+    }
+    // Several segments: the table, registered read-only; its key names the registration.
+    let mut table = None;
+    let (key, base) = if segs.len() == 1 {
+        (parts[0], segs[0].address)
+    } else {
+        let len = SEG_HDR + segs.len() * SEG_ENT;
+        let shm = match mem::alloc_shared(len) {
+            Ok(m) => m,
+            Err(_) => {
+                undo(&parts);
+                release_vmdh();
+                return Err(GNI_RC_ERROR_NOMEM);
+            }
+        };
+        let mut w: Vec<u64> = vec![SEG_MAGIC, segs.len() as u64, segs.iter().map(|s| s.length).sum(), 0];
+        let mut off = 0u64;
+        for (sg, k) in segs.iter().zip(&parts) {
+            w.extend_from_slice(&[off, sg.length, k.to_u64(), sg.address]);
+            off += sg.length;
+        }
+        // SAFETY: fresh shared memory of `len` = w.len() * 8 bytes, page aligned.
+        unsafe { std::ptr::copy_nonoverlapping(w.as_ptr() as *const u8, shm.as_ptr(), len) };
+        match mem::register(shm.as_ptr() as usize, len, Access::ReadOnly, nic.pd_key()) {
+            Ok(k) => {
+                let b = shm.as_ptr() as u64;
+                table = Some(shm);
+                (k, b)
+            }
+            Err(e) => {
+                let _ = mem::free_shared(shm);
+                undo(&parts);
+                release_vmdh();
+                return Err(fab_err(e));
+            }
+        }
+    };
+    if segs.len() == 1 {
+        parts.clear();
+    }
     if let Some(cq) = &cq {
         if mem::set_notify(key, Some(cq.loc)).is_err() {
             let _ = mem::deregister(key);
+            undo(&parts);
+            if let Some(t) = table {
+                let _ = mem::free_shared(t);
+            }
             release_vmdh();
             return Err(GNI_RC_ERROR_RESOURCE);
         }
@@ -202,16 +296,38 @@ fn register(nic: &Arc<Nic>, address: u64, length: u64, dst_cq: gni_cq_handle_t, 
     if vmdh.is_some() {
         lock(&VMDH_KEYS).get_or_insert_with(HashSet::new).insert(key.to_u64());
     }
-    lock(&nic.regs).insert(key.to_u64(), RegInfo { dst_cq: cq, vmdh, read_only });
+    let segmented = table.is_some();
+    lock(&nic.regs).insert(key.to_u64(), RegInfo { dst_cq: cq, vmdh, read_only, segs: parts, table });
     bump_ptag(nic.cdm.ptag, true);
-    let w = CrayHandle { base: address, key }.to_words();
-    softnic_fabric::sn_debug!("GNI_MemRegister", "{:#x}+{} flags {:#x} -> key {:?}", address, length, flags, key);
+    let mut w = CrayHandle { base, key }.to_words();
+    if segmented {
+        w[0] |= SEG_FLAG;
+    }
+    softnic_fabric::sn_debug!("GNI_MemRegister", "{} segment(s) at {:#x} flags {:#x} -> key {:?}", segs.len(), base, flags, key);
+    if let Some(i) = vmdh {
+        // Symmetric handle: the same value on every PE; peers find our entry in the board.
+        nic.dgram.set_vmdh(i as usize, Some(w));
+        lock(&VMDH_OWNERS).get_or_insert_with(HashMap::new).insert((nic.pd_key(), i as usize), Arc::downgrade(nic));
+        return Ok(gni_mem_handle_t { qword1: VMDH_FLAG | i as u64, qword2: nic.pd_key() });
+    }
     Ok(gni_mem_handle_t { qword1: w[0], qword2: w[1] })
 }
 
 /// Ends one registration of `nic` (the caller removed it from `nic.regs`).
 fn end(nic: &Nic, key: MemKey, info: RegInfo) {
     let _ = mem::deregister(key);
+    for k in &info.segs {
+        let _ = mem::deregister(*k);
+    }
+    if let Some(t) = info.table {
+        let _ = mem::free_shared(t);
+    }
+    if let Some(i) = info.vmdh {
+        nic.dgram.set_vmdh(i as usize, None);
+        if let Some(m) = lock(&VMDH_OWNERS).as_mut() {
+            m.remove(&(nic.pd_key(), i as usize));
+        }
+    }
     if let Some(cq) = info.dst_cq {
         cq.users.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
     }
@@ -229,6 +345,147 @@ pub fn deregister_all(nic: &Nic) {
     let all: Vec<(u64, RegInfo)> = lock(&nic.regs).drain().collect();
     for (k, info) in all {
         end(nic, MemKey::from_u64(k), info);
+    }
+}
+
+/// qword1 flag of a multi-segment handle: qword1 = SEG_FLAG | table address, qword2 = the
+/// table registration's key.  (qword1 of a plain handle is a user address, < 2^47.)
+pub const SEG_FLAG: u64 = 1 << 63;
+/// qword1 flag of a symmetric vMDH handle: qword1 = VMDH_FLAG | index, qword2 = the
+/// protection-domain key (ptag, cookie); the same value on every PE of the job.
+pub const VMDH_FLAG: u64 = 1 << 62;
+/// Most segments in one GNI_MemRegisterSegments call.
+pub const MAX_SEGS: usize = 1024;
+const SEG_MAGIC: u64 = u64::from_le_bytes(*b"snGNIseg");
+/// Segment table: header [magic, count, total length, 0], then per segment
+/// [offset, length, key, address] (u64 words).
+const SEG_HDR: usize = 32;
+const SEG_ENT: usize = 32;
+
+/// One segment of a multi-segment registration.
+#[derive(Clone, Copy, Debug)]
+pub struct SegEnt {
+    pub off: u64,
+    pub len: u64,
+    pub key: MemKey,
+    pub addr: u64,
+}
+
+/// NICs owning vMDH entries: (pd key, index) -> NIC (GNI_MemHndlQueryAttr has no NIC).
+static VMDH_OWNERS: Mutex<Option<HashMap<(u64, usize), std::sync::Weak<Nic>>>> = Mutex::new(None);
+
+/// The registration a handle of this NIC names (vMDH handles resolved in the NIC's own
+/// table, the SEG flag stripped); None for a vMDH index with no entry.
+pub(crate) fn local_handle(nic: &Nic, h: &gni_mem_handle_t) -> Option<CrayHandle> {
+    let w = if h.qword1 & VMDH_FLAG != 0 {
+        if h.qword2 != nic.pd_key() {
+            return None;
+        }
+        nic.dgram.vmdh((h.qword1 & !VMDH_FLAG) as usize)?
+    } else {
+        [h.qword1, h.qword2]
+    };
+    Some(CrayHandle::from_words([w[0] & !SEG_FLAG, w[1]]))
+}
+
+fn parse_table(w: &[u64]) -> Option<Vec<SegEnt>> {
+    if w.len() < 4 || w[0] != SEG_MAGIC {
+        return None;
+    }
+    let n = w[1] as usize;
+    if n == 0 || n > MAX_SEGS || w.len() < 4 + 4 * n {
+        return None;
+    }
+    Some((0..n).map(|i| {
+        let e = &w[4 + 4 * i..8 + 4 * i];
+        SegEnt { off: e[0], len: e[1], key: MemKey::from_u64(e[2]), addr: e[3] }
+    }).collect())
+}
+
+/// The segments of one of this process's segmented registrations (None: not one).
+fn seg_table_local(ch: CrayHandle) -> Option<Vec<SegEnt>> {
+    let r = mem::query(ch.key).ok()?;
+    if r.base != ch.base || (r.len as usize) < SEG_HDR {
+        return None;
+    }
+    // SAFETY: a live registration of ours of r.len bytes at ch.base (our shared memory).
+    let w = unsafe { std::slice::from_raw_parts(ch.base as *const u64, r.len as usize / 8) };
+    parse_table(w)
+}
+
+/// A remote memory handle resolved at the initiator: the real registration (vMDH entries
+/// looked up in the target's table) and, for multi-segment ones, the segment table.
+pub(crate) struct RemoteMem {
+    key: MemKey,
+    segs: Option<Vec<SegEnt>>,
+}
+
+impl RemoteMem {
+    /// Resolves `h` for target instance (`addr`, `id`) of `nic`'s domain, process `peer`.
+    /// Errors are fabric errors (reported as transaction errors): a vMDH index with no
+    /// entry at the target is `StaleHandle`, an unreadable segment table is whatever the
+    /// read of it gave.
+    pub(crate) fn open(nic: &Nic, peer: &Peer, addr: u32, id: u32, h: &gni_mem_handle_t, pd: u64) -> softnic_fabric::Result<RemoteMem> {
+        let w = if h.qword1 & VMDH_FLAG != 0 {
+            if h.qword2 != pd {
+                return Err(softnic_fabric::Error::ProtectionDomain);
+            }
+            nic.dgram.peer_vmdh(nic, addr, id, (h.qword1 & !VMDH_FLAG) as usize).ok_or(softnic_fabric::Error::StaleHandle)?
+        } else {
+            [h.qword1, h.qword2]
+        };
+        let ch = CrayHandle::from_words([w[0] & !SEG_FLAG, w[1]]);
+        if w[0] & SEG_FLAG == 0 {
+            return Ok(RemoteMem { key: ch.key, segs: None });
+        }
+        let mut hdr = [0u8; SEG_HDR];
+        softnic_fabric::rma::get(peer, ch.key, ch.base, &mut hdr, pd)?;
+        let n = u64::from_ne_bytes(hdr[8..16].try_into().unwrap()) as usize;
+        if n == 0 || n > MAX_SEGS {
+            return Err(softnic_fabric::Error::InvalidHandle);
+        }
+        let mut buf = vec![0u8; SEG_HDR + n * SEG_ENT];
+        softnic_fabric::rma::get(peer, ch.key, ch.base, &mut buf, pd)?;
+        let words: Vec<u64> = buf.chunks_exact(8).map(|c| u64::from_ne_bytes(c.try_into().unwrap())).collect();
+        let segs = parse_table(&words).ok_or(softnic_fabric::Error::InvalidHandle)?;
+        Ok(RemoteMem { key: ch.key, segs: Some(segs) })
+    }
+
+    /// The registration whose notify ring gets REMOTE events and CQ writes.
+    pub(crate) fn notify_key(&self) -> MemKey {
+        self.key
+    }
+
+    /// `(key, target address, length)` pieces of the access `[addr, addr+len)`: virtual
+    /// addresses for plain registrations (the fabric checks the bounds), offsets split at
+    /// segment boundaries for segmented ones (`OutOfBounds` past the total length).
+    pub(crate) fn pieces(&self, addr: u64, len: u64) -> softnic_fabric::Result<Vec<(MemKey, u64, u64)>> {
+        let Some(segs) = &self.segs else { return Ok(vec![(self.key, addr, len)]) };
+        let total: u64 = segs.iter().map(|s| s.len).sum();
+        let end = addr.checked_add(len).ok_or(softnic_fabric::Error::OutOfBounds)?;
+        if end > total || (len == 0 && addr >= total) {
+            return Err(softnic_fabric::Error::OutOfBounds);
+        }
+        let mut out = Vec::new();
+        for s in segs {
+            let (a, b) = (addr.max(s.off), end.min(s.off + s.len));
+            if a < b {
+                out.push((s.key, s.addr + (a - s.off), b - a));
+            }
+        }
+        if len == 0 {
+            let s = segs.iter().find(|s| addr >= s.off && addr < s.off + s.len).expect("addr < total");
+            out.push((s.key, s.addr + (addr - s.off), 0));
+        }
+        Ok(out)
+    }
+
+    /// The one piece of a small access that must not span segments (AMOs, flags).
+    pub(crate) fn word(&self, addr: u64, len: u64) -> softnic_fabric::Result<(MemKey, u64)> {
+        match self.pieces(addr, len)?.as_slice() {
+            [(k, a, _)] => Ok((*k, *a)),
+            _ => Err(softnic_fabric::Error::OutOfBounds),
+        }
     }
 }
 
@@ -272,14 +529,7 @@ pub unsafe extern "C" fn GNI_MemRegisterSegments(
     }
     // SAFETY: the caller's array of segments_cnt entries.
     let segs = unsafe { std::slice::from_raw_parts(mem_segments, segments_cnt as usize) };
-    if segs.iter().any(|s| s.length == 0 || s.address == 0) {
-        return GNI_RC_INVALID_PARAM;
-    }
-    if segs.len() > 1 {
-        softnic_fabric::sn_warn!("GNI_MemRegisterSegments", "registering {} discontiguous segments as one region (offset addressing) is not supported", segs.len());
-        return GNI_RC_ILLEGAL_OP;
-    }
-    match register(&nic, segs[0].address, segs[0].length, dst_cq_hndl, flags, vmdh_index) {
+    match register_segs(&nic, segs, dst_cq_hndl, flags, vmdh_index) {
         Ok(h) => {
             // SAFETY: checked non-NULL.
             unsafe { mem_hndl.write(h) };
@@ -294,7 +544,7 @@ pub unsafe extern "C" fn GNI_MemDeregister(nic_hndl: gni_nic_handle_t, mem_hndl:
     let Ok(nic) = nic_of(nic_hndl) else { return GNI_RC_INVALID_PARAM };
     // SAFETY: NULL or the caller's handle.
     let Some(h) = (unsafe { mem_hndl.as_ref() }) else { return GNI_RC_INVALID_PARAM };
-    let ch = CrayHandle::from_words([h.qword1, h.qword2]);
+    let Some(ch) = local_handle(&nic, h) else { return GNI_RC_INVALID_PARAM };
     let info = {
         let mut regs = lock(&nic.regs);
         match mem::query(ch.key) {
@@ -333,13 +583,28 @@ pub unsafe extern "C" fn GNI_MemHndlQueryAttr(mem_hndl: *mut gni_mem_handle_t, a
     if yesno.is_null() {
         return GNI_RC_INVALID_PARAM;
     }
-    let ch = CrayHandle::from_words([h.qword1, h.qword2]);
+    let ch = if h.qword1 & VMDH_FLAG != 0 {
+        // A vMDH handle: resolve it in the vMDH table of a NIC of this process.
+        let idx = (h.qword1 & !VMDH_FLAG) as usize;
+        let found = lock(&VMDH_OWNERS).as_ref().and_then(|m| m.get(&(h.qword2, idx)).cloned()).and_then(|w| w.upgrade());
+        match found.and_then(|nic| local_handle(&nic, h)) {
+            Some(c) => c,
+            None => return GNI_RC_INVALID_PARAM,
+        }
+    } else {
+        CrayHandle::from_words([h.qword1 & !SEG_FLAG, h.qword2])
+    };
     let Ok(r) = mem::query(ch.key) else { return GNI_RC_INVALID_PARAM };
     if r.base != ch.base {
         return GNI_RC_INVALID_PARAM;
     }
+    // A segmented registration's table is always read-only; its first segment tells.
+    let read_only = match seg_table_local(ch) {
+        Some(t) => mem::query(t[0].key).map_or(true, |r| r.access == Access::ReadOnly),
+        None => r.access == Access::ReadOnly,
+    };
     let v = match attr {
-        GNI_MEMHNDL_ATTR_READONLY => r.access == Access::ReadOnly,
+        GNI_MEMHNDL_ATTR_READONLY => read_only,
         GNI_MEMHNDL_ATTR_VMDH => lock(&VMDH_KEYS).as_ref().map_or(false, |s| s.contains(&ch.key.to_u64())),
         GNI_MEMHNDL_ATTR_MRT | GNI_MEMHNDL_ATTR_GART | GNI_MEMHNDL_ATTR_IOMMU | GNI_MEMHNDL_ATTR_PCI_IOMMU | GNI_MEMHNDL_ATTR_CLONE => false,
         _ => return GNI_RC_INVALID_PARAM,
@@ -349,13 +614,19 @@ pub unsafe extern "C" fn GNI_MemHndlQueryAttr(mem_hndl: *mut gni_mem_handle_t, a
     GNI_RC_SUCCESS
 }
 
+/// Rebuilds a symmetric vMDH handle for another vMDH index: `src` must be a vMDH handle
+/// (else INVALID_PARAM); `dst` = the handle naming entry `vmdh_index` of the same domain,
+/// on whichever PE it is used against.
 #[no_mangle]
-pub unsafe extern "C" fn GNI_RebuildMemHndl(src_mem_hndl: *mut gni_mem_handle_t, _vmdh_index: u32, dst_mem_hndl: *mut gni_mem_handle_t) -> gni_return_t {
-    if src_mem_hndl.is_null() || dst_mem_hndl.is_null() {
+pub unsafe extern "C" fn GNI_RebuildMemHndl(src_mem_hndl: *mut gni_mem_handle_t, vmdh_index: u32, dst_mem_hndl: *mut gni_mem_handle_t) -> gni_return_t {
+    // SAFETY: NULL or the caller's handle.
+    let Some(src) = (unsafe { src_mem_hndl.as_ref() }) else { return GNI_RC_INVALID_PARAM };
+    if dst_mem_hndl.is_null() || src.qword1 & VMDH_FLAG == 0 || vmdh_index as usize >= crate::datagram::NVMDH {
         return GNI_RC_INVALID_PARAM;
     }
-    softnic_fabric::sn_warn!("GNI_RebuildMemHndl", "symmetric vMDH handles are not emulated; exchange handles instead");
-    GNI_RC_ILLEGAL_OP
+    // SAFETY: checked non-NULL.
+    unsafe { dst_mem_hndl.write(gni_mem_handle_t { qword1: VMDH_FLAG | vmdh_index as u64, qword2: src.qword2 }) };
+    GNI_RC_SUCCESS
 }
 
 #[no_mangle]

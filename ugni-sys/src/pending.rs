@@ -13,7 +13,6 @@
 //! because programs call them in polling loops.
 
 use crate::types::*;
-use libc::c_void;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 /// Shared body of the placeholders: warn once per function, then refuse.
@@ -58,43 +57,6 @@ pending_accessor! {
 }
 
 pending! {
-    // Communication domains, NIC attach.
-
-    // Job control and NTT (privileged on a Cray).
-
-    // Endpoints.
-
-    // Datagrams.
-
-    // Memory registration.
-
-    // Completion queues.
-
-    // Message queues (MSGQ): still GNI_RC_ILLEGAL_OP.  MSGQ is the Aries shared-queue
-    // variant of SMSG (one receive queue per node shared by all local instances, a
-    // progress engine calling rcv_cb, GNI_MsgqGetConnAttrs/Connect exchanging per-node
-    // attributes); it was left out of the data-movement work for time, not for a
-    // technical reason: it can be built on the SMSG mailboxes of crate::smsg (one mailbox
-    // per connected node, GNI_MsgqProgress draining them into rcv_cb).  Programs that use
-    // MSGQ (rare; SMSG is the common path) get ILLEGAL_OP from GNI_MsgqInit.
-    GNI_MsgqInit(nic_hndl: gni_nic_handle_t, rcv_cb: Option<gni_msgq_rcv_cb_func>,
-                 cb_data: *mut c_void, snd_cq: gni_cq_handle_t, attrs: *mut gni_msgq_attr_t,
-                 msgq_hndl: *mut gni_msgq_handle_t);
-    GNI_MsgqRelease(msgq_hndl: gni_msgq_handle_t);
-    GNI_MsgqIdle(msgq_hndl: gni_msgq_handle_t);
-    GNI_MsgqGetConnAttrs(msgq_hndl: gni_msgq_handle_t, pe_addr: u32,
-                         attrs: *mut gni_msgq_ep_attr_t, attrs_size: *mut u32);
-    GNI_MsgqConnect(msgq_hndl: gni_msgq_handle_t, pe_addr: u32, attrs: *mut gni_msgq_ep_attr_t);
-    GNI_MsgqConnRelease(msgq_hndl: gni_msgq_handle_t, pe_addr: u32);
-    GNI_MsgqSend(msgq_hndl: gni_msgq_handle_t, ep_hndl: gni_ep_handle_t, hdr: *mut c_void,
-                 hdr_len: u32, msg: *mut c_void, msg_len: u32, msg_id: u32, msg_tag: u8);
-    GNI_MsgqProgress(msgq_hndl: gni_msgq_handle_t, timeout: u32);
-    GNI_MsgqSize(attrs: *mut gni_msgq_attr_t, size: *mut u32);
-
-    // Error events.
-
-    // Devices, version, resources.
-
     // Collective engine (CE, Aries hardware reductions): deliberately GNI_RC_ILLEGAL_OP
     // (issue 3 allows it).  The CE is an in-network reduction tree configured by
     // privileged resource limits (GNI_JOB_RES_CE); no public program we target depends
@@ -108,11 +70,4 @@ pending! {
                     modes: u32);
     GNI_CeCheckResult(result: *mut gni_ce_result_t, length: u32);
     GNI_CeDestroy(ce_hndl: gni_ce_handle_t);
-
-    // Bandwidth throttling and NIC statistics.
-    GNI_SetBIConfig(device_id: u32, bw: u16, aot_bw: u16, modes: u16);
-    GNI_GetBIConfig(device_id: u32, desc: *mut gni_bi_desc_t);
-    GNI_BISyncWait(device_id: u32, timeout: u32);
-    GNI_GetNicStat(nic_hndl: gni_nic_handle_t, stat: gni_statistic_t, value: *mut u32);
-    GNI_ResetNicStat(nic_hndl: gni_nic_handle_t, stat: gni_statistic_t);
 }

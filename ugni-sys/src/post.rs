@@ -28,6 +28,11 @@
 //! covers the local range -> INVALID_PARAM, and a READ_ONLY one as the destination of a
 //! GET/fetch -> PERMISSION_ERROR; too many outstanding descriptors -> ERROR_RESOURCE.
 //!
+//! **Remote handles** are resolved by `crate::memreg::RemoteMem`: plain handles name a
+//! registration and a virtual address; symmetric vMDH handles are looked up in the
+//! target's vMDH table; multi-segment handles take offsets, split at segment boundaries
+//! (see crate::memreg).  Local handles may be plain or vMDH, not multi-segment.
+//!
 //! **Transaction errors** (the remote side refuses: out of bounds, read-only, stale or
 //! forged handle, other protection domain, dead or unknown peer) touch nothing at the
 //! target and are reported as a local POST event whose status field holds the
@@ -62,10 +67,11 @@
 //! The `_S` commands work on 32-bit words (low 32 bits of the operands).
 
 use crate::cqe::{self, Status};
-use crate::objects::{Cq, Ep, CQS, EPS};
+use crate::memreg::RemoteMem;
+use crate::objects::{Cq, Ep, Nic, CQS, EPS};
 use crate::types::*;
 use softnic_fabric::atomic::{AmoOp, AmoWidth};
-use softnic_fabric::mem::{self, Access, CrayHandle, MemKey};
+use softnic_fabric::mem::{self, Access, MemKey};
 use softnic_fabric::rma::{self, Peer};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -161,14 +167,18 @@ pub fn decode_amo(cmd: u32, first: u64, second: u64) -> Option<Amo> {
     Some(Amo { width, op, fetch: cmd & 0x100 == 0 })
 }
 
-fn handle_of(h: &gni_mem_handle_t) -> CrayHandle {
-    CrayHandle::from_words([h.qword1, h.qword2])
-}
-
 /// Checks that `[addr, addr+len)` lies in a live registration of this process named by
 /// `h` (INVALID_PARAM otherwise), writable if `write` (else PERMISSION_ERROR).
-pub(crate) fn check_local(h: &gni_mem_handle_t, addr: u64, len: u64, write: bool, pd: u64) -> Result<(), gni_return_t> {
-    let r = mem::query(handle_of(h).key).map_err(|_| GNI_RC_INVALID_PARAM)?;
+pub(crate) fn check_local(nic: &Nic, h: &gni_mem_handle_t, addr: u64, len: u64, write: bool) -> Result<(), gni_return_t> {
+    let pd = nic.pd_key();
+    // vMDH handles name an entry of our own table; multi-segment handles are not local
+    // handles (their accesses use offsets): INVALID_PARAM.
+    let ch = crate::memreg::local_handle(nic, h).ok_or(GNI_RC_INVALID_PARAM)?;
+    let raw = if h.qword1 & crate::memreg::VMDH_FLAG != 0 { nic.dgram.vmdh((h.qword1 & !crate::memreg::VMDH_FLAG) as usize).map_or(0, |w| w[0]) } else { h.qword1 };
+    if raw & crate::memreg::SEG_FLAG != 0 {
+        return Err(GNI_RC_INVALID_PARAM);
+    }
+    let r = mem::query(ch.key).map_err(|_| GNI_RC_INVALID_PARAM)?;
     let end = addr.checked_add(len).ok_or(GNI_RC_INVALID_PARAM)?;
     if addr < r.base || end > r.base.saturating_add(r.len) || r.pd_key != pd {
         return Err(GNI_RC_INVALID_PARAM);
@@ -188,7 +198,7 @@ fn flag_value(d: &gni_post_descriptor_t) -> u32 {
 }
 
 /// Validates the descriptor's type, lengths, alignment and local handle.
-fn decode(engine: Engine, d: &gni_post_descriptor_t, pd: u64) -> Result<Op, gni_return_t> {
+fn decode(engine: Engine, d: &gni_post_descriptor_t, nic: &Nic) -> Result<Op, gni_return_t> {
     let len = d.length;
     let max = if engine == Engine::Rdma { RDMA_MAX_LENGTH } else { FMA_MAX_LENGTH };
     let get_checks = |extra: u64| -> Result<(), gni_return_t> {
@@ -198,7 +208,7 @@ fn decode(engine: Engine, d: &gni_post_descriptor_t, pd: u64) -> Result<Op, gni_
         if d.local_addr % 4 != 0 || d.remote_addr % 4 != 0 || len % 4 != 0 {
             return Err(GNI_RC_ALIGNMENT_ERROR);
         }
-        check_local(&d.local_mem_hndl, d.local_addr, len + extra, true, pd)
+        check_local(nic, &d.local_mem_hndl, d.local_addr, len + extra, true)
     };
     let amo_checks = |flagged: bool| -> Result<Amo, gni_return_t> {
         let amo = decode_amo(d.amo_cmd, d.first_operand, d.second_operand).ok_or(GNI_RC_INVALID_PARAM)?;
@@ -214,7 +224,7 @@ fn decode(engine: Engine, d: &gni_post_descriptor_t, pd: u64) -> Result<Op, gni_
         }
         if amo.fetch || flagged {
             let extra = if flagged { GNI_FMA_FLAGGED_RESPONSE_SIZE } else { 0 };
-            check_local(&d.local_mem_hndl, d.local_addr, n + extra, true, pd)?;
+            check_local(nic, &d.local_mem_hndl, d.local_addr, n + extra, true)?;
         }
         Ok(amo)
     };
@@ -224,7 +234,7 @@ fn decode(engine: Engine, d: &gni_post_descriptor_t, pd: u64) -> Result<Op, gni_
                 return Err(GNI_RC_INVALID_PARAM);
             }
             if engine == Engine::Rdma {
-                check_local(&d.local_mem_hndl, d.local_addr, len, false, pd)?;
+                check_local(nic, &d.local_mem_hndl, d.local_addr, len, false)?;
             }
             if len > 0 && d.local_addr == 0 {
                 return Err(GNI_RC_INVALID_PARAM);
@@ -255,15 +265,19 @@ fn store_flag(addr: u64, v: u32) {
 }
 
 /// Runs a validated operation against the target.
-fn execute(peer: &Peer, d: &gni_post_descriptor_t, op: &Op, pd: u64) -> softnic_fabric::Result<()> {
-    let key = handle_of(&d.remote_mem_hndl).key;
+fn execute(rm: &RemoteMem, peer: &Peer, d: &gni_post_descriptor_t, op: &Op, pd: u64) -> softnic_fabric::Result<()> {
     match *op {
         Op::Put { len, sync } => {
-            if let Some((faddr, _)) = sync {
-                // Validate the flag's place before moving anything.
-                let mut probe = [0u8; 8];
-                rma::get(peer, key, faddr, &mut probe, pd)?;
-            }
+            let flag = match sync {
+                Some((faddr, fval)) => {
+                    // Validate the flag's place before moving anything.
+                    let (fkey, faddr) = rm.word(faddr, 8)?;
+                    let mut probe = [0u8; 8];
+                    rma::get(peer, fkey, faddr, &mut probe, pd)?;
+                    Some((fkey, faddr, fval))
+                }
+                None => None,
+            };
             let src: &[u8] = if len == 0 {
                 &[]
             } else {
@@ -271,8 +285,12 @@ fn execute(peer: &Peer, d: &gni_post_descriptor_t, op: &Op, pd: u64) -> softnic_
                 // need no registration, as on the hardware: the CPU reads them).
                 unsafe { std::slice::from_raw_parts(d.local_addr as *const u8, len as usize) }
             };
-            rma::put(peer, key, d.remote_addr, src, pd)?;
-            if let Some((faddr, fval)) = sync {
+            let mut done = 0usize;
+            for (key, addr, n) in rm.pieces(d.remote_addr, len)? {
+                rma::put(peer, key, addr, &src[done..done + n as usize], pd)?;
+                done += n as usize;
+            }
+            if let Some((key, faddr, fval)) = flag {
                 if faddr % 8 == 0 {
                     match rma::atomic(peer, key, faddr, AmoWidth::I64, AmoOp::Swap(fval), pd) {
                         Ok(_) => {}
@@ -288,14 +306,19 @@ fn execute(peer: &Peer, d: &gni_post_descriptor_t, op: &Op, pd: u64) -> softnic_
         Op::Get { len, flag } => {
             // SAFETY: checked by `check_local`: inside a writable registration of ours.
             let dst = unsafe { std::slice::from_raw_parts_mut(d.local_addr as *mut u8, len as usize) };
-            rma::get(peer, key, d.remote_addr, dst, pd)?;
+            let mut done = 0usize;
+            for (key, addr, n) in rm.pieces(d.remote_addr, len)? {
+                rma::get(peer, key, addr, &mut dst[done..done + n as usize], pd)?;
+                done += n as usize;
+            }
             if let Some(v) = flag {
                 store_flag(d.local_addr + len, v);
             }
             Ok(())
         }
         Op::Amo { amo, flag } => {
-            let old = rma::atomic(peer, key, d.remote_addr, amo.width, amo.op, pd)?;
+            let (key, addr) = rm.word(d.remote_addr, amo.width.bytes() as u64)?;
+            let old = rma::atomic(peer, key, addr, amo.width, amo.op, pd)?;
             if amo.fetch {
                 // SAFETY: checked by `check_local`; aligned to the operand size.
                 unsafe {
@@ -310,7 +333,7 @@ fn execute(peer: &Peer, d: &gni_post_descriptor_t, op: &Op, pd: u64) -> softnic_
             }
             Ok(())
         }
-        Op::CqWrite(v) => match rma::notify_ring(peer, key, pd)? {
+        Op::CqWrite(v) => match rma::notify_ring(peer, rm.notify_key(), pd)? {
             Some(loc) => rma::post_event(peer, &loc, &cqe::make_cqwrite(v), true).map(|_| ()),
             None => Err(softnic_fabric::Error::Unsupported),
         },
@@ -372,7 +395,7 @@ fn post(engine: Engine, ep_h: gni_ep_handle_t, desc: *mut gni_post_descriptor_t)
     if ep.state().binding.is_none() {
         return GNI_RC_INVALID_PARAM;
     }
-    let op = match decode(engine, &d, pd) {
+    let op = match decode(engine, &d, &ep.nic) {
         Ok(op) => op,
         Err(rc) => return rc,
     };
@@ -418,15 +441,21 @@ fn post(engine: Engine, ep_h: gni_ep_handle_t, desc: *mut gni_post_descriptor_t)
             Err(Some(status)) => (Err(status), local_data, remote_data),
             Ok((peer, _)) => {
                 st.in_flight += 1;
-                (Ok(peer), local_data, remote_data)
+                let b = st.binding.as_ref().expect("target() succeeded");
+                (Ok((peer, b.remote_addr, b.remote_id)), local_data, remote_data)
             }
         }
     };
 
+    let mut notify_key = None;
     let result: Result<(), Status> = match &target {
         Err(s) => Err(*s),
-        Ok(peer) => {
-            let r = execute(peer, &d, &op, pd).map_err(Status::from_fabric);
+        Ok((peer, raddr, rid)) => {
+            let r = RemoteMem::open(&ep.nic, peer, *raddr, *rid, &d.remote_mem_hndl, pd).and_then(|rm| {
+                notify_key = Some(rm.notify_key());
+                execute(&rm, peer, &d, &op, pd)
+            });
+            let r = r.map_err(Status::from_fabric);
             let mut st = ep.state();
             st.in_flight = st.in_flight.saturating_sub(1);
             r
@@ -436,9 +465,9 @@ fn post(engine: Engine, ep_h: gni_ep_handle_t, desc: *mut gni_post_descriptor_t)
     match result {
         Ok(()) => {
             if want_remote {
-                if let Ok(peer) = &target {
+                if let (Ok((peer, _, _)), Some(key)) = (&target, notify_key) {
                     let e = cqe::make(cqe::SRC_REMOTE, cqe::TYPE_POST, Status::Ok, 0, remote_data as u64);
-                    remote_event(peer, handle_of(&d.remote_mem_hndl).key, pd, e, api);
+                    remote_event(peer, key, pd, e, api);
                 }
             }
             if let Some(cq) = &cq {

@@ -47,16 +47,21 @@
 //! deregistered its mailbox) -> the local SMSG event carries the transaction-error
 //! status (TRANSACTION_ERROR when the EP has no CQ).
 //!
+//! A send refused for lack of credit counts `GNI_STAT_SMSG_MBOX_CREDITS_STALL` (crate::stats).
+//! The remote mailbox handle may be plain, symmetric vMDH or multi-segment (then the
+//! mailbox address is an offset); it is resolved at each send/release (crate::memreg).
+//!
 //! `GNI_SmsgSetDeliveryMode` and `GNI_SmsgSetMaxRetrans` validate the NIC and succeed:
 //! delivery is always in order and never needs retransmission.
 
 use crate::cqe::{self, Status};
 use crate::objects::{Ep, EPS, NICS};
+use crate::memreg::RemoteMem;
 use crate::post::{check_local, remote_event};
 use crate::types::*;
 use libc::{c_uint, c_void};
 use softnic_fabric::atomic::{AmoOp, AmoWidth};
-use softnic_fabric::mem::{CrayHandle, MemKey};
+use softnic_fabric::mem::MemKey;
 use softnic_fabric::rma::{self, Peer};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -88,7 +93,8 @@ pub struct SmsgState {
     local_slot: u64,
     /// The peer's mailbox: address in the peer, its registration, geometry.
     remote: u64,
-    remote_key: MemKey,
+    /// The peer's mailbox handle (plain, multi-segment or vMDH; resolved per use).
+    remote_h: gni_mem_handle_t,
     remote_credits: u32,
     remote_slot: u64,
     remote_maxsize: u32,
@@ -162,7 +168,8 @@ pub unsafe extern "C" fn GNI_SmsgInit(ep_hndl: gni_ep_handle_t, local_smsg_attr:
         return GNI_RC_INVALID_PARAM;
     }
     let pd = ep.nic.pd_key();
-    match check_local(&l.mem_hndl, local, lsize, true, pd) {
+    let _ = pd;
+    match check_local(&ep.nic, &l.mem_hndl, local, lsize, true) {
         Ok(()) => {}
         Err(_) => return GNI_RC_INVALID_PARAM,
     }
@@ -176,7 +183,7 @@ pub unsafe extern "C" fn GNI_SmsgInit(ep_hndl: gni_ep_handle_t, local_smsg_attr:
         local_credits: l.mbox_maxcredit as u32,
         local_slot: slot_size(l.msg_maxsize),
         remote,
-        remote_key: CrayHandle::from_words([r.mem_hndl.qword1, r.mem_hndl.qword2]).key,
+        remote_h: r.mem_hndl,
         remote_credits: r.mbox_maxcredit as u32,
         remote_slot,
         remote_maxsize: r.msg_maxsize,
@@ -210,6 +217,8 @@ fn send(ep_hndl: gni_ep_handle_t, header: *const c_void, hlen: u32, data: *const
         return GNI_RC_ERROR_RESOURCE;
     }
     if sm.sent - sm.credits_returned().min(sm.sent) >= sm.remote_credits as u64 {
+        drop(st);
+        crate::stats::bump(&ep.nic, GNI_STAT_SMSG_MBOX_CREDITS_STALL);
         return GNI_RC_NOT_DONE;
     }
     let local_data = Ep::local_event(&st);
@@ -221,8 +230,11 @@ fn send(ep_hndl: gni_ep_handle_t, header: *const c_void, hlen: u32, data: *const
         Err(Some(s)) => Err(s),
     };
     st.in_flight += 1;
+    let (raddr, rid) = st.binding.as_ref().map_or((0, 0), |b| (b.remote_addr, b.remote_id));
+    let nic = ep.nic.clone();
     let sm = st.smsg.as_mut().expect("checked above");
     let result: Result<(std::sync::Arc<Peer>, MemKey), Status> = peer.and_then(|peer| {
+        let rm = RemoteMem::open(&nic, &peer, raddr, rid, &sm.remote_h, pd).map_err(Status::from_fabric)?;
         let idx = sm.sent % sm.remote_credits as u64;
         let slot = sm.remote + MBOX_HDR + idx * sm.remote_slot;
         let buf = &mut sm.buf;
@@ -241,10 +253,15 @@ fn send(ep_hndl: gni_ep_handle_t, header: *const c_void, hlen: u32, data: *const
                 buf.extend_from_slice(std::slice::from_raw_parts(data as *const u8, dlen as usize));
             }
         }
-        rma::put(&peer, sm.remote_key, slot + 8, buf, pd).map_err(Status::from_fabric)?;
-        store_word(&peer, sm.remote_key, slot, sm.sent + 1, pd).map_err(Status::from_fabric)?;
+        let mut done = 0usize;
+        for (key, addr, n) in rm.pieces(slot + 8, buf.len() as u64).map_err(Status::from_fabric)? {
+            rma::put(&peer, key, addr, &buf[done..done + n as usize], pd).map_err(Status::from_fabric)?;
+            done += n as usize;
+        }
+        let (key, addr) = rm.word(slot, 8).map_err(Status::from_fabric)?;
+        store_word(&peer, key, addr, sm.sent + 1, pd).map_err(Status::from_fabric)?;
         sm.sent += 1;
-        Ok((peer, sm.remote_key))
+        Ok((peer, rm.notify_key()))
     });
     st.in_flight -= 1;
     drop(st);
@@ -329,10 +346,12 @@ pub unsafe extern "C" fn GNI_SmsgRelease(ep_hndl: gni_ep_handle_t) -> gni_return
         return GNI_RC_NOT_DONE;
     }
     sm.released += 1;
-    let (addr, key, count) = (sm.remote, sm.remote_key, sm.released);
+    let (addr, rh, count) = (sm.remote, sm.remote_h, sm.released);
     match ep.target(&mut st) {
         Ok((peer, _)) => {
-            if let Err(e) = store_word(&peer, key, addr, count, pd) {
+            let (raddr, rid) = st.binding.as_ref().map_or((0, 0), |b| (b.remote_addr, b.remote_id));
+            let r = RemoteMem::open(&ep.nic, &peer, raddr, rid, &rh, pd).and_then(|rm| rm.word(addr, 8)).and_then(|(key, a)| store_word(&peer, key, a, count, pd));
+            if let Err(e) = r {
                 softnic_fabric::sn_debug!(API, "credit not returned: {}", e);
             }
         }
