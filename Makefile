@@ -116,8 +116,13 @@ install: stage
 	    sed -e 's|@PREFIX@|$(PREFIX)|g' $$pc > $(PREFIX)/lib/pkgconfig/$$(basename $${pc%.in}); done
 	install -m 0755 $(BUILD)/bin/snrun $(PREFIX)/bin/snrun
 
+# Benchmarks (bench/README.md): peers installed when missing (bench/deps.sh), programs
+# built into build/bench, then bench/run.py writes bench/results/latest.{json,md,png}.
+# BENCH_ARGS passes runner options, e.g. BENCH_ARGS="--only ugni --reps 3".
 bench: stage
-	@echo "benchmarks: see issue 5 (bench/ not built yet)"
+	@PY=$$(SUDO="$(SUDO)" bench/deps.sh) && \
+	$(MAKE) --no-print-directory -C bench BUILD=$(BUILD) CC="$(CC)" && \
+	$$PY bench/run.py --build $(BUILD) $(BENCH_ARGS)
 
 clean:
 	$(CARGO) clean

@@ -1,0 +1,165 @@
+/* Shared helpers of the softnic benchmark programs (the bench/ C files).
+ *
+ * Every program measures between exactly two processes, rank 0 ("origin") and
+ * rank 1 ("target"), and rank 0 prints one line per measurement:
+ *
+ *     RESULT <library> <benchmark> <size-bytes> <metric> <value>
+ *
+ * metric is half_rtt_us (ping-pong: round trip / 2), us (time per blocking
+ * operation), GBps (1e9 bytes/s) or Mmsgps (1e6 messages/s).  Each value is
+ * the median of BENCH_REPS (default 5) timed repetitions, after one untimed
+ * warm-up pass of iters/10 (at least 10) iterations per size.  A benchmark that
+ * cannot run prints "SKIP <library> <benchmark> <reason>" and the program
+ * exits 77.  The runner (bench/run.py) collects these lines.
+ *
+ * Iteration counts depend only on the size (both ranks compute the same
+ * numbers, no agreement needed); BENCH_SCALE (default 1.0) multiplies them. */
+#ifndef SOFTNIC_BENCH_H
+#define SOFTNIC_BENCH_H
+#define _GNU_SOURCE
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BENCH_SKIP_EXIT 77
+#define BENCH_MAX_REPS 32
+
+static inline double bench_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static inline int bench_reps(void)
+{
+    const char *v = getenv("BENCH_REPS");
+    int r = v ? atoi(v) : 5;
+    return r < 1 ? 1 : r > BENCH_MAX_REPS ? BENCH_MAX_REPS : r;
+}
+
+static inline double bench_scale(void)
+{
+    const char *v = getenv("BENCH_SCALE");
+    double s = v ? atof(v) : 1.0;
+    return s > 0 ? s : 1.0;
+}
+
+static inline long bench_clamp(double x, long lo, long hi)
+{
+    long v = (long)(x * bench_scale());
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* Ping-pong / blocking-latency iterations for a message of `size` bytes. */
+static inline long bench_lat_iters(size_t size)
+{
+    return bench_clamp(4e6 / ((double)size + 200.0), 200, 10000);
+}
+
+/* Window (outstanding operations) of the bandwidth tests: 64, fewer for huge
+ * messages so that one window stays near 256 MiB. */
+static inline long bench_bw_window(size_t size)
+{
+    long w = (long)((256u << 20) / size);
+    return w > 64 ? 64 : w < 2 ? 2 : w;
+}
+
+/* Windows per repetition: about 256 MiB moved per repetition. */
+static inline long bench_bw_windows(size_t size)
+{
+    double bytes = (double)bench_bw_window(size) * (double)size;
+    return bench_clamp((256.0 * 1048576.0) / bytes, 1, 100000);
+}
+
+/* Message-rate windows (of 64 messages) per repetition. */
+static inline long bench_rate_windows(void)
+{
+    return bench_clamp(3000, 50, 1000000);
+}
+
+static int bench_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static inline double bench_median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(double), bench_cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static inline void bench_result(const char *lib, const char *bench, size_t size, const char *metric, double value)
+{
+    printf("RESULT %s %s %zu %s %.6g\n", lib, bench, size, metric, value);
+    fflush(stdout);
+}
+
+static inline void bench_skip_line(const char *lib, const char *bench, const char *reason)
+{
+    printf("SKIP %s %s %s\n", lib, bench, reason);
+    fflush(stdout);
+}
+
+/* Pins the calling process to one core (what `taskset -c cpu` does); the
+ * fork-based programs use it, the launched ones run under bench/pin.sh. */
+static inline void bench_pin(int cpu)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(n > 0 ? cpu % (int)n : 0, &set);
+    sched_setaffinity(0, sizeof(set), &set);
+}
+
+/* Size lists. */
+static const size_t bench_lat_sizes[] = { 8, 32, 128, 512, 2048, 8192, 32768, 65536 };
+static const size_t bench_bw_sizes[] = { 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864 };
+static const size_t bench_smsg_sizes[] = { 8, 16, 32, 64, 128, 256, 512, 1024 };
+#define BENCH_NELEM(a) (sizeof(a) / sizeof((a)[0]))
+#define BENCH_MAX_BW (64u << 20)
+#define BENCH_MAX_LAT (64u << 10)
+
+/* Sizes can be narrowed with BENCH_SIZES=8,4096 (a comma list); only listed sizes run. */
+static inline int bench_size_selected(size_t size)
+{
+    const char *v = getenv("BENCH_SIZES");
+    if (!v || !*v) return 1;
+    while (*v) {
+        char *end;
+        unsigned long long s = strtoull(v, &end, 10);
+        if (end == v) return 1;
+        if ((size_t)s == size) return 1;
+        v = *end ? end + 1 : end;
+    }
+    return 0;
+}
+
+#define BENCH_SPIN() __builtin_ia32_pause()
+
+/* Called from spin loops: every 2^20 spins, exits when the launcher is gone (the
+ * process was re-parented), so a job whose peer or launcher died does not spin
+ * forever on a flag nobody will write. */
+static pid_t bench_parent;
+/* Records the parent; the programs call it first thing (after fork, in the child). */
+static inline void bench_init_parent(void) { bench_parent = getppid(); }
+static inline void bench_spin_check(unsigned long *spins)
+{
+    if (!bench_parent) bench_init_parent();
+    if ((++*spins & 0xfffff) == 0 && getppid() != bench_parent) {
+        fprintf(stderr, "bench: launcher or peer gone; exiting\n");
+        _exit(3);
+    }
+    BENCH_SPIN();
+}
+
+static inline long bench_warm(long iters)
+{
+    return iters / 10 < 10 ? 10 : iters / 10;
+}
+#endif

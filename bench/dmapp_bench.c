@@ -1,0 +1,140 @@
+/* softnic DMAPP benchmarks: `XT_SYMMETRIC_HEAP_SIZE=160M snrun -n 2 bench/pin.sh dmapp_bench <benchmark>`.
+ *
+ *   put_lat     blocking dmapp_put (data visible at the target on return), 8 B - 64 KiB
+ *   get_lat     blocking dmapp_get, 8 B - 64 KiB
+ *   put_nbi_bw  64 dmapp_put_nbi (fewer above 4 MiB), then dmapp_gsync_wait, 4 KiB - 64 MiB
+ *   afadd_lat   blocking dmapp_afadd_qw, 8 B
+ *
+ * Rank 0 is the origin, rank 1 the target (it only waits in a barrier); the
+ * target buffers are in the symmetric heap.  A DMAPP failure prints a SKIP line
+ * and aborts the job with exit code 77. */
+#include "bench.h"
+#include "dmapp.h"
+#include "pmi.h"
+
+#define LIB "softnic-dmapp"
+
+static const char *bench_name = "init";
+static dmapp_jobinfo_t job;
+static int me, peer;
+static uint8_t *heap, *src;
+
+static void fail(const char *what, dmapp_return_t rc)
+{
+    char msg[256];
+    const char *text = NULL;
+    dmapp_explain_error(rc, &text);
+    snprintf(msg, sizeof msg, "%s returned %d (%s) on rank %d", what, (int)rc, text ? text : "?", me);
+    bench_skip_line(LIB, bench_name, msg);
+    fprintf(stderr, "dmapp_bench %s: %s\n", bench_name, msg);
+    PMI_Abort(BENCH_SKIP_EXIT, msg);
+    exit(BENCH_SKIP_EXIT);
+}
+
+#define D(call) do { dmapp_return_t rc_ = (call); if (rc_ != DMAPP_RC_SUCCESS) fail(#call, rc_); } while (0)
+
+static void barrier(void)
+{
+    if (PMI_Barrier() != PMI_SUCCESS) fail("PMI_Barrier", DMAPP_RC_RESOURCE_ERROR);
+}
+
+static void lat(const char *bench, int get)
+{
+    double v[BENCH_MAX_REPS];
+    int reps = bench_reps();
+    for (size_t k = 0; k < BENCH_NELEM(bench_lat_sizes); k++) {
+        size_t size = bench_lat_sizes[k];
+        if (!bench_size_selected(size)) continue;
+        long iters = bench_lat_iters(size);
+        if (me == 0) {
+            for (int r = -1; r < reps; r++) {
+                long n = r < 0 ? bench_warm(iters) : iters;
+                double t0 = bench_now();
+                if (get)
+                    for (long i = 0; i < n; i++) D(dmapp_get(src, heap, &job.sheap_seg, peer, size / 8, DMAPP_QW));
+                else
+                    for (long i = 0; i < n; i++) D(dmapp_put(heap, &job.sheap_seg, peer, src, size / 8, DMAPP_QW));
+                if (r >= 0) v[r] = (bench_now() - t0) / (double)n * 1e6;
+            }
+            bench_result(LIB, bench, size, "us", bench_median(v, reps));
+        }
+        barrier();
+    }
+}
+
+static void put_nbi_bw(void)
+{
+    double v[BENCH_MAX_REPS];
+    int reps = bench_reps();
+    for (size_t k = 0; k < BENCH_NELEM(bench_bw_sizes); k++) {
+        size_t size = bench_bw_sizes[k];
+        if (!bench_size_selected(size)) continue;
+        long w = bench_bw_window(size), windows = bench_bw_windows(size);
+        if (me == 0) {
+            for (int r = -1; r < reps; r++) {
+                long n = r < 0 ? 1 : windows;
+                double t0 = bench_now();
+                for (long i = 0; i < n; i++) {
+                    for (long j = 0; j < w; j++) D(dmapp_put_nbi(heap, &job.sheap_seg, peer, src, size / 8, DMAPP_QW));
+                    D(dmapp_gsync_wait());
+                }
+                if (r >= 0) v[r] = (double)n * (double)w * (double)size / (bench_now() - t0) / 1e9;
+            }
+            bench_result(LIB, "put_nbi_bw", size, "GBps", bench_median(v, reps));
+        }
+        barrier();
+    }
+}
+
+static void afadd_lat(void)
+{
+    double v[BENCH_MAX_REPS];
+    int reps = bench_reps();
+    long iters = bench_lat_iters(8);
+    int64_t result;
+    if (me == 0) {
+        for (int r = -1; r < reps; r++) {
+            long n = r < 0 ? bench_warm(iters) : iters;
+            double t0 = bench_now();
+            for (long i = 0; i < n; i++) D(dmapp_afadd_qw(&result, heap, &job.sheap_seg, peer, 1));
+            if (r >= 0) v[r] = (bench_now() - t0) / (double)n * 1e6;
+        }
+        bench_result(LIB, "afadd_lat", 8, "us", bench_median(v, reps));
+    }
+    barrier();
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: dmapp_bench put_lat|get_lat|put_nbi_bw|afadd_lat\n");
+        return 2;
+    }
+    bench_name = argv[1];
+    dmapp_rma_attrs_t req, act;
+    memset(&req, 0, sizeof req);
+    req.max_outstanding_nb = DMAPP_DEF_OUTSTANDING_NB;
+    req.offload_threshold = DMAPP_OFFLOAD_THRESHOLD;
+    req.put_relaxed_ordering = DMAPP_ROUTING_DETERMINISTIC;
+    req.get_relaxed_ordering = DMAPP_ROUTING_ADAPTIVE;
+    req.max_concurrency = 1;
+    D(dmapp_init(&req, &act));
+    D(dmapp_get_jobinfo(&job));
+    me = job.pe;
+    if (job.npes != 2) fail("job size must be 2", DMAPP_RC_INVALID_PARAM);
+    peer = 1 - me;
+    heap = dmapp_sheap_malloc(BENCH_MAX_BW);
+    if (!heap) fail("dmapp_sheap_malloc(64 MiB) (set XT_SYMMETRIC_HEAP_SIZE=160M)", DMAPP_RC_RESOURCE_ERROR);
+    if (posix_memalign((void **)&src, 4096, BENCH_MAX_BW)) fail("posix_memalign", DMAPP_RC_RESOURCE_ERROR);
+    memset(src, 0x5a, BENCH_MAX_BW);
+    memset(heap, 0, BENCH_MAX_BW);
+    barrier();
+    const char *b = argv[1];
+    if (!strcmp(b, "put_lat")) lat(b, 0);
+    else if (!strcmp(b, "get_lat")) lat(b, 1);
+    else if (!strcmp(b, "put_nbi_bw")) put_nbi_bw();
+    else if (!strcmp(b, "afadd_lat")) afadd_lat();
+    else { fprintf(stderr, "dmapp_bench: unknown benchmark %s\n", b); PMI_Abort(2, "unknown benchmark"); return 2; }
+    D(dmapp_finalize());
+    return 0;
+}

@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+"""Turns bench/results/latest.json (+ latest-notes.json) into latest.md and latest.png.
+
+    bench/report.py [results-dir]
+
+The table gives every measured value, then ours divided by each peer at the
+same size, then the issue's goals marked met or missed with what the floor
+(plain shared memory, no library) allows.  The plot needs matplotlib; without
+it latest.png is not written and latest.md says so.
+"""
+import json
+import os
+import sys
+
+OURS = ("softnic-ugni", "softnic-dmapp")
+
+# (our series, [peer series]) compared at equal sizes.  Latency: ours / peer, < 1 is
+# faster than the peer.  Bandwidth and rate: ours / peer, > 1 is faster.
+PINGPONG_PEERS = [("mpich", "pingpong"), ("ucx", "put_lat"), ("ucx", "tag_lat"), ("libfabric-shm", "pingpong"),
+                  ("floor", "pingpong")]
+COMPARE = [
+    (("softnic-ugni", "fma_put_pingpong"), PINGPONG_PEERS),
+    (("softnic-ugni", "put_event_pingpong"), PINGPONG_PEERS),
+    (("softnic-ugni", "smsg_pingpong"), [("mpich", "pingpong"), ("ucx", "tag_lat"), ("libfabric-shm", "pingpong"),
+                                         ("floor", "pingpong")]),
+    (("softnic-ugni", "amo_fadd_lat"), [("mpich", "fadd_lat"), ("mpich", "put_flush"), ("floor", "amo_lat")]),
+    (("softnic-dmapp", "put_lat"), [("mpich", "put_flush"), ("floor", "put_lat")]),
+    (("softnic-dmapp", "get_lat"), [("mpich", "get_flush"), ("floor", "put_lat")]),
+    (("softnic-dmapp", "afadd_lat"), [("mpich", "fadd_lat"), ("mpich", "put_flush"), ("floor", "amo_lat")]),
+    (("softnic-ugni", "rdma_put_bw"), [("ucx", "put_bw"), ("mpich", "put_bw"), ("libfabric-shm", "write_bw"),
+                                       ("floor", "memcpy_bw")]),
+    (("softnic-ugni", "rdma_get_bw"), [("ucx", "get_bw"), ("mpich", "put_bw"), ("floor", "memcpy_bw")]),
+    (("softnic-dmapp", "put_nbi_bw"), [("ucx", "put_bw"), ("mpich", "put_bw"), ("libfabric-shm", "write_bw"),
+                                       ("floor", "memcpy_bw")]),
+    (("softnic-ugni", "put_msgrate"), [("ucx", "put_msgrate")]),
+]
+
+# (text, ours, peer, size, op, target, floor series)
+GOALS = [
+    ("uGNI FMA put ping-pong 8 B <= 1.0 x MPICH ping-pong 8 B", ("softnic-ugni", "fma_put_pingpong"), ("mpich", "pingpong"),
+     8, "<=", 1.0, ("floor", "pingpong")),
+    ("SMSG ping-pong 8 B <= 1.5 x MPICH ping-pong 8 B", ("softnic-ugni", "smsg_pingpong"), ("mpich", "pingpong"),
+     8, "<=", 1.5, ("floor", "pingpong")),
+    ("uGNI AMO fetch-add <= 1.0 x MPICH put+flush 8 B", ("softnic-ugni", "amo_fadd_lat"), ("mpich", "put_flush"),
+     8, "<=", 1.0, ("floor", "amo_lat")),
+    ("uGNI RDMA put 1 MiB >= 0.8 x UCX put bandwidth", ("softnic-ugni", "rdma_put_bw"), ("ucx", "put_bw"),
+     1048576, ">=", 0.8, ("floor", "memcpy_bw")),
+    ("DMAPP blocking put 8 B <= 1.0 x MPICH put+flush 8 B", ("softnic-dmapp", "put_lat"), ("mpich", "put_flush"),
+     8, "<=", 1.0, ("floor", "put_lat")),
+]
+
+UNIT = {"half_rtt_us": "µs (half RTT)", "us": "µs", "GBps": "GB/s", "Mmsgps": "M msg/s"}
+
+
+def size_label(s):
+    if s >= 1 << 20 and s % (1 << 20) == 0:
+        return "%d MiB" % (s >> 20)
+    if s >= 1024 and s % 1024 == 0:
+        return "%d KiB" % (s >> 10)
+    return "%d B" % s
+
+
+def fmt(v):
+    if v is None:
+        return ""
+    if v >= 100:
+        return "%.0f" % v
+    if v >= 10:
+        return "%.1f" % v
+    if v >= 1:
+        return "%.2f" % v
+    return "%.3f" % v
+
+
+def load(outdir):
+    with open(os.path.join(outdir, "latest.json")) as f:
+        doc = json.load(f)
+    notes = {}
+    p = os.path.join(outdir, "latest-notes.json")
+    if os.path.exists(p):
+        with open(p) as f:
+            notes = json.load(f)
+    series, metric = {}, {}
+    for r in doc["results"]:
+        key = (r["library"], r["benchmark"])
+        series.setdefault(key, {})[r["size"]] = r["value"]
+        metric[key] = r["metric"]
+    return doc, notes, series, metric
+
+
+def lower_is_better(m):
+    return m in ("half_rtt_us", "us")
+
+
+def value_table(series, metric, metrics):
+    keys = [k for k in series if metric[k] in metrics]
+    keys.sort(key=lambda k: (k[0] not in OURS, k[0] == "floor", k[0], k[1]))
+    if not keys:
+        return ["(no results)", ""]
+    sizes = sorted({s for k in keys for s in series[k]})
+    out = ["| library | benchmark | unit | " + " | ".join(size_label(s) for s in sizes) + " |",
+           "|---|---|---|" + "---:|" * len(sizes)]
+    for k in keys:
+        name = "**%s**" % k[0] if k[0] in OURS else k[0]
+        out.append("| %s | %s | %s | " % (name, k[1], UNIT[metric[k]]) +
+                   " | ".join(fmt(series[k].get(s)) for s in sizes) + " |")
+    return out + [""]
+
+
+def ratio_tables(series, metric):
+    out = []
+    for group, metrics, note in (("Latency", ("half_rtt_us", "us"), "ours ÷ peer; below 1 means softnic is faster"),
+                                 ("Bandwidth and message rate", ("GBps", "Mmsgps"),
+                                  "ours ÷ peer; above 1 means softnic is faster")):
+        rows = []
+        for ours, peers in COMPARE:
+            if ours not in series or metric[ours] not in metrics:
+                continue
+            for p in peers:
+                if p not in series:
+                    continue
+                common = {s: series[ours][s] / series[p][s] for s in series[ours] if s in series[p] and series[p][s] > 0}
+                if common:
+                    rows.append(("%s %s ÷ %s %s" % (ours[0], ours[1], p[0], p[1]), common))
+        if not rows:
+            continue
+        sizes = sorted({s for _, c in rows for s in c})
+        out += ["### %s ratios (%s)" % (group, note), "",
+                "| comparison | " + " | ".join(size_label(s) for s in sizes) + " |",
+                "|---|" + "---:|" * len(sizes)]
+        for name, c in rows:
+            out.append("| %s | " % name + " | ".join(("%.2f" % c[s]) if s in c else "" for s in sizes) + " |")
+        out.append("")
+    return out
+
+
+def goals(series, metric):
+    out = ["| goal | ours | peer | ratio | target | status | floor (best ratio the floor allows) |",
+           "|---|---:|---:|---:|---:|---|---|"]
+    missed = []
+    for text, ours, peer, size, op, target, floor in GOALS:
+        a = series.get(ours, {}).get(size)
+        b = series.get(peer, {}).get(size)
+        f = series.get(floor, {}).get(size)
+        unit = UNIT.get(metric.get(ours) or metric.get(peer) or "us", "")
+        if a is None or b is None:
+            why = "no result for %s %s" % (ours if a is None else peer)
+            out.append("| %s | %s | %s | | %s %.1f | n/a (%s) | |" % (text, fmt(a), fmt(b), op, target, why))
+            missed.append((text, "not measured: %s" % why))
+            continue
+        ratio = a / b
+        ok = ratio <= target if op == "<=" else ratio >= target
+        fl = "%s %s (%.2f x peer)" % (fmt(f), unit, f / b) if f is not None and b > 0 else "n/a"
+        out.append("| %s | %s %s | %s %s | %.2f | %s %.1f | %s | %s |" % (
+            text, fmt(a), unit, fmt(b), unit, ratio, op, target, "**met**" if ok else "**missed**", fl))
+        if not ok:
+            missed.append((text, "ours %s %s vs %s %s (ratio %.2f, target %s %.1f); the floor is %s" % (
+                fmt(a), unit, fmt(b), unit, ratio, op, target, fl)))
+    out.append("")
+    if missed:
+        out.append("Missed:")
+        out.append("")
+        out += ["- %s: %s." % m for m in missed]
+        out.append("")
+    return out
+
+
+def plot(outdir, series, metric):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "matplotlib is not installed: latest.png not written"
+    fig, axes = plt.subplots(1, 2, figsize=(15, 8.2))
+    colors = {"softnic-ugni": "tab:red", "softnic-dmapp": "tab:orange", "mpich": "tab:blue", "ucx": "tab:green",
+              "libfabric-shm": "tab:purple", "floor": "black"}
+    markers = "os^vD<>xP*"
+    panels = [(axes[0], ("half_rtt_us", "us"), "Latency (µs, lower is better)"),
+              (axes[1], ("GBps",), "Bandwidth (GB/s = 1e9 B/s, higher is better)")]
+    for ax, metrics, title in panels:
+        keys = sorted((k for k in series if metric[k] in metrics),
+                      key=lambda k: (k[0] not in OURS, k[0] == "floor", k[0], k[1]))
+        per_lib = {}
+        for k in keys:
+            i = per_lib.setdefault(k[0], 0)
+            per_lib[k[0]] += 1
+            xs = sorted(series[k])
+            if len(xs) < 2:
+                continue
+            ys = [series[k][x] for x in xs]
+            style = "-" if k[0] in OURS else ":" if k[0] == "floor" else "--"
+            ax.plot(xs, ys, style, marker=markers[i % len(markers)], color=colors.get(k[0], "gray"),
+                    lw=2.2 if k[0] in OURS else 1.4, ms=5, label="%s %s%s" % (k[0], k[1], " (half RTT)" if metric[k] == "half_rtt_us" else ""))
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ticks = sorted({x for k in keys for x in series[k]})
+        ax.set_xticks(ticks)
+        ax.set_xticklabels([size_label(t).replace(" ", "") for t in ticks], rotation=45, fontsize=8)
+        ax.set_xlabel("message size")
+        ax.set_title(title)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
+    fig.suptitle("softnic vs MPICH, UCX, libfabric shm and the shared-memory floor (same run, 2 cores, pinned)")
+    fig.tight_layout()
+    fig.savefig(os.path.join(outdir, "latest.png"), dpi=80)
+    plt.close(fig)
+    return None
+
+
+def write(outdir):
+    doc, notes, series, metric = load(outdir)
+    plot_msg = plot(outdir, series, metric)
+    md = ["# softnic benchmarks: %s" % doc["date"], "",
+          "Machine: %s." % doc["machine"], "",
+          "Generated by `make bench` (bench/run.py from bench/benchmarks.json, then bench/report.py). "
+          "Two processes pinned to cores 0 and 1 (taskset); each value is the median over %s passes of the "
+          "benchmark list of the median of %s repetitions (BENCH_SCALE %s); ping-pongs give half the round trip, blocking one-sided operations the time per "
+          "call, bandwidth 1e9 bytes/s with 64 operations outstanding (fewer above 4 MiB), message rate "
+          "1e6 messages/s. Raw numbers: latest.json. The machine is shared and small: repeat runs before "
+          "trusting a difference under ~20%%." % (notes.get("passes", 1), notes.get("reps", "?"), notes.get("scale", "?")), ""]
+    v = notes.get("versions", {})
+    if v:
+        md += ["Peers: " + "; ".join("%s: %s" % kv for kv in sorted(v.items())) + ".", ""]
+    lanes = notes.get("ucx_lanes")
+    if lanes:
+        md += ["UCX transports (UCX_TLS=sm,self; lanes UCX chose, from its info log): " +
+               "; ".join("%s: %s" % (k, ", ".join(x)) for k, x in sorted(lanes.items())) + ".", ""]
+    md += ["## Goals (issue 5)", ""] + goals(series, metric)
+    md += ["## Latency", ""] + value_table(series, metric, ("half_rtt_us", "us"))
+    md += ["## Bandwidth", ""] + value_table(series, metric, ("GBps",))
+    md += ["## Message rate", ""] + value_table(series, metric, ("Mmsgps",))
+    md += ["## Ratios", ""] + ratio_tables(series, metric)
+    runs = notes.get("runs", [])
+    skipped = [r for r in runs if r.get("reason")]
+    md += ["## Skipped or incomplete", ""]
+    if notes.get("missing_required"):
+        md += ["- required by issue 5 but missing: " + "; ".join(notes["missing_required"])]
+    if skipped:
+        md += ["- %s (%s): %s" % (r["run"], r["status"], r["reason"]) for r in skipped]
+    else:
+        md += ["Nothing: every benchmark ran."]
+    if plot_msg:
+        md += ["- plot: %s" % plot_msg]
+    md += [""]
+    if runs:
+        md += ["## Commands", "", "| run | seconds | command |", "|---|---:|---|"]
+        md += ["| %s | %s | `%s` |" % (r["run"], r["seconds"], r["command"].replace("|", "\\|")) for r in runs]
+        md += ["", "Total: %s s." % notes.get("seconds", "?"), ""]
+    md += ["![latency and bandwidth](latest.png)", ""]
+    with open(os.path.join(outdir, "latest.md"), "w") as f:
+        f.write("\n".join(md))
+    print("wrote %s and %s" % (os.path.join(outdir, "latest.md"), os.path.join(outdir, "latest.png") if not plot_msg else plot_msg))
+
+
+if __name__ == "__main__":
+    write(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))

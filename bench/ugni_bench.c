@@ -1,0 +1,359 @@
+/* softnic uGNI benchmarks: `snrun -n 2 bench/pin.sh ugni_bench <benchmark>`.
+ *
+ *   fma_put_pingpong    FMA_PUT_W_SYNCFLAG ping-pong; the receiver polls the
+ *                       sync flag word in its registered window (8 B - 64 KiB)
+ *   put_event_pingpong  FMA_PUT with GLOBAL|REMOTE events; the receiver polls
+ *                       the window's destination CQ for the remote event
+ *   smsg_pingpong       GNI_SmsgSend / remote SMSG event + SmsgGetNext (8 B - 1 KiB)
+ *   rdma_put_bw         RDMA_PUT, window of 64 posts (fewer above 4 MiB), then
+ *   rdma_get_bw         RDMA_GET  all their GLOBAL events reaped (4 KiB - 64 MiB)
+ *   amo_fadd_lat        blocking-style AMO fetch-add (post, reap the event), 8 B
+ *   put_msgrate         8 B FMA_PUTs, 64 outstanding, then reaped
+ *
+ * Every initiator post asks for an event and every event is reaped with
+ * GNI_GetCompleted, as a real program must.  Setup is the usual one (see
+ * c-tests/ugni/gnitest.h): PMI, PMI_GNI_* environment, CDM per rank, attach,
+ * CQ, EP to the peer, memory handles exchanged with PMI_Allgather.  Any uGNI
+ * failure prints a SKIP line naming the call and its code and aborts the job
+ * with exit code 77. */
+#include "bench.h"
+#include "gni_pub.h"
+#include "pmi.h"
+
+#define LIB "softnic-ugni"
+#define PAYOFF 4096          /* payload offset in the window; flags live below */
+#define WIN (64 + 4)         /* descriptors for windows */
+
+static const char *bench_name = "init";
+static int me, peer;
+static gni_cdm_handle_t cdm;
+static gni_nic_handle_t nic;
+static gni_cq_handle_t cq, rcq;
+static gni_ep_handle_t ep;
+static uint8_t *win, *src;
+static gni_mem_handle_t win_mh, src_mh, peer_mh;
+static uint64_t peer_base;
+static gni_post_descriptor_t desc[WIN];
+
+static const char *rc_name(gni_return_t rc)
+{
+    static const char *n[] = { "GNI_RC_SUCCESS", "GNI_RC_NOT_DONE", "GNI_RC_INVALID_PARAM",
+        "GNI_RC_ERROR_RESOURCE", "GNI_RC_TIMEOUT", "GNI_RC_PERMISSION_ERROR", "GNI_RC_DESCRIPTOR_ERROR",
+        "GNI_RC_ALIGNMENT_ERROR", "GNI_RC_INVALID_STATE", "GNI_RC_NO_MATCH", "GNI_RC_SIZE_ERROR",
+        "GNI_RC_TRANSACTION_ERROR", "GNI_RC_ILLEGAL_OP", "GNI_RC_ERROR_NOMEM" };
+    return (unsigned)rc < BENCH_NELEM(n) ? n[rc] : "unknown";
+}
+
+static void fail(const char *what, gni_return_t rc)
+{
+    char msg[256];
+    snprintf(msg, sizeof msg, "%s returned %s (%d) on rank %d", what, rc_name(rc), (int)rc, me);
+    bench_skip_line(LIB, bench_name, msg);
+    fprintf(stderr, "ugni_bench %s: %s\n", bench_name, msg);
+    PMI_Abort(BENCH_SKIP_EXIT, msg);
+    exit(BENCH_SKIP_EXIT);
+}
+
+#define G(call) do { gni_return_t rc_ = (call); if (rc_ != GNI_RC_SUCCESS) fail(#call, rc_); } while (0)
+
+static void barrier(void)
+{
+    if (PMI_Barrier() != PMI_SUCCESS) fail("PMI_Barrier", GNI_RC_ERROR_RESOURCE);
+}
+
+static unsigned long env_ul(const char *name)
+{
+    const char *v = getenv(name);
+    if (!v) fail(name, GNI_RC_INVALID_PARAM);
+    return strtoul(v, NULL, 10);
+}
+
+static gni_cq_entry_t cq_poll(gni_cq_handle_t c)
+{
+    gni_cq_entry_t ev = 0;
+    gni_return_t rc;
+    unsigned long spins = 0;
+    while ((rc = GNI_CqGetEvent(c, &ev)) == GNI_RC_NOT_DONE) bench_spin_check(&spins);
+    if (rc != GNI_RC_SUCCESS) fail("GNI_CqGetEvent", rc);
+    return ev;
+}
+
+/* Reaps one post completion from the local CQ. */
+static void reap(void)
+{
+    gni_cq_entry_t ev = cq_poll(cq);
+    gni_post_descriptor_t *d = NULL;
+    G(GNI_GetCompleted(cq, ev, &d));
+}
+
+static void fill(gni_post_descriptor_t *d, gni_post_type_t type, uint16_t cq_mode, void *local,
+                 uint64_t remote, uint64_t len)
+{
+    memset(d, 0, sizeof(*d));
+    d->type = type;
+    d->cq_mode = cq_mode;
+    d->dlvr_mode = GNI_DLVMODE_PERFORMANCE;
+    d->local_addr = (uint64_t)(uintptr_t)local;
+    d->local_mem_hndl = src_mh;
+    d->remote_addr = remote;
+    d->remote_mem_hndl = peer_mh;
+    d->length = len;
+}
+
+static void setup(void)
+{
+    int spawned, size;
+    if (PMI_Init(&spawned) != PMI_SUCCESS) fail("PMI_Init", GNI_RC_ERROR_RESOURCE);
+    PMI_Get_rank(&me);
+    PMI_Get_size(&size);
+    if (size != 2) fail("job size must be 2", GNI_RC_INVALID_PARAM);
+    peer = 1 - me;
+    uint8_t ptag = (uint8_t)env_ul("PMI_GNI_PTAG");
+    uint32_t cookie = (uint32_t)env_ul("PMI_GNI_COOKIE");
+    uint32_t dev = (uint32_t)env_ul("PMI_GNI_DEV_ID");
+    uint32_t addr, addrs[2];
+    G(GNI_CdmCreate((uint32_t)me, ptag, cookie, GNI_CDM_MODE_FORK_NOCOPY, &cdm));
+    G(GNI_CdmAttach(cdm, dev, &addr, &nic));
+    G(GNI_CqCreate(nic, 1024, 0, GNI_CQ_NOBLOCK, NULL, NULL, &cq));
+    G(GNI_CqCreate(nic, 1024, 0, GNI_CQ_NOBLOCK, NULL, NULL, &rcq));
+    if (PMI_Allgather(&addr, addrs, sizeof addr) != PMI_SUCCESS) fail("PMI_Allgather", GNI_RC_ERROR_RESOURCE);
+    G(GNI_EpCreate(nic, cq, &ep));
+    G(GNI_EpBind(ep, addrs[peer], (uint32_t)peer));
+
+    size_t len = PAYOFF + BENCH_MAX_BW;
+    if (posix_memalign((void **)&win, 4096, len) || posix_memalign((void **)&src, 4096, len))
+        fail("posix_memalign", GNI_RC_ERROR_NOMEM);
+    memset(win, 0, len);
+    memset(src, 0x5a, len);
+    G(GNI_MemRegister(nic, (uint64_t)(uintptr_t)win, len, rcq, GNI_MEM_READWRITE, (uint32_t)-1, &win_mh));
+    G(GNI_MemRegister(nic, (uint64_t)(uintptr_t)src, len, NULL, GNI_MEM_READWRITE, (uint32_t)-1, &src_mh));
+    uint64_t mine[3] = { (uint64_t)(uintptr_t)win, win_mh.qword1, win_mh.qword2 }, all[6];
+    if (PMI_Allgather(mine, all, sizeof mine) != PMI_SUCCESS) fail("PMI_Allgather", GNI_RC_ERROR_RESOURCE);
+    peer_base = all[peer * 3];
+    peer_mh.qword1 = all[peer * 3 + 1];
+    peer_mh.qword2 = all[peer * 3 + 2];
+    barrier();
+}
+
+/* ---- ping-pongs ------------------------------------------------------------ */
+
+static uint64_t seq;   /* flag values: the same sequence on both ranks */
+
+static void fma_flag_send(size_t size)
+{
+    seq++;
+    fill(&desc[0], GNI_POST_FMA_PUT_W_SYNCFLAG, GNI_CQMODE_GLOBAL_EVENT, src + PAYOFF, peer_base + PAYOFF, size);
+    desc[0].sync_flag_addr = peer_base;
+    desc[0].sync_flag_value = seq;
+    G(GNI_PostFma(ep, &desc[0]));
+    reap();
+}
+
+static void fma_flag_wait(void)
+{
+    volatile uint64_t *flag = (volatile uint64_t *)win;
+    unsigned long spins = 0;
+    seq++;
+    while (*flag != seq) bench_spin_check(&spins);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+}
+
+static void event_send(size_t size)
+{
+    fill(&desc[0], GNI_POST_FMA_PUT, GNI_CQMODE_GLOBAL_EVENT | GNI_CQMODE_REMOTE_EVENT, src + PAYOFF,
+         peer_base + PAYOFF, size);
+    G(GNI_PostFma(ep, &desc[0]));
+    reap();
+}
+
+static void event_wait(void)
+{
+    gni_cq_entry_t ev = cq_poll(rcq);
+    (void)ev;
+}
+
+/* One ping-pong iteration: rank 0 sends first. */
+static void pingpong(const char *bench, const size_t *sizes, size_t nsizes,
+                     void (*send)(size_t), void (*wait)(void))
+{
+    double v[BENCH_MAX_REPS];
+    int reps = bench_reps();
+    for (size_t k = 0; k < nsizes; k++) {
+        size_t size = sizes[k];
+        if (!bench_size_selected(size)) continue;
+        long iters = bench_lat_iters(size);
+        for (int r = -1; r < reps; r++) {
+            long n = r < 0 ? bench_warm(iters) : iters;
+            double t0 = bench_now();
+            for (long i = 0; i < n; i++) {
+                if (me == 0) { send(size); wait(); }
+                else { wait(); send(size); }
+            }
+            if (r >= 0) v[r] = (bench_now() - t0) / (double)n / 2 * 1e6;
+        }
+        if (me == 0) bench_result(LIB, bench, size, "half_rtt_us", bench_median(v, reps));
+    }
+}
+
+/* SMSG: one mailbox per direction; the mailbox registration's CQ gets the remote events. */
+static gni_ep_handle_t smsg_ep;
+
+static void smsg_setup(void)
+{
+    gni_smsg_attr_t a;
+    unsigned int mbsz = 0;
+    memset(&a, 0, sizeof a);
+    a.msg_type = GNI_SMSG_TYPE_MBOX_AUTO_RETRANSMIT;
+    a.mbox_maxcredit = 16;
+    a.msg_maxsize = 1024;
+    G(GNI_SmsgBufferSizeNeeded(&a, &mbsz));
+    uint8_t *mb;
+    if (posix_memalign((void **)&mb, 4096, (size_t)mbsz * 2)) fail("posix_memalign", GNI_RC_ERROR_NOMEM);
+    memset(mb, 0, (size_t)mbsz * 2);
+    gni_mem_handle_t mbh;
+    G(GNI_MemRegister(nic, (uint64_t)(uintptr_t)mb, (uint64_t)mbsz * 2, rcq, GNI_MEM_READWRITE, (uint32_t)-1, &mbh));
+    uint64_t mine[3] = { (uint64_t)(uintptr_t)mb, mbh.qword1, mbh.qword2 }, all[6];
+    if (PMI_Allgather(mine, all, sizeof mine) != PMI_SUCCESS) fail("PMI_Allgather", GNI_RC_ERROR_RESOURCE);
+    gni_smsg_attr_t l = a, r = a;
+    l.msg_buffer = mb;
+    l.buff_size = mbsz;
+    l.mem_hndl = mbh;
+    l.mbox_offset = mbsz * (uint32_t)peer;    /* my mailbox for messages from peer */
+    r.msg_buffer = (void *)(uintptr_t)all[peer * 3];
+    r.buff_size = mbsz;
+    r.mem_hndl.qword1 = all[peer * 3 + 1];
+    r.mem_hndl.qword2 = all[peer * 3 + 2];
+    r.mbox_offset = mbsz * (uint32_t)me;      /* peer's mailbox for messages from me */
+    smsg_ep = ep;
+    G(GNI_SmsgInit(smsg_ep, &l, &r));
+    barrier();
+}
+
+static void smsg_send(size_t size)
+{
+    gni_return_t rc;
+    unsigned long spins = 0;
+    while ((rc = GNI_SmsgSend(smsg_ep, src, (uint32_t)size, NULL, 0, 1)) == GNI_RC_NOT_DONE) bench_spin_check(&spins);
+    if (rc != GNI_RC_SUCCESS) fail("GNI_SmsgSend", rc);
+    cq_poll(cq);          /* the local SMSG event */
+}
+
+static void smsg_wait(void)
+{
+    void *hdr;
+    gni_return_t rc;
+    unsigned long spins = 0;
+    cq_poll(rcq);         /* the remote SMSG event */
+    while ((rc = GNI_SmsgGetNext(smsg_ep, &hdr)) == GNI_RC_NOT_DONE) bench_spin_check(&spins);
+    if (rc != GNI_RC_SUCCESS) fail("GNI_SmsgGetNext", rc);
+    G(GNI_SmsgRelease(smsg_ep));
+}
+
+/* ---- one-sided: bandwidth, message rate, AMO ------------------------------ */
+
+static void rdma_bw(const char *bench, gni_post_type_t type)
+{
+    double v[BENCH_MAX_REPS];
+    int reps = bench_reps();
+    for (size_t k = 0; k < BENCH_NELEM(bench_bw_sizes); k++) {
+        size_t size = bench_bw_sizes[k];
+        if (!bench_size_selected(size)) continue;
+        long w = bench_bw_window(size), windows = bench_bw_windows(size);
+        if (me == 0) {
+            for (int r = -1; r < reps; r++) {
+                long n = r < 0 ? 1 : windows;
+                double t0 = bench_now();
+                for (long i = 0; i < n; i++) {
+                    for (long j = 0; j < w; j++) {
+                        fill(&desc[j], type, GNI_CQMODE_GLOBAL_EVENT, src + PAYOFF, peer_base + PAYOFF, size);
+                        G(GNI_PostRdma(ep, &desc[j]));
+                    }
+                    for (long j = 0; j < w; j++) reap();
+                }
+                if (r >= 0) v[r] = (double)n * (double)w * (double)size / (bench_now() - t0) / 1e9;
+            }
+            bench_result(LIB, bench, size, "GBps", bench_median(v, reps));
+        }
+        barrier();
+    }
+}
+
+static void put_msgrate(void)
+{
+    double v[BENCH_MAX_REPS];
+    int reps = bench_reps();
+    long w = 64, windows = bench_rate_windows();
+    if (me == 0) {
+        for (int r = -1; r < reps; r++) {
+            long n = r < 0 ? bench_warm(windows) : windows;
+            double t0 = bench_now();
+            for (long i = 0; i < n; i++) {
+                for (long j = 0; j < w; j++) {
+                    fill(&desc[j], GNI_POST_FMA_PUT, GNI_CQMODE_GLOBAL_EVENT, src + PAYOFF, peer_base + PAYOFF + 8 * j, 8);
+                    G(GNI_PostFma(ep, &desc[j]));
+                }
+                for (long j = 0; j < w; j++) reap();
+            }
+            if (r >= 0) v[r] = (double)n * (double)w / (bench_now() - t0) / 1e6;
+        }
+        bench_result(LIB, "put_msgrate", 8, "Mmsgps", bench_median(v, reps));
+    }
+    barrier();
+}
+
+static void amo_fadd_lat(void)
+{
+    double v[BENCH_MAX_REPS];
+    int reps = bench_reps();
+    long iters = bench_lat_iters(8);
+    if (me == 0) {
+        for (int r = -1; r < reps; r++) {
+            long n = r < 0 ? bench_warm(iters) : iters;
+            double t0 = bench_now();
+            for (long i = 0; i < n; i++) {
+                fill(&desc[0], GNI_POST_AMO, GNI_CQMODE_GLOBAL_EVENT, src, peer_base + 64, 8);
+                desc[0].amo_cmd = GNI_FMA_ATOMIC_FADD;
+                desc[0].first_operand = 1;
+                G(GNI_PostFma(ep, &desc[0]));
+                reap();
+            }
+            if (r >= 0) v[r] = (bench_now() - t0) / (double)n * 1e6;
+        }
+        bench_result(LIB, "amo_fadd_lat", 8, "us", bench_median(v, reps));
+    }
+    barrier();
+    if (me == 1) {
+        uint64_t want = (uint64_t)(bench_warm(iters) + (long)reps * iters);
+        uint64_t got = *(volatile uint64_t *)(win + 64);
+        if (got != want) fprintf(stderr, "ugni_bench amo_fadd_lat: counter %llu, expected %llu\n",
+                                 (unsigned long long)got, (unsigned long long)want);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: ugni_bench fma_put_pingpong|put_event_pingpong|smsg_pingpong|"
+                        "rdma_put_bw|rdma_get_bw|amo_fadd_lat|put_msgrate\n");
+        return 2;
+    }
+    bench_name = argv[1];
+    bench_init_parent();
+    setup();
+    const char *b = argv[1];
+    if (!strcmp(b, "fma_put_pingpong"))
+        pingpong(b, bench_lat_sizes, BENCH_NELEM(bench_lat_sizes), fma_flag_send, fma_flag_wait);
+    else if (!strcmp(b, "put_event_pingpong"))
+        pingpong(b, bench_lat_sizes, BENCH_NELEM(bench_lat_sizes), event_send, event_wait);
+    else if (!strcmp(b, "smsg_pingpong")) {
+        smsg_setup();
+        pingpong(b, bench_smsg_sizes, BENCH_NELEM(bench_smsg_sizes), smsg_send, smsg_wait);
+    } else if (!strcmp(b, "rdma_put_bw")) rdma_bw(b, GNI_POST_RDMA_PUT);
+    else if (!strcmp(b, "rdma_get_bw")) rdma_bw(b, GNI_POST_RDMA_GET);
+    else if (!strcmp(b, "amo_fadd_lat")) amo_fadd_lat();
+    else if (!strcmp(b, "put_msgrate")) put_msgrate();
+    else { fprintf(stderr, "ugni_bench: unknown benchmark %s\n", b); PMI_Abort(2, "unknown benchmark"); return 2; }
+    barrier();
+    PMI_Finalize();
+    return 0;
+}
