@@ -74,8 +74,18 @@ int main(void)
     GNI_OK(GNI_EpDestroy(ep));
     uint64_t id;
     GNI_EXPECT(GNI_RC_NO_MATCH, GNI_PostDataProbeById(t.nic, &id));
+    {
+        /* Polled just before destruction (so in this thread's handle cache), then stale. */
+        gni_cq_entry_t ev0;
+        GNI_EXPECT(GNI_RC_NOT_DONE, GNI_CqGetEvent(cq, &ev0));
+    }
     GNI_OK(GNI_CqDestroy(cq));
     GNI_EXPECT(GNI_RC_INVALID_PARAM, GNI_EpCreate(t.nic, cq, &ep));
+    {
+        gni_cq_entry_t ev0;
+        GNI_EXPECT(GNI_RC_INVALID_PARAM, GNI_CqGetEvent(cq, &ev0));
+        GNI_EXPECT(GNI_RC_INVALID_PARAM, GNI_CqTestEvent(cq));
+    }
 
     /* Error queues. */
     gni_err_handle_t eh;

@@ -37,7 +37,7 @@ use crate::shm::{self, Mapping};
 use crate::{Error, Result};
 use std::collections::HashMap;
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
 /// Minimum interval between two liveness probes of one peer.
@@ -61,7 +61,8 @@ pub struct Peer {
     pidfd: i32,
     dead: AtomicBool,
     last_check: AtomicU64,
-    backs: Mutex<HashMap<u32, Cached>>,
+    /// Mappings of the peer's backings, indexed by backing row (read-mostly).
+    backs: RwLock<Vec<Option<Cached>>>,
 }
 
 // SAFETY: the raw pointers in the cache point into mappings the Peer owns (or into our
@@ -99,7 +100,7 @@ impl Peer {
             return Ok(p.clone());
         }
         let p = if r == n.peer_ref() {
-            Peer { r, is_self: true, _ctl_map: None, ctl: n.ctl(), pidfd: -1, dead: AtomicBool::new(false), last_check: AtomicU64::new(0), backs: Mutex::new(HashMap::new()) }
+            Peer { r, is_self: true, _ctl_map: None, ctl: n.ctl(), pidfd: -1, dead: AtomicBool::new(false), last_check: AtomicU64::new(0), backs: RwLock::new(Vec::new()) }
         } else {
             if !crate::registry::pid_alive(r.pid, Some(r.starttime)) {
                 return Err(Error::PeerDead);
@@ -109,7 +110,7 @@ impl Peer {
             ctl.check(r.pid, r.starttime)?;
             // SAFETY: pidfd_open takes a pid and flags; returns a new fd or -1.
             let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, r.pid, 0) } as i32;
-            Peer { r, is_self: false, _ctl_map: Some(map), ctl, pidfd, dead: AtomicBool::new(false), last_check: AtomicU64::new(now_ns()), backs: Mutex::new(HashMap::new()) }
+            Peer { r, is_self: false, _ctl_map: Some(map), ctl, pidfd, dead: AtomicBool::new(false), last_check: AtomicU64::new(now_ns()), backs: RwLock::new(Vec::new()) }
         };
         let p = Arc::new(p);
         let mut peers = PEERS.lock().unwrap_or_else(|e| e.into_inner());
@@ -148,6 +149,12 @@ impl Peer {
             self.dead.store(true, Ordering::Relaxed);
         }
         alive
+    }
+
+    /// Liveness for hot paths: the cached verdict, refreshed at most every
+    /// [`DEATH_CHECK_NS`] (a pidfd poll costs a system call).
+    pub fn seems_alive(&self) -> bool {
+        self.check_alive().is_ok()
     }
 
     fn check_alive(&self) -> Result<()> {
@@ -206,8 +213,18 @@ impl Peer {
         if state == FREE || want_gen.map_or(false, |w| w != gen) {
             return Err(Error::StaleHandle);
         }
-        let mut c = self.backs.lock().unwrap_or_else(|e| e.into_inner());
-        let fresh = matches!(c.get(&idx), Some(x) if x.gen == gen);
+        let slot = idx as usize;
+        {
+            // Fast path: a cached mapping of this generation, under the read lock.
+            let c = self.backs.read().unwrap_or_else(|e| e.into_inner());
+            if let Some(Some(x)) = c.get(slot) {
+                if x.gen == gen {
+                    return Self::locate(x, addr);
+                }
+            }
+        }
+        let mut c = self.backs.write().unwrap_or_else(|e| e.into_inner());
+        let fresh = matches!(c.get(slot), Some(Some(x)) if x.gen == gen);
         if !fresh {
             let base = e.base.load(Ordering::Relaxed);
             let len = e.len.load(Ordering::Relaxed);
@@ -223,9 +240,16 @@ impl Peer {
                 Some(shm::map_peer(self.r.pid, fd, ino, len as usize).map_err(|e| if e == Error::StaleHandle && !self.is_alive() { Error::PeerDead } else { e })?)
             };
             let ptr = map.as_ref().map_or(base as *mut u8, |m| m.ptr());
-            c.insert(idx, Cached { gen, base, len, ptr, _map: map });
+            if c.len() <= slot {
+                c.resize_with(slot + 1, || None);
+            }
+            c[slot] = Some(Cached { gen, base, len, ptr, _map: map });
         }
-        let x = c.get(&idx).expect("just inserted");
+        Self::locate(c[slot].as_ref().expect("just filled"), addr)
+    }
+
+    /// Pointer to owner address `addr` inside a cached backing, and the bytes left in it.
+    fn locate(x: &Cached, addr: u64) -> Result<(*mut u8, u64)> {
         if addr < x.base || addr >= x.base + x.len {
             return Err(Error::OutOfBounds);
         }

@@ -459,8 +459,8 @@ impl RemoteMem {
     /// `(key, target address, length)` pieces of the access `[addr, addr+len)`: virtual
     /// addresses for plain registrations (the fabric checks the bounds), offsets split at
     /// segment boundaries for segmented ones (`OutOfBounds` past the total length).
-    pub(crate) fn pieces(&self, addr: u64, len: u64) -> softnic_fabric::Result<Vec<(MemKey, u64, u64)>> {
-        let Some(segs) = &self.segs else { return Ok(vec![(self.key, addr, len)]) };
+    pub(crate) fn pieces(&self, addr: u64, len: u64) -> softnic_fabric::Result<Pieces> {
+        let Some(segs) = &self.segs else { return Ok(Pieces::One([(self.key, addr, len)])) };
         let total: u64 = segs.iter().map(|s| s.len).sum();
         let end = addr.checked_add(len).ok_or(softnic_fabric::Error::OutOfBounds)?;
         if end > total || (len == 0 && addr >= total) {
@@ -477,10 +477,11 @@ impl RemoteMem {
             let s = segs.iter().find(|s| addr >= s.off && addr < s.off + s.len).expect("addr < total");
             out.push((s.key, s.addr + (addr - s.off), 0));
         }
-        Ok(out)
+        Ok(Pieces::Many(out))
     }
 
     /// The one piece of a small access that must not span segments (AMOs, flags).
+    /// (`Pieces` keeps the common single-registration case free of allocation.)
     pub(crate) fn word(&self, addr: u64, len: u64) -> softnic_fabric::Result<(MemKey, u64)> {
         match self.pieces(addr, len)?.as_slice() {
             [(k, a, _)] => Ok((*k, *a)),
@@ -636,4 +637,20 @@ pub unsafe extern "C" fn GNI_MemQueryHndls(nic_hndl: gni_nic_handle_t, _fd: c_in
     }
     softnic_fabric::sn_warn!("GNI_MemQueryHndls", "there is no device file descriptor to query");
     GNI_RC_ILLEGAL_OP
+}
+
+/// The (key, address, length) pieces of one remote access: inline for a plain
+/// registration (the hot path), a list for segmented ones.
+pub(crate) enum Pieces {
+    One([(MemKey, u64, u64); 1]),
+    Many(Vec<(MemKey, u64, u64)>),
+}
+
+impl Pieces {
+    pub(crate) fn as_slice(&self) -> &[(MemKey, u64, u64)] {
+        match self {
+            Pieces::One(a) => a,
+            Pieces::Many(v) => v,
+        }
+    }
 }

@@ -46,17 +46,46 @@ pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 // ---------------------------------------------------------------------------------------
 // Handles
 
+/// Handles are unique sequential ids: mixing their bits once is all the hashing the
+/// table needs (SipHash showed up in CQ polling profiles).
+#[derive(Default, Clone, Copy)]
+pub struct IdHash;
+
+impl std::hash::BuildHasher for IdHash {
+    type Hasher = IdHasher;
+    fn build_hasher(&self) -> IdHasher {
+        IdHasher(0)
+    }
+}
+
+pub struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        // Fibonacci hashing spreads sequential ids over the table's buckets.
+        self.0.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 << 8) | *b as u64;
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+
 /// Live objects of one type, by handle.  Handle value = tag in the top byte, then a
 /// 48-bit id that is never reused: a destroyed handle stays invalid forever.
 pub struct Table<T> {
     tag: u64,
     next: AtomicU64,
-    live: Lazy<RwLock<HashMap<u64, Arc<T>>>>,
+    live: Lazy<RwLock<HashMap<u64, Arc<T>, IdHash>>>,
 }
 
 impl<T> Table<T> {
     pub const fn new(tag: u8) -> Table<T> {
-        Table { tag: tag as u64, next: AtomicU64::new(1), live: Lazy::new(|| RwLock::new(HashMap::new())) }
+        Table { tag: tag as u64, next: AtomicU64::new(1), live: Lazy::new(|| RwLock::new(HashMap::with_hasher(IdHash::default()))) }
     }
 
     /// Stores `v` and returns its new handle.
@@ -68,12 +97,46 @@ impl<T> Table<T> {
     }
 
     /// The object behind `h`, or INVALID_PARAM for NULL/unknown/destroyed/wrong-type handles.
-    pub fn get(&self, h: *const c_void) -> GniResult<Arc<T>> {
+    ///
+    /// Hot calls (PostFma, CqGetEvent, GetCompleted) look the same few handles up again and
+    /// again, so each thread keeps its last lookups; any removal, in any table, bumps
+    /// [`HANDLE_EPOCH`] and so empties every thread's cache before the next lookup.  A
+    /// cached entry holds a strong reference: an object destroyed by another thread in the
+    /// middle of a call stays valid memory until that call ends.
+    pub fn get(&self, h: *const c_void) -> GniResult<Arc<T>>
+    where
+        T: Send + Sync + 'static,
+    {
         let k = h as usize as u64;
         if k >> 56 != self.tag {
             return Err(GNI_RC_INVALID_PARAM);
         }
-        self.live.read().unwrap_or_else(|e| e.into_inner()).get(&k).cloned().ok_or(GNI_RC_INVALID_PARAM)
+        let epoch = HANDLE_EPOCH.load(Ordering::Acquire);
+        let hit = HANDLE_CACHE.with(|c| {
+            let c = c.borrow();
+            if c.epoch != epoch {
+                return None;
+            }
+            c.slots.iter().find(|(hk, _)| *hk == k).map(|(_, v)| v.clone())
+        });
+        if let Some(any) = hit {
+            if let Ok(v) = any.downcast::<T>() {
+                return Ok(v);
+            }
+        }
+        let v = self.live.read().unwrap_or_else(|e| e.into_inner()).get(&k).cloned().ok_or(GNI_RC_INVALID_PARAM)?;
+        HANDLE_CACHE.with(|c| {
+            let mut c = c.borrow_mut();
+            if c.epoch != epoch {
+                c.slots.clear();
+                c.epoch = epoch;
+            }
+            if c.slots.len() == HANDLE_CACHE_SLOTS {
+                c.slots.remove(0);
+            }
+            c.slots.push((k, v.clone() as Arc<dyn std::any::Any + Send + Sync>));
+        });
+        Ok(v)
     }
 
     /// Removes `h`; later lookups fail.
@@ -82,8 +145,26 @@ impl<T> Table<T> {
         if k >> 56 != self.tag {
             return Err(GNI_RC_INVALID_PARAM);
         }
-        self.live.write().unwrap_or_else(|e| e.into_inner()).remove(&k).ok_or(GNI_RC_INVALID_PARAM)
+        let v = self.live.write().unwrap_or_else(|e| e.into_inner()).remove(&k).ok_or(GNI_RC_INVALID_PARAM)?;
+        // Release: a thread that sees the new epoch also sees the map without `h`.
+        HANDLE_EPOCH.fetch_add(1, Ordering::Release);
+        HANDLE_CACHE.with(|c| c.borrow_mut().slots.clear());
+        Ok(v)
     }
+}
+
+/// Bumped by every handle removal; per-thread handle caches are valid for one epoch.
+static HANDLE_EPOCH: AtomicU64 = AtomicU64::new(0);
+const HANDLE_CACHE_SLOTS: usize = 8;
+
+#[derive(Default)]
+struct HandleCache {
+    epoch: u64,
+    slots: Vec<(u64, Arc<dyn std::any::Any + Send + Sync>)>,
+}
+
+thread_local! {
+    static HANDLE_CACHE: std::cell::RefCell<HandleCache> = std::cell::RefCell::new(HandleCache::default());
 }
 
 pub static CDMS: Table<Cdm> = Table::new(0xc1);
@@ -409,7 +490,8 @@ impl Ep {
     pub fn target(&self, st: &mut EpState) -> Result<(Arc<Peer>, InstanceInfo), Option<cqe::Status>> {
         let b = st.binding.as_mut().ok_or(None)?;
         if let Some((p, i)) = &b.resolved {
-            if p.is_alive() {
+            // Rate-limited: a liveness probe is a system call, too dear for every post.
+            if p.seems_alive() {
                 return Ok((p.clone(), *i));
             }
             b.resolved = None;

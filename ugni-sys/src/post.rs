@@ -257,6 +257,26 @@ fn decode(engine: Engine, d: &gni_post_descriptor_t, nic: &Nic) -> Result<Op, gn
     }
 }
 
+/// Descriptor tokens of one post: at most a LOCAL and a GLOBAL event (no allocation).
+#[derive(Default)]
+struct Tokens {
+    t: [(u32, bool); 2],
+    n: usize,
+}
+
+impl Tokens {
+    fn push(&mut self, v: (u32, bool)) {
+        self.t[self.n] = v;
+        self.n += 1;
+    }
+    fn iter(&self) -> impl Iterator<Item = (u32, bool)> + '_ {
+        self.t[..self.n].iter().copied()
+    }
+    fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+}
+
 /// Stores the 32-bit response flag at `addr` (our own, validated memory).
 fn store_flag(addr: u64, v: u32) {
     // SAFETY: addr is 4-byte aligned (GET/AMO alignment) and inside a registration of
@@ -286,7 +306,7 @@ fn execute(rm: &RemoteMem, peer: &Peer, d: &gni_post_descriptor_t, op: &Op, pd: 
                 unsafe { std::slice::from_raw_parts(d.local_addr as *const u8, len as usize) }
             };
             let mut done = 0usize;
-            for (key, addr, n) in rm.pieces(d.remote_addr, len)? {
+            for &(key, addr, n) in rm.pieces(d.remote_addr, len)?.as_slice() {
                 rma::put(peer, key, addr, &src[done..done + n as usize], pd)?;
                 done += n as usize;
             }
@@ -307,7 +327,7 @@ fn execute(rm: &RemoteMem, peer: &Peer, d: &gni_post_descriptor_t, op: &Op, pd: 
             // SAFETY: checked by `check_local`: inside a writable registration of ours.
             let dst = unsafe { std::slice::from_raw_parts_mut(d.local_addr as *mut u8, len as usize) };
             let mut done = 0usize;
-            for (key, addr, n) in rm.pieces(d.remote_addr, len)? {
+            for &(key, addr, n) in rm.pieces(d.remote_addr, len)?.as_slice() {
                 rma::get(peer, key, addr, &mut dst[done..done + n as usize], pd)?;
                 done += n as usize;
             }
@@ -401,14 +421,14 @@ fn post(engine: Engine, ep_h: gni_ep_handle_t, desc: *mut gni_post_descriptor_t)
     };
 
     // Descriptor tokens, one per local event (before anything moves).
-    let mut tokens: Vec<(u32, bool)> = Vec::with_capacity(2);
+    let mut tokens = Tokens::default();
     if let Some(cq) = &cq {
         for (want, is_local) in [(want_local, true), (want_global, false)] {
             if want {
                 match cq.add_desc(desc) {
                     Ok(t) => tokens.push((t, is_local)),
                     Err(rc) => {
-                        for (t, _) in tokens {
+                        for (t, _) in tokens.iter() {
                             cq.drop_desc(t);
                         }
                         return rc;
@@ -432,7 +452,7 @@ fn post(engine: Engine, ep_h: gni_ep_handle_t, desc: *mut gni_post_descriptor_t)
             Err(None) => {
                 drop(st);
                 if let Some(cq) = &cq {
-                    for (t, _) in tokens {
+                    for (t, _) in tokens.iter() {
                         cq.drop_desc(t);
                     }
                 }
@@ -471,7 +491,7 @@ fn post(engine: Engine, ep_h: gni_ep_handle_t, desc: *mut gni_post_descriptor_t)
                 }
             }
             if let Some(cq) = &cq {
-                for (t, is_local) in tokens {
+                for (t, is_local) in tokens.iter() {
                     let data = if is_local { local_data } else { remote_data };
                     cq.push(cqe::make(cqe::SRC_LOCAL, cqe::TYPE_POST, Status::Ok, t as u64, data as u64));
                 }
@@ -489,7 +509,7 @@ fn post(engine: Engine, ep_h: gni_ep_handle_t, desc: *mut gni_post_descriptor_t)
                             Err(_) => softnic_fabric::sn_warn!(api, "transaction error lost: {}", status.describe()),
                         }
                     }
-                    for (t, is_local) in tokens {
+                    for (t, is_local) in tokens.iter() {
                         let data = if is_local { local_data } else { remote_data };
                         cq.push(cqe::make(cqe::SRC_LOCAL, cqe::TYPE_POST, status, t as u64, data as u64));
                     }

@@ -254,7 +254,7 @@ fn send(ep_hndl: gni_ep_handle_t, header: *const c_void, hlen: u32, data: *const
             }
         }
         let mut done = 0usize;
-        for (key, addr, n) in rm.pieces(slot + 8, buf.len() as u64).map_err(Status::from_fabric)? {
+        for &(key, addr, n) in rm.pieces(slot + 8, buf.len() as u64).map_err(Status::from_fabric)?.as_slice() {
             rma::put(&peer, key, addr, &buf[done..done + n as usize], pd).map_err(Status::from_fabric)?;
             done += n as usize;
         }
