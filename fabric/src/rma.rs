@@ -345,6 +345,12 @@ impl Peer {
     }
 }
 
+/// Validates an access without performing it (same checks and errors as [`put`] /
+/// [`get`]): lets an API check every part of a compound operation before moving any byte.
+pub fn check(peer: &Peer, key: MemKey, remote_addr: u64, len: usize, write: bool, pd: u64) -> Result<()> {
+    peer.validate(key, remote_addr, len, write, pd).map(|_| ())
+}
+
 /// Writes `src` to `remote_addr` in the peer's registration `key`.
 pub fn put(peer: &Peer, key: MemKey, remote_addr: u64, src: &[u8], pd: u64) -> Result<()> {
     let t = peer.validate(key, remote_addr, src.len(), true, pd)?;

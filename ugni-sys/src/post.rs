@@ -292,8 +292,7 @@ fn execute(rm: &RemoteMem, peer: &Peer, d: &gni_post_descriptor_t, op: &Op, pd: 
                 Some((faddr, fval)) => {
                     // Validate the flag's place before moving anything.
                     let (fkey, faddr) = rm.word(faddr, 8)?;
-                    let mut probe = [0u8; 8];
-                    rma::get(peer, fkey, faddr, &mut probe, pd)?;
+                    rma::check(peer, fkey, faddr, 8, true, pd)?;
                     Some((fkey, faddr, fval))
                 }
                 None => None,
