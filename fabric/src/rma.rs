@@ -36,20 +36,29 @@ use crate::ring::{Pod, Ring};
 use crate::shm::{self, Mapping};
 use crate::{Error, Result};
 use std::collections::HashMap;
-use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
-use std::time::Instant;
+use std::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// Minimum interval between two liveness probes of one peer.
 pub const DEATH_CHECK_NS: u64 = 100_000;
 
+/// Where a peer backing of one generation is mapped here.  Published through
+/// `Peer::fast` and never freed before the Peer (readers hold plain pointers to it).
 struct Cached {
     gen: u32,
     base: u64,
     len: u64,
     ptr: *mut u8,
-    /// None for our own memory (used in place).
-    _map: Option<Mapping>,
+}
+
+/// The slow-path side of the backing cache (under `Peer::backs`).
+#[derive(Default)]
+struct Backs {
+    /// The mapping of each backing row's current `Cached` (None for our own memory, used
+    /// in place); replaced, and the old one unmapped, when the row changes generation.
+    maps: Vec<Option<Mapping>>,
+    /// Every `Cached` ever published (small; kept until the Peer goes).
+    owned: Vec<Box<Cached>>,
 }
 
 /// A resolved other process (or this one).
@@ -61,8 +70,10 @@ pub struct Peer {
     pidfd: i32,
     dead: AtomicBool,
     last_check: AtomicU64,
-    /// Mappings of the peer's backings, indexed by backing row (read-mostly).
-    backs: RwLock<Vec<Option<Cached>>>,
+    /// Mappings of the peer's backings, indexed by backing row: the lock-free read side
+    /// (null or a `Cached` owned by `backs`) and the mutex-protected write side.
+    fast: Box<[AtomicPtr<Cached>]>,
+    backs: Mutex<Backs>,
 }
 
 // SAFETY: the raw pointers in the cache point into mappings the Peer owns (or into our
@@ -79,9 +90,17 @@ impl Drop for Peer {
     }
 }
 
+fn empty_fast() -> Box<[AtomicPtr<Cached>]> {
+    (0..node::NBACK).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect()
+}
+
+/// CLOCK_MONOTONIC in nanoseconds (read straight from the vDSO: this is on every post's
+/// path, and `Instant::elapsed` adds a checked subtraction and a lazy origin).
 fn now_ns() -> u64 {
-    static T0: once_cell::sync::Lazy<Instant> = once_cell::sync::Lazy::new(Instant::now);
-    T0.elapsed().as_nanos() as u64
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid out pointer; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(ts.tv_nsec as u64)
 }
 
 static PEERS: once_cell::sync::Lazy<Mutex<HashMap<PeerRef, Arc<Peer>>>> = once_cell::sync::Lazy::new(|| Mutex::new(HashMap::new()));
@@ -100,7 +119,7 @@ impl Peer {
             return Ok(p.clone());
         }
         let p = if r == n.peer_ref() {
-            Peer { r, is_self: true, _ctl_map: None, ctl: n.ctl(), pidfd: -1, dead: AtomicBool::new(false), last_check: AtomicU64::new(0), backs: RwLock::new(Vec::new()) }
+            Peer { r, is_self: true, _ctl_map: None, ctl: n.ctl(), pidfd: -1, dead: AtomicBool::new(false), last_check: AtomicU64::new(0), fast: empty_fast(), backs: Mutex::new(Backs::default()) }
         } else {
             if !crate::registry::pid_alive(r.pid, Some(r.starttime)) {
                 return Err(Error::PeerDead);
@@ -110,7 +129,7 @@ impl Peer {
             ctl.check(r.pid, r.starttime)?;
             // SAFETY: pidfd_open takes a pid and flags; returns a new fd or -1.
             let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, r.pid, 0) } as i32;
-            Peer { r, is_self: false, _ctl_map: Some(map), ctl, pidfd, dead: AtomicBool::new(false), last_check: AtomicU64::new(now_ns()), backs: RwLock::new(Vec::new()) }
+            Peer { r, is_self: false, _ctl_map: Some(map), ctl, pidfd, dead: AtomicBool::new(false), last_check: AtomicU64::new(now_ns()), fast: empty_fast(), backs: Mutex::new(Backs::default()) }
         };
         let p = Arc::new(p);
         let mut peers = PEERS.lock().unwrap_or_else(|e| e.into_inner());
@@ -174,8 +193,24 @@ impl Peer {
         Ok(())
     }
 
-    fn validate(&self, key: MemKey, addr: u64, n: usize, write: bool, pd: u64) -> Result<Target> {
+    /// Liveness checked once for a batch of operations (see [`Live`]).
+    pub fn live(&self) -> Result<Live<'_>> {
         self.check_alive()?;
+        Ok(Live(self))
+    }
+
+    /// As [`Peer::live`] without reading the clock (only the cached verdict: `PeerDead`
+    /// once a probe found the peer gone), for a caller that already ran the rate-limited
+    /// probe ([`Peer::seems_alive`]) earlier in the same API call.
+    pub fn live_probed(&self) -> Result<Live<'_>> {
+        if !self.is_self && self.dead.load(Ordering::Relaxed) {
+            return Err(Error::PeerDead);
+        }
+        Ok(Live(self))
+    }
+
+    /// The registration checks of every access (the liveness check is the caller's).
+    fn validate(&self, key: MemKey, addr: u64, n: usize, write: bool, pd: u64) -> Result<Target> {
         let e = self.ctl.reg(key.index as usize).ok_or(Error::InvalidHandle)?;
         let g = e.gen.load(Ordering::Acquire);
         if g != key.generation || e.state.load(Ordering::Acquire) != LIVE {
@@ -214,17 +249,21 @@ impl Peer {
             return Err(Error::StaleHandle);
         }
         let slot = idx as usize;
-        {
-            // Fast path: a cached mapping of this generation, under the read lock.
-            let c = self.backs.read().unwrap_or_else(|e| e.into_inner());
-            if let Some(Some(x)) = c.get(slot) {
+        // Fast path: a cached mapping of this generation, without any lock.
+        if let Some(f) = self.fast.get(slot) {
+            let p = f.load(Ordering::Acquire);
+            if !p.is_null() {
+                // SAFETY: published `Cached` are owned by `backs` until the Peer drops.
+                let x = unsafe { &*p };
                 if x.gen == gen {
                     return Self::locate(x, addr);
                 }
             }
         }
-        let mut c = self.backs.write().unwrap_or_else(|e| e.into_inner());
-        let fresh = matches!(c.get(slot), Some(Some(x)) if x.gen == gen);
+        let mut c = self.backs.lock().unwrap_or_else(|e| e.into_inner());
+        let cur = self.fast.get(slot).map_or(std::ptr::null_mut(), |f| f.load(Ordering::Acquire));
+        // SAFETY: as above.
+        let fresh = !cur.is_null() && unsafe { (*cur).gen } == gen;
         if !fresh {
             let base = e.base.load(Ordering::Relaxed);
             let len = e.len.load(Ordering::Relaxed);
@@ -240,12 +279,19 @@ impl Peer {
                 Some(shm::map_peer(self.r.pid, fd, ino, len as usize).map_err(|e| if e == Error::StaleHandle && !self.is_alive() { Error::PeerDead } else { e })?)
             };
             let ptr = map.as_ref().map_or(base as *mut u8, |m| m.ptr());
-            if c.len() <= slot {
-                c.resize_with(slot + 1, || None);
+            if c.maps.len() <= slot {
+                c.maps.resize_with(slot + 1, || None);
             }
-            c[slot] = Some(Cached { gen, base, len, ptr, _map: map });
+            c.maps[slot] = map;
+            let mut b = Box::new(Cached { gen, base, len, ptr });
+            let p: *mut Cached = &mut *b;
+            c.owned.push(b);
+            self.fast[slot].store(p, Ordering::Release);
+            // SAFETY: just published, owned by `c.owned`.
+            return Self::locate(unsafe { &*p }, addr);
         }
-        Self::locate(c[slot].as_ref().expect("just filled"), addr)
+        // SAFETY: as above.
+        Self::locate(unsafe { &*cur }, addr)
     }
 
     /// Pointer to owner address `addr` inside a cached backing, and the bytes left in it.
@@ -345,119 +391,190 @@ impl Peer {
     }
 }
 
+/// A peer found alive by [`Peer::live`]: the operations below skip the (rate-limited,
+/// but clock-reading) liveness check, so a compound operation (payload, flag, event) pays
+/// it once.  Keep it for one API call only: the death-check guarantee (module doc) is
+/// about when an operation is issued.
+#[derive(Clone, Copy)]
+pub struct Live<'a>(&'a Peer);
+
+impl<'a> Live<'a> {
+    pub fn peer(self) -> &'a Peer {
+        self.0
+    }
+
+    /// Validates an access without performing it (same checks and errors as [`put`] /
+    /// [`get`]): lets an API check every part of a compound operation before moving any byte.
+    pub fn check(self, key: MemKey, remote_addr: u64, len: usize, write: bool, pd: u64) -> Result<()> {
+        self.0.validate(key, remote_addr, len, write, pd).map(|_| ())
+    }
+
+    /// Writes `src` to `remote_addr` in the peer's registration `key`.
+    pub fn put(self, key: MemKey, remote_addr: u64, src: &[u8], pd: u64) -> Result<()> {
+        let t = self.0.validate(key, remote_addr, src.len(), true, pd)?;
+        if src.is_empty() {
+            return Ok(());
+        }
+        if t.backing == NO_BACKING && !self.0.is_self {
+            return self.0.vm_io(src.as_ptr() as *mut u8, remote_addr, src.len(), true);
+        }
+        self.0.for_chunks(t.backing, remote_addr, src.len(), |p, off, len| {
+            // SAFETY: p..p+len is mapped (validated above); src has off+len bytes; distinct
+            // mappings cannot overlap a Rust slice except for self-copies, hence `copy`.
+            unsafe { std::ptr::copy(src.as_ptr().add(off), p, len) }
+        })
+    }
+
+    /// Reads from `remote_addr` in the peer's registration `key` into `dst`.
+    pub fn get(self, key: MemKey, remote_addr: u64, dst: &mut [u8], pd: u64) -> Result<()> {
+        let t = self.0.validate(key, remote_addr, dst.len(), false, pd)?;
+        if dst.is_empty() {
+            return Ok(());
+        }
+        if t.backing == NO_BACKING && !self.0.is_self {
+            return self.0.vm_io(dst.as_mut_ptr(), remote_addr, dst.len(), false);
+        }
+        let d = dst.as_mut_ptr();
+        self.0.for_chunks(t.backing, remote_addr, dst.len(), |p, off, len| {
+            // SAFETY: as in put, reversed.
+            unsafe { std::ptr::copy(p, d.add(off), len) }
+        })
+    }
+
+    /// Applies `op` atomically at `remote_addr` and returns the old value.  Atomic with
+    /// respect to the target CPU's own atomic instructions on the same word.
+    pub fn atomic(self, key: MemKey, remote_addr: u64, width: AmoWidth, op: AmoOp, pd: u64) -> Result<u64> {
+        let n = match width {
+            AmoWidth::I32 | AmoWidth::F32 => 4,
+            AmoWidth::I64 | AmoWidth::F64 => 8,
+        };
+        let t = self.0.validate(key, remote_addr, n, true, pd)?;
+        if remote_addr % n as u64 != 0 {
+            return Err(Error::Misaligned);
+        }
+        if self.0.is_self {
+            // SAFETY: validated inside a live registration of our own memory.
+            return unsafe { atomic::apply(remote_addr as *mut u8, width, op) };
+        }
+        if t.backing == NO_BACKING {
+            return Err(Error::Unsupported);
+        }
+        let mut p = std::ptr::null_mut();
+        // An aligned word never straddles backings (they are page granular).
+        self.0.for_chunks(t.backing, remote_addr, n, |q, _, _| p = q)?;
+        // SAFETY: p is inside our mapping of the peer's backing, aligned like remote_addr
+        // (mappings are page aligned).
+        unsafe { atomic::apply(p, width, op) }
+    }
+
+    /// Stores the 64-bit `v` at `remote_addr` with one atomic Release store (a flag or
+    /// sequence word the target polls: it never sees a torn value, and sees every byte put
+    /// before it once it sees the value).  Checks and errors are those of
+    /// [`Live::atomic`] with an I64 swap (`Unsupported` on fallback memory, where the
+    /// caller falls back to [`Live::put`]), but costs a plain store instead of a locked
+    /// exchange.
+    pub fn store_u64(self, key: MemKey, remote_addr: u64, v: u64, pd: u64) -> Result<()> {
+        let t = self.0.validate(key, remote_addr, 8, true, pd)?;
+        if remote_addr % 8 != 0 {
+            return Err(Error::Misaligned);
+        }
+        let p = if self.0.is_self {
+            remote_addr as *mut u8
+        } else {
+            if t.backing == NO_BACKING {
+                return Err(Error::Unsupported);
+            }
+            let mut p = std::ptr::null_mut();
+            // An aligned word never straddles backings (they are page granular).
+            self.0.for_chunks(t.backing, remote_addr, 8, |q, _, _| p = q)?;
+            p
+        };
+        // SAFETY: validated inside a live registration (mapped here), 8-byte aligned (the
+        // mappings are page aligned); other parties access the word atomically.
+        unsafe { (*(p as *const AtomicU64)).store(v, Ordering::Release) };
+        Ok(())
+    }
+
+    /// Appends `v` to the ring at `loc` in the peer's library-owned shared memory.
+    /// With `overrun` false a full ring gives `Err(NoSpace)`; with `overrun` true it records
+    /// an overrun in the ring and returns `Ok(false)`.  `Ok(true)`: appended.
+    pub fn post_event<T: Pod>(self, loc: &RingLoc, v: &T, overrun: bool) -> Result<bool> {
+        let e = self.0.ctl.back(loc.backing as usize).ok_or(Error::InvalidHandle)?;
+        if e.state.load(Ordering::Acquire) != LIVE {
+            return Err(Error::StaleHandle);
+        }
+        let base = e.base.load(Ordering::Relaxed);
+        let blen = e.len.load(Ordering::Relaxed);
+        match loc.offset.checked_add(loc.len) {
+            Some(end) if end <= blen && loc.len > 0 => {}
+            _ => return Err(Error::OutOfBounds),
+        }
+        let (p, _) = self.0.backing_ptr(loc.backing, base + loc.offset, Some(loc.backing_gen))?;
+        // SAFETY: p..p+len lies inside the mapped backing (checked above); the ring header
+        // there is validated by attach.
+        let ring = unsafe { Ring::<T>::attach(p, loc.len as usize)? };
+        if overrun {
+            Ok(ring.push_or_overrun(v))
+        } else {
+            ring.push(v).map(|_| true)
+        }
+    }
+
+    /// The notify ring of a peer's registration (see [`crate::mem::set_notify`]), validated
+    /// like an access: `InvalidHandle` (index out of range), `StaleHandle` (not live or another
+    /// generation), `ProtectionDomain` (pd mismatch), `PeerDead`.  `Ok(None)`: the registration
+    /// has no notify ring.
+    pub fn notify_ring(self, key: MemKey, pd: u64) -> Result<Option<RingLoc>> {
+        let e = self.0.ctl.reg(key.index as usize).ok_or(Error::InvalidHandle)?;
+        let g = e.gen.load(Ordering::Acquire);
+        if g != key.generation || e.state.load(Ordering::Acquire) != LIVE {
+            return Err(Error::StaleHandle);
+        }
+        let len = e.notify[2].load(Ordering::Acquire);
+        let w = [e.notify[0].load(Ordering::Relaxed), e.notify[1].load(Ordering::Relaxed), len];
+        let pd_key = e.pd_key.load(Ordering::Relaxed);
+        // Seqlock reader, as in `validate`.
+        fence(Ordering::Acquire);
+        if e.gen.load(Ordering::Relaxed) != g || e.state.load(Ordering::Relaxed) != LIVE {
+            return Err(Error::StaleHandle);
+        }
+        if pd != pd_key {
+            return Err(Error::ProtectionDomain);
+        }
+        Ok((len != 0).then(|| RingLoc::from_words(w)))
+    }
+}
+
 /// Validates an access without performing it (same checks and errors as [`put`] /
 /// [`get`]): lets an API check every part of a compound operation before moving any byte.
 pub fn check(peer: &Peer, key: MemKey, remote_addr: u64, len: usize, write: bool, pd: u64) -> Result<()> {
-    peer.validate(key, remote_addr, len, write, pd).map(|_| ())
+    peer.live()?.check(key, remote_addr, len, write, pd)
 }
 
 /// Writes `src` to `remote_addr` in the peer's registration `key`.
 pub fn put(peer: &Peer, key: MemKey, remote_addr: u64, src: &[u8], pd: u64) -> Result<()> {
-    let t = peer.validate(key, remote_addr, src.len(), true, pd)?;
-    if src.is_empty() {
-        return Ok(());
-    }
-    if t.backing == NO_BACKING && !peer.is_self {
-        return peer.vm_io(src.as_ptr() as *mut u8, remote_addr, src.len(), true);
-    }
-    peer.for_chunks(t.backing, remote_addr, src.len(), |p, off, len| {
-        // SAFETY: p..p+len is mapped (validated above); src has off+len bytes; distinct
-        // mappings cannot overlap a Rust slice except for self-copies, hence `copy`.
-        unsafe { std::ptr::copy(src.as_ptr().add(off), p, len) }
-    })
+    peer.live()?.put(key, remote_addr, src, pd)
 }
 
 /// Reads from `remote_addr` in the peer's registration `key` into `dst`.
 pub fn get(peer: &Peer, key: MemKey, remote_addr: u64, dst: &mut [u8], pd: u64) -> Result<()> {
-    let t = peer.validate(key, remote_addr, dst.len(), false, pd)?;
-    if dst.is_empty() {
-        return Ok(());
-    }
-    if t.backing == NO_BACKING && !peer.is_self {
-        return peer.vm_io(dst.as_mut_ptr(), remote_addr, dst.len(), false);
-    }
-    let d = dst.as_mut_ptr();
-    peer.for_chunks(t.backing, remote_addr, dst.len(), |p, off, len| {
-        // SAFETY: as in put, reversed.
-        unsafe { std::ptr::copy(p, d.add(off), len) }
-    })
+    peer.live()?.get(key, remote_addr, dst, pd)
 }
 
-/// Applies `op` atomically at `remote_addr` and returns the old value.  Atomic with
-/// respect to the target CPU's own atomic instructions on the same word.
+/// Applies `op` atomically at `remote_addr` and returns the old value (see [`Live::atomic`]).
 pub fn atomic(peer: &Peer, key: MemKey, remote_addr: u64, width: AmoWidth, op: AmoOp, pd: u64) -> Result<u64> {
-    let n = match width {
-        AmoWidth::I32 | AmoWidth::F32 => 4,
-        AmoWidth::I64 | AmoWidth::F64 => 8,
-    };
-    let t = peer.validate(key, remote_addr, n, true, pd)?;
-    if remote_addr % n as u64 != 0 {
-        return Err(Error::Misaligned);
-    }
-    if peer.is_self {
-        // SAFETY: validated inside a live registration of our own memory.
-        return unsafe { atomic::apply(remote_addr as *mut u8, width, op) };
-    }
-    if t.backing == NO_BACKING {
-        return Err(Error::Unsupported);
-    }
-    let mut p = std::ptr::null_mut();
-    // An aligned word never straddles backings (they are page granular).
-    peer.for_chunks(t.backing, remote_addr, n, |q, _, _| p = q)?;
-    // SAFETY: p is inside our mapping of the peer's backing, aligned like remote_addr
-    // (mappings are page aligned).
-    unsafe { atomic::apply(p, width, op) }
+    peer.live()?.atomic(key, remote_addr, width, op, pd)
 }
 
-/// Appends `v` to the ring at `loc` in the peer's library-owned shared memory.
-/// With `overrun` false a full ring gives `Err(NoSpace)`; with `overrun` true it records
-/// an overrun in the ring and returns `Ok(false)`.  `Ok(true)`: appended.
+/// Appends `v` to the ring at `loc` in the peer's library-owned shared memory (see
+/// [`Live::post_event`]).
 pub fn post_event<T: Pod>(peer: &Peer, loc: &RingLoc, v: &T, overrun: bool) -> Result<bool> {
-    peer.check_alive()?;
-    let e = peer.ctl.back(loc.backing as usize).ok_or(Error::InvalidHandle)?;
-    if e.state.load(Ordering::Acquire) != LIVE {
-        return Err(Error::StaleHandle);
-    }
-    let base = e.base.load(Ordering::Relaxed);
-    let blen = e.len.load(Ordering::Relaxed);
-    match loc.offset.checked_add(loc.len) {
-        Some(end) if end <= blen && loc.len > 0 => {}
-        _ => return Err(Error::OutOfBounds),
-    }
-    let (p, _) = peer.backing_ptr(loc.backing, base + loc.offset, Some(loc.backing_gen))?;
-    // SAFETY: p..p+len lies inside the mapped backing (checked above); the ring header
-    // there is validated by attach.
-    let ring = unsafe { Ring::<T>::attach(p, loc.len as usize)? };
-    if overrun {
-        Ok(ring.push_or_overrun(v))
-    } else {
-        ring.push(v).map(|_| true)
-    }
+    peer.live()?.post_event(loc, v, overrun)
 }
 
-/// The notify ring of a peer's registration (see [`crate::mem::set_notify`]), validated
-/// like an access: `InvalidHandle` (index out of range), `StaleHandle` (not live or another
-/// generation), `ProtectionDomain` (pd mismatch), `PeerDead`.  `Ok(None)`: the registration
-/// has no notify ring.
+/// The notify ring of a peer's registration (see [`Live::notify_ring`]).
 pub fn notify_ring(peer: &Peer, key: MemKey, pd: u64) -> Result<Option<RingLoc>> {
-    peer.check_alive()?;
-    let e = peer.ctl.reg(key.index as usize).ok_or(Error::InvalidHandle)?;
-    let g = e.gen.load(Ordering::Acquire);
-    if g != key.generation || e.state.load(Ordering::Acquire) != LIVE {
-        return Err(Error::StaleHandle);
-    }
-    let len = e.notify[2].load(Ordering::Acquire);
-    let w = [e.notify[0].load(Ordering::Relaxed), e.notify[1].load(Ordering::Relaxed), len];
-    let pd_key = e.pd_key.load(Ordering::Relaxed);
-    // Seqlock reader, as in `validate`.
-    fence(Ordering::Acquire);
-    if e.gen.load(Ordering::Relaxed) != g || e.state.load(Ordering::Relaxed) != LIVE {
-        return Err(Error::StaleHandle);
-    }
-    if pd != pd_key {
-        return Err(Error::ProtectionDomain);
-    }
-    Ok((len != 0).then(|| RingLoc::from_words(w)))
+    peer.live()?.notify_ring(key, pd)
 }
 
 /// A view of `loc.len` bytes of a peer's library-owned shared memory (from

@@ -107,13 +107,16 @@ unsafe fn deliver(rc: gni_return_t, e: cqe::CqEntry, event_data: *mut gni_cq_ent
 
 #[no_mangle]
 pub unsafe extern "C" fn GNI_CqGetEvent(cq_hndl: gni_cq_handle_t, event_data: *mut gni_cq_entry_t) -> gni_return_t {
-    let Ok(cq) = cq_of(cq_hndl) else { return GNI_RC_INVALID_PARAM };
-    if event_data.is_null() {
-        return GNI_RC_INVALID_PARAM;
-    }
-    let (rc, e) = cq.get_event();
-    // SAFETY: checked non-NULL.
-    unsafe { deliver(rc, e, event_data) }
+    // Polled in tight loops: the borrowing lookup (no reference count traffic).
+    CQS.with(cq_hndl as *const c_void, |cq| {
+        if event_data.is_null() {
+            return GNI_RC_INVALID_PARAM;
+        }
+        let (rc, e) = cq.get_event();
+        // SAFETY: checked non-NULL.
+        unsafe { deliver(rc, e, event_data) }
+    })
+    .unwrap_or(GNI_RC_INVALID_PARAM)
 }
 
 #[no_mangle]
@@ -231,7 +234,10 @@ pub unsafe extern "C" fn GNI_CqInterruptUnmask(cq_hndl: gni_cq_handle_t) -> gni_
 
 #[no_mangle]
 pub unsafe extern "C" fn GNI_GetCompleted(cq_hndl: gni_cq_handle_t, event_data: gni_cq_entry_t, post_descr: *mut *mut gni_post_descriptor_t) -> gni_return_t {
-    let Ok(cq) = cq_of(cq_hndl) else { return GNI_RC_INVALID_PARAM };
+    CQS.with(cq_hndl as *const c_void, |cq| get_completed(cq, event_data, post_descr)).unwrap_or(GNI_RC_INVALID_PARAM)
+}
+
+fn get_completed(cq: &Cq, event_data: gni_cq_entry_t, post_descr: *mut *mut gni_post_descriptor_t) -> gni_return_t {
     if post_descr.is_null() {
         return GNI_RC_INVALID_PARAM;
     }

@@ -20,7 +20,7 @@ use crate::objects::*;
 use crate::types::*;
 use libc::c_void;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 fn ep_of(h: gni_ep_handle_t) -> GniResult<Arc<Ep>> {
     EPS.get(h as *const c_void)
@@ -47,7 +47,7 @@ pub unsafe extern "C" fn GNI_EpCreate(nic_hndl: gni_nic_handle_t, src_cq_hndl: g
     let ep = Arc::new(Ep {
         nic,
         cq,
-        st: Mutex::new(EpState { binding: None, local_event: None, remote_event: None, smsg: None, dgram: Default::default(), in_flight: 0 }),
+        st: SpinLock::new(EpState { binding: None, local_event: None, remote_event: None, smsg: None, dgram: Default::default(), in_flight: 0 }),
     });
     let h = EPS.insert(ep);
     // SAFETY: checked non-NULL.

@@ -128,15 +128,73 @@ impl<T> Table<T> {
         HANDLE_CACHE.with(|c| {
             let mut c = c.borrow_mut();
             if c.epoch != epoch {
-                c.slots.clear();
+                c.retire_all();
                 c.epoch = epoch;
             }
             if c.slots.len() == HANDLE_CACHE_SLOTS {
-                c.slots.remove(0);
+                let old = c.slots.remove(0);
+                c.retire(old);
             }
             c.slots.push((k, v.clone() as Arc<dyn std::any::Any + Send + Sync>));
         });
         Ok(v)
+    }
+
+    /// Runs `f` on the object behind `h` (errors as [`Table::get`]) without taking a
+    /// reference count when the handle is in this thread's cache: the hot calls
+    /// (PostFma, CqGetEvent, GetCompleted, SMSG) then do no atomic read-modify-write for
+    /// the lookup.  While `f` runs the cache entry is *pinned*: entries this thread drops
+    /// from its cache meanwhile (a nested call that misses, a removal, e.g. from an event
+    /// handler) are kept alive until the outermost `with` returns.
+    pub fn with<R>(&self, h: *const c_void, f: impl FnOnce(&T) -> R) -> GniResult<R>
+    where
+        T: Send + Sync + 'static,
+    {
+        let k = h as usize as u64;
+        if k >> 56 != self.tag {
+            return Err(GNI_RC_INVALID_PARAM);
+        }
+        let epoch = HANDLE_EPOCH.load(Ordering::Acquire);
+        // One thread-local access: the cell lives as long as this thread, so its address
+        // serves the unpinning below too.
+        let cell: *const std::cell::RefCell<HandleCache> = HANDLE_CACHE.with(|c| c as *const _);
+        // SAFETY: this thread's cache, alive for the whole call.
+        let cell = unsafe { &*cell };
+        let hit: Option<*const T> = {
+            let mut c = cell.borrow_mut();
+            if c.epoch != epoch {
+                None
+            } else {
+                let p = c.slots.iter().find(|(hk, _)| *hk == k).and_then(|(_, v)| v.downcast_ref::<T>()).map(|v| v as *const T);
+                if p.is_some() {
+                    c.pinned += 1;
+                }
+                p
+            }
+        };
+        let Some(p) = hit else {
+            let v = self.get(h)?;
+            return Ok(f(&v));
+        };
+        struct Unpin<'a>(&'a std::cell::RefCell<HandleCache>);
+        impl Drop for Unpin<'_> {
+            fn drop(&mut self) {
+                let dead = {
+                    let mut c = self.0.borrow_mut();
+                    c.pinned -= 1;
+                    if c.pinned == 0 {
+                        std::mem::take(&mut c.deferred)
+                    } else {
+                        Vec::new()
+                    }
+                };
+                drop(dead); // outside the borrow: a destructor may look handles up
+            }
+        }
+        let _unpin = Unpin(cell);
+        // SAFETY: the cache's Arc keeps the object alive: while pinned, this thread's
+        // cache never drops an entry (it defers it), and other threads never touch it.
+        Ok(f(unsafe { &*p }))
     }
 
     /// Removes `h`; later lookups fail.
@@ -148,7 +206,7 @@ impl<T> Table<T> {
         let v = self.live.write().unwrap_or_else(|e| e.into_inner()).remove(&k).ok_or(GNI_RC_INVALID_PARAM)?;
         // Release: a thread that sees the new epoch also sees the map without `h`.
         HANDLE_EPOCH.fetch_add(1, Ordering::Release);
-        HANDLE_CACHE.with(|c| c.borrow_mut().slots.clear());
+        HANDLE_CACHE.with(|c| c.borrow_mut().retire_all());
         Ok(v)
     }
 }
@@ -157,10 +215,31 @@ impl<T> Table<T> {
 static HANDLE_EPOCH: AtomicU64 = AtomicU64::new(0);
 const HANDLE_CACHE_SLOTS: usize = 8;
 
+type CacheSlot = (u64, Arc<dyn std::any::Any + Send + Sync>);
+
 #[derive(Default)]
 struct HandleCache {
     epoch: u64,
-    slots: Vec<(u64, Arc<dyn std::any::Any + Send + Sync>)>,
+    slots: Vec<CacheSlot>,
+    /// Active [`Table::with`] calls of this thread, and the entries dropped meanwhile.
+    pinned: u32,
+    deferred: Vec<CacheSlot>,
+}
+
+impl HandleCache {
+    fn retire(&mut self, e: CacheSlot) {
+        if self.pinned > 0 {
+            self.deferred.push(e);
+        }
+    }
+    fn retire_all(&mut self) {
+        if self.pinned > 0 {
+            let mut v = std::mem::take(&mut self.slots);
+            self.deferred.append(&mut v);
+        } else {
+            self.slots.clear();
+        }
+    }
 }
 
 thread_local! {
@@ -290,7 +369,7 @@ pub struct Cq {
     pub handler: Option<EventHandler>,
     pub context: usize,
     /// Outstanding post descriptors by token (the CQE aux field).
-    descs: Mutex<Slab>,
+    descs: SpinLock<Slab>,
     /// Endpoints and registrations using this CQ (CqDestroy refuses while non-zero).
     pub users: AtomicU32,
     /// Set when the ring overran: reported once as ERROR_RESOURCE, then cleared.
@@ -300,6 +379,60 @@ pub struct Cq {
 // SAFETY: the descriptor pointers in the slab are opaque values handed back to the user.
 unsafe impl Send for Cq {}
 unsafe impl Sync for Cq {}
+
+/// A lock for short critical sections that do not sleep (the descriptor slab, the
+/// endpoint state; contention on either is rare): taking it
+/// is one compare-exchange and releasing it a plain Release store, where a `Mutex` pays
+/// two atomic read-modify-writes.  Waiters spin, then yield.
+pub struct SpinLock<T> {
+    held: AtomicBool,
+    v: std::cell::UnsafeCell<T>,
+}
+
+// SAFETY: `v` is only reached through a guard, which exists while `held` is ours.
+unsafe impl<T: Send> Sync for SpinLock<T> {}
+
+pub struct SpinGuard<'a, T>(&'a SpinLock<T>);
+
+impl<T> SpinLock<T> {
+    pub fn new(v: T) -> Self {
+        SpinLock { held: AtomicBool::new(false), v: std::cell::UnsafeCell::new(v) }
+    }
+    pub fn lock(&self) -> SpinGuard<'_, T> {
+        let mut spins = 0u32;
+        // Acquire: pairs with the Release in `drop`, so the last holder's writes are seen.
+        while self.held.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            spins += 1;
+            if spins < 64 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        SpinGuard(self)
+    }
+}
+
+impl<T> std::ops::Deref for SpinGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: we hold the lock.
+        unsafe { &*self.0.v.get() }
+    }
+}
+
+impl<T> std::ops::DerefMut for SpinGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: we hold the lock.
+        unsafe { &mut *self.0.v.get() }
+    }
+}
+
+impl<T> Drop for SpinGuard<'_, T> {
+    fn drop(&mut self) {
+        self.0.held.store(false, Ordering::Release);
+    }
+}
 
 #[derive(Default)]
 struct Slab {
@@ -328,7 +461,7 @@ impl Cq {
             entry_count,
             handler,
             context,
-            descs: Mutex::new(Slab::default()),
+            descs: SpinLock::new(Slab::default()),
             users: AtomicU32::new(0),
             overrun_reported: AtomicU32::new(0),
         }))
@@ -343,7 +476,7 @@ impl Cq {
     /// Remembers a posted descriptor; its token goes into the CQE aux field.
     /// ERROR_RESOURCE when 2^22 descriptors are outstanding.
     pub fn add_desc(&self, d: *mut gni_post_descriptor_t) -> GniResult<u32> {
-        let mut s = lock(&self.descs);
+        let mut s = self.descs.lock();
         if let Some(t) = s.free.pop() {
             s.slots[t as usize] = Some(d as usize);
             return Ok(t);
@@ -358,7 +491,7 @@ impl Cq {
 
     /// Takes back the descriptor of `token` (GNI_GetCompleted).
     pub fn take_desc(&self, token: u32) -> Option<*mut gni_post_descriptor_t> {
-        let mut s = lock(&self.descs);
+        let mut s = self.descs.lock();
         let d = s.slots.get_mut(token as usize)?.take()?;
         s.free.push(token);
         Some(d as *mut gni_post_descriptor_t)
@@ -381,7 +514,8 @@ impl Cq {
             return (GNI_RC_ERROR_RESOURCE, 0);
         }
         let Some(mut e) = self.ring.pop() else { return (GNI_RC_NOT_DONE, 0) };
-        if self.overrun_reported.swap(0, Ordering::Relaxed) != 0 {
+        // Load first: the flag is almost never set, and a swap is a locked instruction.
+        if self.overrun_reported.load(Ordering::Relaxed) != 0 && self.overrun_reported.swap(0, Ordering::Relaxed) != 0 {
             e = cqe::with_overrun(e);
         }
         let rc = if cqe::status(e) == 0 { GNI_RC_SUCCESS } else { GNI_RC_TRANSACTION_ERROR };
@@ -466,12 +600,13 @@ pub struct EpState {
 pub struct Ep {
     pub nic: Arc<Nic>,
     pub cq: Option<Arc<Cq>>,
-    pub st: Mutex<EpState>,
+    /// Taken on every post and SMSG call (a spin lock: cheaper to release than a Mutex).
+    pub st: SpinLock<EpState>,
 }
 
 impl Ep {
-    pub fn state(&self) -> MutexGuard<'_, EpState> {
-        lock(&self.st)
+    pub fn state(&self) -> SpinGuard<'_, EpState> {
+        self.st.lock()
     }
 
     /// Event data of LOCAL events: set value, else the bound peer's inst_id.
@@ -488,16 +623,27 @@ impl Ep {
     /// (the caller answers INVALID_PARAM); `Err(Some(status))` when the peer cannot be
     /// reached (the caller reports a transaction error through the CQ).
     pub fn target(&self, st: &mut EpState) -> Result<(Arc<Peer>, InstanceInfo), Option<cqe::Status>> {
+        self.target_ref(st)?;
+        let (p, i) = st.binding.as_ref().and_then(|b| b.resolved.as_ref()).expect("target_ref() caches the peer");
+        Ok((p.clone(), *i))
+    }
+
+    /// As [`Ep::target`], for hot paths: the peer, found alive during this call, is left
+    /// in `st.binding.resolved` (borrow it from there; no reference count traffic).
+    pub fn target_ref(&self, st: &mut EpState) -> Result<(), Option<cqe::Status>> {
         let b = st.binding.as_mut().ok_or(None)?;
-        if let Some((p, i)) = &b.resolved {
+        if let Some((p, _)) = &b.resolved {
             // Rate-limited: a liveness probe is a system call, too dear for every post.
             if p.seems_alive() {
-                return Ok((p.clone(), *i));
+                return Ok(());
             }
             b.resolved = None;
         }
         let r = self.nic.resolve(b.remote_addr, b.remote_id).map_err(Some)?;
-        b.resolved = Some(r.clone());
-        Ok(r)
+        // Run the rate-limited probe now (a cached Peer may not have been probed for a
+        // while), so callers may rely on `Peer::live_probed` for the rest of the call.
+        let _ = r.0.seems_alive();
+        b.resolved = Some(r);
+        Ok(())
     }
 }

@@ -11,7 +11,9 @@
 //!   implied.  `dlvr_mode` and `rdma_mode` are accepted and otherwise ignored.
 //! - **EpUnbind** sees `EpState.in_flight` non-zero only while a post is inside this module
 //!   (it is incremented before the data moves and decremented right after), so NOT_DONE
-//!   is answered exactly while a transaction is really in progress.
+//!   is answered exactly while a transaction is really in progress.  Transfers of up to
+//!   `HOLD_MAX` bytes move while the post holds the EP lock (one lock per post), so they
+//!   are never seen in flight: EpUnbind waits for the lock and then finds them done.
 //! - **LOCAL vs GLOBAL** events (RDMA): both are produced after the data has arrived; a
 //!   LOCAL event carries the EP's local_event data, a GLOBAL one its remote_event data.
 //!
@@ -72,7 +74,7 @@ use crate::objects::{Cq, Ep, Nic, CQS, EPS};
 use crate::types::*;
 use softnic_fabric::atomic::{AmoOp, AmoWidth};
 use softnic_fabric::mem::{self, Access, MemKey};
-use softnic_fabric::rma::{self, Peer};
+use softnic_fabric::rma::Live;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
@@ -82,6 +84,8 @@ pub const FMA_MAX_LENGTH: u64 = 1 << 30;
 pub const RDMA_MAX_LENGTH: u64 = (1 << 32) - 4;
 /// Bytes of the flag of the flagged-response posts (`GNI_FMA_FLAGGED_RESPONSE_SIZE`).
 pub const GNI_FMA_FLAGGED_RESPONSE_SIZE: u64 = 4;
+/// Largest transfer moved while holding the EP lock (see `post`).
+const HOLD_MAX: u64 = 64 * 1024;
 
 const MODE_LOCAL: u16 = GNI_CQMODE_LOCAL_EVENT as u16;
 const MODE_GLOBAL: u16 = GNI_CQMODE_GLOBAL_EVENT as u16;
@@ -285,14 +289,14 @@ fn store_flag(addr: u64, v: u32) {
 }
 
 /// Runs a validated operation against the target.
-fn execute(rm: &RemoteMem, peer: &Peer, d: &gni_post_descriptor_t, op: &Op, pd: u64) -> softnic_fabric::Result<()> {
+fn execute(rm: &RemoteMem, peer: Live<'_>, d: &gni_post_descriptor_t, op: &Op, pd: u64) -> softnic_fabric::Result<()> {
     match *op {
         Op::Put { len, sync } => {
             let flag = match sync {
                 Some((faddr, fval)) => {
                     // Validate the flag's place before moving anything.
                     let (fkey, faddr) = rm.word(faddr, 8)?;
-                    rma::check(peer, fkey, faddr, 8, true, pd)?;
+                    peer.check(fkey, faddr, 8, true, pd)?;
                     Some((fkey, faddr, fval))
                 }
                 None => None,
@@ -306,18 +310,18 @@ fn execute(rm: &RemoteMem, peer: &Peer, d: &gni_post_descriptor_t, op: &Op, pd: 
             };
             let mut done = 0usize;
             for &(key, addr, n) in rm.pieces(d.remote_addr, len)?.as_slice() {
-                rma::put(peer, key, addr, &src[done..done + n as usize], pd)?;
+                peer.put(key, addr, &src[done..done + n as usize], pd)?;
                 done += n as usize;
             }
             if let Some((key, faddr, fval)) = flag {
                 if faddr % 8 == 0 {
-                    match rma::atomic(peer, key, faddr, AmoWidth::I64, AmoOp::Swap(fval), pd) {
-                        Ok(_) => {}
-                        Err(softnic_fabric::Error::Unsupported) => rma::put(peer, key, faddr, &fval.to_ne_bytes(), pd)?,
+                    match peer.store_u64(key, faddr, fval, pd) {
+                        Ok(()) => {}
+                        Err(softnic_fabric::Error::Unsupported) => peer.put(key, faddr, &fval.to_ne_bytes(), pd)?,
                         Err(e) => return Err(e),
                     }
                 } else {
-                    rma::put(peer, key, faddr, &fval.to_ne_bytes(), pd)?;
+                    peer.put(key, faddr, &fval.to_ne_bytes(), pd)?;
                 }
             }
             Ok(())
@@ -327,7 +331,7 @@ fn execute(rm: &RemoteMem, peer: &Peer, d: &gni_post_descriptor_t, op: &Op, pd: 
             let dst = unsafe { std::slice::from_raw_parts_mut(d.local_addr as *mut u8, len as usize) };
             let mut done = 0usize;
             for &(key, addr, n) in rm.pieces(d.remote_addr, len)?.as_slice() {
-                rma::get(peer, key, addr, &mut dst[done..done + n as usize], pd)?;
+                peer.get(key, addr, &mut dst[done..done + n as usize], pd)?;
                 done += n as usize;
             }
             if let Some(v) = flag {
@@ -337,7 +341,7 @@ fn execute(rm: &RemoteMem, peer: &Peer, d: &gni_post_descriptor_t, op: &Op, pd: 
         }
         Op::Amo { amo, flag } => {
             let (key, addr) = rm.word(d.remote_addr, amo.width.bytes() as u64)?;
-            let old = rma::atomic(peer, key, addr, amo.width, amo.op, pd)?;
+            let old = peer.atomic(key, addr, amo.width, amo.op, pd)?;
             if amo.fetch {
                 // SAFETY: checked by `check_local`; aligned to the operand size.
                 unsafe {
@@ -352,17 +356,17 @@ fn execute(rm: &RemoteMem, peer: &Peer, d: &gni_post_descriptor_t, op: &Op, pd: 
             }
             Ok(())
         }
-        Op::CqWrite(v) => match rma::notify_ring(peer, rm.notify_key(), pd)? {
-            Some(loc) => rma::post_event(peer, &loc, &cqe::make_cqwrite(v), true).map(|_| ()),
+        Op::CqWrite(v) => match peer.notify_ring(rm.notify_key(), pd)? {
+            Some(loc) => peer.post_event(&loc, &cqe::make_cqwrite(v), true).map(|_| ()),
             None => Err(softnic_fabric::Error::Unsupported),
         },
     }
 }
 
 /// Queues the REMOTE event of a completed post at the target registration's dst CQ.
-pub(crate) fn remote_event(peer: &Peer, key: MemKey, pd: u64, entry: u64, api: &str) {
-    match rma::notify_ring(peer, key, pd) {
-        Ok(Some(loc)) => match rma::post_event(peer, &loc, &entry, true) {
+pub(crate) fn remote_event(peer: Live<'_>, key: MemKey, pd: u64, entry: u64, api: &str) {
+    match peer.notify_ring(key, pd) {
+        Ok(Some(loc)) => match peer.post_event(&loc, &entry, true) {
             Ok(true) => {}
             Ok(false) => softnic_fabric::sn_debug!(api, "remote CQ overran: event dropped"),
             Err(e) => softnic_fabric::sn_debug!(api, "remote event not delivered: {}", e),
@@ -374,8 +378,11 @@ pub(crate) fn remote_event(peer: &Peer, key: MemKey, pd: u64, entry: u64, api: &
 
 
 fn post(engine: Engine, ep_h: gni_ep_handle_t, desc: *mut gni_post_descriptor_t) -> gni_return_t {
+    EPS.with(ep_h as *const _, |ep| post_on(engine, ep, desc)).unwrap_or(GNI_RC_INVALID_PARAM)
+}
+
+fn post_on(engine: Engine, ep: &Ep, desc: *mut gni_post_descriptor_t) -> gni_return_t {
     let api = engine.api();
-    let Ok(ep) = EPS.get(ep_h as *const _) else { return GNI_RC_INVALID_PARAM };
     if desc.is_null() || ep.nic.is_detached() {
         return GNI_RC_INVALID_PARAM;
     }
@@ -400,18 +407,26 @@ fn post(engine: Engine, ep_h: gni_ep_handle_t, desc: *mut gni_post_descriptor_t)
         _ => (false, mode & (MODE_LOCAL | MODE_GLOBAL) != 0),
     };
     let want_remote = mode & MODE_REMOTE != 0 && engine != Engine::CqWrite;
-    let cq: Option<Arc<Cq>> = if d.src_cq_hndl.is_null() {
-        ep.cq.clone()
+    // The EP's own CQ is borrowed (no reference count traffic on the hot path).
+    let cq_arc: Arc<Cq>;
+    let cq: Option<&Cq> = if d.src_cq_hndl.is_null() {
+        ep.cq.as_deref()
     } else {
         match CQS.get(d.src_cq_hndl as *const _) {
-            Ok(c) => Some(c),
+            Ok(c) => {
+                cq_arc = c;
+                Some(&*cq_arc)
+            }
             Err(e) => return e,
         }
     };
     if (want_local || want_global) && cq.is_none() {
         return GNI_RC_INVALID_PARAM;
     }
-    if ep.state().binding.is_none() {
+    // One EP lock per post: binding check, event data, target and (for small transfers)
+    // the data movement itself all happen under it.
+    let st = ep.state();
+    if st.binding.is_none() {
         return GNI_RC_INVALID_PARAM;
     }
     let op = match decode(engine, &d, &ep.nic) {
@@ -421,7 +436,7 @@ fn post(engine: Engine, ep_h: gni_ep_handle_t, desc: *mut gni_post_descriptor_t)
 
     // Descriptor tokens, one per local event (before anything moves).
     let mut tokens = Tokens::default();
-    if let Some(cq) = &cq {
+    if let Some(cq) = cq {
         for (want, is_local) in [(want_local, true), (want_global, false)] {
             if want {
                 match cq.add_desc(desc) {
@@ -442,54 +457,80 @@ fn post(engine: Engine, ep_h: gni_ep_handle_t, desc: *mut gni_post_descriptor_t)
         (*desc).cq_mode_complete = 0;
     }
 
-    // Resolve the target, mark the transaction in flight.
-    let (target, local_data, remote_data) = {
-        let mut st = ep.state();
-        let local_data = Ep::local_event(&st);
-        let remote_data = ep.remote_event(&st);
-        match ep.target(&mut st) {
-            Err(None) => {
-                drop(st);
-                if let Some(cq) = &cq {
-                    for (t, _) in tokens.iter() {
-                        cq.drop_desc(t);
-                    }
+    // Resolve the target.
+    let local_data = Ep::local_event(&st);
+    let remote_data = ep.remote_event(&st);
+    let mut guard = Some(st);
+    let peer_arc: Arc<softnic_fabric::rma::Peer>;
+    let target = match ep.target_ref(guard.as_mut().expect("held")) {
+        Err(None) => {
+            drop(guard);
+            if let Some(cq) = cq {
+                for (t, _) in tokens.iter() {
+                    cq.drop_desc(t);
                 }
-                return GNI_RC_INVALID_PARAM;
             }
-            Err(Some(status)) => (Err(status), local_data, remote_data),
-            Ok((peer, _)) => {
+            return GNI_RC_INVALID_PARAM;
+        }
+        Err(Some(status)) => {
+            guard = None;
+            Err(status)
+        }
+        Ok(()) => {
+            let st = guard.as_mut().expect("held");
+            let b = st.binding.as_ref().expect("target_ref() succeeded");
+            let (raddr, rid) = (b.remote_addr, b.remote_id);
+            if d.length <= HOLD_MAX {
+                // Small transfers move under the EP lock (the peer is borrowed from the
+                // binding), so no other thread can ever see them in flight.
+                Ok((None, raddr, rid))
+            } else {
+                // Large ones mark the EP (EpUnbind answers NOT_DONE meanwhile) and move
+                // without the lock, so the EP's other calls are not held up by the copy.
+                peer_arc = b.resolved.as_ref().expect("target_ref() caches the peer").0.clone();
                 st.in_flight += 1;
-                let b = st.binding.as_ref().expect("target() succeeded");
-                (Ok((peer, b.remote_addr, b.remote_id)), local_data, remote_data)
+                guard = None;
+                Ok((Some(&*peer_arc), raddr, rid))
             }
         }
     };
 
-    let mut notify_key = None;
-    let result: Result<(), Status> = match &target {
-        Err(s) => Err(*s),
+    let result: Result<(), Status> = match target {
+        Err(s) => Err(s),
         Ok((peer, raddr, rid)) => {
-            let r = RemoteMem::open(&ep.nic, peer, *raddr, *rid, &d.remote_mem_hndl, pd).and_then(|rm| {
-                notify_key = Some(rm.notify_key());
-                execute(&rm, peer, &d, &op, pd)
+            let peer = match peer {
+                Some(p) => p,
+                None => &*guard.as_ref().expect("held").binding.as_ref().expect("bound").resolved.as_ref().expect("resolved").0,
+            };
+            // target_ref() probed the peer; one liveness verdict for the whole post
+            // (payload, flag, REMOTE event).
+            let r = peer.live_probed().and_then(|live| {
+                let rm = RemoteMem::open(&ep.nic, peer, raddr, rid, &d.remote_mem_hndl, pd)?;
+                execute(&rm, live, &d, &op, pd)?;
+                Ok((live, rm.notify_key()))
             });
-            let r = r.map_err(Status::from_fabric);
-            let mut st = ep.state();
-            st.in_flight = st.in_flight.saturating_sub(1);
+            let r = match r {
+                Ok((live, key)) => {
+                    if want_remote {
+                        let e = cqe::make(cqe::SRC_REMOTE, cqe::TYPE_POST, Status::Ok, 0, remote_data as u64);
+                        remote_event(live, key, pd, e, api);
+                    }
+                    Ok(())
+                }
+                Err(e) => Err(Status::from_fabric(e)),
+            };
+            if guard.is_none() {
+                let mut st = ep.state();
+                st.in_flight = st.in_flight.saturating_sub(1);
+            }
             r
         }
     };
+    drop(guard);
 
     match result {
         Ok(()) => {
-            if want_remote {
-                if let (Ok((peer, _, _)), Some(key)) = (&target, notify_key) {
-                    let e = cqe::make(cqe::SRC_REMOTE, cqe::TYPE_POST, Status::Ok, 0, remote_data as u64);
-                    remote_event(peer, key, pd, e, api);
-                }
-            }
-            if let Some(cq) = &cq {
+            if let Some(cq) = cq {
                 for (t, is_local) in tokens.iter() {
                     let data = if is_local { local_data } else { remote_data };
                     cq.push(cqe::make(cqe::SRC_LOCAL, cqe::TYPE_POST, Status::Ok, t as u64, data as u64));
@@ -500,7 +541,7 @@ fn post(engine: Engine, ep_h: gni_ep_handle_t, desc: *mut gni_post_descriptor_t)
             softnic_fabric::sn_debug!(api, "transaction error: {}", status.describe());
             let rh = d.remote_mem_hndl;
             crate::errors::report_transaction_error(&ep.nic, status, [d.remote_addr, d.length, rh.qword1, rh.qword2]);
-            match &cq {
+            match cq {
                 Some(cq) => {
                     if tokens.is_empty() {
                         match cq.add_desc(desc) {

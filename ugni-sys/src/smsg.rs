@@ -60,9 +60,8 @@ use crate::memreg::RemoteMem;
 use crate::post::{check_local, remote_event};
 use crate::types::*;
 use libc::{c_uint, c_void};
-use softnic_fabric::atomic::{AmoOp, AmoWidth};
 use softnic_fabric::mem::MemKey;
-use softnic_fabric::rma::{self, Peer};
+use softnic_fabric::rma::Live;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 const MBOX_HDR: u64 = 64;
@@ -100,6 +99,10 @@ pub struct SmsgState {
     remote_maxsize: u32,
     /// Messages I have sent / released (= received and consumed).
     sent: u64,
+    /// The credits word as last read.  It only grows, so while this value still leaves a
+    /// credit the shared word need not be read: the sender does not pull the cache line
+    /// the peer's every Release writes (one cross-core transfer less per message).
+    credits_seen: u64,
     released: u64,
     /// Header pointer of the current message (GetNext succeeded, no Release yet).
     current: Option<u64>,
@@ -188,6 +191,7 @@ pub unsafe extern "C" fn GNI_SmsgInit(ep_hndl: gni_ep_handle_t, local_smsg_attr:
         remote_slot,
         remote_maxsize: r.msg_maxsize,
         sent: 0,
+        credits_seen: 0,
         released: 0,
         current: None,
         buf: Vec::with_capacity(remote_slot as usize),
@@ -196,45 +200,58 @@ pub unsafe extern "C" fn GNI_SmsgInit(ep_hndl: gni_ep_handle_t, local_smsg_attr:
 }
 
 /// Publishes a 64-bit word at the peer (atomic store; plain put on fallback memory).
-fn store_word(peer: &Peer, key: MemKey, addr: u64, v: u64, pd: u64) -> softnic_fabric::Result<()> {
-    match rma::atomic(peer, key, addr, AmoWidth::I64, AmoOp::Swap(v), pd) {
-        Err(softnic_fabric::Error::Unsupported) => rma::put(peer, key, addr, &v.to_ne_bytes(), pd),
-        r => r.map(|_| ()),
+fn store_word(peer: Live<'_>, key: MemKey, addr: u64, v: u64, pd: u64) -> softnic_fabric::Result<()> {
+    match peer.store_u64(key, addr, v, pd) {
+        Err(softnic_fabric::Error::Unsupported) => peer.put(key, addr, &v.to_ne_bytes(), pd),
+        r => r,
     }
 }
 
 fn send(ep_hndl: gni_ep_handle_t, header: *const c_void, hlen: u32, data: *const c_void, dlen: u32, msg_id: u32, tag: u8) -> gni_return_t {
+    EPS.with(ep_hndl as *const _, |ep| send_on(ep, header, hlen, data, dlen, msg_id, tag)).unwrap_or(GNI_RC_INVALID_PARAM)
+}
+
+fn send_on(ep: &Ep, header: *const c_void, hlen: u32, data: *const c_void, dlen: u32, msg_id: u32, tag: u8) -> gni_return_t {
     const API: &str = "GNI_SmsgSend";
-    let Ok(ep) = EPS.get(ep_hndl as *const _) else { return GNI_RC_INVALID_PARAM };
     if (header.is_null() && hlen > 0) || (data.is_null() && dlen > 0) {
         return GNI_RC_INVALID_PARAM;
     }
     let pd = ep.nic.pd_key();
-    let mut st = ep.state();
-    let Some(sm) = st.smsg.as_ref() else { return GNI_RC_INVALID_PARAM };
+    let mut guard = ep.state();
+    let st = &mut *guard;
+    let Some(sm) = st.smsg.as_mut() else { return GNI_RC_INVALID_PARAM };
     let total = hlen as u64 + dlen as u64;
     if total > sm.remote_maxsize as u64 {
         return GNI_RC_ERROR_RESOURCE;
     }
-    if sm.sent - sm.credits_returned().min(sm.sent) >= sm.remote_credits as u64 {
-        drop(st);
+    if sm.sent - sm.credits_seen.min(sm.sent) >= sm.remote_credits as u64 {
+        sm.credits_seen = sm.credits_returned();
+    }
+    if sm.sent - sm.credits_seen.min(sm.sent) >= sm.remote_credits as u64 {
+        drop(guard);
         crate::stats::bump(&ep.nic, GNI_STAT_SMSG_MBOX_CREDITS_STALL);
         return GNI_RC_NOT_DONE;
     }
     let local_data = Ep::local_event(&st);
     let remote_data = ep.remote_event(&st);
-    let target = ep.target(&mut st);
-    let peer = match target {
-        Ok((p, _)) => Ok(p),
+    let st = &mut *st;
+    let reached = match ep.target_ref(st) {
+        Ok(()) => Ok(()),
         Err(None) => return GNI_RC_INVALID_PARAM,
         Err(Some(s)) => Err(s),
     };
-    st.in_flight += 1;
-    let (raddr, rid) = st.binding.as_ref().map_or((0, 0), |b| (b.remote_addr, b.remote_id));
-    let nic = ep.nic.clone();
+    // The whole send runs under the EP lock (so `in_flight` is never seen non-zero by
+    // another thread); the peer is borrowed from the binding.
+    let b = st.binding.as_ref().expect("target_ref() succeeded or failed with a status");
+    let (raddr, rid) = (b.remote_addr, b.remote_id);
+    let nic = &ep.nic;
     let sm = st.smsg.as_mut().expect("checked above");
-    let result: Result<(std::sync::Arc<Peer>, MemKey), Status> = peer.and_then(|peer| {
-        let rm = RemoteMem::open(&nic, &peer, raddr, rid, &sm.remote_h, pd).map_err(Status::from_fabric)?;
+    let result: Result<(), Status> = reached.and_then(|()| {
+        let peer = &*b.resolved.as_ref().expect("target_ref() caches the peer").0;
+        // target_ref() probed the peer: one liveness verdict for the message (payload,
+        // seq word, REMOTE event).
+        let live = peer.live_probed().map_err(Status::from_fabric)?;
+        let rm = RemoteMem::open(nic, peer, raddr, rid, &sm.remote_h, pd).map_err(Status::from_fabric)?;
         let idx = sm.sent % sm.remote_credits as u64;
         let slot = sm.remote + MBOX_HDR + idx * sm.remote_slot;
         let buf = &mut sm.buf;
@@ -255,22 +272,20 @@ fn send(ep_hndl: gni_ep_handle_t, header: *const c_void, hlen: u32, data: *const
         }
         let mut done = 0usize;
         for &(key, addr, n) in rm.pieces(slot + 8, buf.len() as u64).map_err(Status::from_fabric)?.as_slice() {
-            rma::put(&peer, key, addr, &buf[done..done + n as usize], pd).map_err(Status::from_fabric)?;
+            live.put(key, addr, &buf[done..done + n as usize], pd).map_err(Status::from_fabric)?;
             done += n as usize;
         }
         let (key, addr) = rm.word(slot, 8).map_err(Status::from_fabric)?;
-        store_word(&peer, key, addr, sm.sent + 1, pd).map_err(Status::from_fabric)?;
+        store_word(live, key, addr, sm.sent + 1, pd).map_err(Status::from_fabric)?;
         sm.sent += 1;
-        Ok((peer, rm.notify_key()))
+        // The message is visible before its event.
+        let e = cqe::make(cqe::SRC_REMOTE, cqe::TYPE_SMSG, Status::Ok, 0, remote_data as u64);
+        remote_event(live, rm.notify_key(), pd, e, API);
+        Ok(())
     });
-    st.in_flight -= 1;
-    drop(st);
+    drop(guard);
     let status = match result {
-        Ok((peer, key)) => {
-            let e = cqe::make(cqe::SRC_REMOTE, cqe::TYPE_SMSG, Status::Ok, 0, remote_data as u64);
-            remote_event(&peer, key, pd, e, API);
-            Status::Ok
-        }
+        Ok(()) => Status::Ok,
         Err(s) => {
             softnic_fabric::sn_debug!(API, "message not delivered: {}", s.describe());
             crate::errors::report_transaction_error(&ep.nic, s, [0, total, 0, 0]);
@@ -299,7 +314,10 @@ pub unsafe extern "C" fn GNI_SmsgSendWTag(ep_hndl: gni_ep_handle_t, header: *mut
 
 /// GetNext with an optional tag filter (`None` = any, untouched output).
 fn get_next(ep_hndl: gni_ep_handle_t, header: *mut *mut c_void, tag: Option<*mut u8>) -> gni_return_t {
-    let Ok(ep) = EPS.get(ep_hndl as *const _) else { return GNI_RC_INVALID_PARAM };
+    EPS.with(ep_hndl as *const _, |ep| get_next_on(ep, header, tag)).unwrap_or(GNI_RC_INVALID_PARAM)
+}
+
+fn get_next_on(ep: &Ep, header: *mut *mut c_void, tag: Option<*mut u8>) -> gni_return_t {
     if header.is_null() || tag.map_or(false, |t| t.is_null()) {
         return GNI_RC_INVALID_PARAM;
     }
@@ -337,8 +355,11 @@ pub unsafe extern "C" fn GNI_SmsgGetNextWTag(ep_hndl: gni_ep_handle_t, header: *
 /// Frees the current message and returns its credit to the sender (module doc).
 #[no_mangle]
 pub unsafe extern "C" fn GNI_SmsgRelease(ep_hndl: gni_ep_handle_t) -> gni_return_t {
+    EPS.with(ep_hndl as *const _, release_on).unwrap_or(GNI_RC_INVALID_PARAM)
+}
+
+fn release_on(ep: &Ep) -> gni_return_t {
     const API: &str = "GNI_SmsgRelease";
-    let Ok(ep) = EPS.get(ep_hndl as *const _) else { return GNI_RC_INVALID_PARAM };
     let pd = ep.nic.pd_key();
     let mut st = ep.state();
     let Some(sm) = st.smsg.as_mut() else { return GNI_RC_INVALID_PARAM };
@@ -347,10 +368,15 @@ pub unsafe extern "C" fn GNI_SmsgRelease(ep_hndl: gni_ep_handle_t) -> gni_return
     }
     sm.released += 1;
     let (addr, rh, count) = (sm.remote, sm.remote_h, sm.released);
-    match ep.target(&mut st) {
-        Ok((peer, _)) => {
-            let (raddr, rid) = st.binding.as_ref().map_or((0, 0), |b| (b.remote_addr, b.remote_id));
-            let r = RemoteMem::open(&ep.nic, &peer, raddr, rid, &rh, pd).and_then(|rm| rm.word(addr, 8)).and_then(|(key, a)| store_word(&peer, key, a, count, pd));
+    match ep.target_ref(&mut st) {
+        Ok(()) => {
+            let b = st.binding.as_ref().expect("target_ref() succeeded");
+            let (raddr, rid) = (b.remote_addr, b.remote_id);
+            let peer = &*b.resolved.as_ref().expect("target_ref() caches the peer").0;
+            let r = peer.live_probed().and_then(|live| {
+                let (key, a) = RemoteMem::open(&ep.nic, peer, raddr, rid, &rh, pd)?.word(addr, 8)?;
+                store_word(live, key, a, count, pd)
+            });
             if let Err(e) = r {
                 softnic_fabric::sn_debug!(API, "credit not returned: {}", e);
             }
