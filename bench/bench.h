@@ -162,4 +162,35 @@ static inline long bench_warm(long iters)
 {
     return iters / 10 < 10 ? 10 : iters / 10;
 }
+
+/* The windowed bandwidth loop every library's *_bw benchmark shares.  For each selected
+ * size, rank 0 issues a window of transfers (issue(size, j) for j < window), then waits
+ * for them (complete(size)); one untimed window warms up, then each repetition times
+ * `windows` windows and the median of bytes/s (1e9) is reported.  Every rank runs
+ * sync() after each size. */
+static inline void bench_bw_run(int me, const char *lib, const char *bench,
+                                void (*issue)(size_t size, long j), void (*complete)(size_t size),
+                                void (*sync)(void))
+{
+    double v[BENCH_MAX_REPS];
+    int reps = bench_reps();
+    for (size_t k = 0; k < BENCH_NELEM(bench_bw_sizes); k++) {
+        size_t size = bench_bw_sizes[k];
+        if (!bench_size_selected(size)) continue;
+        long w = bench_bw_window(size), windows = bench_bw_windows(size);
+        if (me == 0) {
+            for (int r = -1; r < reps; r++) {
+                long n = r < 0 ? 1 : windows;
+                double t0 = bench_now();
+                for (long i = 0; i < n; i++) {
+                    for (long j = 0; j < w; j++) issue(size, j);
+                    complete(size);
+                }
+                if (r >= 0) v[r] = (double)n * (double)w * (double)size / (bench_now() - t0) / 1e9;
+            }
+            bench_result(lib, bench, size, "GBps", bench_median(v, reps));
+        }
+        sync();
+    }
+}
 #endif

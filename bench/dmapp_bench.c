@@ -62,28 +62,16 @@ static void lat(const char *bench, int get)
     }
 }
 
+static void put_nbi_issue(size_t size, long j)
+{
+    (void)j;
+    D(dmapp_put_nbi(heap, &job.sheap_seg, peer, src, size / 8, DMAPP_QW));
+}
+static void put_nbi_complete(size_t size) { (void)size; D(dmapp_gsync_wait()); }
+
 static void put_nbi_bw(void)
 {
-    double v[BENCH_MAX_REPS];
-    int reps = bench_reps();
-    for (size_t k = 0; k < BENCH_NELEM(bench_bw_sizes); k++) {
-        size_t size = bench_bw_sizes[k];
-        if (!bench_size_selected(size)) continue;
-        long w = bench_bw_window(size), windows = bench_bw_windows(size);
-        if (me == 0) {
-            for (int r = -1; r < reps; r++) {
-                long n = r < 0 ? 1 : windows;
-                double t0 = bench_now();
-                for (long i = 0; i < n; i++) {
-                    for (long j = 0; j < w; j++) D(dmapp_put_nbi(heap, &job.sheap_seg, peer, src, size / 8, DMAPP_QW));
-                    D(dmapp_gsync_wait());
-                }
-                if (r >= 0) v[r] = (double)n * (double)w * (double)size / (bench_now() - t0) / 1e9;
-            }
-            bench_result(LIB, "put_nbi_bw", size, "GBps", bench_median(v, reps));
-        }
-        barrier();
-    }
+    bench_bw_run(me, LIB, "put_nbi_bw", put_nbi_issue, put_nbi_complete, barrier);
 }
 
 static void afadd_lat(void)

@@ -195,28 +195,12 @@ static void pingpong(void)
     }
 }
 
+static void write_issue(size_t size, long j) { post_write(src + PAYOFF, size, PAYOFF, &ctx[j]); }
+static void write_complete(size_t size) { (void)size; while (outstanding > 0) progress(); }
+
 static void write_bw(void)
 {
-    double v[BENCH_MAX_REPS];
-    int reps = bench_reps();
-    for (size_t k = 0; k < BENCH_NELEM(bench_bw_sizes); k++) {
-        size_t size = bench_bw_sizes[k];
-        if (!bench_size_selected(size)) continue;
-        long w = bench_bw_window(size), windows = bench_bw_windows(size);
-        if (me == 0) {
-            for (int r = -1; r < reps; r++) {
-                long n = r < 0 ? 1 : windows;
-                double t0 = bench_now();
-                for (long i = 0; i < n; i++) {
-                    for (long j = 0; j < w; j++) post_write(src + PAYOFF, size, PAYOFF, &ctx[j]);
-                    while (outstanding > 0) progress();
-                }
-                if (r >= 0) v[r] = (double)n * (double)w * (double)size / (bench_now() - t0) / 1e9;
-            }
-            bench_result(LIB, "write_bw", size, "GBps", bench_median(v, reps));
-        }
-        barrier();
-    }
+    bench_bw_run(me, LIB, "write_bw", write_issue, write_complete, barrier);
 }
 
 int main(int argc, char **argv)

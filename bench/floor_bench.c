@@ -85,28 +85,12 @@ static void pingpong(void)
     }
 }
 
+static void memcpy_issue(size_t size, long j) { (void)j; memcpy(shbuf[1], src, size); }
+static void memcpy_complete(size_t size) { (void)size; __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+
 static void memcpy_bw(void)
 {
-    double v[BENCH_MAX_REPS];
-    int reps = bench_reps();
-    for (size_t k = 0; k < BENCH_NELEM(bench_bw_sizes); k++) {
-        size_t size = bench_bw_sizes[k];
-        if (!bench_size_selected(size)) continue;
-        long w = bench_bw_window(size), windows = bench_bw_windows(size);
-        if (me == 0) {
-            for (int r = -1; r < reps; r++) {
-                long n = r < 0 ? 1 : windows;
-                double t0 = bench_now();
-                for (long i = 0; i < n; i++) {
-                    for (long j = 0; j < w; j++) memcpy(shbuf[1], src, size);
-                    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-                }
-                if (r >= 0) v[r] = (double)n * (double)w * (double)size / (bench_now() - t0) / 1e9;
-            }
-            bench_result(LIB, "memcpy_bw", size, "GBps", bench_median(v, reps));
-        }
-        barrier();
-    }
+    bench_bw_run(me, LIB, "memcpy_bw", memcpy_issue, memcpy_complete, barrier);
 }
 
 static void onesided(void)

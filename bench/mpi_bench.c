@@ -93,28 +93,17 @@ static void fadd_lat(void)
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
+static void put_bw_issue(size_t size, long j)
+{
+    (void)j;
+    MPI_Put(src, (int)size, MPI_BYTE, peer, 0, (int)size, MPI_BYTE, win);
+}
+static void put_bw_complete(size_t size) { (void)size; MPI_Win_flush(peer, win); }
+static void mpi_barrier(void) { MPI_Barrier(MPI_COMM_WORLD); }
+
 static void put_bw(void)
 {
-    double v[BENCH_MAX_REPS];
-    int reps = bench_reps();
-    for (size_t k = 0; k < BENCH_NELEM(bench_bw_sizes); k++) {
-        size_t size = bench_bw_sizes[k];
-        if (!bench_size_selected(size)) continue;
-        long w = bench_bw_window(size), windows = bench_bw_windows(size);
-        if (me == 0) {
-            for (int r = -1; r < reps; r++) {
-                long n = r < 0 ? 1 : windows;
-                double t0 = bench_now();
-                for (long i = 0; i < n; i++) {
-                    for (long j = 0; j < w; j++) MPI_Put(src, (int)size, MPI_BYTE, peer, 0, (int)size, MPI_BYTE, win);
-                    MPI_Win_flush(peer, win);
-                }
-                if (r >= 0) v[r] = (double)n * (double)w * (double)size / (bench_now() - t0) / 1e9;
-            }
-            bench_result(LIB, "put_bw", size, "GBps", bench_median(v, reps));
-        }
-        MPI_Barrier(MPI_COMM_WORLD);
-    }
+    bench_bw_run(me, LIB, "put_bw", put_bw_issue, put_bw_complete, mpi_barrier);
 }
 
 static void send_bw(void)

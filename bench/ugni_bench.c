@@ -251,31 +251,21 @@ static void smsg_wait(void)
 
 /* ---- one-sided: bandwidth, message rate, AMO ------------------------------ */
 
+static gni_post_type_t rdma_type;
+static void rdma_issue(size_t size, long j)
+{
+    fill(&desc[j], rdma_type, GNI_CQMODE_GLOBAL_EVENT, src + PAYOFF, peer_base + PAYOFF, size);
+    G(GNI_PostRdma(ep, &desc[j]));
+}
+static void rdma_complete(size_t size)
+{
+    for (long j = 0; j < bench_bw_window(size); j++) reap();
+}
+
 static void rdma_bw(const char *bench, gni_post_type_t type)
 {
-    double v[BENCH_MAX_REPS];
-    int reps = bench_reps();
-    for (size_t k = 0; k < BENCH_NELEM(bench_bw_sizes); k++) {
-        size_t size = bench_bw_sizes[k];
-        if (!bench_size_selected(size)) continue;
-        long w = bench_bw_window(size), windows = bench_bw_windows(size);
-        if (me == 0) {
-            for (int r = -1; r < reps; r++) {
-                long n = r < 0 ? 1 : windows;
-                double t0 = bench_now();
-                for (long i = 0; i < n; i++) {
-                    for (long j = 0; j < w; j++) {
-                        fill(&desc[j], type, GNI_CQMODE_GLOBAL_EVENT, src + PAYOFF, peer_base + PAYOFF, size);
-                        G(GNI_PostRdma(ep, &desc[j]));
-                    }
-                    for (long j = 0; j < w; j++) reap();
-                }
-                if (r >= 0) v[r] = (double)n * (double)w * (double)size / (bench_now() - t0) / 1e9;
-            }
-            bench_result(LIB, bench, size, "GBps", bench_median(v, reps));
-        }
-        barrier();
-    }
+    rdma_type = type;
+    bench_bw_run(me, LIB, bench, rdma_issue, rdma_complete, barrier);
 }
 
 static void put_msgrate(void)

@@ -6,7 +6,7 @@
 #include "gni_pub.h"
 #include "gnitest.h"
 
-static double dt_now(void)
+__attribute__((unused)) static double dt_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -14,7 +14,7 @@ static double dt_now(void)
 }
 
 /* A page-aligned zeroed buffer. */
-static void *dt_alloc(size_t len)
+__attribute__((unused)) static void *dt_alloc(size_t len)
 {
     void *p = NULL;
     CHECK(posix_memalign(&p, 4096, len ? len : 1) == 0);
@@ -22,7 +22,7 @@ static void *dt_alloc(size_t len)
     return p;
 }
 
-static gni_mem_handle_t dt_reg(gnit_t *t, void *buf, size_t len, gni_cq_handle_t dst_cq, uint32_t flags)
+__attribute__((unused)) static gni_mem_handle_t dt_reg(gnit_t *t, void *buf, size_t len, gni_cq_handle_t dst_cq, uint32_t flags)
 {
     gni_mem_handle_t mh;
     memset(&mh, 0, sizeof(mh));
@@ -30,7 +30,7 @@ static gni_mem_handle_t dt_reg(gnit_t *t, void *buf, size_t len, gni_cq_handle_t
     return mh;
 }
 
-static void dt_desc(gni_post_descriptor_t *d, gni_post_type_t type, uint16_t cq_mode,
+__attribute__((unused)) static void dt_desc(gni_post_descriptor_t *d, gni_post_type_t type, uint16_t cq_mode,
                     void *local, gni_mem_handle_t lmh, uint64_t remote, gni_mem_handle_t rmh, uint64_t len)
 {
     memset(d, 0, sizeof(*d));
@@ -46,7 +46,7 @@ static void dt_desc(gni_post_descriptor_t *d, gni_post_type_t type, uint16_t cq_
 
 /* Waits for the completion event of d on cq and checks GetCompleted hands back d itself.
  * Returns the event. want = GNI_RC_SUCCESS or GNI_RC_TRANSACTION_ERROR. */
-static gni_cq_entry_t dt_complete(gni_cq_handle_t cq, gni_post_descriptor_t *d, gni_return_t want)
+__attribute__((unused)) static gni_cq_entry_t dt_complete(gni_cq_handle_t cq, gni_post_descriptor_t *d, gni_return_t want)
 {
     gni_cq_entry_t ev = gnit_wait(cq, want);
     gni_post_descriptor_t *got = NULL;
@@ -61,19 +61,19 @@ static gni_cq_entry_t dt_complete(gni_cq_handle_t cq, gni_post_descriptor_t *d, 
     return ev;
 }
 
-static void dt_fma(gnit_t *t, int peer, gni_post_descriptor_t *d)
+__attribute__((unused)) static void dt_fma(gnit_t *t, int peer, gni_post_descriptor_t *d)
 {
     GNI_OK(GNI_PostFma(t->eps[peer], d));
     dt_complete(t->cq, d, GNI_RC_SUCCESS);
 }
 
-static void dt_rdma(gnit_t *t, int peer, gni_post_descriptor_t *d)
+__attribute__((unused)) static void dt_rdma(gnit_t *t, int peer, gni_post_descriptor_t *d)
 {
     GNI_OK(GNI_PostRdma(t->eps[peer], d));
     dt_complete(t->cq, d, GNI_RC_SUCCESS);
 }
 
-static void dt_barrier(void)
+__attribute__((unused)) static void dt_barrier(void)
 {
     CHECK(PMI_Barrier() == PMI_SUCCESS);
 }

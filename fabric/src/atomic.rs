@@ -183,66 +183,42 @@ unsafe fn int64(p: *mut u64, op: AmoOp) -> u64 {
     }
 }
 
-/// IEEE minNum with `-0 < +0` (see the module comment).
-pub fn fmin64(a: f64, b: f64) -> f64 {
-    if a.is_nan() {
-        // Both NaN: keep `a` (the value in memory), so memory is not rewritten.
-        return if b.is_nan() { a } else { b };
-    }
-    if b.is_nan() || a < b {
-        return a;
-    }
-    if b < a {
-        return b;
-    }
-    // Equal: only ±0 can differ; prefer the negative one.
-    if a.is_sign_negative() { a } else { b }
+/// IEEE minNum / maxNum with `-0 < +0` (see the module comment), for f64 and f32.  A NaN
+/// in memory (`a`) loses to a number; both NaN keeps `a` bit for bit, so memory is not
+/// rewritten.
+macro_rules! ieee_min_max {
+    ($t:ty, $min:ident, $max:ident) => {
+        pub fn $min(a: $t, b: $t) -> $t {
+            if a.is_nan() {
+                return if b.is_nan() { a } else { b };
+            }
+            if b.is_nan() || a < b {
+                return a;
+            }
+            if b < a {
+                return b;
+            }
+            // Equal: only ±0 can differ; prefer the negative one.
+            if a.is_sign_negative() { a } else { b }
+        }
+
+        pub fn $max(a: $t, b: $t) -> $t {
+            if a.is_nan() {
+                return if b.is_nan() { a } else { b };
+            }
+            if b.is_nan() || a > b {
+                return a;
+            }
+            if b > a {
+                return b;
+            }
+            if a.is_sign_positive() { a } else { b }
+        }
+    };
 }
 
-/// IEEE maxNum with `-0 < +0` (see the module comment).
-pub fn fmax64(a: f64, b: f64) -> f64 {
-    if a.is_nan() {
-        // Both NaN: keep `a` (the value in memory), so memory is not rewritten.
-        return if b.is_nan() { a } else { b };
-    }
-    if b.is_nan() || a > b {
-        return a;
-    }
-    if b > a {
-        return b;
-    }
-    if a.is_sign_positive() { a } else { b }
-}
-
-/// `f32` version of [`fmin64`].
-pub fn fmin32(a: f32, b: f32) -> f32 {
-    if a.is_nan() {
-        // Both NaN: keep `a` (the value in memory), so memory is not rewritten.
-        return if b.is_nan() { a } else { b };
-    }
-    if b.is_nan() || a < b {
-        return a;
-    }
-    if b < a {
-        return b;
-    }
-    if a.is_sign_negative() { a } else { b }
-}
-
-/// `f32` version of [`fmax64`].
-pub fn fmax32(a: f32, b: f32) -> f32 {
-    if a.is_nan() {
-        // Both NaN: keep `a` (the value in memory), so memory is not rewritten.
-        return if b.is_nan() { a } else { b };
-    }
-    if b.is_nan() || a > b {
-        return a;
-    }
-    if b > a {
-        return b;
-    }
-    if a.is_sign_positive() { a } else { b }
-}
+ieee_min_max!(f64, fmin64, fmax64);
+ieee_min_max!(f32, fmin32, fmax32);
 
 /// `Some(new)` unless `new` is bit-identical to `old` (then skip the store).
 fn changed32(old: u32, new: u32) -> Option<u32> {
