@@ -210,7 +210,44 @@ int main(void)
     }
     dt_barrier();
     drain();
-    GNI_OK(GNI_MemDeregister(t.nic, &mbh));
+
+    /* Rank 1 withdraws its mailboxes (rank 0's endpoint has sent many messages through
+     * them, so its fast path has them pinned): a send still returns SUCCESS, its local
+     * event carries the transaction error, twice in a row, and rank 1's memory and
+     * remote CQ see nothing. */
+    int withdrawn = n >= 2 && me == 1;
+    if (n >= 2) {
+        char *snap = NULL;
+        if (me == 1) {
+            snap = malloc((size_t)mbsz * n);
+            CHECK(snap != NULL);
+            memcpy(snap, mb, (size_t)mbsz * n);
+            GNI_OK(GNI_MemDeregister(t.nic, &mbh));
+        }
+        dt_barrier();
+        if (me == 0) {
+            for (int k = 0; k < 2; k++) {
+                gni_cq_entry_t ev;
+                gni_return_t rc;
+                m.seq = 77;
+                GNI_OK(GNI_SmsgSend(t.eps[1], &m, 8, NULL, 0, 42));
+                while ((rc = GNI_CqGetEvent(t.cq, &ev)) == GNI_RC_NOT_DONE) ;
+                CHECK_EQ(rc, GNI_RC_TRANSACTION_ERROR);
+                CHECK(!GNI_CQ_STATUS_OK(ev));
+                CHECK_EQ(GNI_CQ_GET_TYPE(ev), GNI_CQ_EVENT_TYPE_SMSG);
+                CHECK_EQ(GNI_CQ_GET_MSG_ID(ev), 42);
+            }
+        }
+        dt_barrier();
+        if (me == 1) {
+            gni_cq_entry_t ev;
+            CHECK(memcmp(snap, mb, (size_t)mbsz * n) == 0);
+            GNI_EXPECT(GNI_RC_NOT_DONE, GNI_CqGetEvent(rcq, &ev));
+            free(snap);
+            printf("data_smsg: withdrawn mailbox: sends fail with an event, nothing written\n");
+        }
+    }
+    if (!withdrawn) GNI_OK(GNI_MemDeregister(t.nic, &mbh));
     GNI_OK(GNI_CqDestroy(rcq));
     gnit_fini(&t);
     printf("data_smsg: rank %d ok\n", me);

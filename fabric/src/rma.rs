@@ -499,17 +499,7 @@ impl<'a> Live<'a> {
     /// With `overrun` false a full ring gives `Err(NoSpace)`; with `overrun` true it records
     /// an overrun in the ring and returns `Ok(false)`.  `Ok(true)`: appended.
     pub fn post_event<T: Pod>(self, loc: &RingLoc, v: &T, overrun: bool) -> Result<bool> {
-        let e = self.0.ctl.back(loc.backing as usize).ok_or(Error::InvalidHandle)?;
-        if e.state.load(Ordering::Acquire) != LIVE {
-            return Err(Error::StaleHandle);
-        }
-        let base = e.base.load(Ordering::Relaxed);
-        let blen = e.len.load(Ordering::Relaxed);
-        match loc.offset.checked_add(loc.len) {
-            Some(end) if end <= blen && loc.len > 0 => {}
-            _ => return Err(Error::OutOfBounds),
-        }
-        let (p, _) = self.0.backing_ptr(loc.backing, base + loc.offset, Some(loc.backing_gen))?;
+        let (p, _) = self.0.backing_ptr(loc.backing, self.0.ring_addr(loc)?, Some(loc.backing_gen))?;
         // SAFETY: p..p+len lies inside the mapped backing (checked above); the ring header
         // there is validated by attach.
         let ring = unsafe { Ring::<T>::attach(p, loc.len as usize)? };
@@ -542,6 +532,199 @@ impl<'a> Live<'a> {
             return Err(Error::ProtectionDomain);
         }
         Ok((len != 0).then(|| RingLoc::from_words(w)))
+    }
+}
+
+/// Where a pinned range lives in this process: the peer's backing row, its generation and
+/// the cache entry whose mapping the pointer points into (re-checked at each use: the
+/// mapping is replaced only when the row moves to another generation).
+#[derive(Clone, Copy)]
+struct PinSite {
+    backing: u32,
+    backing_gen: u32,
+    cached: *const Cached,
+}
+
+impl Peer {
+    /// The site of owner address `addr` in backing `idx` with at least `len` bytes after it;
+    /// `Unsupported` when the range runs past the backing (several backings: use the
+    /// per-operation path).
+    fn pin_site(&self, idx: u32, addr: u64, len: u64) -> Result<(PinSite, *mut u8)> {
+        let e = self.ctl.back(idx as usize).ok_or(Error::InvalidHandle)?;
+        let gen = e.gen.load(Ordering::Acquire);
+        let (p, avail) = self.backing_ptr(idx, addr, Some(gen))?;
+        if avail < len {
+            return Err(Error::Unsupported);
+        }
+        let cached = self.fast[idx as usize].load(Ordering::Acquire) as *const Cached;
+        Ok((PinSite { backing: idx, backing_gen: gen, cached }, p))
+    }
+
+    /// The owner address of the ring (or region) `loc`, if its backing is live and holds it.
+    fn ring_addr(&self, loc: &RingLoc) -> Result<u64> {
+        let e = self.ctl.back(loc.backing as usize).ok_or(Error::InvalidHandle)?;
+        if e.state.load(Ordering::Acquire) != LIVE {
+            return Err(Error::StaleHandle);
+        }
+        let base = e.base.load(Ordering::Relaxed);
+        match loc.offset.checked_add(loc.len) {
+            Some(end) if end <= e.len.load(Ordering::Relaxed) && loc.len > 0 => Ok(base + loc.offset),
+            _ => Err(Error::OutOfBounds),
+        }
+    }
+
+    /// Is `s` still where it was pinned (row not freed nor reused, same local mapping)?
+    /// `live`: the row must also still be LIVE (rings; a registration's pages stay usable
+    /// while the row is only detached, as in [`Peer::backing_ptr`]).
+    #[inline]
+    fn site_valid(&self, s: &PinSite, live: bool) -> bool {
+        let Some(e) = self.ctl.back(s.backing as usize) else { return false };
+        let state = e.state.load(Ordering::Acquire);
+        (if live { state == LIVE } else { state != FREE })
+            && e.gen.load(Ordering::Acquire) == s.backing_gen
+            && self.fast[s.backing as usize].load(Ordering::Acquire) as *const Cached == s.cached
+    }
+}
+
+/// A range of a peer's registration validated once (like [`Live::put`]: generation,
+/// bounds, access, protection domain) and resolved to a local pointer, for a channel that
+/// writes the same place again and again (a mailbox, a flag word).  Each use re-checks, in
+/// a few loads of rows the owner only writes when it (de)registers, that the registration
+/// and the backing under it are still those of the pin; when they are not the use fails
+/// with `StaleHandle` and the caller goes back to the per-operation path (which then gives
+/// the exact error).  Holds the peer, so its mappings outlive the pin.
+pub struct Pinned {
+    peer: Arc<Peer>,
+    key: MemKey,
+    /// None when the peer is this process (the range is used at its own address).
+    site: Option<PinSite>,
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the pointer is into a mapping owned by `peer` (or our own registered memory);
+// every access goes through `PinnedRef`, which uses atomics or plain copies that other
+// parties synchronise through published words.
+unsafe impl Send for Pinned {}
+unsafe impl Sync for Pinned {}
+
+impl Pinned {
+    /// Pins `[addr, addr+len)` of registration `key` at `peer` for writing (`write`) or
+    /// reading.  Errors as [`Live::put`] / [`Live::get`]; `Unsupported` for ranges the
+    /// per-operation path must serve (process_vm fallback memory, several backings).
+    pub fn new(peer: &Arc<Peer>, key: MemKey, addr: u64, len: usize, write: bool, pd: u64) -> Result<Pinned> {
+        let live = peer.live()?;
+        let t = live.0.validate(key, addr, len, write, pd)?;
+        if peer.is_self {
+            return Ok(Pinned { peer: peer.clone(), key, site: None, ptr: addr as *mut u8, len });
+        }
+        if t.backing == NO_BACKING {
+            return Err(Error::Unsupported);
+        }
+        let (site, ptr) = match peer.pin_site(t.backing, addr, len as u64) {
+            Err(Error::OutOfBounds) => return Err(Error::Unsupported),
+            r => r?,
+        };
+        Ok(Pinned { peer: peer.clone(), key, site: Some(site), ptr, len })
+    }
+
+    /// The pinned registration.
+    pub fn key(&self) -> MemKey {
+        self.key
+    }
+
+    /// Re-checks the pin for one use by `live` (which must be the pinned peer).
+    #[inline]
+    pub fn check<'p>(&'p self, live: Live<'_>) -> Result<PinnedRef<'p>> {
+        if !std::ptr::eq(live.0, &*self.peer) {
+            return Err(Error::StaleHandle);
+        }
+        let e = self.peer.ctl.reg(self.key.index as usize).ok_or(Error::InvalidHandle)?;
+        if e.gen.load(Ordering::Acquire) != self.key.generation || e.state.load(Ordering::Acquire) != LIVE {
+            return Err(Error::StaleHandle);
+        }
+        if let Some(s) = &self.site {
+            if !self.peer.site_valid(s, false) {
+                return Err(Error::StaleHandle);
+            }
+        }
+        Ok(PinnedRef(self))
+    }
+}
+
+/// One checked use of a [`Pinned`] range; offsets are from its start, bounds-checked.
+#[derive(Clone, Copy)]
+pub struct PinnedRef<'p>(&'p Pinned);
+
+impl PinnedRef<'_> {
+    fn at(&self, off: usize, n: usize, align: usize) -> Result<*mut u8> {
+        match off.checked_add(n) {
+            Some(end) if end <= self.0.len => {}
+            _ => return Err(Error::OutOfBounds),
+        }
+        // SAFETY: off + n <= len: inside the pinned range.
+        let p = unsafe { self.0.ptr.add(off) };
+        if p as usize % align != 0 {
+            return Err(Error::Misaligned);
+        }
+        Ok(p)
+    }
+
+    /// Copies `src` to offset `off`.
+    #[inline]
+    pub fn put(&self, off: usize, src: &[u8]) -> Result<()> {
+        let p = self.at(off, src.len(), 1)?;
+        // SAFETY: inside the pinned range (checked), mapped for the life of the pin; `copy`
+        // because a self-pin may overlap the source.
+        unsafe { std::ptr::copy(src.as_ptr(), p, src.len()) };
+        Ok(())
+    }
+
+    /// Stores the 64-bit `v` at offset `off` with one atomic Release store (as
+    /// [`Live::store_u64`]).
+    #[inline]
+    pub fn store_u64(&self, off: usize, v: u64) -> Result<()> {
+        let p = self.at(off, 8, 8)?;
+        // SAFETY: aligned, inside the pinned range; other parties access it atomically.
+        unsafe { (*(p as *const AtomicU64)).store(v, Ordering::Release) };
+        Ok(())
+    }
+}
+
+/// A peer's ring (see [`Live::post_event`]) attached once and re-checked per push like a
+/// [`Pinned`] range (the backing still live, of the pinned generation, same mapping).
+pub struct PinnedRing<T: Pod> {
+    peer: Arc<Peer>,
+    site: PinSite,
+    ring: Ring<T>,
+}
+
+// SAFETY: as for `Pinned`; the ring itself is Send + Sync.
+unsafe impl<T: Pod> Send for PinnedRing<T> {}
+unsafe impl<T: Pod> Sync for PinnedRing<T> {}
+
+impl<T: Pod> PinnedRing<T> {
+    /// Attaches the ring at `loc` of `peer`; errors as [`Live::post_event`].
+    pub fn new(peer: &Arc<Peer>, loc: &RingLoc) -> Result<PinnedRing<T>> {
+        peer.check_alive()?;
+        let (site, p) = peer.pin_site(loc.backing, peer.ring_addr(loc)?, loc.len)?;
+        if site.backing_gen != loc.backing_gen {
+            return Err(Error::StaleHandle);
+        }
+        // SAFETY: p..p+len lies inside the mapped backing (checked above); attach validates
+        // the header.
+        let ring = unsafe { Ring::<T>::attach(p, loc.len as usize)? };
+        Ok(PinnedRing { peer: peer.clone(), site, ring })
+    }
+
+    /// The ring for one push by `live` (which must be the pinned peer), or `StaleHandle`.
+    #[inline]
+    pub fn check(&self, live: Live<'_>) -> Result<&Ring<T>> {
+        if std::ptr::eq(live.0, &*self.peer) && self.peer.site_valid(&self.site, true) {
+            Ok(&self.ring)
+        } else {
+            Err(Error::StaleHandle)
+        }
     }
 }
 

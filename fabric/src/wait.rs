@@ -14,7 +14,7 @@
 //! Waiter ([`wait_until`]):
 //! 1. check the condition; spin (`spin_ns()` ns) re-checking it;
 //! 2. `waiters += 1`;
-//! 3. `fence(SeqCst)`  (pairs with notifier step 2);
+//! 3. full fence, `sync::full_fence` (pairs with notifier step 2);
 //! 4. `s = seq.load(Acquire)`  (pairs with notifier step 4);
 //! 5. re-check the condition; if true: `waiters -= 1`, done;
 //! 6. `futex_wait(seq, s)`: the kernel sleeps only if `seq` still equals `s`, atomically
@@ -23,7 +23,7 @@
 //!
 //! Notifier ([`notify`]), after publishing the condition:
 //! 1. publish (the caller's own Release store);
-//! 2. `fence(SeqCst)`  (pairs with waiter step 3);
+//! 2. full fence (pairs with waiter step 3);
 //! 3. if `waiters == 0`: done, no syscall (the common, fast case);
 //! 4. `seq += 1` (Release), then `futex_wake(seq, all)`.
 //!
@@ -42,7 +42,7 @@
 //! bucket lock and wait queue), so the protocol above is model-checked as written.  Timeouts
 //! are not modelled there: a loom wait behaves as if it had no timeout.
 
-use crate::sync::{fence, AtomicU32, Ordering};
+use crate::sync::{full_fence, AtomicU32, Ordering};
 use crate::{Error, Result};
 use std::time::{Duration, Instant};
 
@@ -198,7 +198,7 @@ pub fn wait_until(
         waiters.fetch_add(1, Ordering::Relaxed);
         // Step 3: pairs with the fence in `notify` (Dekker: we see the published condition,
         // or the notifier sees our increment).
-        fence(Ordering::SeqCst);
+        full_fence();
         // Step 4: Acquire pairs with the Release bump in `notify`: seeing the bump implies
         // seeing what was published before it.
         let s = seq.load(Ordering::Acquire);
@@ -238,7 +238,7 @@ pub fn wait_until(
 #[inline]
 pub fn notify(seq: &AtomicU32, waiters: &AtomicU32) -> bool {
     // Step 2: pairs with the fence in `wait_until` step 3.
-    fence(Ordering::SeqCst);
+    full_fence();
     // Relaxed: ordered by the fence above.
     if waiters.load(Ordering::Relaxed) == 0 {
         return false;

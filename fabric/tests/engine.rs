@@ -6,7 +6,7 @@ use softnic_fabric::atomic::{AmoOp, AmoWidth};
 use softnic_fabric::mem::{self, Access, MemKey, RingLoc};
 use softnic_fabric::node::{self, PeerRef};
 use softnic_fabric::registry;
-use softnic_fabric::rma::{self, Peer};
+use softnic_fabric::rma::{self, Peer, Pinned, PinnedRing};
 use softnic_fabric::Error;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -70,10 +70,6 @@ impl Kid {
     fn peer_ref(&mut self) -> PeerRef {
         let w = self.ok("ref");
         PeerRef::from_words([w[0], w[1], w[2]])
-    }
-    fn peer_words(&mut self) -> String {
-        let w = self.peer_ref().to_words();
-        format!("{} {} {}", w[0], w[1], w[2])
     }
     /// reg -> (key, addr, shared)
     fn reg(&mut self, region: &str, off: usize, len: usize, acc: &str, pd: u64) -> (MemKey, u64, bool) {
@@ -369,6 +365,64 @@ fn bad_accesses_fail_and_touch_nothing() {
     assert_eq!(k.cmd(&format!("dereg {}", rw.to_u64())), "err StaleHandle");
     // Nothing was written anywhere in the region.
     assert_eq!(k.cmd("verify heap_small 0 0 0 11"), "ok");
+    k.finish();
+}
+
+#[test]
+fn pinned_ranges_and_rings_follow_their_registration() {
+    let _g = serial();
+    let mut k = Kid::spawn();
+    let peer = Peer::open(k.peer_ref()).unwrap();
+    let (key, base, _) = k.reg("heap_small", 0, 8192, "rw", 9);
+    let (ro, rbase, _) = k.reg("heap_small", 16384, 4096, "ro", 9);
+    let (fb, fbase, _) = k.reg("fallback", 0, 4096, "rw", 9);
+    k.ok("fill heap_small 21");
+    // Pinning validates like a put.
+    assert_eq!(Pinned::new(&peer, key, base + 64, 256, true, 10).err(), Some(Error::ProtectionDomain));
+    assert_eq!(Pinned::new(&peer, ro, rbase, 64, true, 9).err(), Some(Error::Permission));
+    assert!(Pinned::new(&peer, ro, rbase, 64, false, 9).is_ok(), "read pin of read-only memory");
+    assert_eq!(Pinned::new(&peer, key, base + 8192 - 8, 16, true, 9).err(), Some(Error::OutOfBounds));
+    assert_eq!(Pinned::new(&peer, fb, fbase, 64, true, 9).err(), Some(Error::Unsupported), "fallback memory");
+    // Writes land, in bounds only.
+    let pin = Pinned::new(&peer, key, base + 64, 256, true, 9).unwrap();
+    let data: Vec<u8> = (0..200).map(|i| pat(22, i)).collect();
+    let w = pin.check(peer.live().unwrap()).unwrap();
+    w.put(0, &data).unwrap();
+    assert_eq!(w.put(250, &data[..7]), Err(Error::OutOfBounds));
+    assert_eq!(w.store_u64(252, 1), Err(Error::OutOfBounds));
+    assert_eq!(w.store_u64(204, 1), Err(Error::Misaligned));
+    assert_eq!(k.cmd("verify heap_small 64 200 22 21"), "ok");
+    w.store_u64(248, 0x1122_3344_5566_7788).unwrap();
+    assert_eq!(k.ok(&format!("peek {}", base + 64 + 248)), vec![0x1122_3344_5566_7788]);
+    k.ok("fill heap_small 23");
+    // A pin used with another peer's token is refused.
+    let me = Peer::this().unwrap();
+    assert_eq!(pin.check(me.live().unwrap()).err(), Some(Error::StaleHandle));
+    // Deregistered: every use fails and nothing is written; a new registration of the
+    // same memory is a new pin.
+    k.ok(&format!("dereg {}", key.to_u64()));
+    assert_eq!(pin.check(peer.live().unwrap()).err(), Some(Error::StaleHandle));
+    assert_eq!(k.cmd("verify heap_small 0 0 0 23"), "ok");
+    let (key2, base2, _) = k.reg("heap_small", 0, 8192, "rw", 9);
+    assert_eq!(pin.check(peer.live().unwrap()).err(), Some(Error::StaleHandle), "old pin stays stale");
+    let pin2 = Pinned::new(&peer, key2, base2 + 64, 256, true, 9).unwrap();
+    pin2.check(peer.live().unwrap()).unwrap().put(0, &data).unwrap();
+    assert_eq!(k.cmd("verify heap_small 64 200 22 23"), "ok");
+    // Rings: attached once, validated like post_event.
+    let rw = k.ok("ring 0 64");
+    let loc = RingLoc::from_words([rw[0], rw[1], rw[2]]);
+    let bad = RingLoc { backing_gen: loc.backing_gen.wrapping_add(1), ..loc };
+    assert_eq!(PinnedRing::<[u64; 2]>::new(&peer, &bad).err(), Some(Error::StaleHandle));
+    let oob = RingLoc { offset: BIG as u64, ..loc };
+    assert_eq!(PinnedRing::<[u64; 2]>::new(&peer, &oob).err(), Some(Error::OutOfBounds));
+    let ring = PinnedRing::<[u64; 2]>::new(&peer, &loc).unwrap();
+    assert_eq!(ring.check(me.live().unwrap()).err(), Some(Error::StaleHandle));
+    let (shk, shb, _) = k.reg("shared", 65536, 4096, "rw", 9);
+    let payload: Vec<u8> = (0..100).map(|i| pat(24, i)).collect();
+    rma::put(&peer, shk, shb, &payload, 9).unwrap();
+    k.send("pop 0 5000");
+    assert!(ring.check(peer.live().unwrap()).unwrap().push(&[shb, 100 | (24 << 32)]).is_ok());
+    assert_eq!(k.recv(), format!("ok {} {} true", shb, 100u64 | (24 << 32)));
     k.finish();
 }
 

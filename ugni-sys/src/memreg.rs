@@ -451,6 +451,11 @@ impl RemoteMem {
         Ok(RemoteMem { key: ch.key, segs: Some(segs) })
     }
 
+    /// A single registration (not a segmented handle).
+    pub(crate) fn is_plain(&self) -> bool {
+        self.segs.is_none()
+    }
+
     /// The registration whose notify ring gets REMOTE events and CQ writes.
     pub(crate) fn notify_key(&self) -> MemKey {
         self.key

@@ -49,7 +49,10 @@
 //!
 //! A send refused for lack of credit counts `GNI_STAT_SMSG_MBOX_CREDITS_STALL` (crate::stats).
 //! The remote mailbox handle may be plain, symmetric vMDH or multi-segment (then the
-//! mailbox address is an offset); it is resolved at each send/release (crate::memreg).
+//! mailbox address is an offset).  Plain (and vMDH) mailboxes are pinned on first use
+//! ([`Channel`]): a message is then one bounds-free copy into the peer's slot, its
+//! sequence store and one ring push, after a re-check of a few words; segmented ones, and
+//! any pin that fails its re-check, are resolved per message (crate::memreg).
 //!
 //! `GNI_SmsgSetDeliveryMode` and `GNI_SmsgSetMaxRetrans` validate the NIC and succeed:
 //! delivery is always in order and never needs retransmission.
@@ -61,8 +64,12 @@ use crate::post::{check_local, remote_event};
 use crate::types::*;
 use libc::{c_uint, c_void};
 use softnic_fabric::mem::MemKey;
-use softnic_fabric::rma::Live;
+use softnic_fabric::rma::{Live, Peer, Pinned, PinnedRing};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Messages between two attempts to pin a channel that could not be pinned.
+const CHAN_RETRY: u64 = 64;
 
 const MBOX_HDR: u64 = 64;
 const SLOT_HDR: u64 = 32;
@@ -106,8 +113,44 @@ pub struct SmsgState {
     released: u64,
     /// Header pointer of the current message (GetNext succeeded, no Release yet).
     current: Option<u64>,
-    /// Staging buffer for one slot.
+    /// Staging buffer for one slot (per-message path).
     buf: Vec<u8>,
+    /// The peer's mailbox and event ring, pinned (see [`Channel`]); None until the first
+    /// message, after a failed re-check, or when they cannot be pinned.
+    chan: Option<Channel>,
+    /// While `chan` cannot be built: the `sent + released` count of the next attempt.
+    chan_retry: u64,
+}
+
+/// The fast path of one endpoint's messages: the peer's whole mailbox (slots and the
+/// credits word) and the ring of its dst CQ, validated and mapped once
+/// (`softnic_fabric::rma::Pinned`), re-checked with a few loads per message.  Every
+/// message and release takes it while it is valid; when a re-check fails (the peer
+/// deregistered or re-registered the mailbox, destroyed the CQ) it is dropped and the
+/// per-message path, which resolves the handle and reports the exact error, takes over.
+/// Only plain (or vMDH-resolved plain) mailbox handles are pinned; segmented ones always
+/// take the per-message path.
+struct Channel {
+    mbox: Pinned,
+    events: Option<PinnedRing<u64>>,
+}
+
+impl Channel {
+    fn open(ep: &Ep, peer: &Arc<Peer>, raddr: u32, rid: u32, sm: &SmsgState, pd: u64) -> softnic_fabric::Result<Channel> {
+        let live = peer.live_probed()?;
+        let rm = RemoteMem::open(&ep.nic, peer, raddr, rid, &sm.remote_h, pd)?;
+        if !rm.is_plain() {
+            return Err(softnic_fabric::Error::Unsupported);
+        }
+        let len = MBOX_HDR + sm.remote_credits as u64 * sm.remote_slot;
+        let (key, addr) = rm.word(sm.remote, len)?;
+        let mbox = Pinned::new(peer, key, addr, len as usize, true, pd)?;
+        let events = match live.notify_ring(rm.notify_key(), pd)? {
+            Some(loc) => Some(PinnedRing::new(peer, &loc)?),
+            None => None,
+        };
+        Ok(Channel { mbox, events })
+    }
 }
 
 impl SmsgState {
@@ -195,6 +238,8 @@ pub unsafe extern "C" fn GNI_SmsgInit(ep_hndl: gni_ep_handle_t, local_smsg_attr:
         released: 0,
         current: None,
         buf: Vec::with_capacity(remote_slot as usize),
+        chan: None,
+        chan_retry: 0,
     });
     GNI_RC_SUCCESS
 }
@@ -205,6 +250,57 @@ fn store_word(peer: Live<'_>, key: MemKey, addr: u64, v: u64, pd: u64) -> softni
         Err(softnic_fabric::Error::Unsupported) => peer.put(key, addr, &v.to_ne_bytes(), pd),
         r => r,
     }
+}
+
+/// `n` bytes at `p` (empty when `n` is 0, whatever `p`).
+///
+/// # Safety
+/// `p` must be valid for reading `n` bytes when `n > 0`.
+unsafe fn bytes<'a>(p: *const c_void, n: u32) -> &'a [u8] {
+    if n == 0 {
+        &[]
+    } else {
+        // SAFETY: the caller's contract.
+        unsafe { std::slice::from_raw_parts(p as *const u8, n as usize) }
+    }
+}
+
+/// The endpoint's pinned channel, opened now if it has none (and the last failed attempt
+/// is `CHAN_RETRY` messages old); None: use the per-message path.
+fn channel<'s>(ep: &Ep, peer: &Arc<Peer>, raddr: u32, rid: u32, sm: &'s mut SmsgState, pd: u64) -> Option<&'s Channel> {
+    if sm.chan.is_none() && sm.sent + sm.released >= sm.chan_retry {
+        match Channel::open(ep, peer, raddr, rid, sm, pd) {
+            Ok(c) => sm.chan = Some(c),
+            Err(_) => sm.chan_retry = sm.sent + sm.released + CHAN_RETRY,
+        }
+    }
+    sm.chan.as_ref()
+}
+
+/// Writes one message into slot `slot_off` of the pinned mailbox, publishes it with its
+/// sequence word, then queues the REMOTE event.  `Err`: the pin is stale and nothing was
+/// written.
+#[allow(clippy::too_many_arguments)]
+fn send_pinned(ch: &Channel, live: Live<'_>, slot_off: usize, fields: &[u8; 24], header: &[u8], data: &[u8], seq: u64, event: u64, pd: u64) -> softnic_fabric::Result<()> {
+    const API: &str = "GNI_SmsgSend";
+    let m = ch.mbox.check(live)?;
+    let body = slot_off + SLOT_HDR as usize;
+    m.put(slot_off + 8, fields)?;
+    m.put(body, header)?;
+    m.put(body + header.len(), data)?;
+    m.store_u64(slot_off, seq)?;
+    // The message is visible before its event.
+    match ch.events.as_ref().map(|r| r.check(live)) {
+        None => {}
+        Some(Ok(ring)) => {
+            if !ring.push_or_overrun(&event) {
+                softnic_fabric::sn_debug!(API, "remote CQ overran: event dropped");
+            }
+        }
+        // The CQ went away since the pin: the per-message path reports why.
+        Some(Err(_)) => remote_event(live, ch.mbox.key(), pd, event, API),
+    }
+    Ok(())
 }
 
 fn send(ep_hndl: gni_ep_handle_t, header: *const c_void, hlen: u32, data: *const c_void, dlen: u32, msg_id: u32, tag: u8) -> gni_return_t {
@@ -247,29 +343,35 @@ fn send_on(ep: &Ep, header: *const c_void, hlen: u32, data: *const c_void, dlen:
     let nic = &ep.nic;
     let sm = st.smsg.as_mut().expect("checked above");
     let result: Result<(), Status> = reached.and_then(|()| {
-        let peer = &*b.resolved.as_ref().expect("target_ref() caches the peer").0;
+        let peer = &b.resolved.as_ref().expect("target_ref() caches the peer").0;
         // target_ref() probed the peer: one liveness verdict for the message (payload,
         // seq word, REMOTE event).
         let live = peer.live_probed().map_err(Status::from_fabric)?;
-        let rm = RemoteMem::open(nic, peer, raddr, rid, &sm.remote_h, pd).map_err(Status::from_fabric)?;
+        // SAFETY: the caller's buffers of the given lengths (NULL only with length 0).
+        let (header, data) = unsafe { (bytes(header, hlen), bytes(data, dlen)) };
+        let mut fields = [0u8; 24];
+        fields[0..4].copy_from_slice(&hlen.to_ne_bytes());
+        fields[4..8].copy_from_slice(&dlen.to_ne_bytes());
+        fields[8] = tag;
+        fields[12..16].copy_from_slice(&msg_id.to_ne_bytes());
         let idx = sm.sent % sm.remote_credits as u64;
-        let slot = sm.remote + MBOX_HDR + idx * sm.remote_slot;
+        let slot_off = MBOX_HDR + idx * sm.remote_slot;
+        let event = cqe::make(cqe::SRC_REMOTE, cqe::TYPE_SMSG, Status::Ok, 0, remote_data as u64);
+        let seq = sm.sent + 1;
+        if let Some(ch) = channel(ep, peer, raddr, rid, sm, pd) {
+            if send_pinned(ch, live, slot_off as usize, &fields, header, data, seq, event, pd).is_ok() {
+                sm.sent += 1;
+                return Ok(());
+            }
+            sm.chan = None; // re-check failed before anything was written
+        }
+        let rm = RemoteMem::open(nic, peer, raddr, rid, &sm.remote_h, pd).map_err(Status::from_fabric)?;
+        let slot = sm.remote + slot_off;
         let buf = &mut sm.buf;
         buf.clear();
-        buf.extend_from_slice(&hlen.to_ne_bytes());
-        buf.extend_from_slice(&dlen.to_ne_bytes());
-        buf.extend_from_slice(&[tag, 0, 0, 0]);
-        buf.extend_from_slice(&msg_id.to_ne_bytes());
-        buf.extend_from_slice(&[0u8; 8]);
-        // SAFETY: the caller's buffers of the given lengths (NULL only with length 0).
-        unsafe {
-            if hlen > 0 {
-                buf.extend_from_slice(std::slice::from_raw_parts(header as *const u8, hlen as usize));
-            }
-            if dlen > 0 {
-                buf.extend_from_slice(std::slice::from_raw_parts(data as *const u8, dlen as usize));
-            }
-        }
+        buf.extend_from_slice(&fields);
+        buf.extend_from_slice(header);
+        buf.extend_from_slice(data);
         let mut done = 0usize;
         for &(key, addr, n) in rm.pieces(slot + 8, buf.len() as u64).map_err(Status::from_fabric)?.as_slice() {
             live.put(key, addr, &buf[done..done + n as usize], pd).map_err(Status::from_fabric)?;
@@ -279,8 +381,7 @@ fn send_on(ep: &Ep, header: *const c_void, hlen: u32, data: *const c_void, dlen:
         store_word(live, key, addr, sm.sent + 1, pd).map_err(Status::from_fabric)?;
         sm.sent += 1;
         // The message is visible before its event.
-        let e = cqe::make(cqe::SRC_REMOTE, cqe::TYPE_SMSG, Status::Ok, 0, remote_data as u64);
-        remote_event(live, rm.notify_key(), pd, e, API);
+        remote_event(live, rm.notify_key(), pd, event, API);
         Ok(())
     });
     drop(guard);
@@ -368,12 +469,20 @@ fn release_on(ep: &Ep) -> gni_return_t {
     }
     sm.released += 1;
     let (addr, rh, count) = (sm.remote, sm.remote_h, sm.released);
-    match ep.target_ref(&mut st) {
+    let st = &mut *st;
+    match ep.target_ref(st) {
         Ok(()) => {
             let b = st.binding.as_ref().expect("target_ref() succeeded");
             let (raddr, rid) = (b.remote_addr, b.remote_id);
-            let peer = &*b.resolved.as_ref().expect("target_ref() caches the peer").0;
+            let peer = &b.resolved.as_ref().expect("target_ref() caches the peer").0;
+            let sm = st.smsg.as_mut().expect("checked above");
             let r = peer.live_probed().and_then(|live| {
+                if let Some(ch) = channel(ep, peer, raddr, rid, sm, pd) {
+                    if let Ok(m) = ch.mbox.check(live) {
+                        return m.store_u64(0, count);
+                    }
+                    sm.chan = None;
+                }
                 let (key, a) = RemoteMem::open(&ep.nic, peer, raddr, rid, &rh, pd)?.word(addr, 8)?;
                 store_word(live, key, a, count, pd)
             });
