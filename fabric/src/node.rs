@@ -20,7 +20,7 @@
 use crate::registry::{self, Attached, SelfInfo};
 use crate::shm::Segment;
 use crate::{Error, Result};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 
 pub const CTL_MAGIC: u64 = 0x5346_4e43_544c_0001; // "SFNCTL" + layout 1
 /// Layout version: 2 added `RegEntry::notify` (uGNI dst_cq of a registration).
@@ -157,9 +157,29 @@ pub struct Node {
 
 static NODE: once_cell::sync::OnceCell<Node> = once_cell::sync::OnceCell::new();
 
+/// This process's pid, kept current in a forked child by an atfork handler: `get()` runs
+/// on every operation, and `getpid()` is a system call (glibc stopped caching it).  Only
+/// a child made by a raw `fork`/`clone` system call (which runs no atfork handlers) would
+/// be taken for its parent; fork(3), and everything built on it, is covered.
+static PID: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn after_fork_in_child() {
+    // SAFETY: getpid has no preconditions (and is async-signal-safe).
+    PID.store(unsafe { libc::getpid() }, Ordering::Relaxed);
+}
+
+/// This process's pid without a system call once the fabric is set up.
+fn current_pid() -> i32 {
+    match PID.load(Ordering::Relaxed) {
+        // SAFETY: as above.
+        0 => unsafe { libc::getpid() },
+        p => p,
+    }
+}
+
 extern "C" fn at_exit() {
     if let Some(n) = NODE.get() {
-        if n.pid == std::process::id() as i32 {
+        if n.pid == current_pid() {
             n.reg.detach();
         }
     }
@@ -194,13 +214,17 @@ pub fn get() -> Result<&'static Node> {
             ctl.reg(i).expect("in range").gen.store(g, Ordering::Relaxed);
         }
         let reg = registry::attach(&SelfInfo { pid, starttime, ctl_fd: seg.fd.0, ctl_ino: seg.ino, ctl_len: CTL_LEN as u64 })?;
-        // SAFETY: at_exit is an extern "C" fn with no arguments, living in this dylib,
-        // which is never unloaded (API libraries link it).
-        unsafe { libc::atexit(at_exit) };
+        // SAFETY: at_exit and after_fork_in_child are extern "C" fns with no arguments,
+        // living in this dylib, which is never unloaded (API libraries link it).
+        unsafe {
+            libc::atexit(at_exit);
+            libc::pthread_atfork(None, None, Some(after_fork_in_child));
+        }
+        PID.store(pid, Ordering::Relaxed);
         debug(&format!("attached: pid {} ctl fd {}", pid, seg.fd.0));
         Ok::<Node, Error>(Node { pid, starttime, seg, reg })
     })?;
-    if n.pid != std::process::id() as i32 {
+    if n.pid != current_pid() {
         return Err(Error::Unsupported);
     }
     Ok(n)
@@ -228,4 +252,29 @@ pub fn self_ref() -> Result<PeerRef> {
 /// usable afterwards for registry operations).
 pub fn detach_now() {
     at_exit();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The cached pid must follow fork(3): a child may not use its parent's fabric.
+    #[test]
+    fn forked_child_is_refused_the_parents_fabric() {
+        let n = get().expect("fabric");
+        assert_eq!(n.pid, current_pid());
+        // SAFETY: the child only reads atomics and calls _exit (async-signal-safe work).
+        let child = unsafe { libc::fork() };
+        assert!(child >= 0, "fork");
+        if child == 0 {
+            let refused = matches!(get(), Err(Error::Unsupported));
+            // SAFETY: leaving the forked child without running the test harness's exit path.
+            unsafe { libc::_exit(if refused && current_pid() != n.pid { 0 } else { 1 }) };
+        }
+        let mut status = 0;
+        // SAFETY: our child; a valid out pointer.
+        assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
+        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "child saw the parent's fabric as its own (status {status:#x})");
+        assert!(get().is_ok(), "the parent keeps its fabric");
+    }
 }

@@ -435,7 +435,7 @@ fn dead_peer_is_an_error_not_a_hang() {
     let (key, a, _) = k.reg("heap_small", 0, 4096, "rw", 1);
     rma::put(&peer, key, a, &[1, 2, 3], 1).unwrap();
     k.finish(); // exits and is reaped
-    std::thread::sleep(Duration::from_millis(2));
+    std::thread::sleep(rma::death_detect_bound() + Duration::from_millis(1));
     let t = Instant::now();
     assert_eq!(rma::put(&peer, key, a, &[1, 2, 3], 1), Err(Error::PeerDead));
     assert_eq!(rma::atomic(&peer, key, a, AmoWidth::I64, AmoOp::Add(1), 1), Err(Error::PeerDead));
