@@ -552,6 +552,16 @@ impl<T: Pod> Ring<T> {
         self.hdr().ctl.0.wake.wait_until(|| self.ready(), timeout)
     }
 
+    /// Waits until any of `rings` has an entry: one sleep on all of them
+    /// ([`crate::wait::wait_any`]), woken by the first push to any.  `Err(Unsupported)`,
+    /// before any wait, when one sleep cannot cover them (more than
+    /// [`crate::wait::WAIT_ANY_MAX`] rings, or a kernel without `futex_waitv`).
+    #[cfg(not(loom))]
+    pub fn wait_any_nonempty(rings: &[&Ring<T>], timeout: Option<Duration>) -> Result<()> {
+        let words: Vec<&WaitWords> = rings.iter().map(|r| &r.hdr().ctl.0.wake).collect();
+        crate::wait::wait_any(&words, || rings.iter().any(|r| r.ready()), timeout)
+    }
+
     /// Consumers currently asleep (or about to sleep) in `wait_nonempty`; diagnostics/tests.
     pub fn sleepers(&self) -> u32 {
         self.hdr().ctl.0.wake.sleepers()
@@ -759,6 +769,30 @@ mod tests {
     #[test]
     fn mpmc_threads_3p_3c_small_ring() {
         mpmc(3, 3, 30_000, 4);
+    }
+
+    #[test]
+    fn wait_any_nonempty_is_one_sleep_on_every_ring() {
+        let rings: Arc<Vec<Ring<u64>>> = Arc::new((0..3).map(|_| Ring::<u64>::new_boxed(8).unwrap()).collect());
+        {
+            let refs: Vec<&Ring<u64>> = rings.iter().collect();
+            assert_eq!(Ring::wait_any_nonempty(&refs, Some(Duration::from_millis(20))), Err(Error::Timeout));
+        }
+        let r2 = rings.clone();
+        let th = std::thread::spawn(move || {
+            let refs: Vec<&Ring<u64>> = r2.iter().collect();
+            Ring::wait_any_nonempty(&refs, None).unwrap();
+            r2[1].pop()
+        });
+        // Asleep on all three at once (a wait that visits them in turn is on one at a time).
+        let t = std::time::Instant::now();
+        while rings.iter().any(|r| r.sleepers() == 0) {
+            assert!(t.elapsed() < Duration::from_secs(10), "not asleep on every ring");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        rings[1].push(&7).unwrap();
+        assert_eq!(th.join().unwrap(), Some(7));
+        assert!(rings.iter().all(|r| r.sleepers() == 0));
     }
 
     #[test]

@@ -150,26 +150,30 @@ pub fn futex_wake(_word: &AtomicU32, _n: u32) -> usize {
     0
 }
 
-/// Waits until `ready()` returns true, using the protocol in the module doc on `seq` and
-/// `waiters`.  `ready` must only read (with Acquire where it reads published data) and may
-/// be called many times.  `None` waits forever; `Err(Timeout)` when `timeout` elapsed with
-/// `ready()` still false.
-pub fn wait_until(
-    seq: &AtomicU32,
-    waiters: &AtomicU32,
-    mut ready: impl FnMut() -> bool,
-    timeout: Option<Duration>,
-) -> Result<()> {
+/// Outcome of the spin step.
+enum Spun {
+    /// Ready (`Ok`), or a zero timeout ran out (`Err(Timeout)`): no sleep.
+    Done(Result<()>),
+    /// Go to sleep, until this deadline (None: forever).
+    Sleep(Option<Instant>),
+}
+
+/// Step 1 of every wait: check `ready`, then spin `spin_ns()` re-checking it.  The spin is
+/// skipped under loom, where only the sleep protocol is of interest and wall-clock time
+/// would make executions non-deterministic.
+fn spin(ready: &mut impl FnMut() -> bool, timeout: Option<Duration>) -> Spun {
     if ready() {
-        return Ok(());
+        return Spun::Done(Ok(()));
     }
     if timeout == Some(Duration::ZERO) {
-        return Err(Error::Timeout);
+        return Spun::Done(Err(Error::Timeout));
     }
-    // Step 1: spin.  Skipped under loom, where only the sleep protocol is of interest and
-    // wall-clock time would make executions non-deterministic.
+    #[cfg(loom)]
+    {
+        Spun::Sleep(None)
+    }
     #[cfg(not(loom))]
-    let deadline = {
+    {
         let start = Instant::now();
         // A timeout too large to represent is "forever".
         let deadline = timeout.and_then(|t| start.checked_add(t));
@@ -182,16 +186,30 @@ pub fn wait_until(
                 crate::sync::spin_loop();
             }
             if ready() {
-                return Ok(());
+                return Spun::Done(Ok(()));
             }
             if Instant::now() >= spin_end {
-                break;
+                return Spun::Sleep(deadline);
             }
         }
-        deadline
+    }
+}
+
+/// Waits until `ready()` returns true, using the protocol in the module doc on `seq` and
+/// `waiters`.  `ready` must only read (with Acquire where it reads published data) and may
+/// be called many times.  `None` waits forever; `Err(Timeout)` when `timeout` elapsed with
+/// `ready()` still false.
+pub fn wait_until(
+    seq: &AtomicU32,
+    waiters: &AtomicU32,
+    mut ready: impl FnMut() -> bool,
+    timeout: Option<Duration>,
+) -> Result<()> {
+    // Step 1.
+    let deadline = match spin(&mut ready, timeout) {
+        Spun::Done(r) => return r,
+        Spun::Sleep(d) => d,
     };
-    #[cfg(loom)]
-    let deadline: Option<Instant> = None;
 
     loop {
         // Step 2.  Relaxed: the fence below orders it.
@@ -247,6 +265,97 @@ pub fn notify(seq: &AtomicU32, waiters: &AtomicU32) -> bool {
     seq.fetch_add(1, Ordering::Release);
     futex_wake(seq, u32::MAX);
     true
+}
+
+/// `struct futex_waitv` of the kernel ABI.
+#[cfg(not(loom))]
+#[repr(C)]
+struct FutexWaitv {
+    val: u64,
+    uaddr: u64,
+    flags: u32,
+    reserved: u32,
+}
+
+/// Most words one `futex_waitv` call takes (the kernel's `FUTEX_WAITV_MAX`).
+pub const WAIT_ANY_MAX: usize = 128;
+
+/// Set once `futex_waitv` answered ENOSYS (kernels before 5.16).
+#[cfg(not(loom))]
+static NO_FUTEX_WAITV: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Waits until `ready()` returns true, sleeping on several [`WaitWords`] at once: a
+/// notify on any of them wakes the caller.  The module's protocol runs on every pair
+/// (waiters += 1 on each, one fence, a snapshot of each `seq`, re-check, then one
+/// `futex_waitv` on all the snapshots).  `ready` as for [`wait_until`].  `Err(Unsupported)`
+/// (before any sleep) for more than [`WAIT_ANY_MAX`] pairs or a kernel without
+/// `futex_waitv`: the caller then needs another strategy.  Not modelled under loom.
+#[cfg(not(loom))]
+pub fn wait_any(words: &[&WaitWords], mut ready: impl FnMut() -> bool, timeout: Option<Duration>) -> Result<()> {
+    if words.len() > WAIT_ANY_MAX || NO_FUTEX_WAITV.load(Ordering::Relaxed) {
+        return Err(Error::Unsupported);
+    }
+    let deadline = match spin(&mut ready, timeout) {
+        Spun::Done(r) => return r,
+        Spun::Sleep(d) => d,
+    };
+    let leave = || {
+        for w in words {
+            // Relaxed: as in `wait_until` step 7.
+            w.waiters.fetch_sub(1, Ordering::Relaxed);
+        }
+    };
+    let mut v: Vec<FutexWaitv> = Vec::with_capacity(words.len());
+    loop {
+        for w in words {
+            w.waiters.fetch_add(1, Ordering::Relaxed);
+        }
+        full_fence();
+        v.clear();
+        // FUTEX_32 (2), shared: the words are in memory other processes map.
+        v.extend(words.iter().map(|w| FutexWaitv { val: w.seq.load(Ordering::Acquire) as u64, uaddr: &w.seq as *const AtomicU32 as u64, flags: 2, reserved: 0 }));
+        if ready() {
+            leave();
+            return Ok(());
+        }
+        // futex_waitv takes an absolute CLOCK_MONOTONIC deadline.
+        let abs = match deadline {
+            None => None,
+            Some(d) => {
+                let now = Instant::now();
+                if now >= d {
+                    leave();
+                    return Err(Error::Timeout);
+                }
+                let left = d - now;
+                let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+                // SAFETY: a valid out pointer.
+                unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+                let ns = ts.tv_nsec as u64 + left.subsec_nanos() as u64;
+                ts.tv_sec = ts.tv_sec.saturating_add(left.as_secs().min(i64::MAX as u64 / 2) as libc::time_t + (ns / 1_000_000_000) as libc::time_t);
+                ts.tv_nsec = (ns % 1_000_000_000) as libc::c_long;
+                Some(ts)
+            }
+        };
+        let tsp = abs.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
+        // SAFETY: `v` holds `len` valid entries naming live, 4-aligned u32 words; `tsp` is
+        // null or points at `abs`, alive for the call; flags 0.
+        let r = unsafe { libc::syscall(libc::SYS_futex_waitv, v.as_ptr(), v.len() as u32, 0u32, tsp, libc::CLOCK_MONOTONIC) };
+        let err = if r < 0 { std::io::Error::last_os_error().raw_os_error().unwrap_or(0) } else { 0 };
+        leave();
+        if ready() {
+            return Ok(());
+        }
+        match err {
+            0 | libc::EAGAIN | libc::EINTR => {}
+            libc::ETIMEDOUT => return Err(Error::Timeout),
+            libc::ENOSYS => {
+                NO_FUTEX_WAITV.store(true, Ordering::Relaxed);
+                return Err(Error::Unsupported);
+            }
+            e => return Err(Error::Os(e)),
+        }
+    }
 }
 
 /// The two words of the protocol, to embed in a shared `#[repr(C)]` structure (8 bytes,
@@ -352,5 +461,66 @@ mod tests {
         th.join().unwrap();
         assert_eq!(ww.sleepers(), 0);
         assert!(!ww.notify(), "no sleepers: no wake syscall");
+    }
+
+    #[test]
+    fn wait_any_sleeps_on_all_and_wakes_on_each() {
+        let words: Arc<Vec<WaitWords>> = Arc::new((0..3).map(|_| WaitWords::new()).collect());
+        let flags: Arc<Vec<AtomicU32>> = Arc::new((0..3).map(|_| AtomicU32::new(0)).collect());
+        for which in [2usize, 0, 1] {
+            let (w2, f2) = (words.clone(), flags.clone());
+            let th = std::thread::spawn(move || {
+                let refs: Vec<&WaitWords> = w2.iter().collect();
+                wait_any(&refs, || f2.iter().any(|f| f.load(Ordering::Acquire) != 0), Some(Duration::from_secs(20))).unwrap();
+                f2[which].swap(0, Ordering::AcqRel)
+            });
+            // Really asleep on every word before the notify.
+            let t = Instant::now();
+            while words.iter().any(|w| w.sleepers() == 0) {
+                assert!(t.elapsed() < Duration::from_secs(10), "waiter never went to sleep on all words");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            flags[which].store(1, Ordering::Release);
+            assert!(words[which].notify(), "a sleeper was registered on word {which}");
+            assert_eq!(th.join().unwrap(), 1, "woken for word {which}");
+            assert!(words.iter().all(|w| w.sleepers() == 0), "waiters restored");
+        }
+    }
+
+    #[test]
+    fn wait_any_timeout_limits_and_no_lost_wakeups() {
+        let words: Vec<WaitWords> = (0..2).map(|_| WaitWords::new()).collect();
+        let refs: Vec<&WaitWords> = words.iter().collect();
+        assert_eq!(wait_any(&refs, || false, Some(Duration::ZERO)), Err(Error::Timeout));
+        let t = Instant::now();
+        assert_eq!(wait_any(&refs, || false, Some(Duration::from_millis(40))), Err(Error::Timeout));
+        assert!(t.elapsed() >= Duration::from_millis(40));
+        assert!(words.iter().all(|w| w.sleepers() == 0), "waiters restored on timeout");
+        let many: Vec<WaitWords> = (0..=WAIT_ANY_MAX).map(|_| WaitWords::new()).collect();
+        let many_refs: Vec<&WaitWords> = many.iter().collect();
+        assert_eq!(wait_any(&many_refs, || false, None), Err(Error::Unsupported));
+        // Ping-pong: the thread sleeps on words 0 and 1 at once and is notified through
+        // each in turn; it answers through word 2.  A lost wake-up shows as a timeout.
+        let words: Arc<Vec<WaitWords>> = Arc::new((0..3).map(|_| WaitWords::new()).collect());
+        let cond = Arc::new(AtomicU32::new(0));
+        let (w2, c2) = (words.clone(), cond.clone());
+        let th = std::thread::spawn(move || {
+            let refs: Vec<&WaitWords> = w2[..2].iter().collect();
+            for i in 0..2000u32 {
+                wait_any(&refs, || c2.load(Ordering::Acquire) == 2 * i + 1, Some(Duration::from_secs(10))).unwrap();
+                c2.store(2 * i + 2, Ordering::Release);
+                w2[2].notify();
+            }
+        });
+        for i in 0..2000u32 {
+            if i % 8 == 0 {
+                // Let the thread's spin run out, so the sleep path is taken too.
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            cond.store(2 * i + 1, Ordering::Release);
+            words[(i % 2) as usize].notify();
+            words[2].wait_until(|| cond.load(Ordering::Acquire) == 2 * i + 2, Some(Duration::from_secs(10))).unwrap();
+        }
+        th.join().unwrap();
     }
 }

@@ -22,9 +22,11 @@
 //!   with an error status: the descriptor is returned with `status` = the entry's
 //!   status code (our `cqe::Status`, non-zero) and the call answers TRANSACTION_ERROR
 //!   (the code real programs test for a failed transaction); on success `status` = 0.
-//! - CqVectorWaitEvent / CqVectorMonitor sleep on the CQs' futexes in turn, in slices
-//!   growing from 100 us to 10 ms, so a waiter over several idle CQs wakes at most 100
-//!   times a second (an entry arriving on the CQ being slept on wakes it at once).
+//! - CqVectorWaitEvent / CqVectorMonitor sleep once on all the CQs (`futex_waitv`), so an
+//!   entry arriving on any of them wakes the caller at once.  Where one sleep cannot cover
+//!   them (more than 128 CQs, or a kernel before 5.16) they sleep on the CQs in turn, in
+//!   slices growing from 100 us to 10 ms (an entry on the CQ being slept on wakes at once,
+//!   others wait for the slice to end).
 //!   VectorMonitor reports (in `which`) a CQ that has an entry or an overrun, consuming
 //!   nothing.
 //! - GNI_CqInterruptMask/Unmask: no interrupts are emulated; SUCCESS on a BLOCKING CQ,
@@ -148,6 +150,8 @@ unsafe fn vector(cq_hndls: *mut gni_cq_handle_t, num_cqs: u32) -> GniResult<Vec<
 /// Polls `cqs` until `f(i, cq)` gives a result or the timeout passes.
 fn vector_loop<R>(cqs: &[Arc<Cq>], timeout: u64, mut f: impl FnMut(usize, &Cq) -> Option<R>) -> Option<R> {
     let deadline = (timeout != u64::MAX).then(|| Instant::now() + Duration::from_millis(timeout));
+    let rings: Vec<&softnic_fabric::ring::Ring<u64>> = cqs.iter().map(|c| &c.ring).collect();
+    let mut one_sleep = true;
     let mut slice = Duration::from_micros(100);
     let mut turn = 0usize;
     loop {
@@ -157,13 +161,19 @@ fn vector_loop<R>(cqs: &[Arc<Cq>], timeout: u64, mut f: impl FnMut(usize, &Cq) -
             }
         }
         let left = match deadline {
-            None => slice,
+            None => None,
             Some(d) => match d.checked_duration_since(Instant::now()) {
-                Some(l) if !l.is_zero() => l.min(slice),
+                Some(l) if !l.is_zero() => Some(l),
                 _ => return None,
             },
         };
-        let _ = cqs[turn % cqs.len()].ring.wait_nonempty(Some(left));
+        if one_sleep {
+            match softnic_fabric::ring::Ring::wait_any_nonempty(&rings, left) {
+                Err(softnic_fabric::Error::Unsupported) => one_sleep = false,
+                _ => continue, // an entry somewhere, a timeout (seen above) or a signal
+            }
+        }
+        let _ = cqs[turn % cqs.len()].ring.wait_nonempty(Some(left.map_or(slice, |l| l.min(slice))));
         turn += 1;
         slice = (slice * 2).min(Duration::from_millis(10));
     }
