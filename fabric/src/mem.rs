@@ -5,7 +5,9 @@
 //! `[addr, addr+len)` is copied into a new memfd, which is then moved over the original
 //! pages at the same virtual address (`mremap(MREMAP_FIXED)` from a temporary mapping, so
 //! the page-table swap is a single atomic step).  The program sees the same contents at the
-//! same address; peers map the memfd (see [`crate::rma`]).  Memory that the library itself
+//! same address; peers map the memfd (see [`crate::rma`]).  Pages of anonymous memory that
+//! never held data (neither present nor swapped, per /proc/self/pagemap) are not copied:
+//! they read as zeros on both sides, and registering a large untouched buffer stays cheap.  Memory that the library itself
 //! allocates with [`alloc_shared`] is shared from the start and needs no rebind.
 //!
 //! **Page map.**  Every memfd that backs our memory is a *backing*, listed in the control
@@ -313,6 +315,37 @@ struct Piece {
     len: usize,
     prot: i32,
     tmp: *mut u8,
+    /// The (offset, length) runs that hold data; None: copy everything.
+    runs: Option<Vec<(usize, usize)>>,
+}
+
+/// The runs of `[start, start+len)` (page aligned, anonymous private memory) that hold
+/// data: pages present or swapped out, by /proc/self/pagemap.  The others were never
+/// written (or were discarded) and read as zeros, like the fresh memfd they move to, so
+/// the rebind neither copies them nor makes them take memory in the backing: registering
+/// a large, mostly untouched buffer costs what was touched.  None (copy everything) when
+/// pagemap cannot be read.
+fn data_runs(start: usize, len: usize) -> Option<Vec<(usize, usize)>> {
+    use std::os::unix::fs::FileExt;
+    const PRESENT: u64 = 1 << 63;
+    const SWAPPED: u64 = 1 << 62;
+    let page = shm::page_size();
+    let n = len / page;
+    let f = std::fs::File::open("/proc/self/pagemap").ok()?;
+    let mut raw = vec![0u8; n * 8];
+    f.read_exact_at(&mut raw, (start / page * 8) as u64).ok()?;
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for (i, e) in raw.chunks_exact(8).enumerate() {
+        let e = u64::from_ne_bytes(e.try_into().expect("8 bytes"));
+        if e & (PRESENT | SWAPPED) == 0 {
+            continue;
+        }
+        match runs.last_mut() {
+            Some((off, l)) if *off + *l == i * page => *l += page,
+            _ => runs.push((i * page, page)),
+        }
+    }
+    Some(runs)
 }
 
 /// Copies each piece into its temporary shared mapping and swaps it over the original.
@@ -325,7 +358,14 @@ fn copy_and_swap(pieces: &[Piece]) -> (usize, i32) {
         // SAFETY: p.start..+len is mapped readable (checked against /proc/self/maps);
         // p.tmp is our fresh mapping of the same length.
         unsafe {
-            std::ptr::copy_nonoverlapping(p.start as *const u8, p.tmp, p.len);
+            match &p.runs {
+                None => std::ptr::copy_nonoverlapping(p.start as *const u8, p.tmp, p.len),
+                Some(runs) => {
+                    for &(off, n) in runs {
+                        std::ptr::copy_nonoverlapping((p.start + off) as *const u8, p.tmp.add(off), n);
+                    }
+                }
+            }
             if p.prot != libc::PROT_READ | libc::PROT_WRITE && libc::mprotect(p.tmp as *mut libc::c_void, p.len, p.prot) != 0 {
                 return (k, *libc::__errno_location());
             }
@@ -435,12 +475,22 @@ fn rebind_gap(start: usize, end: usize, maps: &[Vma]) -> Result<(usize, Fd, u64)
             cleanup(&pieces);
             return Err(err);
         }
-        pieces.push(Piece { start: s, len: e - s, prot, tmp: tmp as *mut u8 });
+        pieces.push(Piece { start: s, len: e - s, prot, tmp: tmp as *mut u8, runs: None });
     }
     // Does the range hold this thread's stack?
     let probe = 0u8;
     let sp = &probe as *const u8 as usize;
     let on_stack = maps.iter().any(|v| v.start <= sp && sp < v.end && v.end > start && v.start < end);
+    // Copy only pages that hold data, in anonymous private memory (an untouched page of a
+    // file mapping reads as the file).  Not with our own stack in the range: the calls
+    // between the pagemap read and the swap touch pages below the stack pointer.
+    if !on_stack {
+        for (p, v) in pieces.iter_mut().zip(maps.iter().filter(|v| v.end > start && v.start < end)) {
+            if !v.shared && v.inode == 0 && (v.path.is_empty() || v.path == "[heap]") {
+                p.runs = data_runs(p.start, p.len);
+            }
+        }
+    }
     let n = pieces.len();
     let (done, errno) = if on_stack {
         let (r, pieces) = copy_and_swap_off_stack(pieces)?;

@@ -184,6 +184,61 @@ fn local_registration_keeps_contents() {
     drop(heap);
 }
 
+/// Resident kB of the mapping that contains `addr` (/proc/self/smaps).
+fn rss_kb_at(addr: usize) -> u64 {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+    let mut inside = false;
+    for line in smaps.lines() {
+        if let Some((range, _)) = line.split_once(' ') {
+            if let Some((a, b)) = range.split_once('-') {
+                if let (Ok(a), Ok(b)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16)) {
+                    inside = a <= addr && addr < b;
+                    continue;
+                }
+            }
+        }
+        if inside {
+            if let Some(v) = line.strip_prefix("Rss:") {
+                return v.trim().trim_end_matches("kB").trim().parse().unwrap();
+            }
+        }
+    }
+    panic!("no mapping at {addr:#x}");
+}
+
+#[test]
+fn registering_mostly_untouched_memory_copies_what_was_written() {
+    let _g = serial();
+    const LEN: usize = 64 << 20;
+    // SAFETY: a fresh private anonymous mapping, ours until the munmap below.
+    let p = unsafe { libc::mmap(std::ptr::null_mut(), LEN, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) } as *mut u8;
+    assert_ne!(p as *mut libc::c_void, libc::MAP_FAILED);
+    // SAFETY: inside the mapping.
+    let buf = unsafe { std::slice::from_raw_parts_mut(p, LEN) };
+    let written = [0usize, 5, 1000, LEN / 4096 - 1];
+    for &pg in &written {
+        for i in 0..4096 {
+            buf[pg * 4096 + i] = pat(pg as u64, i);
+        }
+    }
+    let key = mem::register(p as usize, LEN, Access::ReadWrite, 4).unwrap();
+    assert!(mem::query(key).unwrap().shared);
+    // Only the written pages (and whatever huge pages hold them) were copied in.
+    let rss = rss_kb_at(p as usize);
+    assert!(rss < 16 << 10, "{rss} kB resident after registering 64 MiB with 4 pages written");
+    for &pg in &written {
+        assert!((0..4096).all(|i| buf[pg * 4096 + i] == pat(pg as u64, i)), "page {pg} lost its contents");
+    }
+    assert!(buf[4096..5 * 4096].iter().all(|&b| b == 0) && buf[LEN / 2..LEN / 2 + 4096].iter().all(|&b| b == 0), "untouched pages read as zeros");
+    // Untouched pages are ordinary registered memory afterwards.
+    let me = Peer::this().unwrap();
+    rma::put(&me, key, p as u64 + (LEN / 2) as u64 + 8, &[1, 2, 3], 4).unwrap();
+    assert_eq!(&buf[LEN / 2 + 8..LEN / 2 + 11], &[1, 2, 3]);
+    mem::deregister(key).unwrap();
+    // SAFETY: our mapping (now the rebound memfd pages), no longer registered.
+    unsafe { libc::munmap(p as *mut libc::c_void, LEN) };
+}
+
 #[test]
 fn atomics_three_updaters_every_op_and_width() {
     let _g = serial();
