@@ -31,7 +31,7 @@ static dmapp_return_t get(int m, void *ta, void *sa, dmapp_seg_desc_t *s, int pe
 
 static void contiguous(unsigned char *tgt, dmapp_seg_desc_t *seg) {
     int right = (me + 1) % npes, left = (me + npes - 1) % npes;
-    unsigned char src[N * 16], back[N * 16];
+    unsigned char src[N * 16], back[N * 16 + 1];   /* back[len]: a guard byte */
     for (int t = 0; t < 4; t++)
         for (int m = 0; m < 3; m++) {
             size_t len = N * tsize[t];

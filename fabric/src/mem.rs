@@ -18,9 +18,11 @@
 //! unmapped or replaced (free of an mmap'd malloc chunk, heap trim) is *detached* — still
 //! valid for registrations made before, never reused.
 //!
-//! **What can be rebound** (decided from /proc/self/maps): readable, non-executable,
-//! private mappings — heap, stacks, bss/data, anonymous mmap, private file mappings — and
-//! our own memfd mappings.  Everything else (MAP_SHARED mappings that are not ours,
+//! **What can be rebound** (decided from /proc/self/maps): readable private mappings —
+//! heap, stacks, bss/data, anonymous mmap, private file mappings; executable ones only when
+//! anonymous (valgrind's client heap, JIT buffers; PROT_EXEC is kept) — and our own memfd
+//! mappings.  Under valgrind the copy is made by the kernel (so memcheck does not report
+//! reading the redzones of its heap arena), and the rebound bytes count as defined.  Everything else (MAP_SHARED mappings that are not ours,
 //! hugetlbfs, executable or special mappings such as [vdso]) is the **fallback**: the
 //! region is still registered and bounds/permission/PD checks still apply, but peers move
 //! data with `process_vm_readv/writev`, and remote atomics on it return
@@ -229,7 +231,10 @@ fn is_our_backing_vma(v: &Vma) -> bool {
 
 /// Can these pages be rebound (copied to a memfd and swapped in place)?
 fn rebindable(v: &Vma) -> bool {
-    if !v.r || v.x {
+    // Executable pages only when anonymous and private: a JIT buffer or valgrind's heap
+    // arena (its client heap is rwx), rebound with PROT_EXEC kept.  Never code mapped
+    // from a file.
+    if !v.r || (v.x && (v.shared || v.inode != 0 || !v.path.is_empty())) {
         return false;
     }
     if v.shared {
@@ -348,6 +353,63 @@ fn data_runs(start: usize, len: usize) -> Option<Vec<(usize, usize)>> {
     Some(runs)
 }
 
+/// Is this process running under valgrind?  The client request RUNNING_ON_VALGRIND: a
+/// magic instruction sequence (four rotations of rdi that cancel out, then xchg rbx,rbx)
+/// that valgrind's JIT recognises and answers in rdx; natively it leaves the default 0.
+fn under_valgrind() -> bool {
+    static ANSWER: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ANSWER.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            const RUNNING_ON_VALGRIND: u64 = 0x1001;
+            let args: [u64; 6] = [RUNNING_ON_VALGRIND, 0, 0, 0, 0, 0];
+            let mut answer: u64 = 0;
+            // SAFETY: natively a no-op (rdi rotated by 128 bits in all, rbx swapped with
+            // itself); under valgrind it reads `args` and writes rdx.
+            unsafe {
+                std::arch::asm!(
+                    "rol rdi, 3", "rol rdi, 13", "rol rdi, 61", "rol rdi, 51", "xchg rbx, rbx",
+                    inout("rdx") answer, in("rax") args.as_ptr(), inout("rdi") 0u64 => _,
+                    options(nostack)
+                )
+            };
+            answer != 0
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        false
+    })
+}
+
+/// Copies `n` bytes from `src` to `dst` (ours, not overlapping).  Under valgrind the kernel
+/// copies them (process_vm_readv on ourselves): the pages may hold bytes memcheck marks
+/// unaddressable (its heap arena's redzones and free space), and reading those is correct
+/// here but would be reported.  The copied bytes are then all "defined" to memcheck.
+///
+/// # Safety
+/// Both ranges mapped for `n` bytes (src readable, dst writable).
+unsafe fn copy_pages(src: *const u8, dst: *mut u8, n: usize) {
+    if under_valgrind() {
+        let mut done = 0usize;
+        while done < n {
+            let l = libc::iovec { iov_base: (dst as usize + done) as *mut libc::c_void, iov_len: n - done };
+            let r = libc::iovec { iov_base: (src as usize + done) as *mut libc::c_void, iov_len: n - done };
+            // SAFETY: the caller's ranges; our own pid.
+            let got = unsafe { libc::process_vm_readv(libc::getpid(), &l, 1, &r, 1, 0) };
+            if got <= 0 {
+                break; // then copy the rest directly
+            }
+            done += got as usize;
+        }
+        if done == n {
+            return;
+        }
+        // SAFETY: the caller's contract, the part not copied yet.
+        return unsafe { std::ptr::copy_nonoverlapping(src.add(done), dst.add(done), n - done) };
+    }
+    // SAFETY: the caller's contract.
+    unsafe { std::ptr::copy_nonoverlapping(src, dst, n) }
+}
+
 /// Copies each piece into its temporary shared mapping and swaps it over the original.
 /// Returns how many pieces were swapped and the errno of a failed swap (0 if none).
 ///
@@ -359,10 +421,10 @@ fn copy_and_swap(pieces: &[Piece]) -> (usize, i32) {
         // p.tmp is our fresh mapping of the same length.
         unsafe {
             match &p.runs {
-                None => std::ptr::copy_nonoverlapping(p.start as *const u8, p.tmp, p.len),
+                None => copy_pages(p.start as *const u8, p.tmp, p.len),
                 Some(runs) => {
                     for &(off, n) in runs {
-                        std::ptr::copy_nonoverlapping((p.start + off) as *const u8, p.tmp.add(off), n);
+                        copy_pages((p.start + off) as *const u8, p.tmp.add(off), n);
                     }
                 }
             }
@@ -465,7 +527,7 @@ fn rebind_gap(start: usize, end: usize, maps: &[Vma]) -> Result<(usize, Fd, u64)
     for v in maps.iter().filter(|v| v.end > start && v.start < end) {
         let s = v.start.max(start);
         let e = v.end.min(end);
-        let prot = libc::PROT_READ | if v.w { libc::PROT_WRITE } else { 0 };
+        let prot = libc::PROT_READ | if v.w { libc::PROT_WRITE } else { 0 } | if v.x { libc::PROT_EXEC } else { 0 };
         // SAFETY: a fresh mapping of our memfd at a kernel-chosen address.
         let tmp = unsafe {
             libc::mmap(std::ptr::null_mut(), e - s, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd.0, (s - start) as libc::off_t)
