@@ -8,7 +8,12 @@
 //!   overrun: TestEvent answers ERROR_RESOURCE (without consuming), the next
 //!   GetEvent/WaitEvent answers ERROR_RESOURCE once and clears the condition; the entry
 //!   taken after that carries the overrun bit (`GNI_CQ_OVERRUN(ev)`), the queued entries
-//!   are still delivered.  A poster is never blocked by a full CQ.
+//!   are still delivered.  A poster is never blocked by a full CQ.  Entries are taken in
+//!   the order their slots were claimed: a poster preempted between claiming a slot and
+//!   filling it (with more ranks than cores) holds back the entries behind it until it runs
+//!   again.  A program that reaps each SMSG event before taking the message keeps the CQ
+//!   within its credits meanwhile; one that takes messages without reaping their events
+//!   can overrun it.
 //! - Modes: GNI_CQ_NOBLOCK or GNI_CQ_BLOCKING, optionally with GNI_CQ_PHYS_PAGES or
 //!   GNI_CQ_UNMANAGED (accepted, no effect); GNI_CQ_EMULATED (with or without BLOCKING) and
 //!   unknown bits are INVALID_PARAM.  `delay_count` is accepted and ignored (no interrupts).
