@@ -163,6 +163,66 @@ static inline long bench_warm(long iters)
     return iters / 10 < 10 ? 10 : iters / 10;
 }
 
+/* The ping-pong loop every library's latency benchmark shares.  For each selected size
+ * of `sizes`: sync() (when given), one warm-up pass and `reps` timed passes of
+ * bench_lat_iters(size) round trips (rank 0: send(size) then wait(size); the other rank
+ * the reverse), then after() (when given; e.g. reap what is still outstanding).  Rank 0
+ * reports the median half round trip. */
+static inline void bench_pingpong_run(int me, const char *lib, const char *bench, const size_t *sizes, size_t nsizes,
+                                      void (*send)(size_t size), void (*wait)(size_t size),
+                                      void (*sync)(void), void (*after)(void))
+{
+    double v[BENCH_MAX_REPS];
+    int reps = bench_reps();
+    for (size_t k = 0; k < nsizes; k++) {
+        size_t size = sizes[k];
+        if (!bench_size_selected(size)) continue;
+        long iters = bench_lat_iters(size);
+        if (sync) sync();
+        for (int r = -1; r < reps; r++) {
+            long n = r < 0 ? bench_warm(iters) : iters;
+            double t0 = bench_now();
+            for (long i = 0; i < n; i++) {
+                if (me == 0) { send(size); wait(size); }
+                else { wait(size); send(size); }
+            }
+            if (r >= 0) v[r] = (bench_now() - t0) / (double)n / 2 * 1e6;
+        }
+        if (after) after();
+        if (me == 0) bench_result(lib, bench, size, "half_rtt_us", bench_median(v, reps));
+    }
+}
+
+/* Times a blocking operation the calling rank issues alone: one warm-up pass of
+ * bench_warm(iters) calls of op(size), then `reps` passes of bench_lat_iters(size)
+ * calls; reports the median time per call (us). */
+static inline void bench_op_lat(const char *lib, const char *bench, size_t size, void (*op)(size_t size))
+{
+    double v[BENCH_MAX_REPS];
+    int reps = bench_reps();
+    long iters = bench_lat_iters(size);
+    for (int r = -1; r < reps; r++) {
+        long n = r < 0 ? bench_warm(iters) : iters;
+        double t0 = bench_now();
+        for (long i = 0; i < n; i++) op(size);
+        if (r >= 0) v[r] = (bench_now() - t0) / (double)n * 1e6;
+    }
+    bench_result(lib, bench, size, "us", bench_median(v, reps));
+}
+
+/* bench_op_lat on rank 0 for every selected size of bench_lat_sizes; every rank runs
+ * sync() (when given) after each size. */
+static inline void bench_op_lat_sizes(int me, const char *lib, const char *bench, void (*op)(size_t size),
+                                      void (*sync)(void))
+{
+    for (size_t k = 0; k < BENCH_NELEM(bench_lat_sizes); k++) {
+        size_t size = bench_lat_sizes[k];
+        if (!bench_size_selected(size)) continue;
+        if (me == 0) bench_op_lat(lib, bench, size, op);
+        if (sync) sync();
+    }
+}
+
 /* The windowed bandwidth loop every library's *_bw benchmark shares.  For each selected
  * size, rank 0 issues a window of transfers (issue(size, j) for j < window), then waits
  * for them (complete(size)); one untimed window warms up, then each repetition times

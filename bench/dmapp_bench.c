@@ -38,29 +38,8 @@ static void barrier(void)
     if (PMI_Barrier() != PMI_SUCCESS) fail("PMI_Barrier", DMAPP_RC_RESOURCE_ERROR);
 }
 
-static void lat(const char *bench, int get)
-{
-    double v[BENCH_MAX_REPS];
-    int reps = bench_reps();
-    for (size_t k = 0; k < BENCH_NELEM(bench_lat_sizes); k++) {
-        size_t size = bench_lat_sizes[k];
-        if (!bench_size_selected(size)) continue;
-        long iters = bench_lat_iters(size);
-        if (me == 0) {
-            for (int r = -1; r < reps; r++) {
-                long n = r < 0 ? bench_warm(iters) : iters;
-                double t0 = bench_now();
-                if (get)
-                    for (long i = 0; i < n; i++) D(dmapp_get(src, heap, &job.sheap_seg, peer, size / 8, DMAPP_QW));
-                else
-                    for (long i = 0; i < n; i++) D(dmapp_put(heap, &job.sheap_seg, peer, src, size / 8, DMAPP_QW));
-                if (r >= 0) v[r] = (bench_now() - t0) / (double)n * 1e6;
-            }
-            bench_result(LIB, bench, size, "us", bench_median(v, reps));
-        }
-        barrier();
-    }
-}
+static void put_op(size_t size) { D(dmapp_put(heap, &job.sheap_seg, peer, src, size / 8, DMAPP_QW)); }
+static void get_op(size_t size) { D(dmapp_get(src, heap, &job.sheap_seg, peer, size / 8, DMAPP_QW)); }
 
 static void put_nbi_issue(size_t size, long j)
 {
@@ -74,21 +53,16 @@ static void put_nbi_bw(void)
     bench_bw_run(me, LIB, "put_nbi_bw", put_nbi_issue, put_nbi_complete, barrier);
 }
 
+static void afadd_op(size_t size)
+{
+    int64_t result;
+    (void)size;
+    D(dmapp_afadd_qw(&result, heap, &job.sheap_seg, peer, 1));
+}
+
 static void afadd_lat(void)
 {
-    double v[BENCH_MAX_REPS];
-    int reps = bench_reps();
-    long iters = bench_lat_iters(8);
-    int64_t result;
-    if (me == 0) {
-        for (int r = -1; r < reps; r++) {
-            long n = r < 0 ? bench_warm(iters) : iters;
-            double t0 = bench_now();
-            for (long i = 0; i < n; i++) D(dmapp_afadd_qw(&result, heap, &job.sheap_seg, peer, 1));
-            if (r >= 0) v[r] = (bench_now() - t0) / (double)n * 1e6;
-        }
-        bench_result(LIB, "afadd_lat", 8, "us", bench_median(v, reps));
-    }
+    if (me == 0) bench_op_lat(LIB, "afadd_lat", 8, afadd_op);
     barrier();
 }
 
@@ -118,8 +92,8 @@ int main(int argc, char **argv)
     memset(heap, 0, BENCH_MAX_BW);
     barrier();
     const char *b = argv[1];
-    if (!strcmp(b, "put_lat")) lat(b, 0);
-    else if (!strcmp(b, "get_lat")) lat(b, 1);
+    if (!strcmp(b, "put_lat")) bench_op_lat_sizes(me, LIB, b, put_op, barrier);
+    else if (!strcmp(b, "get_lat")) bench_op_lat_sizes(me, LIB, b, get_op, barrier);
     else if (!strcmp(b, "put_nbi_bw")) put_nbi_bw();
     else if (!strcmp(b, "afadd_lat")) afadd_lat();
     else { fprintf(stderr, "dmapp_bench: unknown benchmark %s\n", b); PMI_Abort(2, "unknown benchmark"); return 2; }

@@ -172,31 +172,18 @@ static void pp_wait(size_t size)
     while (*flag != s) { progress(); bench_spin_check(&spins); }
 }
 
+static void pp_drain(void)
+{
+    while (outstanding > 0) progress();
+}
+
 static void pingpong(void)
 {
-    double v[BENCH_MAX_REPS];
-    int reps = bench_reps();
-    for (size_t k = 0; k < BENCH_NELEM(bench_lat_sizes); k++) {
-        size_t size = bench_lat_sizes[k];
-        if (!bench_size_selected(size)) continue;
-        long iters = bench_lat_iters(size);
-        barrier();
-        for (int r = -1; r < reps; r++) {
-            long n = r < 0 ? bench_warm(iters) : iters;
-            double t0 = bench_now();
-            for (long i = 0; i < n; i++) {
-                if (me == 0) { pp_send(size); pp_wait(size); }
-                else { pp_wait(size); pp_send(size); }
-            }
-            if (r >= 0) v[r] = (bench_now() - t0) / (double)n / 2 * 1e6;
-        }
-        while (outstanding > 0) progress();
-        if (me == 0) bench_result(LIB, "pingpong", size, "half_rtt_us", bench_median(v, reps));
-    }
+    bench_pingpong_run(me, LIB, "pingpong", bench_lat_sizes, BENCH_NELEM(bench_lat_sizes), pp_send, pp_wait, barrier, pp_drain);
 }
 
 static void write_issue(size_t size, long j) { post_write(src + PAYOFF, size, PAYOFF, &ctx[j]); }
-static void write_complete(size_t size) { (void)size; while (outstanding > 0) progress(); }
+static void write_complete(size_t size) { (void)size; pp_drain(); }
 
 static void write_bw(void)
 {

@@ -56,8 +56,9 @@ static void send(size_t size)
     __atomic_store_n(myflag(p), ++seq, __ATOMIC_RELEASE);
 }
 
-static void wait_msg(void)
+static void wait_msg(size_t size)
 {
+    (void)size;
     unsigned long spins = 0;
     ++seq;
     while (__atomic_load_n(myflag(me), __ATOMIC_ACQUIRE) != seq) bench_spin_check(&spins);
@@ -65,24 +66,7 @@ static void wait_msg(void)
 
 static void pingpong(void)
 {
-    double v[BENCH_MAX_REPS];
-    int reps = bench_reps();
-    for (size_t k = 0; k < BENCH_NELEM(bench_lat_sizes); k++) {
-        size_t size = bench_lat_sizes[k];
-        if (!bench_size_selected(size)) continue;
-        long iters = bench_lat_iters(size);
-        barrier();
-        for (int r = -1; r < reps; r++) {
-            long n = r < 0 ? bench_warm(iters) : iters;
-            double t0 = bench_now();
-            for (long i = 0; i < n; i++) {
-                if (me == 0) { send(size); wait_msg(); }
-                else { wait_msg(); send(size); }
-            }
-            if (r >= 0) v[r] = (bench_now() - t0) / (double)n / 2 * 1e6;
-        }
-        if (me == 0) bench_result(LIB, "pingpong", size, "half_rtt_us", bench_median(v, reps));
-    }
+    bench_pingpong_run(me, LIB, "pingpong", bench_lat_sizes, BENCH_NELEM(bench_lat_sizes), send, wait_msg, barrier, NULL);
 }
 
 static void memcpy_issue(size_t size, long j) { (void)j; memcpy(shbuf[1], src, size); }
@@ -93,36 +77,22 @@ static void memcpy_bw(void)
     bench_bw_run(me, LIB, "memcpy_bw", memcpy_issue, memcpy_complete, barrier);
 }
 
+static void put_op(size_t size)
+{
+    memcpy(shbuf[1], src, size);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+static void amo_op(size_t size)
+{
+    (void)size;
+    __atomic_fetch_add((volatile uint64_t *)(shbuf[1] + 64), 1, __ATOMIC_SEQ_CST);
+}
+
 static void onesided(void)
 {
-    double v[BENCH_MAX_REPS];
-    int reps = bench_reps();
-    if (me == 0) {
-        for (size_t k = 0; k < BENCH_NELEM(bench_lat_sizes); k++) {
-            size_t size = bench_lat_sizes[k];
-            if (!bench_size_selected(size)) continue;
-            long iters = bench_lat_iters(size);
-            for (int r = -1; r < reps; r++) {
-                long n = r < 0 ? bench_warm(iters) : iters;
-                double t0 = bench_now();
-                for (long i = 0; i < n; i++) {
-                    memcpy(shbuf[1], src, size);
-                    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-                }
-                if (r >= 0) v[r] = (bench_now() - t0) / (double)n * 1e6;
-            }
-            bench_result(LIB, "put_lat", size, "us", bench_median(v, reps));
-        }
-        long iters = bench_lat_iters(8);
-        volatile uint64_t *word = (volatile uint64_t *)(shbuf[1] + 64);
-        for (int r = -1; r < reps; r++) {
-            long n = r < 0 ? bench_warm(iters) : iters;
-            double t0 = bench_now();
-            for (long i = 0; i < n; i++) __atomic_fetch_add(word, 1, __ATOMIC_SEQ_CST);
-            if (r >= 0) v[r] = (bench_now() - t0) / (double)n * 1e6;
-        }
-        bench_result(LIB, "amo_lat", 8, "us", bench_median(v, reps));
-    }
+    bench_op_lat_sizes(me, LIB, "put_lat", put_op, NULL);
+    if (me == 0) bench_op_lat(LIB, "amo_lat", 8, amo_op);
 }
 
 int main(int argc, char **argv)

@@ -20,76 +20,39 @@ static int me, peer;
 static uint8_t *src, *dst, *base;
 static MPI_Win win;
 
+static void mpi_barrier(void) { MPI_Barrier(MPI_COMM_WORLD); }
+
+static void pp_send(size_t size) { MPI_Send(src, (int)size, MPI_BYTE, peer, 1, MPI_COMM_WORLD); }
+static void pp_recv(size_t size) { MPI_Recv(dst, (int)size, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE); }
+
 static void pingpong(void)
 {
-    double v[BENCH_MAX_REPS];
-    int reps = bench_reps();
-    for (size_t k = 0; k < BENCH_NELEM(bench_lat_sizes); k++) {
-        size_t size = bench_lat_sizes[k];
-        if (!bench_size_selected(size)) continue;
-        long iters = bench_lat_iters(size);
-        MPI_Barrier(MPI_COMM_WORLD);
-        for (int r = -1; r < reps; r++) {
-            long n = r < 0 ? bench_warm(iters) : iters;
-            double t0 = bench_now();
-            for (long i = 0; i < n; i++) {
-                if (me == 0) {
-                    MPI_Send(src, (int)size, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
-                    MPI_Recv(dst, (int)size, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                } else {
-                    MPI_Recv(dst, (int)size, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                    MPI_Send(src, (int)size, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
-                }
-            }
-            if (r >= 0) v[r] = (bench_now() - t0) / (double)n / 2 * 1e6;
-        }
-        if (me == 0) bench_result(LIB, "pingpong", size, "half_rtt_us", bench_median(v, reps));
-    }
+    bench_pingpong_run(me, LIB, "pingpong", bench_lat_sizes, BENCH_NELEM(bench_lat_sizes), pp_send, pp_recv, mpi_barrier, NULL);
 }
 
-static void rma_flush(const char *bench, int get)
+static void put_flush(size_t size)
 {
-    double v[BENCH_MAX_REPS];
-    int reps = bench_reps();
-    for (size_t k = 0; k < BENCH_NELEM(bench_lat_sizes); k++) {
-        size_t size = bench_lat_sizes[k];
-        if (!bench_size_selected(size)) continue;
-        long iters = bench_lat_iters(size);
-        if (me == 0) {
-            for (int r = -1; r < reps; r++) {
-                long n = r < 0 ? bench_warm(iters) : iters;
-                double t0 = bench_now();
-                for (long i = 0; i < n; i++) {
-                    if (get) MPI_Get(dst, (int)size, MPI_BYTE, peer, 0, (int)size, MPI_BYTE, win);
-                    else MPI_Put(src, (int)size, MPI_BYTE, peer, 0, (int)size, MPI_BYTE, win);
-                    MPI_Win_flush(peer, win);
-                }
-                if (r >= 0) v[r] = (bench_now() - t0) / (double)n * 1e6;
-            }
-            bench_result(LIB, bench, size, "us", bench_median(v, reps));
-        }
-        MPI_Barrier(MPI_COMM_WORLD);
-    }
+    MPI_Put(src, (int)size, MPI_BYTE, peer, 0, (int)size, MPI_BYTE, win);
+    MPI_Win_flush(peer, win);
+}
+
+static void get_flush(size_t size)
+{
+    MPI_Get(dst, (int)size, MPI_BYTE, peer, 0, (int)size, MPI_BYTE, win);
+    MPI_Win_flush(peer, win);
+}
+
+static void fadd_flush(size_t size)
+{
+    int64_t one = 1, old;
+    (void)size;
+    MPI_Fetch_and_op(&one, &old, MPI_INT64_T, peer, 0, MPI_SUM, win);
+    MPI_Win_flush(peer, win);
 }
 
 static void fadd_lat(void)
 {
-    double v[BENCH_MAX_REPS];
-    int reps = bench_reps();
-    long iters = bench_lat_iters(8);
-    int64_t one = 1, old;
-    if (me == 0) {
-        for (int r = -1; r < reps; r++) {
-            long n = r < 0 ? bench_warm(iters) : iters;
-            double t0 = bench_now();
-            for (long i = 0; i < n; i++) {
-                MPI_Fetch_and_op(&one, &old, MPI_INT64_T, peer, 0, MPI_SUM, win);
-                MPI_Win_flush(peer, win);
-            }
-            if (r >= 0) v[r] = (bench_now() - t0) / (double)n * 1e6;
-        }
-        bench_result(LIB, "fadd_lat", 8, "us", bench_median(v, reps));
-    }
+    if (me == 0) bench_op_lat(LIB, "fadd_lat", 8, fadd_flush);
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
@@ -99,7 +62,6 @@ static void put_bw_issue(size_t size, long j)
     MPI_Put(src, (int)size, MPI_BYTE, peer, 0, (int)size, MPI_BYTE, win);
 }
 static void put_bw_complete(size_t size) { (void)size; MPI_Win_flush(peer, win); }
-static void mpi_barrier(void) { MPI_Barrier(MPI_COMM_WORLD); }
 
 static void put_bw(void)
 {
@@ -161,8 +123,8 @@ int main(int argc, char **argv)
         MPI_Barrier(MPI_COMM_WORLD);
     }
     if (!strcmp(b, "pingpong")) pingpong();
-    else if (!strcmp(b, "put_flush")) rma_flush(b, 0);
-    else if (!strcmp(b, "get_flush")) rma_flush(b, 1);
+    else if (!strcmp(b, "put_flush")) bench_op_lat_sizes(me, LIB, b, put_flush, mpi_barrier);
+    else if (!strcmp(b, "get_flush")) bench_op_lat_sizes(me, LIB, b, get_flush, mpi_barrier);
     else if (!strcmp(b, "fadd_lat")) fadd_lat();
     else if (!strcmp(b, "put_bw")) put_bw();
     else if (!strcmp(b, "send_bw")) send_bw();

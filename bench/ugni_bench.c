@@ -149,8 +149,9 @@ static void fma_flag_send(size_t size)
     reap();
 }
 
-static void fma_flag_wait(void)
+static void fma_flag_wait(size_t size)
 {
+    (void)size;
     volatile uint64_t *flag = (volatile uint64_t *)win;
     unsigned long spins = 0;
     seq++;
@@ -166,33 +167,10 @@ static void event_send(size_t size)
     reap();
 }
 
-static void event_wait(void)
+static void event_wait(size_t size)
 {
-    gni_cq_entry_t ev = cq_poll(rcq);
-    (void)ev;
-}
-
-/* One ping-pong iteration: rank 0 sends first. */
-static void pingpong(const char *bench, const size_t *sizes, size_t nsizes,
-                     void (*send)(size_t), void (*wait)(void))
-{
-    double v[BENCH_MAX_REPS];
-    int reps = bench_reps();
-    for (size_t k = 0; k < nsizes; k++) {
-        size_t size = sizes[k];
-        if (!bench_size_selected(size)) continue;
-        long iters = bench_lat_iters(size);
-        for (int r = -1; r < reps; r++) {
-            long n = r < 0 ? bench_warm(iters) : iters;
-            double t0 = bench_now();
-            for (long i = 0; i < n; i++) {
-                if (me == 0) { send(size); wait(); }
-                else { wait(); send(size); }
-            }
-            if (r >= 0) v[r] = (bench_now() - t0) / (double)n / 2 * 1e6;
-        }
-        if (me == 0) bench_result(LIB, bench, size, "half_rtt_us", bench_median(v, reps));
-    }
+    (void)size;
+    (void)cq_poll(rcq);
 }
 
 /* SMSG: one mailbox per direction; the mailbox registration's CQ gets the remote events. */
@@ -238,8 +216,9 @@ static void smsg_send(size_t size)
     cq_poll(cq);          /* the local SMSG event */
 }
 
-static void smsg_wait(void)
+static void smsg_wait(size_t size)
 {
+    (void)size;
     void *hdr;
     gni_return_t rc;
     unsigned long spins = 0;
@@ -291,26 +270,20 @@ static void put_msgrate(void)
     barrier();
 }
 
+static void amo_fadd_op(size_t size)
+{
+    fill(&desc[0], GNI_POST_AMO, GNI_CQMODE_GLOBAL_EVENT, src, peer_base + 64, size);
+    desc[0].amo_cmd = GNI_FMA_ATOMIC_FADD;
+    desc[0].first_operand = 1;
+    G(GNI_PostFma(ep, &desc[0]));
+    reap();
+}
+
 static void amo_fadd_lat(void)
 {
-    double v[BENCH_MAX_REPS];
     int reps = bench_reps();
     long iters = bench_lat_iters(8);
-    if (me == 0) {
-        for (int r = -1; r < reps; r++) {
-            long n = r < 0 ? bench_warm(iters) : iters;
-            double t0 = bench_now();
-            for (long i = 0; i < n; i++) {
-                fill(&desc[0], GNI_POST_AMO, GNI_CQMODE_GLOBAL_EVENT, src, peer_base + 64, 8);
-                desc[0].amo_cmd = GNI_FMA_ATOMIC_FADD;
-                desc[0].first_operand = 1;
-                G(GNI_PostFma(ep, &desc[0]));
-                reap();
-            }
-            if (r >= 0) v[r] = (bench_now() - t0) / (double)n * 1e6;
-        }
-        bench_result(LIB, "amo_fadd_lat", 8, "us", bench_median(v, reps));
-    }
+    if (me == 0) bench_op_lat(LIB, "amo_fadd_lat", 8, amo_fadd_op);
     barrier();
     if (me == 1) {
         uint64_t want = (uint64_t)(bench_warm(iters) + (long)reps * iters);
@@ -332,12 +305,12 @@ int main(int argc, char **argv)
     setup();
     const char *b = argv[1];
     if (!strcmp(b, "fma_put_pingpong"))
-        pingpong(b, bench_lat_sizes, BENCH_NELEM(bench_lat_sizes), fma_flag_send, fma_flag_wait);
+        bench_pingpong_run(me, LIB, b, bench_lat_sizes, BENCH_NELEM(bench_lat_sizes), fma_flag_send, fma_flag_wait, NULL, NULL);
     else if (!strcmp(b, "put_event_pingpong"))
-        pingpong(b, bench_lat_sizes, BENCH_NELEM(bench_lat_sizes), event_send, event_wait);
+        bench_pingpong_run(me, LIB, b, bench_lat_sizes, BENCH_NELEM(bench_lat_sizes), event_send, event_wait, NULL, NULL);
     else if (!strcmp(b, "smsg_pingpong")) {
         smsg_setup();
-        pingpong(b, bench_smsg_sizes, BENCH_NELEM(bench_smsg_sizes), smsg_send, smsg_wait);
+        bench_pingpong_run(me, LIB, b, bench_smsg_sizes, BENCH_NELEM(bench_smsg_sizes), smsg_send, smsg_wait, NULL, NULL);
     } else if (!strcmp(b, "rdma_put_bw")) rdma_bw(b, GNI_POST_RDMA_PUT);
     else if (!strcmp(b, "rdma_get_bw")) rdma_bw(b, GNI_POST_RDMA_GET);
     else if (!strcmp(b, "amo_fadd_lat")) amo_fadd_lat();
