@@ -49,6 +49,13 @@
  *   dmapp_segdesc_compare compares addr, len and memhndl.  dmapp_mem_register
  *   registers exactly [addr, addr+length) and accepts only this PE's registrations
  *   for dmapp_mem_unregister (never data_seg or sheap_seg).
+ * - Registered memory (dmapp_mem_register, data_seg, and uGNI's registrations)
+ *   is moved onto shared pages in place: same addresses, same contents.  Pages of
+ *   anonymous memory never written are not copied.  While a registration call
+ *   runs, a write by ANOTHER thread to the same pages can be lost: register
+ *   before other threads write them, or register page-aligned buffers of whole
+ *   pages.  A child made by fork shares registered pages with its parent.  Under
+ *   valgrind, memcheck sees the registered bytes as defined.
  * - dmapp_init: a second call returns SUCCESS and reports the attributes in
  *   effect; a call after dmapp_finalize is DMAPP_RC_INVALID_PARAM.  Attributes
  *   are accepted as requested when valid: max_outstanding_nb in [5, 2048],

@@ -11,6 +11,16 @@
  * declared).  A CQ entry is decoded only through the exported gni_cq_*
  * functions (the GNI_CQ_* names are aliases of them); its bit layout is
  * private to the library.
+ *
+ * Memory registration (GNI_MemRegister*) moves the range onto shared pages in
+ * place: same addresses, same contents, so peers reach it with plain loads,
+ * stores and CPU atomics and no target-side progress.  Pages of anonymous
+ * memory never written are not copied.  While the call runs, a write by
+ * ANOTHER thread to the same pages can be lost: register before other threads
+ * write them, or register page-aligned buffers of whole pages.  A child made by
+ * fork shares registered pages with its parent.  Under valgrind, memcheck sees
+ * the registered bytes as defined.  Further decisions are documented where each
+ * behaviour lives (ugni-sys/src/<area>.rs) and tested in c-tests/ugni.
  */
 #ifndef _GNI_PUB_H_
 #define _GNI_PUB_H_
