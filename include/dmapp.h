@@ -52,8 +52,10 @@
  * - Registered memory (dmapp_mem_register, data_seg, and uGNI's registrations)
  *   is moved onto shared pages in place: same addresses, same contents.  Pages of
  *   anonymous memory never written are not copied.  While a registration call
- *   runs, a write by ANOTHER thread to the same pages can be lost: register
- *   before other threads write them, or register page-aligned buffers of whole
+ *   runs, another thread writing those pages waits in its page fault and its
+ *   write lands on the new page (Linux 6.4+ with userfaultfd allowed); where that
+ *   is not possible (older kernels, container seccomp filters, valgrind, .data)
+ *   such a write can be lost: there register before other threads write the
  *   pages.  A child made by fork shares registered pages with its parent.  Under
  *   valgrind, memcheck sees the registered bytes as defined.
  * - dmapp_init: a second call returns SUCCESS and reports the attributes in

@@ -15,9 +15,12 @@
  * Memory registration (GNI_MemRegister*) moves the range onto shared pages in
  * place: same addresses, same contents, so peers reach it with plain loads,
  * stores and CPU atomics and no target-side progress.  Pages of anonymous
- * memory never written are not copied.  While the call runs, a write by
- * ANOTHER thread to the same pages can be lost: register before other threads
- * write them, or register page-aligned buffers of whole pages.  A child made by
+ * memory never written are not copied.  While the call runs, another thread
+ * writing those pages waits in its page fault and its write lands on the new
+ * page (Linux 6.4+ with userfaultfd allowed; SOFTNIC_REGISTER_GUARD=0 turns it
+ * off); where that is not possible (older kernels, container seccomp filters,
+ * valgrind, the executable's .data) such a write can be lost: there register
+ * before other threads write the pages.  A child made by
  * fork shares registered pages with its parent.  Under valgrind, memcheck sees
  * the registered bytes as defined.  Further decisions are documented where each
  * behaviour lives (ugni-sys/src/<area>.rs) and tested in c-tests/ugni.

@@ -58,6 +58,14 @@ pub static TUNABLES: &[Tunable] = &[
                registrations fail instead.",
     },
     Tunable {
+        name: "SOFTNIC_REGISTER_GUARD",
+        default: "1",
+        help: "While a registration copies pages to shared memory, hold other threads' \
+               writes to them (userfaultfd write-protection) so none is lost. 0 = copy \
+               unguarded (then another thread's write to those pages during the call \
+               can be lost).",
+    },
+    Tunable {
         name: "XT_SYMMETRIC_HEAP_SIZE",
         default: "0",
         help: "DMAPP symmetric heap size per PE in bytes, with an optional K/M/G \

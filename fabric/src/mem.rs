@@ -29,10 +29,16 @@
 //! `Err(Unsupported)` (no target-side agent yet).
 //!
 //! **Caveats (documented contract).**
-//! - Writes by *other* threads to the rebound pages while `register` runs can be lost
-//!   (they may land between the copy and the swap).  The calling thread is safe, including
-//!   when the range covers its own stack: then the copy and swap run on a helper thread
-//!   while the caller sleeps in the kernel with signals blocked.
+//! - Writes by *other* threads to anonymous pages being rebound are held in their page
+//!   fault until the swap is done, then land on the new pages ([`WriteGuard`]: userfaultfd
+//!   write protection, Linux 6.4+, `SOFTNIC_REGISTER_GUARD`).  Where that is unavailable
+//!   (older kernels, seccomp filters, valgrind), for private file mappings (.data), and
+//!   for a range holding the caller's own stack, such writes can be lost (they may land
+//!   between the copy and the swap).  While the guard is armed, a system call of another
+//!   thread that writes into those pages (read(2) into them) fails with EFAULT.  The
+//!   calling thread is safe, including when the range covers its own stack: then the copy
+//!   and swap run on a helper thread while the caller sleeps in the kernel with signals
+//!   blocked.
 //! - Rebound pages are MAP_SHARED: a child created by `fork` shares them with the parent
 //!   instead of getting a copy.
 //! - Backings are released when their last registration goes and the program no longer
@@ -320,37 +326,191 @@ struct Piece {
     len: usize,
     prot: i32,
     tmp: *mut u8,
-    /// The (offset, length) runs that hold data; None: copy everything.
-    runs: Option<Vec<(usize, usize)>>,
+    /// Null: copy everything.  Else a run list in the scratch mapping (see [`Scratch`]):
+    /// word 0 the number of runs (`COPY_ALL`: copy everything), then (offset, length)
+    /// pairs of the runs that hold data.
+    runs: *mut usize,
+    /// Room for this many runs.
+    cap: usize,
+    /// Two pagemap words per page in the scratch mapping (before and after the write
+    /// guard was armed), when `runs` is not null.
+    scan: *mut u64,
 }
 
-/// The runs of `[start, start+len)` (page aligned, anonymous private memory) that hold
-/// data: pages present or swapped out, by /proc/self/pagemap.  The others were never
-/// written (or were discarded) and read as zeros, like the fresh memfd they move to, so
-/// the rebind neither copies them nor makes them take memory in the backing: registering
-/// a large, mostly untouched buffer costs what was touched.  None (copy everything) when
-/// pagemap cannot be read.
-fn data_runs(start: usize, len: usize) -> Option<Vec<(usize, usize)>> {
-    use std::os::unix::fs::FileExt;
+/// Run count meaning "copy the whole piece".
+const COPY_ALL: usize = usize::MAX;
+
+/// Memory the registering thread writes while the write guard is armed: its own anonymous
+/// mapping, so never inside a range being registered (whose pages are write-protected),
+/// and never the allocator's.
+struct Scratch {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl Scratch {
+    fn new(len: usize) -> Option<Scratch> {
+        if len == 0 {
+            return None;
+        }
+        // SAFETY: a fresh private anonymous mapping.
+        let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
+        (p != libc::MAP_FAILED).then_some(Scratch { ptr: p as *mut u8, len })
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        // SAFETY: our mapping.
+        unsafe { libc::munmap(self.ptr as *mut libc::c_void, self.len) };
+    }
+}
+
+/// Reads the pagemap words of `pages` pages from `start` into `buf`.
+///
+/// # Safety
+/// `buf` holds `pages` words.
+unsafe fn read_pagemap(pagemap: i32, start: usize, pages: usize, buf: *mut u64) -> bool {
+    let page = shm::page_size();
+    let bytes = pages * 8;
+    let mut done = 0usize;
+    while done < bytes {
+        // SAFETY: the caller's buffer.
+        let r = unsafe { libc::pread(pagemap, (buf as *mut u8).add(done) as *mut libc::c_void, bytes - done, (start / page * 8 + done) as libc::off_t) };
+        if r <= 0 {
+            return false;
+        }
+        done += r as usize;
+    }
+    true
+}
+
+/// Fills `p`'s run list with the runs of its pages (anonymous private memory) that hold
+/// data, from its two pagemap scans: present or swapped out before the write guard was
+/// armed, or present after (a page another thread touched in between).  The second scan
+/// cannot count swap entries: the guard's markers on never-touched pages look like them.
+/// The other pages were never written (or were discarded) and read as zeros, like the
+/// fresh memfd they move to, so the rebind neither copies them nor makes them take
+/// memory in the backing: registering a large, mostly untouched buffer costs what was
+/// touched.  Leaves `COPY_ALL` when a scan failed.  Writes only the scratch mapping: it
+/// runs while the guard is armed.
+fn data_runs(p: &Piece, scanned: bool) {
     const PRESENT: u64 = 1 << 63;
     const SWAPPED: u64 = 1 << 62;
     let page = shm::page_size();
-    let n = len / page;
-    let f = std::fs::File::open("/proc/self/pagemap").ok()?;
-    let mut raw = vec![0u8; n * 8];
-    f.read_exact_at(&mut raw, (start / page * 8) as u64).ok()?;
-    let mut runs: Vec<(usize, usize)> = Vec::new();
-    for (i, e) in raw.chunks_exact(8).enumerate() {
-        let e = u64::from_ne_bytes(e.try_into().expect("8 bytes"));
-        if e & (PRESENT | SWAPPED) == 0 {
-            continue;
+    let pages = p.len / page;
+    // SAFETY: p.runs has room for a count and p.cap pairs, p.scan for 2 * pages words
+    // (laid out by rebind_gap in the scratch mapping).
+    unsafe {
+        *p.runs = COPY_ALL;
+        if !scanned || p.cap < pages / 2 + 1 {
+            return;
         }
-        match runs.last_mut() {
-            Some((off, l)) if *off + *l == i * page => *l += page,
-            _ => runs.push((i * page, page)),
+        let (before, after) = (p.scan, p.scan.add(pages));
+        let pairs = p.runs.add(1);
+        let mut n = 0usize;
+        for i in 0..pages {
+            if *before.add(i) & (PRESENT | SWAPPED) == 0 && *after.add(i) & PRESENT == 0 {
+                continue;
+            }
+            if n > 0 && *pairs.add(2 * (n - 1)) + *pairs.add(2 * (n - 1) + 1) == i * page {
+                *pairs.add(2 * (n - 1) + 1) += page;
+            } else {
+                *pairs.add(2 * n) = i * page;
+                *pairs.add(2 * n + 1) = page;
+                n += 1;
+            }
+        }
+        *p.runs = n;
+    }
+}
+
+/// Holds other threads' writes to ranges being copied and swapped, so that none lands on
+/// an old page after its copy: userfaultfd write-protection (UFFD_USER_MODE_ONLY, so no
+/// privilege is needed; Linux 6.4+ for the protection of never-touched pages).  A thread
+/// that writes a protected page sleeps in its page fault until the guard is dropped, then
+/// retries the write, which lands on the new page.  Signals are blocked on the
+/// registering thread meanwhile (a handler writing a protected page would wait for
+/// itself).  Kernel writes into a protected page (another thread's read(2) into it) fail
+/// with EFAULT during the window.  Without userfaultfd, or for memory it cannot protect,
+/// the copy runs unguarded (the documented caveat).
+struct WriteGuard {
+    fd: i32,
+    old_mask: libc::sigset_t,
+}
+
+#[repr(C)]
+struct UffdRange {
+    start: u64,
+    len: u64,
+}
+
+impl WriteGuard {
+    const API: u64 = 0xaa;
+    const FEATURE_WP_UNPOPULATED: u64 = 1 << 13;
+    const IOC_API: libc::c_ulong = 0xc018_aa3f; // _IOWR(0xaa, 0x3f, struct uffdio_api)
+    const IOC_REGISTER: libc::c_ulong = 0xc020_aa00; // _IOWR(0xaa, 0x00, struct uffdio_register)
+    const IOC_WRITEPROTECT: libc::c_ulong = 0xc018_aa06; // _IOWR(0xaa, 0x06, struct uffdio_writeprotect)
+    const REGISTER_MODE_WP: u64 = 1 << 1;
+    const WRITEPROTECT_MODE_WP: u64 = 1 << 0;
+    const USER_MODE_ONLY: libc::c_long = 1;
+
+    fn new() -> Option<WriteGuard> {
+        if !crate::env::get_bool("SOFTNIC_REGISTER_GUARD") {
+            return None;
+        }
+        // SAFETY: plain system calls on a descriptor we own.
+        unsafe {
+            let fd = libc::syscall(libc::SYS_userfaultfd, (libc::O_CLOEXEC | libc::O_NONBLOCK) as libc::c_long | Self::USER_MODE_ONLY) as i32;
+            if fd < 0 {
+                return None;
+            }
+            let mut api = [Self::API, Self::FEATURE_WP_UNPOPULATED, 0u64];
+            if libc::ioctl(fd, Self::IOC_API, api.as_mut_ptr()) != 0 {
+                libc::close(fd);
+                return None;
+            }
+            let mut all: libc::sigset_t = std::mem::zeroed();
+            let mut old_mask: libc::sigset_t = std::mem::zeroed();
+            libc::sigfillset(&mut all);
+            libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old_mask);
+            Some(WriteGuard { fd, old_mask })
         }
     }
-    Some(runs)
+
+    /// Write-protects `[start, start+len)` (one anonymous private mapping); a range the
+    /// kernel refuses stays unguarded.  Allocates nothing (see `rebind_gap`).
+    fn protect(&self, start: usize, len: usize) {
+        let range = UffdRange { start: start as u64, len: len as u64 };
+        let mut reg = [range.start, range.len, Self::REGISTER_MODE_WP, 0u64];
+        // SAFETY: ioctls on our userfaultfd with properly sized argument blocks.
+        unsafe {
+            if libc::ioctl(self.fd, Self::IOC_REGISTER, reg.as_mut_ptr()) != 0 {
+                return;
+            }
+            // Registered but not protected (refused): closing the descriptor unregisters it.
+            let mut wp = [range.start, range.len, Self::WRITEPROTECT_MODE_WP];
+            let _ = libc::ioctl(self.fd, Self::IOC_WRITEPROTECT, wp.as_mut_ptr());
+        }
+    }
+}
+
+/// Can registrations hold other threads' writes while they copy (see [`WriteGuard`])?
+/// False without userfaultfd (kernels before 6.4, seccomp filters such as container
+/// defaults, valgrind) or with `SOFTNIC_REGISTER_GUARD=0`.
+pub fn register_guard_available() -> bool {
+    WriteGuard::new().is_some()
+}
+
+impl Drop for WriteGuard {
+    fn drop(&mut self) {
+        // SAFETY: our descriptor; closing it unregisters what is still registered (pieces
+        // whose swap failed) and wakes every held writer, which then retries its write.
+        unsafe {
+            libc::close(self.fd);
+            libc::pthread_sigmask(libc::SIG_SETMASK, &self.old_mask, std::ptr::null_mut());
+        }
+    }
 }
 
 /// Is this process running under valgrind?  The client request RUNNING_ON_VALGRIND: a
@@ -420,12 +580,15 @@ fn copy_and_swap(pieces: &[Piece]) -> (usize, i32) {
         // SAFETY: p.start..+len is mapped readable (checked against /proc/self/maps);
         // p.tmp is our fresh mapping of the same length.
         unsafe {
-            match &p.runs {
-                None => copy_pages(p.start as *const u8, p.tmp, p.len),
-                Some(runs) => {
-                    for &(off, n) in runs {
-                        copy_pages((p.start + off) as *const u8, p.tmp.add(off), n);
-                    }
+            let n = if p.runs.is_null() { COPY_ALL } else { *p.runs };
+            if n == COPY_ALL {
+                copy_pages(p.start as *const u8, p.tmp, p.len);
+            } else {
+                // The run list: see `Piece::runs`.
+                let pairs = p.runs.add(1);
+                for k in 0..n {
+                    let (off, len) = (*pairs.add(2 * k), *pairs.add(2 * k + 1));
+                    copy_pages((p.start + off) as *const u8, p.tmp.add(off), len);
                 }
             }
             if p.prot != libc::PROT_READ | libc::PROT_WRITE && libc::mprotect(p.tmp as *mut libc::c_void, p.len, p.prot) != 0 {
@@ -537,20 +700,61 @@ fn rebind_gap(start: usize, end: usize, maps: &[Vma]) -> Result<(usize, Fd, u64)
             cleanup(&pieces);
             return Err(err);
         }
-        pieces.push(Piece { start: s, len: e - s, prot, tmp: tmp as *mut u8, runs: None });
+        pieces.push(Piece { start: s, len: e - s, prot, tmp: tmp as *mut u8, runs: std::ptr::null_mut(), cap: 0, scan: std::ptr::null_mut() });
     }
     // Does the range hold this thread's stack?
     let probe = 0u8;
     let sp = &probe as *const u8 as usize;
     let on_stack = maps.iter().any(|v| v.start <= sp && sp < v.end && v.end > start && v.start < end);
     // Copy only pages that hold data, in anonymous private memory (an untouched page of a
-    // file mapping reads as the file).  Not with our own stack in the range: the calls
-    // between the pagemap read and the swap touch pages below the stack pointer.
-    if !on_stack {
-        for (p, v) in pieces.iter_mut().zip(maps.iter().filter(|v| v.end > start && v.start < end)) {
-            if !v.shared && v.inode == 0 && (v.path.is_empty() || v.path == "[heap]") {
-                p.runs = data_runs(p.start, p.len);
+    // file mapping reads as the file), and hold other threads' writes to those pieces
+    // (WriteGuard) from before the pagemap read until after the swap.  Not with our own
+    // stack in the range: the calls between the pagemap read and the swap touch pages
+    // below the stack pointer.  Between arming the guard and dropping it nothing may
+    // allocate or take a lock: a thread held in a page fault may hold the allocator's.
+    let page = shm::page_size();
+    let anon: Vec<bool> = maps
+        .iter()
+        .filter(|v| v.end > start && v.start < end)
+        .map(|v| !on_stack && !v.shared && v.inode == 0 && (v.path.is_empty() || v.path == "[heap]"))
+        .collect();
+    // The scratch mapping: per anonymous piece, two pagemap words per page and a run list
+    // (count + room for one run per two pages, plus one).
+    let words = |p: &Piece| 2 * (p.len / page) + 1 + 2 * (p.len / page / 2 + 1);
+    let total: usize = pieces.iter().zip(&anon).filter(|(_, a)| **a).map(|(p, _)| words(p)).sum();
+    let scratch = Scratch::new(total * 8);
+    let mut guard = None;
+    let mut pagemap = -1;
+    // Whether each piece's first scan worked (freed after the window, like the scratch).
+    let mut scanned = vec![false; pieces.len()];
+    if let Some(sc) = &scratch {
+        let mut at = 0usize;
+        for (p, _) in pieces.iter_mut().zip(&anon).filter(|(_, a)| **a) {
+            let pages = p.len / page;
+            p.cap = pages / 2 + 1;
+            // SAFETY: inside the scratch mapping (sized above).
+            unsafe {
+                p.scan = (sc.ptr as *mut u64).add(at);
+                p.runs = (sc.ptr as *mut usize).add(at + 2 * pages);
             }
+            at += words(p);
+        }
+        // SAFETY: a NUL-terminated path; the descriptor is closed below.
+        pagemap = unsafe { libc::open(c"/proc/self/pagemap".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+        for (k, p) in pieces.iter().enumerate().filter(|(_, p)| !p.runs.is_null()) {
+            // SAFETY: p.scan holds 2 * pages words.
+            scanned[k] = pagemap >= 0 && unsafe { read_pagemap(pagemap, p.start, p.len / page, p.scan) };
+        }
+        // Armed from here to its drop: this thread writes nothing but its stack, the
+        // scratch and the temporary mappings, and neither allocates nor locks.
+        guard = WriteGuard::new();
+        for (k, p) in pieces.iter().enumerate().filter(|(_, p)| !p.runs.is_null()) {
+            if let Some(g) = &guard {
+                g.protect(p.start, p.len);
+            }
+            // SAFETY: the second half of p.scan.
+            let again = unsafe { read_pagemap(pagemap, p.start, p.len / page, p.scan.add(p.len / page)) };
+            data_runs(p, scanned[k] && again);
         }
     }
     let n = pieces.len();
@@ -560,6 +764,13 @@ fn rebind_gap(start: usize, end: usize, maps: &[Vma]) -> Result<(usize, Fd, u64)
         r
     } else {
         let r = copy_and_swap(&pieces);
+        // Writers held by the guard go on now, on the new pages (or the old ones where
+        // the swap failed).
+        drop(guard);
+        if pagemap >= 0 {
+            // SAFETY: our descriptor.
+            unsafe { libc::close(pagemap) };
+        }
         // Pieces from the failed one on were not moved: drop their temporary mappings.
         cleanup(&pieces[r.0..]);
         r

@@ -281,6 +281,69 @@ fn anonymous_executable_memory_is_rebound_with_exec_kept() {
     unsafe { libc::munmap(p as *mut libc::c_void, LEN) };
 }
 
+/// Another thread writes a trail of words into a range while the range is registered (a
+/// few ms of copying): none of its writes may be lost to the copy-and-swap.  Two trails:
+/// word after word on a page written before, and one word per page on pages never
+/// touched before (their first write may come before, between or after the scans).
+#[test]
+fn concurrent_writer_on_pages_being_registered_loses_nothing() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let _g = serial();
+    if !mem::register_guard_available() {
+        eprintln!("SKIP concurrent_writer_on_pages_being_registered_loses_nothing: no userfaultfd write protection here (kernel before 6.4, seccomp, or SOFTNIC_REGISTER_GUARD=0); registrations copy unguarded");
+        return;
+    }
+    const LEN: usize = 4 << 20;
+    const WORDS: usize = 512;
+    static TRAIL: AtomicUsize = AtomicUsize::new(0);
+    static STRIDE: AtomicUsize = AtomicUsize::new(0);
+    static STOP: AtomicBool = AtomicBool::new(false);
+    let rounds = 20;
+    for stride in [8usize, 4096] {
+        let mut lost = 0usize;
+        let mut total = 0usize;
+        for _ in 0..rounds {
+            // SAFETY: a fresh private anonymous mapping, ours until the munmap below.
+            let p = unsafe { libc::mmap(std::ptr::null_mut(), LEN, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) } as *mut u8;
+            assert_ne!(p as *mut libc::c_void, libc::MAP_FAILED);
+            // Pages the trail does not use hold data, so the copy takes a while.
+            let trail_end = if stride == 8 { 4096 } else { WORDS * 4096 };
+            // SAFETY: inside the mapping.
+            unsafe { std::ptr::write_bytes(p.add(trail_end), 0x11, LEN - trail_end) };
+            if stride == 8 {
+                // SAFETY: inside the mapping.
+                unsafe { std::ptr::write_bytes(p, 0, 4096) };
+            }
+            TRAIL.store(p as usize, Ordering::Release);
+            STRIDE.store(stride, Ordering::Release);
+            STOP.store(false, Ordering::Release);
+            let writer = std::thread::spawn(|| {
+                let (w, step) = (TRAIL.load(Ordering::Acquire), STRIDE.load(Ordering::Acquire));
+                let mut n = 0;
+                while n < WORDS && !STOP.load(Ordering::Acquire) {
+                    // SAFETY: inside the mapping, which outlives this thread.
+                    unsafe { std::ptr::write_volatile((w + n * step) as *mut u64, 0x5eed_0000 + n as u64) };
+                    n += 1;
+                    let t = Instant::now();
+                    while t.elapsed() < Duration::from_micros(10) {}
+                }
+                n
+            });
+            std::thread::sleep(Duration::from_micros(300));
+            let key = mem::register(p as usize, LEN, Access::ReadWrite, 8).unwrap();
+            STOP.store(true, Ordering::Release);
+            let written = writer.join().unwrap();
+            total += written;
+            // SAFETY: the writer has finished; inside our mapping.
+            lost += (0..written).filter(|&n| unsafe { std::ptr::read_volatile((p as usize + n * stride) as *const u64) } != 0x5eed_0000 + n as u64).count();
+            mem::deregister(key).unwrap();
+            // SAFETY: ours, no longer registered or used.
+            unsafe { libc::munmap(p as *mut libc::c_void, LEN) };
+        }
+        assert_eq!(lost, 0, "stride {stride}: {lost} of {total} writes lost over {rounds} registrations");
+    }
+}
+
 #[test]
 fn atomics_three_updaters_every_op_and_width() {
     let _g = serial();
