@@ -105,8 +105,13 @@ check-full: check
 
 # ---- examples, install, bench --------------------------------------------------
 
+# A 4-rank PMI hello, then the DMAPP seed sample compiled unchanged against build/.
 run-example: c-tests
 	$(BUILD)/bin/snrun -n 4 --label $(BUILD)/tests/pmi/pmi_hello
+	@mkdir -p $(BUILD)/examples
+	$(CC) -I$(BUILD)/include $(SHARED)/samples/dmapp/dmapp_put.c -L$(BUILD)/lib -Wl,-rpath,$(BUILD)/lib \
+	    -ldmapp -lugni -lpmi -o $(BUILD)/examples/dmapp_put
+	XT_SYMMETRIC_HEAP_SIZE=64M $(BUILD)/bin/snrun -n 4 $(BUILD)/examples/dmapp_put
 
 install: stage
 	install -d $(PREFIX)/include $(PREFIX)/lib/pkgconfig $(PREFIX)/bin
