@@ -45,7 +45,9 @@
  * - Descriptors: memhndl holds the same encoding as uGNI's gni_mem_handle_t
  *   (qword1 = registered base, qword2 = registration key), so a descriptor keeps
  *   its meaning after a byte copy to another PE, and a uGNI handle registered in
- *   the same job may be used in a descriptor.  flags and reserved are always 0.
+ *   the same job may be used in a descriptor (a plain one: uGNI's multi-segment
+ *   and vMDH handles address by offset or per target, and a descriptor holding
+ *   one is DMAPP_RC_INVALID_PARAM).  flags and reserved are always 0.
  *   dmapp_segdesc_compare compares addr, len and memhndl.  dmapp_mem_register
  *   registers exactly [addr, addr+length) and accepts only this PE's registrations
  *   for dmapp_mem_unregister (never data_seg or sheap_seg).

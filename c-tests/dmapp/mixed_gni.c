@@ -86,6 +86,25 @@ int main(void)
     CHECK_EQ(priv[7], 0);
     CHECK_EQ(priv[12], 0);
 
+    /* uGNI's other handle kinds are refused locally (dmapp.h): a two-segment
+     * registration and a symmetric vMDH one, over the same pages. */
+    gni_mem_segment_t two[2] = { { (uint64_t)(uintptr_t)priv, 2048 }, { (uint64_t)(uintptr_t)priv + 2048, 2048 } };
+    gni_mem_handle_t segmh, vmdh;
+    GNI_OK(GNI_MemRegisterSegments(t.nic, two, 2, NULL, GNI_MEM_READWRITE, -1, &segmh));
+    GNI_OK(GNI_SetMddResources(t.nic, 4));
+    GNI_OK(GNI_MemRegister(t.nic, (uint64_t)(uintptr_t)priv, 4096, NULL, GNI_MEM_READWRITE | GNI_MEM_USE_VMDH, 0, &vmdh));
+    dmapp_seg_desc_t other = seg;
+    other.addr = priv;
+    int64_t keep = priv[0];
+    other.memhndl = segmh;
+    RC_EQ(dmapp_put(priv, &other, me, val, 1, DMAPP_QW), DMAPP_RC_INVALID_PARAM);
+    RC_EQ(dmapp_get(back, priv, &other, me, 1, DMAPP_QW), DMAPP_RC_INVALID_PARAM);
+    other.memhndl = vmdh;
+    RC_EQ(dmapp_put(priv, &other, me, val, 1, DMAPP_QW), DMAPP_RC_INVALID_PARAM);
+    CHECK_EQ(priv[0], keep);
+    GNI_OK(GNI_MemDeregister(t.nic, &segmh));
+    GNI_OK(GNI_MemDeregister(t.nic, &vmdh));
+
     /* 3. DMAPP and uGNI AMOs interleaved on rank 0's counter. */
     memset(&d, 0, sizeof(d));
     d.type = GNI_POST_AMO;

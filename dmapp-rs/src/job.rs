@@ -411,6 +411,11 @@ impl Job {
         if sym_only {
             return Err(DMAPP_RC_INVALID_PARAM);
         }
+        // uGNI's segmented and vMDH handles address by offset or through the target's
+        // vMDH table; a DMAPP descriptor addresses by virtual address (dmapp.h).
+        if !CrayHandle::is_plain(h) {
+            return Err(DMAPP_RC_INVALID_PARAM);
+        }
         let ch = CrayHandle::from_words(h);
         let ra = ch.base.checked_add(off).ok_or(DMAPP_RC_INVALID_PARAM)?;
         Ok(Remote { peer: self.peer(pe)?, key: ch.key, addr: ra })

@@ -81,6 +81,15 @@ pub struct CrayHandle {
 }
 
 impl CrayHandle {
+    /// Bits of qword1 a plain handle never has (its base is a user address, below 2^47):
+    /// uGNI marks its other handle kinds with them (segment tables, symmetric vMDH).
+    pub const KIND_BITS: u64 = 0b11 << 62;
+
+    /// Do these words hold a plain handle (one registration), not one of uGNI's others?
+    pub fn is_plain(w: [u64; 2]) -> bool {
+        w[0] & Self::KIND_BITS == 0
+    }
+
     pub fn to_words(self) -> [u64; 2] {
         [self.base, self.key.to_u64()]
     }

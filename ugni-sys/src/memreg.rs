@@ -354,6 +354,8 @@ pub const SEG_FLAG: u64 = 1 << 63;
 /// qword1 flag of a symmetric vMDH handle: qword1 = VMDH_FLAG | index, qword2 = the
 /// protection-domain key (ptag, cookie); the same value on every PE of the job.
 pub const VMDH_FLAG: u64 = 1 << 62;
+// DMAPP tells these handles apart from plain ones by the same bits (fabric CrayHandle).
+const _: () = assert!(SEG_FLAG | VMDH_FLAG == softnic_fabric::mem::CrayHandle::KIND_BITS);
 /// Most segments in one GNI_MemRegisterSegments call.
 pub const MAX_SEGS: usize = 1024;
 const SEG_MAGIC: u64 = u64::from_le_bytes(*b"snGNIseg");
