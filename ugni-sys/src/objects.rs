@@ -112,31 +112,39 @@ impl<T> Table<T> {
             return Err(GNI_RC_INVALID_PARAM);
         }
         let epoch = HANDLE_EPOCH.load(Ordering::Acquire);
-        let hit = HANDLE_CACHE.with(|c| {
-            let c = c.borrow();
+        let hit = cache_do(|c| {
             if c.epoch != epoch {
                 return None;
             }
-            c.slots.iter().find(|(hk, _)| *hk == k).map(|(_, v)| v.clone())
-        });
+            c.slots.iter().find(|e| e.key == k).map(|e| e.obj.clone())
+        })
+        .flatten();
         if let Some(any) = hit {
             if let Ok(v) = any.downcast::<T>() {
                 return Ok(v);
             }
         }
         let v = self.live.read().unwrap_or_else(|e| e.into_inner()).get(&k).cloned().ok_or(GNI_RC_INVALID_PARAM)?;
-        HANDLE_CACHE.with(|c| {
-            let mut c = c.borrow_mut();
+        let entry = Cached {
+            key: k,
+            ty: std::any::TypeId::of::<T>(),
+            ptr: Arc::as_ptr(&v) as *const (),
+            obj: v.clone() as Arc<dyn std::any::Any + Send + Sync>,
+        };
+        let dropped = cache_do(|c| {
+            let mut out = Vec::new();
             if c.epoch != epoch {
-                c.retire_all();
+                out = c.retire_all();
                 c.epoch = epoch;
             }
             if c.slots.len() == HANDLE_CACHE_SLOTS {
                 let old = c.slots.remove(0);
-                c.retire(old);
+                out.extend(c.retire(old));
             }
-            c.slots.push((k, v.clone() as Arc<dyn std::any::Any + Send + Sync>));
+            c.slots.push(entry);
+            out
         });
+        drop(dropped); // outside the cache: a destructor may look handles up
         Ok(v)
     }
 
@@ -155,45 +163,50 @@ impl<T> Table<T> {
             return Err(GNI_RC_INVALID_PARAM);
         }
         let epoch = HANDLE_EPOCH.load(Ordering::Acquire);
-        // One thread-local access: the cell lives as long as this thread, so its address
+        let ty = std::any::TypeId::of::<T>();
+        // One thread-local access: the cache lives as long as this thread, so its address
         // serves the unpinning below too.
-        let cell: *const std::cell::RefCell<HandleCache> = HANDLE_CACHE.with(|c| c as *const _);
-        // SAFETY: this thread's cache, alive for the whole call.
-        let cell = unsafe { &*cell };
-        let hit: Option<*const T> = {
-            let mut c = cell.borrow_mut();
+        let Ok(cell) = HANDLE_CACHE.try_with(|c| c as *const std::cell::UnsafeCell<HandleCache>) else {
+            let v = self.get(h)?;
+            return Ok(f(&v));
+        };
+        let hit = {
+            // SAFETY: this thread's cache, alive for the whole call; the only reference
+            // to it in this block, which calls nothing that uses the cache.
+            let c = unsafe { &mut *(*cell).get() };
             if c.epoch != epoch {
                 None
             } else {
-                let p = c.slots.iter().find(|(hk, _)| *hk == k).and_then(|(_, v)| v.downcast_ref::<T>()).map(|v| v as *const T);
-                if p.is_some() {
+                c.slots.iter().find(|e| e.key == k && e.ty == ty).map(|e| {
                     c.pinned += 1;
-                }
-                p
+                    e.ptr as *const T
+                })
             }
         };
         let Some(p) = hit else {
             let v = self.get(h)?;
             return Ok(f(&v));
         };
-        struct Unpin<'a>(&'a std::cell::RefCell<HandleCache>);
-        impl Drop for Unpin<'_> {
+        struct Unpin(*const std::cell::UnsafeCell<HandleCache>);
+        impl Drop for Unpin {
             fn drop(&mut self) {
                 let dead = {
-                    let mut c = self.0.borrow_mut();
+                    // SAFETY: as above (the pinning call's thread, its cache still alive).
+                    let c = unsafe { &mut *(*self.0).get() };
                     c.pinned -= 1;
-                    if c.pinned == 0 {
+                    if c.pinned == 0 && !c.deferred.is_empty() {
                         std::mem::take(&mut c.deferred)
                     } else {
                         Vec::new()
                     }
                 };
-                drop(dead); // outside the borrow: a destructor may look handles up
+                drop(dead); // outside the cache: a destructor may look handles up
             }
         }
         let _unpin = Unpin(cell);
-        // SAFETY: the cache's Arc keeps the object alive: while pinned, this thread's
-        // cache never drops an entry (it defers it), and other threads never touch it.
+        // SAFETY: the cache entry's Arc (of type T: its TypeId matched) keeps the object
+        // alive: while pinned, this thread's cache never drops an entry (it defers it),
+        // and other threads never touch it.
         Ok(f(unsafe { &*p }))
     }
 
@@ -206,7 +219,8 @@ impl<T> Table<T> {
         let v = self.live.write().unwrap_or_else(|e| e.into_inner()).remove(&k).ok_or(GNI_RC_INVALID_PARAM)?;
         // Release: a thread that sees the new epoch also sees the map without `h`.
         HANDLE_EPOCH.fetch_add(1, Ordering::Release);
-        HANDLE_CACHE.with(|c| c.borrow_mut().retire_all());
+        let dead = cache_do(|c| c.retire_all());
+        drop(dead);
         Ok(v)
     }
 }
@@ -215,35 +229,60 @@ impl<T> Table<T> {
 static HANDLE_EPOCH: AtomicU64 = AtomicU64::new(0);
 const HANDLE_CACHE_SLOTS: usize = 8;
 
-type CacheSlot = (u64, Arc<dyn std::any::Any + Send + Sync>);
+/// One cached lookup: the handle, the object's type and address, and the reference that
+/// keeps it alive.
+struct Cached {
+    key: u64,
+    ty: std::any::TypeId,
+    ptr: *const (),
+    obj: Arc<dyn std::any::Any + Send + Sync>,
+}
 
-#[derive(Default)]
 struct HandleCache {
     epoch: u64,
-    slots: Vec<CacheSlot>,
+    slots: Vec<Cached>,
     /// Active [`Table::with`] calls of this thread, and the entries dropped meanwhile.
     pinned: u32,
-    deferred: Vec<CacheSlot>,
+    deferred: Vec<Cached>,
 }
 
 impl HandleCache {
-    fn retire(&mut self, e: CacheSlot) {
+    /// Drops `e` from the cache: kept in `deferred` while pinned, else handed back for
+    /// the caller to drop once it has left the cache.
+    fn retire(&mut self, e: Cached) -> Option<Cached> {
         if self.pinned > 0 {
             self.deferred.push(e);
+            None
+        } else {
+            Some(e)
         }
     }
-    fn retire_all(&mut self) {
+    /// Empties the cache (as `retire` for every entry).
+    fn retire_all(&mut self) -> Vec<Cached> {
+        let mut v = std::mem::take(&mut self.slots);
         if self.pinned > 0 {
-            let mut v = std::mem::take(&mut self.slots);
             self.deferred.append(&mut v);
-        } else {
-            self.slots.clear();
         }
+        v
     }
 }
 
 thread_local! {
-    static HANDLE_CACHE: std::cell::RefCell<HandleCache> = std::cell::RefCell::new(HandleCache::default());
+    static HANDLE_CACHE: std::cell::UnsafeCell<HandleCache> =
+        const { std::cell::UnsafeCell::new(HandleCache { epoch: 0, slots: Vec::new(), pinned: 0, deferred: Vec::new() }) };
+}
+
+/// Runs `g` on this thread's handle cache; None while the thread is being torn down (its
+/// cache is gone: lookups then go to the tables).  `g` must neither call anything that
+/// uses the cache nor drop a cached object (hand it back; the caller drops it after).
+fn cache_do<R>(g: impl FnOnce(&mut HandleCache) -> R) -> Option<R> {
+    HANDLE_CACHE
+        .try_with(|c| {
+            // SAFETY: this thread's cache; the only reference to it while `g` runs, since
+            // `g` does not re-enter (contract above).
+            g(unsafe { &mut *c.get() })
+        })
+        .ok()
 }
 
 pub static CDMS: Table<Cdm> = Table::new(0xc1);
@@ -645,5 +684,52 @@ impl Ep {
         let _ = r.0.seems_alive();
         b.resolved = Some(r);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod handle_cache_tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    /// An object whose destructor looks another handle up, as a destroyed EP's or CQ's
+    /// clean-up may.
+    struct LooksUp;
+    static OTHER: Table<u64> = Table::new(0xd1);
+    static LOOKERS: Table<LooksUp> = Table::new(0xd2);
+    static OTHER_H: AtomicUsize = AtomicUsize::new(0);
+    static LOOKUPS_IN_DROP: AtomicUsize = AtomicUsize::new(0);
+
+    impl Drop for LooksUp {
+        fn drop(&mut self) {
+            let h = OTHER_H.load(Ordering::Relaxed) as *const c_void;
+            assert_eq!(OTHER.with(h, |v| *v), Ok(7));
+            LOOKUPS_IN_DROP.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn cached_objects_die_outside_the_cache() {
+        OTHER_H.store(OTHER.insert(Arc::new(7)) as usize, Ordering::Relaxed);
+        // 1. Removed by another thread while this thread's cache holds the last
+        //    reference: the next lookup here empties the cache and the destructor runs.
+        let h = LOOKERS.insert(Arc::new(LooksUp)) as usize;
+        assert!(LOOKERS.with(h as *const c_void, |_| ()).is_ok());
+        std::thread::spawn(move || drop(LOOKERS.remove(h as *const c_void).unwrap())).join().unwrap();
+        assert_eq!(LOOKUPS_IN_DROP.load(Ordering::Relaxed), 0, "this thread's cache still holds it");
+        assert_eq!(OTHER.with(OTHER_H.load(Ordering::Relaxed) as *const c_void, |v| *v), Ok(7));
+        assert_eq!(LOOKUPS_IN_DROP.load(Ordering::Relaxed), 1);
+        // 2. Removed from inside a `with` on it: kept alive (deferred) until the call ends.
+        let h2 = LOOKERS.insert(Arc::new(LooksUp));
+        let r = LOOKERS.with(h2, |_| {
+            drop(LOOKERS.remove(h2).unwrap());
+            LOOKUPS_IN_DROP.load(Ordering::Relaxed)
+        });
+        assert_eq!(r, Ok(1), "not dropped while in use");
+        assert_eq!(LOOKUPS_IN_DROP.load(Ordering::Relaxed), 2);
+        assert_eq!(LOOKERS.with(h2, |_| ()), Err(GNI_RC_INVALID_PARAM));
+        // 3. Wrong table / unknown handles.
+        assert_eq!(OTHER.with(h2, |_| ()), Err(GNI_RC_INVALID_PARAM));
+        assert_eq!(LOOKERS.with(std::ptr::null(), |_| ()), Err(GNI_RC_INVALID_PARAM));
     }
 }
