@@ -30,6 +30,12 @@
 //!
 //! **Fallback regions** (pages that could not be rebound, see [`crate::mem`]): put/get use
 //! `process_vm_writev/readv`; atomics return `Err(Unsupported)`.
+//!
+//! **Pins.**  A channel that writes the same place again and again (uGNI's SMSG mailboxes
+//! and their event ring) validates it once ([`Pinned`], [`PinnedRing`]) and re-checks per
+//! use only that the registration and backing rows still carry the pinned generations and
+//! the local mapping is the same; any change makes the use fail with `StaleHandle`, and the
+//! caller falls back to the per-operation path above, which reports the exact error.
 
 use crate::atomic::{self, AmoOp, AmoWidth};
 use crate::mem::{MemKey, RingLoc};
