@@ -398,10 +398,22 @@ fn parse_table(w: &[u64]) -> Option<Vec<SegEnt>> {
     if n == 0 || n > MAX_SEGS || w.len() < 4 + 4 * n {
         return None;
     }
-    Some((0..n).map(|i| {
-        let e = &w[4 + 4 * i..8 + 4 * i];
-        SegEnt { off: e[0], len: e[1], key: MemKey::from_u64(e[2]), addr: e[3] }
-    }).collect())
+    // The table is read from the target's memory: check what `pieces` relies on (segments
+    // laid end to end from offset 0, none empty, no overflow) instead of trusting it.
+    let segs: Vec<SegEnt> = (0..n)
+        .map(|i| {
+            let e = &w[4 + 4 * i..8 + 4 * i];
+            SegEnt { off: e[0], len: e[1], key: MemKey::from_u64(e[2]), addr: e[3] }
+        })
+        .collect();
+    let mut next = 0u64;
+    for s in &segs {
+        if s.off != next || s.len == 0 || s.addr.checked_add(s.len).is_none() {
+            return None;
+        }
+        next = next.checked_add(s.len)?;
+    }
+    Some(segs)
 }
 
 /// The segments of one of this process's segmented registrations (None: not one).
@@ -659,5 +671,42 @@ impl Pieces {
             Pieces::One(a) => a,
             Pieces::Many(v) => v,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(segs: &[[u64; 4]]) -> Vec<u64> {
+        let total: u64 = segs.iter().map(|s| s[1]).sum();
+        let mut w = vec![SEG_MAGIC, segs.len() as u64, total, 0];
+        for s in segs {
+            w.extend_from_slice(s);
+        }
+        w
+    }
+
+    #[test]
+    fn segment_tables_from_a_target_are_checked() {
+        let ok = parse_table(&table(&[[0, 4096, 1, 0x10000], [4096, 8192, 3, 0x40000]])).unwrap();
+        assert_eq!(ok.len(), 2);
+        assert_eq!((ok[1].off, ok[1].len, ok[1].addr), (4096, 8192, 0x40000));
+        // A gap, an overlap, an empty segment, a non-zero start, overflowing ends: refused.
+        assert!(parse_table(&table(&[[0, 4096, 1, 0x10000], [8192, 4096, 3, 0x40000]])).is_none());
+        assert!(parse_table(&table(&[[0, 4096, 1, 0x10000], [100, 4096, 3, 0x40000]])).is_none());
+        assert!(parse_table(&table(&[[0, 0, 1, 0x10000]])).is_none());
+        assert!(parse_table(&table(&[[4096, 4096, 1, 0x10000]])).is_none());
+        assert!(parse_table(&table(&[[0, u64::MAX, 1, 0x10000]])).is_none());
+        assert!(parse_table(&table(&[[0, 1 << 63, 1, 0], [1 << 63, 1 << 63, 3, 0]])).is_none());
+        // Truncated, wrong magic, zero or too many segments.
+        let mut w = table(&[[0, 4096, 1, 0x10000]]);
+        w.pop();
+        assert!(parse_table(&w).is_none());
+        let mut w = table(&[[0, 4096, 1, 0x10000]]);
+        w[0] ^= 1;
+        assert!(parse_table(&w).is_none());
+        assert!(parse_table(&[SEG_MAGIC, 0, 0, 0]).is_none());
+        assert!(parse_table(&[SEG_MAGIC, MAX_SEGS as u64 + 1, 0, 0]).is_none());
     }
 }
