@@ -293,7 +293,9 @@ impl Board {
         {
             let c = lock(&self.peers);
             if let Some(pb) = c.get(&id) {
-                if pb.v().live() && pb.peer.is_alive() {
+                // Rate-limited liveness (a probe is a system call; vMDH handles are
+                // resolved here on every post).
+                if pb.v().live() && pb.peer.seems_alive() {
                     return match addr {
                         Some(a) if a != pb.info.nic_addr => None,
                         _ => Some(pb.clone()),
