@@ -108,6 +108,10 @@ struct Ctl {
     wake: WaitWords,
     /// Sticky: set when `push_or_overrun` found the ring full.
     overrun: AtomicU32,
+    /// Non-zero: nobody ever sleeps on this ring (set by `init_unwaited`, never changed), so
+    /// producers skip the wake-up (its full fence is most of a push's cost).  Zero, the
+    /// value older formatters leave, keeps the wake-up: the safe reading.
+    unwaited: AtomicU32,
 }
 
 #[repr(C)]
@@ -224,7 +228,7 @@ impl<T: Pod> Ring<T> {
             meta: Line(Self::meta_for(capacity)),
             tail: Line(AtomicU64::new(0)),
             head: Line(AtomicU64::new(0)),
-            ctl: Line(Ctl { wake: WaitWords::new(), overrun: AtomicU32::new(0) }),
+            ctl: Line(Ctl { wake: WaitWords::new(), overrun: AtomicU32::new(0), unwaited: AtomicU32::new(0) }),
         }
     }
 
@@ -273,6 +277,20 @@ impl<T: Pod> Ring<T> {
         // SAFETY: non-null checked above.
         let (h, s) = unsafe { (NonNull::new_unchecked(hdr), NonNull::new_unchecked(slots)) };
         Ok(Self::from_parts(h, s, capacity))
+    }
+
+    /// As [`Ring::init`], for a ring nobody will ever wait on (e.g. a completion queue that
+    /// is only polled): pushes skip the wake-up, and `wait_nonempty` refuses it
+    /// (`Err(Unsupported)`) rather than sleep through a push.
+    /// # Safety
+    /// As for `init`.
+    pub unsafe fn init_unwaited(mem: *mut u8, len: usize, capacity: u32) -> Result<Self> {
+        // SAFETY: the caller's contract.
+        let r = unsafe { Self::init(mem, len, capacity)? };
+        // Before anyone can see the ring: the Release store of the magic in `init` came
+        // first, but nobody has been told where the ring is yet.
+        r.hdr().ctl.0.unwaited.store(1, Ordering::Relaxed);
+        Ok(r)
     }
 
     /// Attaches to a ring formatted by `init` (maybe in another process, at another address).
@@ -440,8 +458,10 @@ impl<T: Pod> Ring<T> {
         slot.val.with_mut(|p| unsafe { std::ptr::write_volatile(p, *v) });
         // Step 3, Release: publishes the payload; pairs with the Acquire in pop step 1.
         slot.seq.store(pos.wrapping_add(1), Ordering::Release);
-        // Step 4.
-        self.hdr().ctl.0.wake.notify();
+        // Step 4 (Relaxed: the flag is fixed before the ring is shared).
+        if self.hdr().ctl.0.unwaited.load(Ordering::Relaxed) == 0 {
+            self.hdr().ctl.0.wake.notify();
+        }
         Ok(())
     }
 
@@ -549,15 +569,22 @@ impl<T: Pod> Ring<T> {
     /// `None` waits forever; `Err(Timeout)` when the time runs out.  Another consumer may
     /// still take the entry before the caller's `pop`.
     pub fn wait_nonempty(&self, timeout: Option<Duration>) -> Result<()> {
+        if self.hdr().ctl.0.unwaited.load(Ordering::Relaxed) != 0 {
+            return Err(Error::Unsupported);
+        }
         self.hdr().ctl.0.wake.wait_until(|| self.ready(), timeout)
     }
 
     /// Waits until any of `rings` has an entry: one sleep on all of them
     /// ([`crate::wait::wait_any`]), woken by the first push to any.  `Err(Unsupported)`,
     /// before any wait, when one sleep cannot cover them (more than
-    /// [`crate::wait::WAIT_ANY_MAX`] rings, or a kernel without `futex_waitv`).
+    /// [`crate::wait::WAIT_ANY_MAX`] rings, or a kernel without `futex_waitv`) or one of
+    /// them is never waited on (`init_unwaited`).
     #[cfg(not(loom))]
     pub fn wait_any_nonempty(rings: &[&Ring<T>], timeout: Option<Duration>) -> Result<()> {
+        if rings.iter().any(|r| r.hdr().ctl.0.unwaited.load(Ordering::Relaxed) != 0) {
+            return Err(Error::Unsupported);
+        }
         let words: Vec<&WaitWords> = rings.iter().map(|r| &r.hdr().ctl.0.wake).collect();
         crate::wait::wait_any(&words, || rings.iter().any(|r| r.ready()), timeout)
     }
@@ -793,6 +820,27 @@ mod tests {
         rings[1].push(&7).unwrap();
         assert_eq!(th.join().unwrap(), Some(7));
         assert!(rings.iter().all(|r| r.sleepers() == 0));
+    }
+
+    #[test]
+    fn unwaited_rings_skip_the_wake_and_refuse_waits() {
+        let mut mem = vec![0u64; Ring::<u64>::bytes_needed(8) / 8 + 8];
+        let p = ((mem.as_mut_ptr() as usize + 63) & !63) as *mut u8;
+        // SAFETY: inside `mem`, 64-aligned, exclusive.
+        let r = unsafe { Ring::<u64>::init_unwaited(p, Ring::<u64>::bytes_needed(8), 8) }.unwrap();
+        // SAFETY: the ring just formatted, seen as a peer would.
+        let peer = unsafe { Ring::<u64>::attach(p, Ring::<u64>::bytes_needed(8)) }.unwrap();
+        assert_eq!(r.wait_nonempty(Some(Duration::from_millis(1))), Err(Error::Unsupported));
+        assert_eq!(Ring::wait_any_nonempty(&[&r], None), Err(Error::Unsupported));
+        // Pushes from any view work without a wake-up; entries come out in order.
+        for v in 0..8u64 {
+            (if v % 2 == 0 { &r } else { &peer }).push(&v).unwrap();
+        }
+        assert_eq!(r.push(&99), Err(Error::NoSpace));
+        assert!(!r.push_or_overrun(&99));
+        assert!(r.overrun());
+        assert_eq!((0..8).map(|_| r.pop().unwrap()).collect::<Vec<_>>(), (0..8).collect::<Vec<u64>>());
+        assert_eq!(r.sleepers(), 0);
     }
 
     #[test]

@@ -488,8 +488,17 @@ impl Cq {
         let cap = entry_count.max(2).next_power_of_two();
         let len = Ring::<u64>::bytes_needed(cap);
         let mem = mem::alloc_shared(len).map_err(|_| GNI_RC_ERROR_NOMEM)?;
+        // Only BLOCKING CQs are ever waited on (WaitEvent and the vector waits refuse the
+        // others): the rest skip the wake-up on every push.
         // SAFETY: fresh shared memory of `len` bytes that only this CQ uses.
-        let ring = unsafe { Ring::<u64>::init(mem.as_ptr(), len, cap) }.map_err(|_| GNI_RC_ERROR_RESOURCE)?;
+        let ring = unsafe {
+            if blocking {
+                Ring::<u64>::init(mem.as_ptr(), len, cap)
+            } else {
+                Ring::<u64>::init_unwaited(mem.as_ptr(), len, cap)
+            }
+        }
+        .map_err(|_| GNI_RC_ERROR_RESOURCE)?;
         let loc = mem.ring_loc(0, len).map_err(|_| GNI_RC_ERROR_RESOURCE)?;
         Ok(Arc::new(Cq {
             nic,
