@@ -230,6 +230,9 @@ def write(outdir):
     md += ["## Latency", ""] + value_table(series, metric, ("half_rtt_us", "us"))
     md += ["## Bandwidth", ""] + value_table(series, metric, ("GBps",))
     md += ["## Message rate", ""] + value_table(series, metric, ("Mmsgps",))
+    md += ["Not the same work: every softnic-ugni put asks for a completion event, reaped with "
+           "GNI_CqGetEvent + GNI_GetCompleted as a uGNI program must; UCX's ucp_put_bw issues puts "
+           "without a per-put completion and completes them in bulk.", ""]
     md += ["## Ratios", ""] + ratio_tables(series, metric)
     runs = notes.get("runs", [])
     skipped = [r for r in runs if r.get("reason")]
