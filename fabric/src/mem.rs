@@ -240,6 +240,123 @@ fn read_maps() -> Result<Vec<Vma>> {
     Ok(v)
 }
 
+/// The mappings that overlap `[lo, hi)`, in address order.  One PROCMAP_QUERY ioctl per
+/// mapping (Linux 6.11+) instead of formatting the whole of /proc/self/maps, which costs
+/// tens of microseconds (every path rendered) on each registration; the full read where
+/// the ioctl is missing.
+fn read_maps_range(lo: usize, hi: usize) -> Result<Vec<Vma>> {
+    match query_maps(lo, hi) {
+        Some(v) => Ok(v),
+        None => Ok(read_maps()?.into_iter().filter(|v| v.end > lo && v.start < hi).collect()),
+    }
+}
+
+/// `struct procmap_query` (linux/fs.h, 6.11).
+#[repr(C)]
+#[derive(Default)]
+struct ProcmapQuery {
+    size: u64,
+    query_flags: u64,
+    query_addr: u64,
+    vma_start: u64,
+    vma_end: u64,
+    vma_flags: u64,
+    vma_page_size: u64,
+    vma_offset: u64,
+    inode: u64,
+    dev_major: u32,
+    dev_minor: u32,
+    vma_name_size: u32,
+    build_id_size: u32,
+    vma_name_addr: u64,
+    build_id_addr: u64,
+}
+
+/// PROCMAP_QUERY walk of `[lo, hi)`; None when the kernel lacks the ioctl.
+fn query_maps(lo: usize, hi: usize) -> Option<Vec<Vma>> {
+    const PROCMAP_QUERY: libc::c_ulong = 0xc068_6611; // _IOWR('f', 17, struct procmap_query)
+    const READABLE: u64 = 1;
+    const WRITABLE: u64 = 2;
+    const EXECUTABLE: u64 = 4;
+    const SHARED: u64 = 8;
+    const COVERING_OR_NEXT_VMA: u64 = 0x10;
+    const _: () = assert!(std::mem::size_of::<ProcmapQuery>() == 104);
+    static MISSING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if MISSING.load(Ordering::Relaxed) {
+        return None;
+    }
+    // SAFETY: a NUL-terminated path; closed below.
+    let fd = unsafe { libc::open(c"/proc/self/maps".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return None;
+    }
+    let mut out = Vec::new();
+    let mut name = [0u8; 4096];
+    let mut addr = lo;
+    let result = loop {
+        if addr >= hi {
+            break Some(out);
+        }
+        let mut q = ProcmapQuery {
+            size: std::mem::size_of::<ProcmapQuery>() as u64,
+            query_flags: COVERING_OR_NEXT_VMA,
+            query_addr: addr as u64,
+            vma_name_size: name.len() as u32,
+            vma_name_addr: name.as_mut_ptr() as u64,
+            ..Default::default()
+        };
+        // SAFETY: an ioctl on our descriptor with a properly sized, initialised argument;
+        // the kernel writes at most vma_name_size bytes to `name`.
+        if unsafe { libc::ioctl(fd, PROCMAP_QUERY, &mut q) } != 0 {
+            match Error::last_os() {
+                Error::Os(libc::ENOENT) => break Some(out), // no mapping at or above addr
+                Error::Os(libc::ENOTTY) | Error::Os(libc::EINVAL) => {
+                    MISSING.store(true, Ordering::Relaxed);
+                    break None;
+                }
+                _ => break None,
+            }
+        }
+        if q.vma_start as usize >= hi || q.vma_end as usize <= addr {
+            break Some(out);
+        }
+        let len = (q.vma_name_size as usize).min(name.len());
+        let path = if len == 0 { String::new() } else { String::from_utf8_lossy(&name[..len - 1]).into_owned() };
+        out.push(Vma {
+            start: q.vma_start as usize,
+            end: q.vma_end as usize,
+            r: q.vma_flags & READABLE != 0,
+            w: q.vma_flags & WRITABLE != 0,
+            x: q.vma_flags & EXECUTABLE != 0,
+            shared: q.vma_flags & SHARED != 0,
+            offset: q.vma_offset,
+            inode: q.inode,
+            path,
+        });
+        addr = q.vma_end as usize;
+    };
+    // SAFETY: our descriptor.
+    unsafe { libc::close(fd) };
+    result
+}
+
+/// Whether `[addr, addr+len)` is mapped without holes (None if not), and if so whether
+/// every page of it is writable: the mapping checks of an API's registration call.
+pub fn mapped_writable(addr: usize, len: usize) -> Option<bool> {
+    let end = addr.checked_add(len)?;
+    let maps = read_maps_range(addr, end).ok()?;
+    let mut cur = addr;
+    let mut writable = true;
+    for v in &maps {
+        if v.start > cur {
+            return None;
+        }
+        writable &= v.w;
+        cur = cur.max(v.end);
+    }
+    (cur >= end && len > 0).then_some(writable)
+}
+
 fn is_our_backing_vma(v: &Vma) -> bool {
     v.shared && v.path.starts_with("/memfd:softnic-bk")
 }
@@ -819,7 +936,14 @@ pub fn register(addr: usize, len: usize, access: Access, pd_key: u64) -> Result<
     let ctl = n.ctl();
     let mut st = state();
     let slot = (0..NREG).find(|&i| ctl.reg(i).expect("in range").state.load(Ordering::Relaxed) == FREE).ok_or(Error::NoSpace)?;
-    let maps = read_maps()?;
+    // Everything below looks at the range and at the backings that overlap it (whole).
+    let (lo, hi) = st
+        .backs
+        .iter()
+        .flatten()
+        .filter(|b| b.attached && b.base < pe && b.base + b.len > ps)
+        .fold((ps, pe), |(lo, hi), b| (lo.min(b.base), hi.max(b.base + b.len)));
+    let maps = read_maps_range(lo, hi)?;
 
     // The range must be mapped without holes.
     let mut cur = ps;
@@ -1032,6 +1156,36 @@ pub fn set_notify(key: MemKey, ring: Option<RingLoc>) -> Result<()> {
     e.notify[1].store(w[1], Ordering::Relaxed);
     e.notify[2].store(w[2], Ordering::Release);
     Ok(())
+}
+
+#[cfg(test)]
+mod maps_tests {
+    use super::*;
+
+    /// The PROCMAP_QUERY walk and the text of /proc/self/maps describe the same mappings.
+    #[test]
+    fn queried_mappings_match_the_maps_file() {
+        let shared = alloc_shared(3 * 4096).unwrap();
+        let heap = vec![1u8; 1 << 20];
+        let Some(q) = query_maps(0, 1 << 47) else {
+            eprintln!("SKIP queried_mappings_match_the_maps_file: no PROCMAP_QUERY (kernel before 6.11)");
+            return;
+        };
+        let t = read_maps().unwrap();
+        let t: Vec<&Vma> = t.iter().filter(|v| v.start < 1 << 47).collect();
+        assert_eq!(q.len(), t.len(), "mapping count");
+        for (a, b) in q.iter().zip(&t) {
+            assert_eq!((a.start, a.end, a.r, a.w, a.x, a.shared, a.offset, a.inode), (b.start, b.end, b.r, b.w, b.x, b.shared, b.offset, b.inode), "{:?} vs {:?}", a, b);
+            assert_eq!(a.path, b.path, "name of {:#x}", a.start);
+        }
+        // A sub-range: exactly the mappings that overlap it.
+        let p = heap.as_ptr() as usize;
+        let sub = read_maps_range(p, p + heap.len()).unwrap();
+        assert!(!sub.is_empty() && sub.iter().all(|v| v.end > p && v.start < p + heap.len()));
+        assert!(query_maps(shared.as_ptr() as usize, shared.as_ptr() as usize + 1).unwrap().iter().all(|v| is_our_backing_vma(v)));
+        free_shared(shared).unwrap();
+        drop(heap);
+    }
 }
 
 #[cfg(test)]

@@ -119,35 +119,7 @@ fn bump_ptag(ptag: u8, up: bool) {
 
 /// Whether [addr, addr+len) is all mapped writable (None: some page is not mapped).
 fn range_writable(addr: u64, len: u64) -> Option<bool> {
-    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
-    let end = addr.checked_add(len)?;
-    let mut cur = addr;
-    let mut writable = true;
-    let mut spans: Vec<(u64, u64, bool)> = maps
-        .lines()
-        .filter_map(|l| {
-            let mut it = l.split_whitespace();
-            let range = it.next()?;
-            let perms = it.next()?;
-            let (a, b) = range.split_once('-')?;
-            Some((u64::from_str_radix(a, 16).ok()?, u64::from_str_radix(b, 16).ok()?, perms.as_bytes().get(1) == Some(&b'w')))
-        })
-        .collect();
-    spans.sort();
-    for (s, e, w) in spans {
-        if e <= cur || s >= end {
-            continue;
-        }
-        if s > cur {
-            return None;
-        }
-        writable &= w;
-        cur = e;
-        if cur >= end {
-            return Some(writable);
-        }
-    }
-    None
+    mem::mapped_writable(usize::try_from(addr).ok()?, usize::try_from(len).ok()?)
 }
 
 fn nic_of(h: gni_nic_handle_t) -> GniResult<Arc<Nic>> {
