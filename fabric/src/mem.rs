@@ -589,10 +589,12 @@ impl WriteGuard {
         unsafe {
             let fd = libc::syscall(libc::SYS_userfaultfd, (libc::O_CLOEXEC | libc::O_NONBLOCK) as libc::c_long | Self::USER_MODE_ONLY) as i32;
             if fd < 0 {
+                Self::unavailable("userfaultfd", Error::last_os());
                 return None;
             }
             let mut api = [Self::API, Self::FEATURE_WP_UNPOPULATED, 0u64];
             if libc::ioctl(fd, Self::IOC_API, api.as_mut_ptr()) != 0 {
+                Self::unavailable("UFFDIO_API with WP_UNPOPULATED", Error::last_os());
                 libc::close(fd);
                 return None;
             }
@@ -601,6 +603,15 @@ impl WriteGuard {
             libc::sigfillset(&mut all);
             libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old_mask);
             Some(WriteGuard { fd, old_mask })
+        }
+    }
+
+    /// Says once (SOFTNIC_LOG=info) that registrations run unguarded, and why.  Called
+    /// before anything is protected, so it may allocate.
+    fn unavailable(what: &str, e: Error) {
+        static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        if !SAID.swap(true, Ordering::Relaxed) {
+            crate::sn_info!("fabric", "registrations copy pages unguarded (another thread's write during one can be lost): {} failed: {}", what, e);
         }
     }
 
