@@ -49,7 +49,8 @@
  *   and vMDH handles address by offset or per target, and a descriptor holding
  *   one is DMAPP_RC_INVALID_PARAM).  flags and reserved are always 0.
  *   dmapp_segdesc_compare compares addr, len and memhndl.  dmapp_mem_register
- *   registers exactly [addr, addr+length) and accepts only this PE's registrations
+ *   registers exactly [addr, addr+length), which must be mapped readable and
+ *   writable (else DMAPP_RC_RESOURCE_ERROR), and accepts only this PE's registrations
  *   for dmapp_mem_unregister (never data_seg or sheap_seg).
  * - Registered memory (dmapp_mem_register, data_seg, and uGNI's registrations)
  *   is moved onto shared pages in place: same addresses, same contents.  Pages of

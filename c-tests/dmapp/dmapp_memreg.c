@@ -2,6 +2,7 @@
  * pair is copied byte for byte into the left neighbour's heap, and the neighbour
  * puts, gets and adds through the copied descriptor.  Also segdesc_compare,
  * unregister (later accesses fail, nothing touched), and the refusals. */
+#include <sys/mman.h>
 #include "dmtest.h"
 
 struct ad { void *addr; dmapp_seg_desc_t desc; };
@@ -70,6 +71,19 @@ int main(void) {
     RC_EQ(dmapp_mem_register(priv, 0, &d), DMAPP_RC_INVALID_PARAM);
     RC_EQ(dmapp_mem_register(priv, 8, NULL), DMAPP_RC_INVALID_PARAM);
     RC_EQ(dmapp_mem_register((void *)8, 4096, &d), DMAPP_RC_RESOURCE_ERROR);  /* not mapped */
+    {
+        /* Peers would write it: read-only and PROT_NONE pages are refused, in any part. */
+        char *m = mmap(NULL, 3 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        CHECK(m != MAP_FAILED);
+        CHECK(mprotect(m + 4096, 4096, PROT_READ) == 0);
+        CHECK(mprotect(m + 2 * 4096, 4096, PROT_NONE) == 0);
+        RC_EQ(dmapp_mem_register(m + 4096, 4096, &d), DMAPP_RC_RESOURCE_ERROR);
+        RC_EQ(dmapp_mem_register(m + 2 * 4096, 4096, &d), DMAPP_RC_RESOURCE_ERROR);
+        RC_EQ(dmapp_mem_register(m, 3 * 4096, &d), DMAPP_RC_RESOURCE_ERROR);
+        OK(dmapp_mem_register(m, 4096, &d));
+        OK(dmapp_mem_unregister(&d));
+        munmap(m, 3 * 4096);
+    }
     barrier();
     OK(dmapp_finalize());
     printf("dmapp_memreg: pe %d of %d ok\n", me, npes);

@@ -43,6 +43,15 @@ int main(void)
     /* An unmapped range. */
     munmap(rop, 4096);
     GNI_EXPECT(GNI_RC_INVALID_PARAM, GNI_MemRegister(t.nic, (uint64_t)(uintptr_t)rop, 4096, NULL, GNI_MEM_READ_ONLY, -1, &h2));
+    /* Pages that cannot be read (PROT_NONE) cannot be registered either, in any part. */
+    char *nop = mmap(NULL, 3 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(nop != MAP_FAILED);
+    CHECK(mprotect(nop + 4096, 4096, PROT_NONE) == 0);
+    GNI_EXPECT(GNI_RC_INVALID_PARAM, GNI_MemRegister(t.nic, (uint64_t)(uintptr_t)(nop + 4096), 4096, NULL, GNI_MEM_READ_ONLY, -1, &h2));
+    GNI_EXPECT(GNI_RC_INVALID_PARAM, GNI_MemRegister(t.nic, (uint64_t)(uintptr_t)nop, 3 * 4096, NULL, GNI_MEM_READWRITE, -1, &h2));
+    GNI_OK(GNI_MemRegister(t.nic, (uint64_t)(uintptr_t)(nop + 2 * 4096), 4096, NULL, GNI_MEM_READWRITE, -1, &h2));
+    GNI_OK(GNI_MemDeregister(t.nic, &h2));
+    munmap(nop, 3 * 4096);
 
     /* Deregister: once. */
     GNI_OK(GNI_MemDeregister(t.nic, &ro));

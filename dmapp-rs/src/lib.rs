@@ -282,6 +282,11 @@ pub unsafe extern "C" fn dmapp_mem_register(addr: *mut c_void, length: u64, seg_
         return maybe_abort("dmapp_mem_register", DMAPP_RC_INVALID_PARAM);
     }
     let Ok(len) = usize::try_from(length) else { return maybe_abort("dmapp_mem_register", DMAPP_RC_INVALID_PARAM) };
+    // Peers will write it: every page must be mapped writable (dmapp.h).
+    if mem::mapped_writable(addr as usize, len) != Some(true) {
+        sn_warn!("dmapp_mem_register", "{:p}+{}: not all mapped readable and writable", addr, length);
+        return maybe_abort("dmapp_mem_register", DMAPP_RC_RESOURCE_ERROR);
+    }
     match mem::register(addr as usize, len, Access::ReadWrite, job.pd) {
         Ok(key) => {
             let w = CrayHandle { base: addr as u64, key }.to_words();

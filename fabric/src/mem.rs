@@ -340,15 +340,16 @@ fn query_maps(lo: usize, hi: usize) -> Option<Vec<Vma>> {
     result
 }
 
-/// Whether `[addr, addr+len)` is mapped without holes (None if not), and if so whether
-/// every page of it is writable: the mapping checks of an API's registration call.
+/// Whether `[addr, addr+len)` is mapped readable without holes (None if not: a hole or a
+/// PROT_NONE page, which the hardware could not pin either), and if so whether every page
+/// of it is writable: the mapping checks of an API's registration call.
 pub fn mapped_writable(addr: usize, len: usize) -> Option<bool> {
     let end = addr.checked_add(len)?;
     let maps = read_maps_range(addr, end).ok()?;
     let mut cur = addr;
     let mut writable = true;
     for v in &maps {
-        if v.start > cur {
+        if v.start > cur || !v.r {
             return None;
         }
         writable &= v.w;
@@ -1174,28 +1175,49 @@ mod maps_tests {
     use super::*;
 
     /// The PROCMAP_QUERY walk and the text of /proc/self/maps describe the same mappings.
+    /// Compared on mappings of this test only (other tests' threads map and unmap
+    /// meanwhile): an anonymous reservation split into RW / R / RW between PROT_NONE
+    /// guards (so nothing merges into it), and one of our shared backings.
     #[test]
     fn queried_mappings_match_the_maps_file() {
-        let shared = alloc_shared(3 * 4096).unwrap();
-        let heap = vec![1u8; 1 << 20];
-        let Some(q) = query_maps(0, 1 << 47) else {
+        let page = shm::page_size();
+        // SAFETY: a fresh private anonymous reservation of 5 pages, ours until the munmap.
+        let base = unsafe { libc::mmap(std::ptr::null_mut(), 5 * page, libc::PROT_NONE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) } as usize;
+        assert_ne!(base as *mut libc::c_void, libc::MAP_FAILED);
+        // SAFETY: pages 1..4 of the reservation.
+        unsafe {
+            assert_eq!(libc::mprotect((base + page) as *mut libc::c_void, 3 * page, libc::PROT_READ | libc::PROT_WRITE), 0);
+            assert_eq!(libc::mprotect((base + 2 * page) as *mut libc::c_void, page, libc::PROT_READ), 0);
+        }
+        let shared = alloc_shared(3 * page).unwrap();
+        let sp = shared.as_ptr() as usize;
+        let Some(q) = query_maps(base + page, base + 4 * page) else {
             eprintln!("SKIP queried_mappings_match_the_maps_file: no PROCMAP_QUERY (kernel before 6.11)");
+            free_shared(shared).unwrap();
+            // SAFETY: our reservation.
+            unsafe { libc::munmap(base as *mut libc::c_void, 5 * page) };
             return;
         };
-        let t = read_maps().unwrap();
-        let t: Vec<&Vma> = t.iter().filter(|v| v.start < 1 << 47).collect();
-        assert_eq!(q.len(), t.len(), "mapping count");
-        for (a, b) in q.iter().zip(&t) {
+        let qs = query_maps(sp, sp + 1).unwrap();
+        let text = read_maps().unwrap();
+        let t: Vec<&Vma> = text.iter().filter(|v| v.end > base + page && v.start < base + 4 * page).collect();
+        let ts: Vec<&Vma> = text.iter().filter(|v| v.end > sp && v.start < sp + 1).collect();
+        assert_eq!(q.len(), 3, "RW / R / RW: {:?}", q);
+        assert_eq!(q.len(), t.len());
+        assert_eq!((qs.len(), ts.len()), (1, 1));
+        for (a, b) in q.iter().zip(&t).chain(qs.iter().zip(&ts)) {
             assert_eq!((a.start, a.end, a.r, a.w, a.x, a.shared, a.offset, a.inode), (b.start, b.end, b.r, b.w, b.x, b.shared, b.offset, b.inode), "{:?} vs {:?}", a, b);
             assert_eq!(a.path, b.path, "name of {:#x}", a.start);
         }
-        // A sub-range: exactly the mappings that overlap it.
-        let p = heap.as_ptr() as usize;
-        let sub = read_maps_range(p, p + heap.len()).unwrap();
-        assert!(!sub.is_empty() && sub.iter().all(|v| v.end > p && v.start < p + heap.len()));
-        assert!(query_maps(shared.as_ptr() as usize, shared.as_ptr() as usize + 1).unwrap().iter().all(|v| is_our_backing_vma(v)));
+        assert_eq!((q[0].w, q[1].w, q[2].w), (true, false, true));
+        assert!(is_our_backing_vma(&qs[0]), "{:?}", qs[0]);
+        assert_eq!(mapped_writable(base + page, 3 * page), Some(false));
+        assert_eq!(mapped_writable(base + page, page), Some(true));
+        assert_eq!(mapped_writable(base + 3 * page, 2 * page), None, "a PROT_NONE page cannot be registered");
         free_shared(shared).unwrap();
-        drop(heap);
+        // SAFETY: our reservation.
+        unsafe { libc::munmap(base as *mut libc::c_void, 5 * page) };
+        assert_eq!(mapped_writable(base + page, page), None, "unmapped");
     }
 }
 
