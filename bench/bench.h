@@ -163,6 +163,24 @@ static inline long bench_warm(long iters)
     return iters / 10 < 10 ? 10 : iters / 10;
 }
 
+/* A barrier of the two processes of a forked benchmark, on two words of their shared
+ * mapping (each on its own cache line).  `wait_step` (may be NULL) runs on every spin of the
+ * waiting side: progress or a failure check. */
+static inline void bench_fork_barrier(volatile uint64_t *count, volatile uint64_t *gen_word, void (*wait_step)(void))
+{
+    uint64_t gen = __atomic_load_n(gen_word, __ATOMIC_ACQUIRE);
+    if (__atomic_add_fetch(count, 1, __ATOMIC_ACQ_REL) == 2) {
+        __atomic_store_n(count, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(gen_word, gen + 1, __ATOMIC_RELEASE);
+    } else {
+        unsigned long spins = 0;
+        while (__atomic_load_n(gen_word, __ATOMIC_ACQUIRE) == gen) {
+            if (wait_step) wait_step();
+            bench_spin_check(&spins);
+        }
+    }
+}
+
 /* The ping-pong loop every library's latency benchmark shares.  For each selected size
  * of `sizes`: sync() (when given), one warm-up pass and `reps` timed passes of
  * bench_lat_iters(size) round trips (rank 0: send(size) then wait(size); the other rank

@@ -80,21 +80,13 @@ static int progress(void)
     return 0;
 }
 
-static void barrier(void)
+static void barrier_step(void)
 {
-    uint64_t gen = __atomic_load_n(&ctl->bar_gen, __ATOMIC_ACQUIRE);
-    if (__atomic_add_fetch(&ctl->bar_count, 1, __ATOMIC_ACQ_REL) == 2) {
-        __atomic_store_n(&ctl->bar_count, 0, __ATOMIC_RELAXED);
-        __atomic_store_n(&ctl->bar_gen, gen + 1, __ATOMIC_RELEASE);
-    } else {
-        unsigned long spins = 0;
-        while (__atomic_load_n(&ctl->bar_gen, __ATOMIC_ACQUIRE) == gen) {
-            if (ctl->failed) fail("peer", -FI_EOTHER);
-            progress();
-            bench_spin_check(&spins);
-        }
-    }
+    if (ctl->failed) fail("peer", -FI_EOTHER);
+    progress();
 }
+
+static void barrier(void) { bench_fork_barrier(&ctl->bar_count, &ctl->bar_gen, barrier_step); }
 
 static void post_write(void *local, size_t size, uint64_t roff, struct fi_context *c)
 {

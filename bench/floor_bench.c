@@ -35,17 +35,7 @@ static int me;
 
 static volatile uint64_t *myflag(int r) { return r == 0 ? &ctl->flag0 : &ctl->flag1; }
 
-static void barrier(void)
-{
-    uint64_t gen = __atomic_load_n(&ctl->bar_gen, __ATOMIC_ACQUIRE);
-    if (__atomic_add_fetch(&ctl->bar_count, 1, __ATOMIC_ACQ_REL) == 2) {
-        __atomic_store_n(&ctl->bar_count, 0, __ATOMIC_RELAXED);
-        __atomic_store_n(&ctl->bar_gen, gen + 1, __ATOMIC_RELEASE);
-    } else {
-        unsigned long spins = 0;
-        while (__atomic_load_n(&ctl->bar_gen, __ATOMIC_ACQUIRE) == gen) bench_spin_check(&spins);
-    }
-}
+static void barrier(void) { bench_fork_barrier(&ctl->bar_count, &ctl->bar_gen, NULL); }
 
 static uint64_t seq;
 

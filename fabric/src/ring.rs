@@ -876,6 +876,14 @@ mod loom_tests {
         }
     }
 
+    /// Takes what is left in `r` after the threads' results `got`: together, exactly `want`
+    /// (in any order; nothing lost, nothing twice).
+    fn assert_all_taken(r: &Ring<u64>, mut got: Vec<u64>, want: &[u64]) {
+        drain(r, &mut got);
+        got.sort();
+        assert_eq!(got, want);
+    }
+
     #[test]
     fn loom_two_producers_one_consumer() {
         loom::model(|| {
@@ -896,10 +904,7 @@ mod loom_tests {
             });
             r.push(&20).unwrap();
             p.join().unwrap();
-            let mut got = c.join().unwrap();
-            drain(&r, &mut got);
-            got.sort();
-            assert_eq!(got, vec![10, 20]);
+            assert_all_taken(&r, c.join().unwrap(), &[10, 20]);
         });
     }
 
@@ -1003,10 +1008,7 @@ mod loom_tests {
             let p = thread::spawn(move || r1.push(&1).unwrap());
             r.push(&2).unwrap();
             p.join().unwrap();
-            let mut got: Vec<u64> = cs.into_iter().filter_map(|c| c.join().unwrap()).collect();
-            drain(&r, &mut got);
-            got.sort();
-            assert_eq!(got, vec![1, 2]);
+            assert_all_taken(&r, cs.into_iter().filter_map(|c| c.join().unwrap()).collect(), &[1, 2]);
         });
     }
 

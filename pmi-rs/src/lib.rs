@@ -524,16 +524,30 @@ pub unsafe extern "C" fn PMI_Parse_option(
     if num_parsed.is_null() {
         return PMI_ERR_INVALID_NUM_PARSED;
     }
+    // No launcher options are recognised (see pmi.h).
+    // SAFETY: the caller's pointers (NULL checked there).
+    let rc = unsafe { no_keyvals(keyvalp, size) };
+    if rc == PMI_SUCCESS {
+        // SAFETY: checked non-NULL above.
+        unsafe { *num_parsed = 0 };
+    }
+    rc
+}
+
+/// The empty key-value list of the option parsers: INVALID_KEYVALP / INVALID_SIZE for NULL
+/// out-pointers, else both set to "none".
+///
+/// # Safety
+/// Each pointer NULL or valid for a write.
+unsafe fn no_keyvals(keyvalp: *mut *mut PmiKeyval, size: *mut c_int) -> c_int {
     if keyvalp.is_null() {
         return PMI_ERR_INVALID_KEYVALP;
     }
     if size.is_null() {
         return PMI_ERR_INVALID_SIZE;
     }
-    // No launcher options are recognised (see pmi.h).
-    // SAFETY: all three checked non-NULL.
+    // SAFETY: both checked non-NULL.
     unsafe {
-        *num_parsed = 0;
         *keyvalp = std::ptr::null_mut();
         *size = 0;
     }
@@ -554,19 +568,9 @@ pub unsafe extern "C" fn PMI_Args_to_keyval(
     if unsafe { *argcp } < 0 {
         return PMI_ERR_INVALID_NUM_ARGS;
     }
-    if keyvalp.is_null() {
-        return PMI_ERR_INVALID_KEYVALP;
-    }
-    if size.is_null() {
-        return PMI_ERR_INVALID_SIZE;
-    }
     // The arguments are left untouched: none of them is a launcher option.
-    // SAFETY: checked non-NULL.
-    unsafe {
-        *keyvalp = std::ptr::null_mut();
-        *size = 0;
-    }
-    PMI_SUCCESS
+    // SAFETY: the caller's pointers (NULL checked there).
+    unsafe { no_keyvals(keyvalp, size) }
 }
 
 #[no_mangle]

@@ -342,6 +342,25 @@ impl Board {
         false
     }
 
+    /// Pairs our slot (`mine`: its key and expected state word) with the first candidate
+    /// slot `(index, state word)` of board `v` (owned by instance `owner`) that is still
+    /// there, ringing both bells on success.  True when our slot is settled (paired, or
+    /// taken meanwhile by someone else).
+    fn pair_first(&self, mine: ((u32, usize), u64), v: View, owner: u32, cands: impl Iterator<Item = (usize, u64)>) -> bool {
+        for (j, sw) in cands {
+            match pair((self.view, mine.0, mine.1), (v, (owner, j), sw)) {
+                Pair::Done => {
+                    v.hdr().bell.notify();
+                    self.view.hdr().bell.notify();
+                    return true;
+                }
+                Pair::MineGone => return true,
+                Pair::TheirsGone => continue,
+            }
+        }
+        false
+    }
+
     /// Tries to pair our pending slot `i` (gen `g`).  Returns (matched or finished, whether
     /// a later event will wake us: the peer board exists and we watch it).
     fn try_match(&self, nic: &Nic, i: usize, g: u64) -> (bool, bool) {
@@ -384,16 +403,8 @@ impl Board {
                 }
             }
             cands.sort();
-            for (_, _, j, sw) in cands {
-                match pair((self.view, my_key, word(g, PENDING, 0)), (v, (owner, j), sw)) {
-                    Pair::Done => {
-                        v.hdr().bell.notify();
-                        self.view.hdr().bell.notify();
-                        return (true, true);
-                    }
-                    Pair::MineGone => return (true, true),
-                    Pair::TheirsGone => continue,
-                }
+            if self.pair_first((my_key, word(g, PENDING, 0)), v, owner, cands.into_iter().map(|(_, _, j, sw)| (j, sw))) {
+                return (true, true);
             }
             (false, watching)
         } else {
@@ -427,16 +438,8 @@ impl Board {
                     }
                 }
                 cands.sort();
-                for (_, j, sw) in cands {
-                    match pair((self.view, my_key, word(g, PENDING, 0)), (v, (wid, j), sw)) {
-                        Pair::Done => {
-                            v.hdr().bell.notify();
-                            self.view.hdr().bell.notify();
-                            return (true, true);
-                        }
-                        Pair::MineGone => return (true, true),
-                        Pair::TheirsGone => continue,
-                    }
+                if self.pair_first((my_key, word(g, PENDING, 0)), v, wid, cands.into_iter().map(|(_, j, sw)| (j, sw))) {
+                    return (true, true);
                 }
             }
             (false, true)
