@@ -74,9 +74,18 @@
  * - jobinfo.version is 0x030100 (DMAPP 3.1); hw_version is
  *   DMAPP_GNI_HW_MAJOR_GEMINI.
  * - DMAPP_ABORT_ON_ERROR=1 makes init, registration and heap failures abort.
+ * - Progress callbacks run from the library's waits: every blocking data-motion
+ *   call (after the data has moved), dmapp_syncid_wait and dmapp_gsync_wait call
+ *   each registered callback once, in registration order, with its data; the
+ *   return value is ignored; callbacks are not re-entered from DMAPP calls made
+ *   inside one.  They are keyed by function: registering one again replaces its
+ *   data; at most 16 (then DMAPP_RC_RESOURCE_ERROR); NULL is INVALID_PARAM;
+ *   deregistering an unknown one is DMAPP_RC_NOT_FOUND.
+ * - A non-symmetric descriptor's memory handle names the PE that registered it:
+ *   used against another PE it names nothing there (DMAPP_RC_TRANSACTION_ERROR,
+ *   nothing touched).
  * - Not supported (return DMAPP_RC_NOT_SUPPORTED, see dmapp-rs/src/unsupported.rs):
- *   dmapp_checkpoint, dmapp_restart, dmapp_register/deregister_progress_cb and
- *   the dmapp_c_* collectives.
+ *   dmapp_checkpoint, dmapp_restart and the dmapp_c_* collectives.
  * - dmapp_explain_error (from later DMAPP releases) gives a text for each code.
  */
 #ifndef _DMAPP_H

@@ -22,8 +22,33 @@
  * valgrind, the executable's .data) such a write can be lost: there register
  * before other threads write the pages.  A child made by
  * fork shares registered pages with its parent.  Under valgrind, memcheck sees
- * the registered bytes as defined.  Further decisions are documented where each
- * behaviour lives (ugni-sys/src/<area>.rs) and tested in c-tests/ugni.
+ * the registered bytes as defined.
+ *
+ * Routing (how programs use the API, as on the hardware): a transaction reaches
+ * its target by (remote NIC address, remote memory handle).  A memory handle
+ * names its owning process by itself, so the remote_id given to GNI_EpBind may
+ * be any value (rank*100 + peer, a hash); it is only the default event data and
+ * the datagram match key.  A handle used on an endpoint bound to another node's
+ * address, a forged or stale handle, one whose owner has exited, or one of
+ * another (ptag, cookie) domain is a transaction error that touches nothing.
+ * Two kinds of object name instances, not memory, and so do use remote_id:
+ * symmetric vMDH handles (the same value on every PE) resolve in the instance
+ * whose inst_id is remote_id at that address, else in the instance the
+ * endpoint last exchanged a datagram with there; MSGQ connections list
+ * instances by inst_id, and the endpoint's remote_id picks one of them (or the
+ * only instance connected at that address).
+ *
+ * Event data: every event on the initiator's CQ (LOCAL and GLOBAL POST events,
+ * CQ-write completions, SMSG and MSGQ send completions) carries the endpoint's
+ * local_event value, by default the remote_id it was bound with; every event at
+ * the target (REMOTE events, SMSG arrivals) carries the initiator's
+ * remote_event value, by default the initiator's inst_id.  GNI_EpSetEventData
+ * sets both.
+ *
+ * A datagram still outstanding when its endpoint is destroyed is cancelled and
+ * stays visible to GNI_PostDataProbe(ById) and GNI_PostdataProbeWaitById (which
+ * it wakes) until one of them reports it.  Further decisions are documented
+ * where each behaviour lives (ugni-sys/src/<area>.rs) and tested in c-tests/ugni.
  */
 #ifndef _GNI_PUB_H_
 #define _GNI_PUB_H_

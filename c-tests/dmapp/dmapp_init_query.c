@@ -131,8 +131,8 @@ int main(void) {
     uint32_t nm;
     RC_EQ(dmapp_checkpoint(), DMAPP_RC_NOT_SUPPORTED);
     RC_EQ(dmapp_restart(0), DMAPP_RC_NOT_SUPPORTED);
-    RC_EQ(dmapp_register_progress_cb(NULL, NULL), DMAPP_RC_NOT_SUPPORTED);
-    RC_EQ(dmapp_deregister_progress_cb(NULL), DMAPP_RC_NOT_SUPPORTED);
+    RC_EQ(dmapp_register_progress_cb(NULL, NULL), DMAPP_RC_INVALID_PARAM); /* implemented: dmapp_progress.c */
+    RC_EQ(dmapp_deregister_progress_cb(NULL), DMAPP_RC_INVALID_PARAM);
     RC_EQ(dmapp_c_pset_create(NULL, 1, 0, NULL, &ps), DMAPP_RC_NOT_SUPPORTED);
     RC_EQ(dmapp_c_greduce_nelems_max(DMAPP_C_INT64, &nm), DMAPP_RC_NOT_SUPPORTED);
     RC_EQ(dmapp_c_barrier_join(ps), DMAPP_RC_NOT_SUPPORTED);

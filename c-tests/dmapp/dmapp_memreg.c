@@ -1,6 +1,7 @@
 /* Dynamic registration: a malloc'd buffer is registered, its (address, descriptor)
  * pair is copied byte for byte into the left neighbour's heap, and the neighbour
- * puts, gets and adds through the copied descriptor.  Also segdesc_compare,
+ * puts, gets and adds through the copied descriptor (and fails with it against any
+ * other PE: the handle names its owner).  Also segdesc_compare,
  * unregister (later accesses fail, nothing touched), and the refusals. */
 #include <sys/mman.h>
 #include "dmtest.h"
@@ -39,6 +40,13 @@ int main(void) {
     /* A non-symmetric descriptor is refused by PE-list calls. */
     dmapp_pe_t list[1] = {right};
     RC_EQ(dmapp_put_ixpe(box->addr, &box->desc, list, 1, v, 1, DMAPP_QW), DMAPP_RC_INVALID_PARAM);
+    /* The descriptor's handle names its owner (right): used against any other PE it names
+     * nothing there, so the access fails as a transaction error and touches nothing. */
+    if (npes > 2) {
+        int other = (me + 2) % npes;
+        RC_EQ(dmapp_put(box->addr, &box->desc, other, v, 1, DMAPP_QW), DMAPP_RC_TRANSACTION_ERROR);
+        RC_EQ(dmapp_afadd_qw(back, box->addr, &box->desc, other, 1), DMAPP_RC_TRANSACTION_ERROR);
+    }
     /* Out of the descriptor's range: refused locally. */
     RC_EQ(dmapp_put((int64_t *)box->desc.addr + 512, &box->desc, right, v, 1, DMAPP_QW), DMAPP_RC_INVALID_PARAM);
     barrier();

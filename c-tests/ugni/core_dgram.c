@@ -27,6 +27,7 @@ int main(int argc, char **argv)
 {
     gnit_t t;
     gnit_init(&t, 64);
+    gnit_bind_inst_ids(&t);
     int rounds = argc > 1 ? atoi(argv[1]) : 1;
     int me = t.rank, n = t.size;
     gni_post_state_t st;

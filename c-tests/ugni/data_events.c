@@ -1,6 +1,6 @@
 /* Event routing: REMOTE events at the target registration's dst CQ carry the initiator's
- * EpSetEventData remote value (GNI_CQ_GET_INST_ID); GLOBAL events at the initiator carry
- * it too, LOCAL (RDMA) ones the local value; a descriptor's src_cq_hndl overrides the
+ * EpSetEventData remote value (GNI_CQ_GET_INST_ID); every event at the initiator (GLOBAL,
+ * and LOCAL on RDMA) carries the local value; a descriptor's src_cq_hndl overrides the
  * EP's CQ; several outstanding posts each come back with their own descriptor;
  * GNI_PostCqWrite delivers its 48-bit value to the dst CQ of the remote registration. */
 #include "data_util.h"
@@ -29,7 +29,7 @@ int main(void)
             base[0] + 8 * me, mh[0], 8);
     GNI_OK(GNI_PostFma(t.eps[0], &d[0]));
     ev = dt_complete(t.cq, &d[0], GNI_RC_SUCCESS);
-    CHECK_EQ(GNI_CQ_GET_INST_ID(ev), 5000 + me);
+    CHECK_EQ(GNI_CQ_GET_INST_ID(ev), 1000 + me);
     dt_desc(&d[1], GNI_POST_RDMA_GET, GNI_CQMODE_LOCAL_EVENT | GNI_CQMODE_REMOTE_EVENT, loc + 16, lmh,
             base[0] + 8 * me, mh[0], 8);
     GNI_OK(GNI_PostRdma(t.eps[0], &d[1]));

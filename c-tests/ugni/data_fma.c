@@ -33,7 +33,7 @@ int main(void)
                     base[right] + 64 + al, mh[right], sz);
             GNI_OK(GNI_PostFma(t.eps[right], &d));
             gni_cq_entry_t ev = dt_complete(t.cq, &d, GNI_RC_SUCCESS);
-            CHECK_EQ(GNI_CQ_GET_INST_ID(ev), me); /* default remote_event data: our inst_id */
+            CHECK_EQ(GNI_CQ_GET_INST_ID(ev), GNIT_RID(me, right)); /* default local_event: the bound remote_id */
             CHECK_EQ(d.status, 0);
             dt_barrier();
             for (size_t i = 0; i < 64 + al; i++) if (win[i] != GUARD) SN_FAIL("put %zu@%zu: guard before at %zu", sz, al, i);

@@ -33,39 +33,41 @@ int main(int argc, char **argv)
         GNI_OK(GNI_PostRdma(t.eps[right], &d));
         gni_cq_entry_t e1 = dt_complete(t.cq, &d, GNI_RC_SUCCESS);
         gni_cq_entry_t e2 = dt_complete(t.cq, &d, GNI_RC_SUCCESS);
-        uint64_t a = GNI_CQ_GET_INST_ID(e1), b = GNI_CQ_GET_INST_ID(e2);
-        CHECK((a == (uint64_t)right && b == (uint64_t)me) || (a == (uint64_t)me && b == (uint64_t)right) || right == me);
+        /* Both events are on our CQ: both carry the bound remote_id. */
+        CHECK_EQ(GNI_CQ_GET_INST_ID(e1), GNIT_RID(me, right));
+        CHECK_EQ(GNI_CQ_GET_INST_ID(e2), GNIT_RID(me, right));
     }
 
-    /* LOCAL event: data = local_event (the peer's inst_id by default). */
+    /* LOCAL event: data = local_event (by default the remote_id the EP was bound with). */
     memset(win, 0xEE, LEN + 8192);
     dt_barrier();
     dt_desc(&d, GNI_POST_RDMA_PUT, GNI_CQMODE_LOCAL_EVENT, src, smh, base[right] + 4096, mh[right], LEN);
     GNI_OK(GNI_PostRdma(t.eps[right], &d));
     gni_cq_entry_t ev = dt_complete(t.cq, &d, GNI_RC_SUCCESS);
-    CHECK_EQ(GNI_CQ_GET_INST_ID(ev), right);
+    CHECK_EQ(GNI_CQ_GET_INST_ID(ev), GNIT_RID(me, right));
     dt_barrier();
     for (size_t i = 0; i < LEN / 4; i++) if (win[1024 + i] != pat(left, i)) SN_FAIL("rdma put word %zu wrong", i);
     for (size_t i = 0; i < 1024; i++) if (win[i] != 0xEEEEEEEEu || win[1024 + LEN / 4 + i] != 0xEEEEEEEEu) SN_FAIL("guard %zu", i);
 
-    /* GLOBAL event on a GET: data = our inst_id; the data is in place at the event. */
+    /* GLOBAL event on a GET: data = local_event too (every event on the initiator's CQ);
+     * the data is in place at the event. */
     dt_barrier();
     memset(dst, 0, LEN + 8192);
     dt_desc(&d, GNI_POST_RDMA_GET, GNI_CQMODE_GLOBAL_EVENT, dst + 1, dmh, base[right] + 4096, mh[right], LEN);
     GNI_OK(GNI_PostRdma(t.eps[right], &d));
     ev = dt_complete(t.cq, &d, GNI_RC_SUCCESS);
-    CHECK_EQ(GNI_CQ_GET_INST_ID(ev), me);
+    CHECK_EQ(GNI_CQ_GET_INST_ID(ev), GNIT_RID(me, right));
     for (size_t i = 0; i < LEN / 4; i++) if (dst[1 + i] != pat(me, i)) SN_FAIL("rdma get word %zu wrong", i);
     CHECK(dst[0] == 0 && dst[1 + LEN / 4] == 0);
 
-    /* EpSetEventData changes both. */
+    /* EpSetEventData: both LOCAL and GLOBAL events at the initiator carry its local value. */
     GNI_OK(GNI_EpSetEventData(t.eps[right], 777, 888));
     dt_desc(&d, GNI_POST_RDMA_GET, GNI_CQMODE_LOCAL_EVENT, dst, dmh, base[right], mh[right], 64);
     dt_rdma(&t, right, &d);
     dt_desc(&d, GNI_POST_RDMA_GET, GNI_CQMODE_GLOBAL_EVENT, dst, dmh, base[right], mh[right], 64);
     GNI_OK(GNI_PostRdma(t.eps[right], &d));
     ev = dt_complete(t.cq, &d, GNI_RC_SUCCESS);
-    CHECK_EQ(GNI_CQ_GET_INST_ID(ev), 888);
+    CHECK_EQ(GNI_CQ_GET_INST_ID(ev), 777);
     dt_desc(&d, GNI_POST_RDMA_GET, GNI_CQMODE_LOCAL_EVENT, dst, dmh, base[right], mh[right], 64);
     GNI_OK(GNI_PostRdma(t.eps[right], &d));
     ev = dt_complete(t.cq, &d, GNI_RC_SUCCESS);

@@ -22,8 +22,10 @@ static void drain(void)
     while ((rc = GNI_CqGetEvent(t.cq, &ev)) != GNI_RC_NOT_DONE) {
         if (rc != GNI_RC_SUCCESS) SN_FAIL("local CQ: %s", gnit_rc(rc));
         CHECK_EQ(GNI_CQ_GET_TYPE(ev), GNI_CQ_EVENT_TYPE_SMSG);
-        uint64_t p = GNI_CQ_GET_INST_ID(ev), id = GNI_CQ_GET_MSG_ID(ev);
-        CHECK(p < (uint64_t)t.size);
+        /* A send completion carries the bound remote_id: it says to whom. */
+        uint64_t rid = GNI_CQ_GET_INST_ID(ev), id = GNI_CQ_GET_MSG_ID(ev);
+        CHECK(rid >= GNIT_RID(t.rank, 0) && rid < GNIT_RID(t.rank, t.size));
+        uint64_t p = rid - GNIT_RID(t.rank, 0);
         if (local_next) {
             if ((long)id != (long)p * 100000 + local_next[p]) SN_FAIL("local event msg_id %llu, expected %ld", (unsigned long long)id, (long)p * 100000 + local_next[p]);
             local_next[p]++;

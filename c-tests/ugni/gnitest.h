@@ -1,8 +1,11 @@
 /* Job setup shared by the uGNI C tests: what a typical uGNI program does first.
  * PMI for rank/size/allgather, the Cray environment contract for ptag/cookie/device,
  * one CDM per rank (inst_id = rank), attached to device 0, one CQ, and one endpoint per
- * peer bound to (peer's NIC address, peer's rank).  A failing call prints where and
- * which return code, then exits 1. */
+ * peer bound to (peer's NIC address, GNIT_RID(rank, peer)): an arbitrary user id, as
+ * real programs pass (rank*100 + peer and the like), never the peer's inst_id, so every
+ * test checks that transactions route by memory handle and that events carry the bound
+ * id.  Datagram tests rebind to the peer's inst_id (the datagram match key).  A failing
+ * call prints where and which return code, then exits 1. */
 #ifndef GNITEST_H
 #define GNITEST_H
 #include <stdint.h>
@@ -25,6 +28,9 @@ static __attribute__((unused)) const char *gnit_rc(gni_return_t rc)
 #define GNI_EXPECT(want, call) do { gni_return_t rc_ = (call); \
     if (rc_ != (want)) SN_FAIL("%s returned %d (%s), expected %s", #call, (int)rc_, gnit_rc(rc_), #want); } while (0)
 
+/* The remote_id rank `me` binds its endpoint to `peer` with. */
+#define GNIT_RID(me, peer) (1000u + 100u * (uint32_t)(me) + (uint32_t)(peer))
+
 typedef struct {
     int rank, size;
     uint8_t ptag;
@@ -35,7 +41,7 @@ typedef struct {
     gni_cdm_handle_t cdm;
     gni_nic_handle_t nic;
     gni_cq_handle_t cq;         /* source CQ of every endpoint */
-    gni_ep_handle_t *eps;       /* eps[r] bound to rank r (eps[rank] too: self) */
+    gni_ep_handle_t *eps;       /* eps[r] bound to rank r (eps[rank] too: self), remote_id GNIT_RID(rank, r) */
 } gnit_t;
 
 /* First token of a colon-separated PMI_GNI_* variable, as real programs read it. */
@@ -66,8 +72,15 @@ static __attribute__((unused)) void gnit_init_mode(gnit_t *t, uint32_t cq_entrie
     CHECK(PMI_Allgather(&t->nic_addr, t->addrs, sizeof(uint32_t)) == PMI_SUCCESS);
     for (int r = 0; r < t->size; r++) {
         GNI_OK(GNI_EpCreate(t->nic, t->cq, &t->eps[r]));
-        GNI_OK(GNI_EpBind(t->eps[r], t->addrs[r], r));
+        GNI_OK(GNI_EpBind(t->eps[r], t->addrs[r], GNIT_RID(t->rank, r)));
     }
+}
+
+/* Rebinds every endpoint to the peer's inst_id (= rank here), as a program does before a
+ * datagram exchange: datagrams match on (NIC address, remote_id == the peer's inst_id). */
+static __attribute__((unused)) void gnit_bind_inst_ids(gnit_t *t)
+{
+    for (int r = 0; r < t->size; r++) GNI_OK(GNI_EpBind(t->eps[r], t->addrs[r], r));
 }
 
 static __attribute__((unused)) void gnit_init(gnit_t *t, uint32_t cq_entries)

@@ -81,7 +81,10 @@ int main(void)
     dt_barrier();
     if (me == 0) printf("mem_remote: segmented registrations ok\n");
 
-    /* ---- symmetric vMDH ---- */
+    /* ---- symmetric vMDH ----
+     * A vMDH handle names no process: the endpoint's remote_id must be the target's inst_id
+     * (here) or the endpoint must have exchanged a datagram with it (data_routing.c). */
+    GNI_OK(GNI_EpBind(t.eps[right], t.addrs[right], right));
     uint64_t *V = dt_alloc(4096 * (1 + me));   /* different addresses on every rank */
     V += 512 * me;
     gni_mem_handle_t hv, hv_all[64], h3;
@@ -121,6 +124,7 @@ int main(void)
     dt_complete(t.cq, &d, GNI_RC_TRANSACTION_ERROR);
     dt_barrier();
     if (me == 0) printf("mem_remote: symmetric vMDH ok\n");
+    GNI_OK(GNI_EpBind(t.eps[right], t.addrs[right], GNIT_RID(me, right)));
 
     /* ---- NIC statistics / BI config ---- */
     uint32_t v = 7;

@@ -55,6 +55,8 @@ static void drain_scq(gni_cq_handle_t scq)
 int main(void)
 {
     gnit_init(&t, 64);
+    /* MSGQ connections list instances by inst_id: the EP's remote_id picks one of them. */
+    gnit_bind_inst_ids(&t);
     int me = t.rank, n = t.size;
     next_seq = calloc((size_t)(n > 0 ? n : 1), sizeof(long));
     CHECK(next_seq);

@@ -175,15 +175,18 @@ fn job_pd() -> Result<u64, Error> {
     Ok(((ptag as u64) << 32) | cookie as u64)
 }
 
-const REC: usize = 10; // u64 words per PE in the init allgather
+/// u64 words per PE in the init allgather: status, PeerRef (3), then per symmetric
+/// segment base, length, key and the two words of its handle.
+const REC: usize = 14;
 
+/// The descriptor of one of this PE's symmetric segments (a handle naming this process).
 fn desc(base: u64, len: u64, key: Option<MemKey>) -> SegDesc {
-    match key {
-        Some(k) => SegDesc {
+    match key.and_then(|k| CrayHandle::mine(base, k).ok()) {
+        Some(h) => SegDesc {
             addr: base as *mut c_void,
             len: len as usize,
             memhndl: {
-                let w = CrayHandle { base, key: k }.to_words();
+                let w = h.to_words();
                 GniMemHandle { qword1: w[0], qword2: w[1] }
             },
             flags: 0,
@@ -273,13 +276,16 @@ pub fn init(req: &RmaAttrsExt) -> Result<RmaAttrsExt, Rc> {
     }
 
     // Exchange, even after a local failure, so that no PE waits forever for us.
+    let local = [desc(segs[DATA].base, segs[DATA].len, keys[DATA]), desc(segs[SHEAP].base, segs[SHEAP].len, keys[SHEAP])];
     let mut rec = [0u64; REC];
     rec[0] = status;
     rec[1..4].copy_from_slice(&me.to_words());
     for (i, s) in segs.iter().enumerate() {
-        rec[4 + 3 * i] = s.base;
-        rec[5 + 3 * i] = s.len;
-        rec[6 + 3 * i] = s.key;
+        rec[4 + 5 * i] = s.base;
+        rec[5 + 5 * i] = s.len;
+        rec[6 + 5 * i] = s.key;
+        rec[7 + 5 * i] = local[i].memhndl.qword1;
+        rec[8 + 5 * i] = local[i].memhndl.qword2;
     }
     let bytes: Vec<u8> = rec.iter().flat_map(|w| w.to_ne_bytes()).collect();
     let all = match bootstrap::allgather(&bytes) {
@@ -299,9 +305,9 @@ pub fn init(req: &RmaAttrsExt) -> Result<RmaAttrsExt, Rc> {
     for r in words.chunks_exact(REC) {
         let mut s = [SymSeg::default(); 2];
         for (i, seg) in s.iter_mut().enumerate() {
-            *seg = SymSeg { base: r[4 + 3 * i], len: r[5 + 3 * i], key: r[6 + 3 * i] };
+            *seg = SymSeg { base: r[4 + 5 * i], len: r[5 + 5 * i], key: r[6 + 5 * i] };
             if seg.len > 0 {
-                sym.insert([seg.base, seg.key], i);
+                sym.insert([r[7 + 5 * i], r[8 + 5 * i]], i);
             }
         }
         pes.push(PeInfo { peer_ref: PeerRef::from_words([r[1], r[2], r[3]]), segs: s, peer: OnceLock::new() });
@@ -313,7 +319,7 @@ pub fn init(req: &RmaAttrsExt) -> Result<RmaAttrsExt, Rc> {
         pd,
         pes,
         sym,
-        local: [desc(segs[DATA].base, segs[DATA].len, keys[DATA]), desc(segs[SHEAP].base, segs[SHEAP].len, keys[SHEAP])],
+        local,
         own_keys: keys,
         heap_mem,
         heap: Mutex::new(Heap::new(hsize as usize)),
@@ -418,7 +424,11 @@ impl Job {
         }
         let ch = CrayHandle::from_words(h);
         let ra = ch.base.checked_add(off).ok_or(DMAPP_RC_INVALID_PARAM)?;
-        Ok(Remote { peer: self.peer(pe)?, key: ch.key, addr: ra })
+        let peer = self.peer(pe)?;
+        // The handle names its owner: used against another PE it names nothing there, and
+        // the access fails at the target as a transaction error (as a forged one would).
+        let key = if ch.owner_matches(peer.proc_id()) { ch.key } else { MemKey::NONE };
+        Ok(Remote { peer, key, addr: ra })
     }
 
     /// Records the first error of an `_nbi` request for the next gsync.

@@ -6,12 +6,14 @@
 //! - [`job`]: init/finalize window, attributes, symmetric segments, address translation.
 //! - [`heap`]: the deterministic symmetric-heap allocator.
 //! - [`rma`], [`amo`]: data motion; [`sync`]: syncids and gsync.
+//! - [`progress`]: the progress callbacks, called from the library's waits.
 //! - [`rc`]: the one fabric-error -> DMAPP-code mapping, and error strings.
 //! - [`unsupported`]: the functions that return DMAPP_RC_NOT_SUPPORTED, with reasons.
 
 pub mod amo;
 pub mod heap;
 pub mod job;
+pub mod progress;
 pub mod rc;
 pub mod rma;
 pub mod sync;
@@ -289,7 +291,11 @@ pub unsafe extern "C" fn dmapp_mem_register(addr: *mut c_void, length: u64, seg_
     }
     match mem::register(addr as usize, len, Access::ReadWrite, job.pd) {
         Ok(key) => {
-            let w = CrayHandle { base: addr as u64, key }.to_words();
+            let Ok(h) = CrayHandle::mine(addr as u64, key) else {
+                let _ = mem::deregister(key);
+                return maybe_abort("dmapp_mem_register", DMAPP_RC_INVALID_PARAM);
+            };
+            let w = h.to_words();
             lock(&job.dynregs).insert(w, key);
             let d = SegDesc { addr, len, memhndl: GniMemHandle { qword1: w[0], qword2: w[1] }, flags: 0, reserved: std::ptr::null_mut() };
             // SAFETY: non-null.

@@ -32,10 +32,15 @@ pub enum Mode {
 /// syncid slot is claimed before anything moves, so NO_SPACE has no side effects.
 pub fn issue(job: &Job, mode: Mode, exec: impl FnOnce() -> softnic_fabric::Result<()>) -> Rc {
     match mode {
-        Mode::Blocking => match exec() {
-            Ok(()) => DMAPP_RC_SUCCESS,
-            Err(e) => crate::rc::from_rma(e),
-        },
+        Mode::Blocking => {
+            let rc = match exec() {
+                Ok(()) => DMAPP_RC_SUCCESS,
+                Err(e) => crate::rc::from_rma(e),
+            };
+            // A blocking call is a wait for the network: the progress callbacks run.
+            crate::progress::run();
+            rc
+        }
         Mode::Nb(out) => {
             if out.is_null() {
                 return DMAPP_RC_INVALID_PARAM;

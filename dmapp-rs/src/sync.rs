@@ -124,7 +124,9 @@ pub unsafe extern "C" fn dmapp_syncid_test(syncid: *mut SyncHandle, flag: *mut c
 /// `syncid` is NULL or a valid pointer.
 #[no_mangle]
 pub unsafe extern "C" fn dmapp_syncid_wait(syncid: *mut SyncHandle) -> Rc {
-    retire(syncid)
+    let rc = retire(syncid);
+    crate::progress::run();
+    rc
 }
 
 /// Reports (and clears) the first error of `_nbi` requests since the last gsync.
@@ -152,5 +154,7 @@ pub unsafe extern "C" fn dmapp_gsync_test(flag: *mut c_int) -> Rc {
 
 #[no_mangle]
 pub extern "C" fn dmapp_gsync_wait() -> Rc {
-    gsync()
+    let rc = gsync();
+    crate::progress::run();
+    rc
 }

@@ -5,10 +5,6 @@
 //! - `dmapp_checkpoint`, `dmapp_restart`: checkpoint/restart of a job needs the
 //!   launcher's cooperation (BLCR on Cray systems); neither snrun nor the node fabric
 //!   can save and restore shared mappings and peers' cached handles.
-//! - `dmapp_register_progress_cb`, `dmapp_deregister_progress_cb`: DMAPP calls the
-//!   callbacks while it waits for network progress; every request here completes at
-//!   issue, so there is no wait to call them from.  Accepting a callback that never
-//!   runs would mislead a program that relies on it.
 //! - `dmapp_c_pset_create`, `dmapp_c_pset_export`, `dmapp_c_pset_destroy`,
 //!   `dmapp_c_barrier_join`, `dmapp_c_greduce_start`, `dmapp_c_greduce_nelems_max`,
 //!   `dmapp_c_pset_test`, `dmapp_c_pset_wait`, `dmapp_c_pset_cancel_op`: the
@@ -28,14 +24,6 @@ pub extern "C" fn dmapp_checkpoint() -> Rc {
 }
 #[no_mangle]
 pub extern "C" fn dmapp_restart(_restart_modes: u32) -> Rc {
-    DMAPP_RC_NOT_SUPPORTED
-}
-#[no_mangle]
-pub extern "C" fn dmapp_register_progress_cb(_cb: Option<extern "C" fn(*mut c_void) -> c_int>, _data: *mut c_void) -> Rc {
-    DMAPP_RC_NOT_SUPPORTED
-}
-#[no_mangle]
-pub extern "C" fn dmapp_deregister_progress_cb(_cb: Option<extern "C" fn(*mut c_void) -> c_int>) -> Rc {
     DMAPP_RC_NOT_SUPPORTED
 }
 #[no_mangle]

@@ -45,6 +45,7 @@
 //!   maps them; a rebound range that stays mapped keeps its memfd for the process's life.
 
 use crate::node::{self, Ctl, DETACHED, FREE, LIVE, NBACK, NO_BACKING, NREG};
+use crate::registry::ProcId;
 use crate::shm::{self, Fd};
 use crate::{Error, Result};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -69,21 +70,54 @@ pub struct MemKey {
 }
 
 /// The 16-byte memory handle of the Cray APIs: uGNI's `gni_mem_handle_t {qword1, qword2}`,
-/// also carried inside DMAPP segment descriptors.  qword1 = base address of the
-/// registration, qword2 = [`MemKey::to_u64`].  One encoding for both APIs, so a handle made
-/// by one is accepted by the other in the same program (as on Cray systems, where DMAPP
-/// sits on uGNI).  Registration generations are always odd, so an all-zero handle (a
-/// forgotten initialisation) is never valid.
+/// also carried inside DMAPP segment descriptors.  One encoding for both APIs, so a handle
+/// made by one is accepted by the other in the same program (as on Cray systems, where
+/// DMAPP sits on uGNI).
+///
+/// **A handle names its owner by itself.**  On the hardware a transaction reaches its
+/// target by (NIC address, memory handle): the address picks the node, the handle the
+/// memory domain there.  Here the NIC address picks the node and the handle's [`ProcId`]
+/// picks the process on it, so no other routing information (uGNI's EpBind `remote_id`
+/// is an arbitrary user value) is needed, and the network engine can route the same way.
+///
+/// ```text
+/// qword1:  63..62 kind (0 = plain; uGNI's other kinds, see KIND_BITS)
+///          61..58 zero   57..48 owner slot   47..0 base address of the registration
+/// qword2:  63..32 registration generation   31..12 owner generation (low 20 bits)
+///          11..0  registration row
+/// ```
+/// Registration generations are always odd, so an all-zero handle (a forgotten
+/// initialisation) is never valid.  A stale owner (the process left; its row was reused),
+/// a stale registration or a foreign protection domain are all refused by the owner's
+/// tables before anything is touched.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct CrayHandle {
     pub base: u64,
     pub key: MemKey,
+    pub owner: ProcId,
 }
 
 impl CrayHandle {
-    /// Bits of qword1 a plain handle never has (its base is a user address, below 2^47):
-    /// uGNI marks its other handle kinds with them (segment tables, symmetric vMDH).
+    /// Bits of qword1 a plain handle never has: uGNI marks its other handle kinds with
+    /// them (segment tables, symmetric vMDH).
     pub const KIND_BITS: u64 = 0b11 << 62;
+    /// Registrations must lie below this address (user space on x86-64 and arm64 with
+    /// 4-level page tables ends at 2^47).
+    pub const ADDR_LIMIT: u64 = 1 << 48;
+    /// Generation bits of the owner kept in a handle (compare with [`Self::owner_matches`]).
+    pub const OWNER_GEN_BITS: u32 = 20;
+    const SLOT_SHIFT: u32 = 48;
+    const SLOT_BITS: u32 = 10;
+    const ROW_BITS: u32 = 12;
+
+    /// A handle of this process's registration `key` at `base`.  `InvalidArg` for an
+    /// address at or above [`Self::ADDR_LIMIT`].
+    pub fn mine(base: u64, key: MemKey) -> Result<CrayHandle> {
+        if base >= Self::ADDR_LIMIT {
+            return Err(Error::InvalidArg);
+        }
+        Ok(CrayHandle { base, key, owner: node::get()?.proc_id() })
+    }
 
     /// Do these words hold a plain handle (one registration), not one of uGNI's others?
     pub fn is_plain(w: [u64; 2]) -> bool {
@@ -91,14 +125,37 @@ impl CrayHandle {
     }
 
     pub fn to_words(self) -> [u64; 2] {
-        [self.base, self.key.to_u64()]
+        let gen_mask = (1u64 << Self::OWNER_GEN_BITS) - 1;
+        let slot_mask = (1u64 << Self::SLOT_BITS) - 1;
+        [
+            (self.base & (Self::ADDR_LIMIT - 1)) | ((self.owner.slot as u64 & slot_mask) << Self::SLOT_SHIFT),
+            (self.key.index as u64 & ((1 << Self::ROW_BITS) - 1)) | ((self.owner.gen as u64 & gen_mask) << Self::ROW_BITS) | ((self.key.generation as u64) << 32),
+        ]
     }
+
+    /// Decodes the words of a handle; the kind bits are ignored (callers strip them).
     pub fn from_words(w: [u64; 2]) -> CrayHandle {
-        CrayHandle { base: w[0], key: MemKey::from_u64(w[1]) }
+        let slot = ((w[0] >> Self::SLOT_SHIFT) & ((1 << Self::SLOT_BITS) - 1)) as u32;
+        let index = (w[1] & ((1 << Self::ROW_BITS) - 1)) as u32;
+        let gen = ((w[1] >> Self::ROW_BITS) & ((1 << Self::OWNER_GEN_BITS) - 1)) as u32;
+        CrayHandle { base: w[0] & (Self::ADDR_LIMIT - 1), key: MemKey { index, generation: (w[1] >> 32) as u32 }, owner: ProcId { slot, gen } }
+    }
+
+    /// Is `id` the owner this handle names (within the generation bits it keeps)?
+    pub fn owner_matches(&self, id: ProcId) -> bool {
+        let m = (1u32 << Self::OWNER_GEN_BITS) - 1;
+        self.owner.slot == id.slot && self.owner.gen & m == id.gen & m
     }
 }
 
+// The handle's fields must hold every row and slot the tables have.
+const _: () = assert!(NREG <= 1 << CrayHandle::ROW_BITS && crate::registry::NPROC <= 1 << CrayHandle::SLOT_BITS);
+
 impl MemKey {
+    /// A key no registration ever has: every operation on it fails with `InvalidHandle`
+    /// at the target (for handles found unusable before the operation is issued).
+    pub const NONE: MemKey = MemKey { index: u32::MAX, generation: 0 };
+
     pub fn to_u64(self) -> u64 {
         (self.index as u64) | ((self.generation as u64) << 32)
     }
@@ -1244,5 +1301,38 @@ mod notify_tests {
         let key2 = register(buf.as_ptr() as usize, buf.len(), Access::ReadWrite, 99).unwrap();
         assert_eq!(crate::rma::notify_ring(&me, key2, 99).unwrap(), None);
         deregister(key2).unwrap();
+    }
+}
+
+#[cfg(test)]
+mod handle_tests {
+    use super::*;
+
+    /// Every field survives the 16-byte encoding, the kind bits stay clear, and the
+    /// owner decoded from a handle resolves to the process that minted it.
+    #[test]
+    fn cray_handle_names_its_owner() {
+        let buf = vec![1u8; 8192];
+        let key = register(buf.as_ptr() as usize, buf.len(), Access::ReadWrite, 7).unwrap();
+        let h = CrayHandle::mine(buf.as_ptr() as u64, key).unwrap();
+        let w = h.to_words();
+        assert!(CrayHandle::is_plain(w));
+        assert_eq!(CrayHandle::from_words(w), CrayHandle { owner: ProcId { slot: h.owner.slot, gen: h.owner.gen & 0xf_ffff }, ..h });
+        assert_eq!(w[0] & ((1 << 48) - 1), buf.as_ptr() as u64);
+        let me = node::get().unwrap().proc_id();
+        assert!(CrayHandle::from_words(w).owner_matches(me));
+        let p = crate::rma::Peer::by_id(CrayHandle::from_words(w).owner, CrayHandle::OWNER_GEN_BITS).unwrap();
+        assert_eq!(p.proc_id(), me);
+        let mut b = [0u8; 4];
+        crate::rma::get(&p, CrayHandle::from_words(w).key, h.base + 8, &mut b, 7).unwrap();
+        assert_eq!(b, [1; 4]);
+        // Another generation of our row, or a row nobody holds, names no process.
+        let other = ProcId { slot: me.slot, gen: me.gen.wrapping_add(3) };
+        assert!(!CrayHandle { owner: other, ..h }.owner_matches(me));
+        assert!(matches!(crate::rma::Peer::by_id(other, CrayHandle::OWNER_GEN_BITS), Err(Error::StaleHandle)));
+        // Addresses past the handle's 48 bits are refused.
+        assert_eq!(CrayHandle::mine(CrayHandle::ADDR_LIMIT, key).unwrap_err(), Error::InvalidArg);
+        assert!(crate::rma::get(&p, MemKey::NONE, h.base, &mut b, 7).is_err());
+        deregister(key).unwrap();
     }
 }

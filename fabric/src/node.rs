@@ -17,14 +17,15 @@
 //! forked child does not inherit the parent's fabric: [`get`] returns `Err(Unsupported)`
 //! there, as a real NIC context is not usable across fork either.
 
-use crate::registry::{self, Attached, SelfInfo};
+use crate::registry::{self, Attached, ProcId, SelfInfo};
 use crate::shm::Segment;
 use crate::{Error, Result};
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 
 pub const CTL_MAGIC: u64 = 0x5346_4e43_544c_0001; // "SFNCTL" + layout 1
-/// Layout version: 2 added `RegEntry::notify` (uGNI dst_cq of a registration).
-pub const CTL_VERSION: u32 = 2;
+/// Layout version: 2 added `RegEntry::notify` (uGNI dst_cq of a registration); 3 added
+/// the registry id and the node address to the header.
+pub const CTL_VERSION: u32 = 3;
 /// Registration-table rows per process.
 pub const NREG: usize = 4096;
 /// Backing-table rows per process.
@@ -38,8 +39,17 @@ pub(crate) struct CtlHeader {
     pub starttime: u64,
     pub nreg: u32,
     pub nback: u32,
-    _pad: [u8; 32],
+    /// This process's registry row ([`registry::ProcId`]), written before the row goes live.
+    pub proc_slot: u32,
+    pub proc_gen: u32,
+    /// The address of the (virtual) node this process runs on, as its API names it (the
+    /// uGNI NIC address), or [`NO_NODE_ADDR`] until an API announces it.
+    pub node_addr: AtomicU32,
+    _pad: [u8; 20],
 }
+
+/// `CtlHeader::node_addr` before an API has announced the node's address.
+pub const NO_NODE_ADDR: u32 = u32::MAX;
 // First cache line: identity and version are checked before anything else is read.
 const _: () = assert!(std::mem::size_of::<CtlHeader>() == 64);
 
@@ -204,6 +214,7 @@ pub fn get() -> Result<&'static Node> {
         h.starttime = starttime;
         h.nreg = NREG as u32;
         h.nback = NBACK as u32;
+        h.node_addr = AtomicU32::new(NO_NODE_ADDR);
         let ctl = Ctl { base: seg.map.ptr() };
         // Per-process starting generations, so a key minted by another process (or an
         // earlier run) rarely validates here by accident.
@@ -213,7 +224,16 @@ pub fn get() -> Result<&'static Node> {
             let g = ((seed >> 32) as u32 ^ (i as u32).wrapping_mul(0x85eb_ca6b)) | 1;
             ctl.reg(i).expect("in range").gen.store(g, Ordering::Relaxed);
         }
-        let reg = registry::attach(&SelfInfo { pid, starttime, ctl_fd: seg.fd.0, ctl_ino: seg.ino, ctl_len: CTL_LEN as u64 })?;
+        let hdr = seg.map.ptr() as *mut CtlHeader;
+        let named = |id: ProcId| {
+            // SAFETY: our own header; peers read these fields only after the registry row
+            // goes live, which `attach` does after this call (Release store of its state).
+            unsafe {
+                (*hdr).proc_slot = id.slot;
+                (*hdr).proc_gen = id.gen;
+            }
+        };
+        let reg = registry::attach(&SelfInfo { pid, starttime, ctl_fd: seg.fd.0, ctl_ino: seg.ino, ctl_len: CTL_LEN as u64 }, &named)?;
         // SAFETY: at_exit and after_fork_in_child are extern "C" fns with no arguments,
         // living in this dylib, which is never unloaded (API libraries link it).
         unsafe {
@@ -237,6 +257,17 @@ impl Node {
     pub(crate) fn ctl(&self) -> Ctl {
         Ctl { base: self.seg.map.ptr() }
     }
+    /// This process's registry id (memory handles carry it to name their owner).
+    pub fn proc_id(&self) -> ProcId {
+        self.reg.proc_id()
+    }
+
+    /// Announces the address of the node this process runs on, as the API names it
+    /// (uGNI: the NIC address).  Peers compare it with the address an initiator names.
+    pub fn set_node_addr(&self, addr: u32) {
+        self.ctl().hdr().node_addr.store(addr, Ordering::Release);
+    }
+
     /// How other processes reach this one.
     pub fn peer_ref(&self) -> PeerRef {
         PeerRef { pid: self.pid, ctl_fd: self.seg.fd.0, starttime: self.starttime, ctl_ino: self.seg.ino }

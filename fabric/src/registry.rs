@@ -427,6 +427,16 @@ fn pack_key(key: &[u8]) -> Result<[u8; KEY_LEN]> {
 pub struct Attached {
     file: RegFile,
     slot: u32,
+    gen: u32,
+}
+
+/// A process named by its registry row: the process-table slot and the row's generation
+/// at the time (bumped whenever a row is freed, so the id of a process that has left goes
+/// stale).  Memory handles carry it so that a handle alone names its owner on the node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ProcId {
+    pub slot: u32,
+    pub gen: u32,
 }
 
 /// What a process publishes about itself.
@@ -438,8 +448,9 @@ pub(crate) struct SelfInfo {
     pub ctl_len: u64,
 }
 
-/// Attaches this process (creating the registry if needed).
-pub(crate) fn attach(me: &SelfInfo) -> Result<Attached> {
+/// Attaches this process (creating the registry if needed).  `named` learns the row's
+/// [`ProcId`] before the row goes live, so whoever finds the process can rely on it.
+pub(crate) fn attach(me: &SelfInfo, named: &dyn Fn(ProcId)) -> Result<Attached> {
     loop {
         let file = RegFile::open(true)?.ok_or(Error::NotFound)?;
         let l = file.lock()?;
@@ -465,10 +476,15 @@ pub(crate) fn attach(me: &SelfInfo) -> Result<Attached> {
         p.ctl_fd = me.ctl_fd;
         p.ctl_ino = me.ctl_ino;
         p.ctl_len = me.ctl_len;
+        // A new generation for every attachment, so an id minted by the row's previous
+        // owner never names this process.
+        p.gen = p.gen.wrapping_add(1);
+        let gen = p.gen;
+        named(ProcId { slot: i as u32, gen });
         p.state.store(LIVE, Ordering::Release);
         file.bump();
         drop(l);
-        return Ok(Attached { file, slot: i as u32 });
+        return Ok(Attached { file, slot: i as u32, gen });
     }
 }
 
@@ -484,6 +500,30 @@ impl Attached {
         if live == 0 {
             self.file.remove(&l);
         }
+    }
+
+    pub(crate) fn proc_id(&self) -> ProcId {
+        ProcId { slot: self.slot, gen: self.gen }
+    }
+
+    /// The live process named by `id`; `gen_bits` of the generation are compared (ids
+    /// carried in memory handles keep only the low bits).  `StaleHandle` when the row is
+    /// free or has another generation, `PeerDead` when its process has exited.
+    pub(crate) fn peer_by_id(&self, id: ProcId, gen_bits: u32) -> Result<PeerRef> {
+        if id.slot as usize >= NPROC {
+            return Err(Error::InvalidHandle);
+        }
+        let mask = if gen_bits >= 32 { u32::MAX } else { (1u32 << gen_bits) - 1 };
+        let f = &self.file;
+        let _l = f.lock()?;
+        let p = f.proc_row(id.slot as usize);
+        if p.state.load(Ordering::Relaxed) != LIVE || p.gen & mask != id.gen & mask {
+            return Err(Error::StaleHandle);
+        }
+        if !pid_alive(p.pid, Some(p.starttime)) {
+            return Err(Error::PeerDead);
+        }
+        Ok(self.peer_of(id.slot as usize))
     }
 
     fn peer_of(&self, i: usize) -> PeerRef {
@@ -603,6 +643,11 @@ pub fn lookup(api: u32, key: &[u8]) -> Result<Endpoint> {
 /// Removes an endpoint this process published.
 pub fn unpublish(id: EndpointId) -> Result<()> {
     crate::node::get()?.registry().unpublish(id)
+}
+
+/// The live fabric process named by a [`ProcId`] (see [`Attached::peer_by_id`]).
+pub fn peer_by_id(id: ProcId, gen_bits: u32) -> Result<PeerRef> {
+    crate::node::get()?.registry().peer_by_id(id, gen_bits)
 }
 
 /// The live fabric process with this pid.

@@ -40,6 +40,7 @@
 use crate::atomic::{self, AmoOp, AmoWidth};
 use crate::mem::{MemKey, RingLoc};
 use crate::node::{self, Ctl, PeerRef, CTL_LEN, FREE, LIVE, NO_BACKING};
+use crate::registry::ProcId;
 use crate::ring::{Pod, Ring};
 use crate::shm::{self, Mapping};
 use crate::{Error, Result};
@@ -126,6 +127,8 @@ pub fn death_detect_bound() -> std::time::Duration {
 }
 
 static PEERS: once_cell::sync::Lazy<Mutex<HashMap<PeerRef, Arc<Peer>>>> = once_cell::sync::Lazy::new(|| Mutex::new(HashMap::new()));
+/// Peers found by registry id ([`Peer::by_id`]), indexed by slot.
+static BY_ID: Mutex<Vec<Option<Arc<Peer>>>> = Mutex::new(Vec::new());
 
 /// A validated target: the registration's first backing, or fallback.
 struct Target {
@@ -161,6 +164,57 @@ impl Peer {
     /// This process as a peer (operations on own registered memory).
     pub fn this() -> Result<Arc<Peer>> {
         Peer::open(node::get()?.peer_ref())
+    }
+
+    /// The process a memory handle names by its registry id ([`ProcId`]; the low
+    /// `gen_bits` of the generation are compared).  Cached per slot, so a hot path pays a
+    /// registry lookup only when the owner changes.  `StaleHandle` when no live process
+    /// has that id (it left, or the id was forged), `PeerDead` when it has just died.
+    pub fn by_id(id: ProcId, gen_bits: u32) -> Result<Arc<Peer>> {
+        let mask = if gen_bits >= 32 { u32::MAX } else { (1u32 << gen_bits) - 1 };
+        let n = node::get()?;
+        let me = n.proc_id();
+        if id.slot == me.slot && id.gen & mask == me.gen & mask {
+            return Peer::this();
+        }
+        let slot = id.slot as usize;
+        if slot >= crate::registry::NPROC {
+            return Err(Error::InvalidHandle);
+        }
+        {
+            let c = BY_ID.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(Some(p)) = c.get(slot) {
+                if p.proc_id().gen & mask == id.gen & mask && !p.dead.load(Ordering::Relaxed) {
+                    return Ok(p.clone());
+                }
+            }
+        }
+        let r = crate::registry::peer_by_id(id, gen_bits)?;
+        let p = Peer::open(r)?;
+        if p.proc_id().slot != id.slot || p.proc_id().gen & mask != id.gen & mask {
+            // The row changed hands between the lookup and the mapping.
+            return Err(Error::StaleHandle);
+        }
+        let mut c = BY_ID.lock().unwrap_or_else(|e| e.into_inner());
+        if c.len() <= slot {
+            c.resize(slot + 1, None);
+        }
+        c[slot] = Some(p.clone());
+        Ok(p)
+    }
+
+    /// The peer's registry id, as its control segment states it.
+    pub fn proc_id(&self) -> ProcId {
+        let h = self.ctl.hdr();
+        ProcId { slot: h.proc_slot, gen: h.proc_gen }
+    }
+
+    /// The node address the peer announced ([`node::Node::set_node_addr`]), None before it did.
+    pub fn node_addr(&self) -> Option<u32> {
+        match self.ctl.hdr().node_addr.load(Ordering::Acquire) {
+            node::NO_NODE_ADDR => None,
+            a => Some(a),
+        }
     }
 
     pub fn peer_ref(&self) -> PeerRef {

@@ -153,7 +153,10 @@ pub unsafe extern "C" fn GNI_CdmAttach(cdm_hndl: gni_cdm_handle_t, device_id: u3
         return GNI_RC_PERMISSION_ERROR;
     }
     let address = nic_address();
-    let Ok(me) = softnic_fabric::node::self_ref() else { return GNI_RC_ERROR_RESOURCE };
+    let Ok(node) = softnic_fabric::node::get() else { return GNI_RC_ERROR_RESOURCE };
+    let me = node.peer_ref();
+    // Peers check that a transaction addressed to this NIC address reaches a process here.
+    node.set_node_addr(address);
     let board = match crate::datagram::Board::new(address, cdm.inst_id) {
         Ok(b) => b,
         Err(rc) => return rc,

@@ -189,6 +189,9 @@ struct Rec {
     buf_size: u16,
     bind: Option<(u32, u32)>,
     seq: u64,
+    /// Its endpoint was destroyed while it was outstanding: cancelled, and kept only until
+    /// a probe reports it (nothing else can collect it any more).
+    orphan: bool,
 }
 
 /// Per-instance datagram state (owned by the Nic).
@@ -476,7 +479,7 @@ impl Board {
             unsafe { std::ptr::copy_nonoverlapping(input.as_ptr(), s.in_data.as_ptr() as *mut u8, input.len()) };
             // Release: a peer that sees PENDING sees the fields.
             s.state.store(word(g, PENDING, 0), Ordering::Release);
-            st.recs.push(Rec { ep: uid, id, slot: Some((i, g)), out_buf, buf_size, bind, seq });
+            st.recs.push(Rec { ep: uid, id, slot: Some((i, g)), out_buf, buf_size, bind, seq, orphan: false });
             (i, g)
         };
         sn_dbg(&format!("posted slot {} (ep {}, bound {:?}, id {:?})", i, uid, bind, id));
@@ -603,7 +606,11 @@ impl Board {
         }
     }
 
-    /// Drops every datagram of an endpoint being destroyed.
+    /// Settles the datagrams of an endpoint being destroyed.  Outstanding ones are
+    /// cancelled and stay visible to `GNI_PostDataProbe(ById)` and
+    /// `GNI_PostdataProbeWaitById` in the cancelled state until a probe reports them (real
+    /// clients wake their datagram thread, asleep in ProbeWaitById, exactly this way: post
+    /// to self, destroy the endpoint, join).  Completed ones nobody reaped are dropped.
     pub fn forget_ep(&self, uid: u64) {
         while self.cancel(uid, None) == GNI_RC_SUCCESS {
             let st = lock(&self.st);
@@ -615,8 +622,14 @@ impl Board {
             let _ = self.free_done(uid);
         }
         let _ = self.free_done(uid);
-        let mut st = lock(&self.st);
-        st.recs.retain(|r| r.ep != uid);
+        {
+            let mut st = lock(&self.st);
+            for r in st.recs.iter_mut().filter(|r| r.ep == uid) {
+                r.orphan = true;
+            }
+        }
+        // Wake sleepers in ProbeWaitById: there may be something new to report.
+        self.view.hdr().bell.notify();
     }
 
     fn free_done(&self, uid: u64) -> bool {
@@ -648,16 +661,17 @@ impl Board {
     }
 
     /// Probe: the oldest finished datagram (completed or cancelled), with progress on
-    /// pending ones first.  `by_id`: only datagrams posted with an id.
+    /// pending ones first.  `by_id`: only datagrams posted with an id.  A cancelled
+    /// datagram of a destroyed endpoint is collected by the probe that reports it.
     /// Returns (remote address, remote id, datagram id).
     pub fn probe(&self, nic: &Nic, by_id: bool) -> Option<(u32, u32, u64)> {
         let pending: Vec<(usize, u64)> = lock(&self.st).recs.iter().filter_map(|r| r.slot).collect();
         for (i, g) in pending {
             self.try_match(nic, i, g);
         }
-        let st = lock(&self.st);
-        let mut best: Option<(u64, (u32, u32, u64))> = None;
-        for r in st.recs.iter() {
+        let mut st = lock(&self.st);
+        let mut best: Option<(u64, usize, (u32, u32, u64))> = None;
+        for (k, r) in st.recs.iter().enumerate() {
             if by_id && r.id.is_none() {
                 continue;
             }
@@ -671,11 +685,15 @@ impl Board {
             };
             if let Some((a, p)) = hit {
                 if best.map_or(true, |b| r.seq < b.0) {
-                    best = Some((r.seq, (a, p, r.id.unwrap_or(0))));
+                    best = Some((r.seq, k, (a, p, r.id.unwrap_or(0))));
                 }
             }
         }
-        best.map(|b| b.1)
+        let (_, k, found) = best?;
+        if st.recs[k].orphan {
+            st.recs.remove(k);
+        }
+        Some(found)
     }
 
     /// Blocking ProbeById.  `timeout_ms == u32::MAX` waits forever.
@@ -846,6 +864,11 @@ unsafe fn test_common(ep_h: gni_ep_handle_t, id: Option<u64>, timeout: Option<u3
         None => nic.dgram.test(nic, uid, id),
         Some(t) => nic.dgram.wait(nic, uid, id, t),
     };
+    if r.1 == GNI_POST_COMPLETED {
+        // The instance this endpoint exchanged with (symmetric vMDH handles may resolve
+        // through it, see Ep::route).
+        ep.state().dgram_peer = Some((r.2, r.3));
+    }
     // SAFETY: pointers checked non-NULL above.
     unsafe { report(r, post_state, remote_addr, remote_id) }
 }

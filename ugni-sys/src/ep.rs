@@ -5,13 +5,17 @@
 //! - `src_cq_hndl` may be NULL (endpoints used only for datagrams or SMSG with explicit
 //!   CQs); a CQ of another NIC is INVALID_PARAM.  The CQ counts the endpoint as a user
 //!   until EpDestroy.
-//! - EpBind does not contact the peer (it may not be attached yet): it is resolved on
-//!   first use.  Binding an already bound endpoint rebinds it when nothing is pending
+//! - EpBind does not contact the peer (it may not be attached yet).  `remote_addr` names
+//!   the node; the process a transaction reaches is the owner its remote memory handle
+//!   names (`Ep::route`), so `remote_id` may be any value (it is the default event data
+//!   and the datagram match key).  Binding an already bound endpoint rebinds it when nothing is pending
 //!   on it (no transaction in flight, no datagram posted, no SMSG set up); otherwise
 //!   INVALID_PARAM.
 //! - EpUnbind: NOT_DONE while transactions are in flight or a datagram is posted (not yet
 //!   reaped); releases SMSG state.  Unbinding an unbound endpoint is SUCCESS.
-//! - EpDestroy cancels and forgets the endpoint's datagrams (whatever their state) and
+//! - EpDestroy cancels the endpoint's outstanding datagrams, which then stay visible to
+//!   the probes (GNI_PostDataProbe(ById), GNI_PostdataProbeWaitById, woken by it) in the
+//!   cancelled state until one reports them; completed, unreaped ones are dropped.  It
 //!   succeeds even with transactions in flight (their events still arrive on the CQ).
 //! - GNI_EpIdle: SUCCESS when nothing is in flight and no datagram is posted, else
 //!   NOT_DONE.
@@ -47,7 +51,7 @@ pub unsafe extern "C" fn GNI_EpCreate(nic_hndl: gni_nic_handle_t, src_cq_hndl: g
     let ep = Arc::new(Ep {
         nic,
         cq,
-        st: SpinLock::new(EpState { binding: None, local_event: None, remote_event: None, smsg: None, dgram: Default::default(), in_flight: 0 }),
+        st: SpinLock::new(EpState { binding: None, local_event: None, remote_event: None, smsg: None, dgram: Default::default(), dgram_peer: None, in_flight: 0 }),
     });
     let h = EPS.insert(ep);
     // SAFETY: checked non-NULL.
@@ -78,7 +82,7 @@ pub unsafe extern "C" fn GNI_EpBind(ep_hndl: gni_ep_handle_t, remote_addr: u32, 
     if st.binding.is_some() && (st.in_flight != 0 || st.smsg.is_some()) {
         return GNI_RC_INVALID_PARAM;
     }
-    st.binding = Some(Binding { remote_addr, remote_id, resolved: None });
+    st.binding = Some(Binding { remote_addr, remote_id, route: None });
     GNI_RC_SUCCESS
 }
 

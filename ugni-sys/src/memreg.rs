@@ -153,7 +153,8 @@ fn register_segs(nic: &Arc<Nic>, segs: &[gni_mem_segment_t], dst_cq: gni_cq_hand
     };
     let read_only = flags & GNI_MEM_READ_ONLY as u32 != 0;
     for sg in segs {
-        if sg.address.checked_add(sg.length).map_or(true, |e| e >= SEG_FLAG) {
+        // Handles keep 48 address bits (beside the owner's id, see fabric CrayHandle).
+        if sg.address.checked_add(sg.length).map_or(true, |e| e > CrayHandle::ADDR_LIMIT) {
             return Err(GNI_RC_INVALID_PARAM);
         }
         match range_writable(sg.address, sg.length) {
@@ -271,7 +272,17 @@ fn register_segs(nic: &Arc<Nic>, segs: &[gni_mem_segment_t], dst_cq: gni_cq_hand
     let segmented = table.is_some();
     lock(&nic.regs).insert(key.to_u64(), RegInfo { dst_cq: cq, vmdh, read_only, segs: parts, table });
     bump_ptag(nic.cdm.ptag, true);
-    let mut w = CrayHandle { base, key }.to_words();
+    let mut w = match CrayHandle::mine(base, key) {
+        Ok(h) => h.to_words(),
+        Err(_) => {
+            // Unreachable in practice: every address was checked against the limit above.
+            let info = lock(&nic.regs).remove(&key.to_u64());
+            if let Some(info) = info {
+                end(nic, key, info);
+            }
+            return Err(GNI_RC_INVALID_PARAM);
+        }
+    };
     if segmented {
         w[0] |= SEG_FLAG;
     }
@@ -349,7 +360,8 @@ pub struct SegEnt {
 static VMDH_OWNERS: Mutex<Option<HashMap<(u64, usize), std::sync::Weak<Nic>>>> = Mutex::new(None);
 
 /// The registration a handle of this NIC names (vMDH handles resolved in the NIC's own
-/// table, the SEG flag stripped); None for a vMDH index with no entry.
+/// table, the SEG flag stripped); None for a vMDH index with no entry or a handle another
+/// process owns.
 pub(crate) fn local_handle(nic: &Nic, h: &gni_mem_handle_t) -> Option<CrayHandle> {
     let w = if h.qword1 & VMDH_FLAG != 0 {
         if h.qword2 != nic.pd_key() {
@@ -359,7 +371,9 @@ pub(crate) fn local_handle(nic: &Nic, h: &gni_mem_handle_t) -> Option<CrayHandle
     } else {
         [h.qword1, h.qword2]
     };
-    Some(CrayHandle::from_words([w[0] & !SEG_FLAG, w[1]]))
+    let ch = CrayHandle::from_words([w[0] & !SEG_FLAG, w[1]]);
+    let me = softnic_fabric::node::get().ok()?.proc_id();
+    ch.owner_matches(me).then_some(ch)
 }
 
 fn parse_table(w: &[u64]) -> Option<Vec<SegEnt>> {
@@ -407,19 +421,11 @@ pub(crate) struct RemoteMem {
 }
 
 impl RemoteMem {
-    /// Resolves `h` for target instance (`addr`, `id`) of `nic`'s domain, process `peer`.
-    /// Errors are fabric errors (reported as transaction errors): a vMDH index with no
-    /// entry at the target is `StaleHandle`, an unreadable segment table is whatever the
-    /// read of it gave.
-    pub(crate) fn open(nic: &Nic, peer: &Peer, addr: u32, id: u32, h: &gni_mem_handle_t, pd: u64) -> softnic_fabric::Result<RemoteMem> {
-        let w = if h.qword1 & VMDH_FLAG != 0 {
-            if h.qword2 != pd {
-                return Err(softnic_fabric::Error::ProtectionDomain);
-            }
-            nic.dgram.peer_vmdh(nic, addr, id, (h.qword1 & !VMDH_FLAG) as usize).ok_or(softnic_fabric::Error::StaleHandle)?
-        } else {
-            [h.qword1, h.qword2]
-        };
+    /// Resolves handle words `w` (a vMDH handle already replaced by the real handle it
+    /// stands for, see `Ep::route`) at the target process `peer`.  Errors are fabric errors
+    /// (reported as transaction errors): an unreadable segment table is whatever the read
+    /// of it gave.
+    pub(crate) fn open(peer: &Peer, w: [u64; 2], pd: u64) -> softnic_fabric::Result<RemoteMem> {
         let ch = CrayHandle::from_words([w[0] & !SEG_FLAG, w[1]]);
         if w[0] & SEG_FLAG == 0 {
             return Ok(RemoteMem { key: ch.key, segs: None });
@@ -584,7 +590,11 @@ pub unsafe extern "C" fn GNI_MemHndlQueryAttr(mem_hndl: *mut gni_mem_handle_t, a
             None => return GNI_RC_INVALID_PARAM,
         }
     } else {
-        CrayHandle::from_words([h.qword1 & !SEG_FLAG, h.qword2])
+        let ch = CrayHandle::from_words([h.qword1 & !SEG_FLAG, h.qword2]);
+        match softnic_fabric::node::get() {
+            Ok(n) if ch.owner_matches(n.proc_id()) => ch,
+            _ => return GNI_RC_INVALID_PARAM,
+        }
     };
     let Ok(r) = mem::query(ch.key) else { return GNI_RC_INVALID_PARAM };
     if r.base != ch.base {

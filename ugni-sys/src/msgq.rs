@@ -120,8 +120,8 @@ pub struct Msgq {
     mem: ManuallyDrop<SharedMem>,
     ring: Ring<Entry>,
     key: MemKey,
-    /// Connected pe_addr -> (inst_id -> queue key of that instance).
-    conns: Mutex<HashMap<u32, HashMap<u32, (MemKey, u32)>>>,
+    /// Connected pe_addr -> (inst_id -> (queue handle of that instance, its max_msg_sz)).
+    conns: Mutex<HashMap<u32, HashMap<u32, (gni_mem_handle_t, u32)>>>,
 }
 
 impl Drop for Msgq {
@@ -286,7 +286,8 @@ pub unsafe extern "C" fn GNI_MsgqGetConnAttrs(msgq_hndl: gni_msgq_handle_t, pe_a
     if attrs.is_null() || attrs_size.is_null() {
         return GNI_RC_INVALID_PARAM;
     }
-    let w = CrayHandle { base: q.mem.as_ptr() as u64, key: q.key }.to_words();
+    let Ok(h) = CrayHandle::mine(q.mem.as_ptr() as u64, q.key) else { return GNI_RC_ERROR_RESOURCE };
+    let w = h.to_words();
     // SAFETY: the caller's struct; we write the fields we define, then the size.
     unsafe {
         let a = &mut *attrs;
@@ -318,8 +319,7 @@ pub unsafe extern "C" fn GNI_MsgqConnect(msgq_hndl: gni_msgq_handle_t, pe_addr: 
     }
     let c = conns.entry(pe_addr).or_default();
     for i in insts {
-        let key = CrayHandle::from_words([i.mdh.qword1, i.mdh.qword2]).key;
-        c.insert(i.id, (key, a.max_msg_sz));
+        c.insert(i.id, (i.mdh, a.max_msg_sz));
     }
     GNI_RC_SUCCESS
 }
@@ -354,7 +354,10 @@ pub unsafe extern "C" fn GNI_MsgqSend(
     let mut st = ep.state();
     let Some(b) = st.binding.as_ref() else { return GNI_RC_INVALID_PARAM };
     let (raddr, rid) = (b.remote_addr, b.remote_id);
-    let Some((key, max)) = lock(&q.conns).get(&raddr).and_then(|c| c.get(&rid)).copied() else {
+    // The receiving instance: the one listed under the bound remote_id, or the only one
+    // connected at that node (remote_id is a user value that need not be an inst_id).
+    let found = lock(&q.conns).get(&raddr).and_then(|c| c.get(&rid).copied().or_else(|| (c.len() == 1).then(|| *c.values().next().expect("one"))));
+    let Some((qh, max)) = found else {
         return GNI_RC_INVALID_STATE;
     };
     let total = hdr_len as u64 + msg_len as u64;
@@ -374,10 +377,13 @@ pub unsafe extern "C" fn GNI_MsgqSend(
     }
     let local_data = Ep::local_event(&st);
     let pd = q.nic.pd_key();
-    let result: Result<(), Status> = match ep.target(&mut st) {
+    let key = CrayHandle::from_words([qh.qword1, qh.qword2]).key;
+    // The queue's handle names the receiving process (see Ep::route).
+    let routed = ep.route(&mut st, &qh).map(|_| st.binding.as_ref().and_then(|b| b.route.as_ref()).expect("route() caches the peer").1.clone());
+    let result: Result<(), Status> = match routed {
         Err(None) => return GNI_RC_INVALID_PARAM,
         Err(Some(s)) => Err(s),
-        Ok((peer, _)) => match rma::notify_ring(&peer, key, pd) {
+        Ok(peer) => match rma::notify_ring(&peer, key, pd) {
             Ok(Some(loc)) => match rma::post_event(&peer, &loc, &e, false) {
                 Ok(_) => Ok(()),
                 Err(softnic_fabric::Error::NoSpace) => {

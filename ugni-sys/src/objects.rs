@@ -12,19 +12,19 @@
 //!   shared memory, so peers can post remote events into it directly; plus a table of
 //!   outstanding post descriptors (the CQE's aux field is the token `GNI_GetCompleted`
 //!   uses to find the exact descriptor).
-//! - [`Ep`]: an endpoint; bound to (remote NIC address, remote inst_id), resolved lazily to
-//!   a fabric [`Peer`] on first use, cached afterwards.
+//! - [`Ep`]: an endpoint; bound to (remote NIC address, remote_id).  Transactions go to
+//!   the process their remote memory handle names ([`Ep::route`]), cached per endpoint.
 //!
 //! Memory handles are values, not objects: `gni_mem_handle_t` is the fabric's
-//! [`CrayHandle`] encoding (base address, registration key), shared with DMAPP.  The
+//! [`CrayHandle`] encoding (base address, registration key, owner), shared with DMAPP.  The
 //! protection domain of a registration is [`pd_key`]`(ptag, cookie)`.
 
 use crate::cqe::{self, CqEntry};
 use crate::types::*;
 use once_cell::sync::Lazy;
-use softnic_fabric::mem::{self, RingLoc, SharedMem};
+use softnic_fabric::mem::{self, CrayHandle, RingLoc, SharedMem};
 use softnic_fabric::node::PeerRef;
-use softnic_fabric::registry::{self, EndpointId};
+use softnic_fabric::registry::{EndpointId, ProcId};
 use softnic_fabric::ring::Ring;
 use softnic_fabric::rma::Peer;
 use std::collections::HashMap;
@@ -375,18 +375,6 @@ impl Nic {
     pub fn pd_key(&self) -> u64 {
         pd_key(self.cdm.ptag, self.cdm.cookie)
     }
-    /// Finds a peer instance of our domain: its process and published info.
-    /// `Err(Status::NoTarget)` when no such instance is attached (yet).
-    pub fn resolve(&self, remote_addr: u32, remote_id: u32) -> Result<(Arc<Peer>, InstanceInfo), cqe::Status> {
-        let key = instance_key(self.cdm.ptag, self.cdm.cookie, remote_id);
-        let ep = registry::lookup(registry::api::UGNI, &key).map_err(|_| cqe::Status::NoTarget)?;
-        let info = InstanceInfo::from_payload(&ep.payload);
-        if info.nic_addr != remote_addr {
-            return Err(cqe::Status::NoTarget);
-        }
-        let peer = Peer::open(info.peer).map_err(cqe::Status::from_fabric)?;
-        Ok((peer, info))
-    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -624,12 +612,22 @@ impl Cq {
 // Endpoints
 
 /// Where an endpoint is bound.
+///
+/// Only the NIC address routes: a transaction reaches the process its remote memory
+/// handle names ([`CrayHandle`] carries its owner), as on the hardware, where the handle
+/// names a memory domain of the addressed NIC.  `remote_id` is an arbitrary user value
+/// (programs pass `rank*100 + peer`, hashes, upper-layer ids): it is the default event
+/// data of the initiator's events and the datagram match key, nothing more — except for
+/// symmetric vMDH handles, which name no process: they resolve in the vMDH table of the
+/// instance whose inst_id is `remote_id` at `remote_addr`, else of the instance the
+/// endpoint last exchanged a datagram with there (crate::memreg).
 #[derive(Clone)]
 pub struct Binding {
     pub remote_addr: u32,
     pub remote_id: u32,
-    /// Resolved on first use ([`Ep::target`]).
-    pub resolved: Option<(Arc<Peer>, InstanceInfo)>,
+    /// The process the last transaction went to (by its handle's owner), reused while the
+    /// next one names the same owner ([`Ep::route`]).
+    pub route: Option<(ProcId, Arc<Peer>)>,
 }
 
 pub struct EpState {
@@ -641,6 +639,9 @@ pub struct EpState {
     pub smsg: Option<crate::smsg::SmsgState>,
     /// The endpoint's datagram (crate::datagram).
     pub dgram: crate::datagram::EpDgram,
+    /// (NIC address, inst_id) of the instance the last completed datagram was exchanged
+    /// with.
+    pub dgram_peer: Option<(u32, u32)>,
     /// Posts not yet completed (EpUnbind answers NOT_DONE while non-zero).
     pub in_flight: u32,
 }
@@ -657,42 +658,65 @@ impl Ep {
         self.st.lock()
     }
 
-    /// Event data of LOCAL events: set value, else the bound peer's inst_id.
+    /// Data of every event on the initiator's own CQ (LOCAL and GLOBAL POST events, SMSG
+    /// and MSGQ send completions, CQ-write completions): the value set by
+    /// GNI_EpSetEventData, else the `remote_id` the endpoint was bound with (digest
+    /// CORRECTION: programs read it as "to whom").
     pub fn local_event(st: &EpState) -> u32 {
         st.local_event.or(st.binding.as_ref().map(|b| b.remote_id)).unwrap_or(0)
     }
 
-    /// Event data of GLOBAL and REMOTE events: set value, else our own inst_id.
+    /// Data of every event this endpoint causes at the target (REMOTE POST events, SMSG
+    /// arrivals): the value set by GNI_EpSetEventData, else our own inst_id ("from whom").
     pub fn remote_event(&self, st: &EpState) -> u32 {
         st.remote_event.unwrap_or(self.nic.inst_id())
     }
 
-    /// The bound peer, resolved and cached.  `Err(None)` when the endpoint is unbound
-    /// (the caller answers INVALID_PARAM); `Err(Some(status))` when the peer cannot be
-    /// reached (the caller reports a transaction error through the CQ).
-    pub fn target(&self, st: &mut EpState) -> Result<(Arc<Peer>, InstanceInfo), Option<cqe::Status>> {
-        self.target_ref(st)?;
-        let (p, i) = st.binding.as_ref().and_then(|b| b.resolved.as_ref()).expect("target_ref() caches the peer");
-        Ok((p.clone(), *i))
-    }
-
-    /// As [`Ep::target`], for hot paths: the peer, found alive during this call, is left
-    /// in `st.binding.resolved` (borrow it from there; no reference count traffic).
-    pub fn target_ref(&self, st: &mut EpState) -> Result<(), Option<cqe::Status>> {
+    /// Finds the process a transaction with remote handle `h` goes to and leaves it,
+    /// probed alive during this call, in `st.binding.route` (borrow it from there: no
+    /// reference-count traffic on the hot path).  Returns the handle's words with a vMDH
+    /// handle replaced by the real handle it stands for at the target.
+    ///
+    /// `Err(None)`: the endpoint is unbound (the caller answers INVALID_PARAM).
+    /// `Err(Some(status))`: the target cannot be reached — no live process owns the handle
+    /// (forged, stale, owner gone), the owner is on another node than the bound address, a
+    /// vMDH handle of another domain or index — reported as a transaction error.
+    pub fn route(&self, st: &mut EpState, h: &gni_mem_handle_t) -> Result<[u64; 2], Option<cqe::Status>> {
         let b = st.binding.as_mut().ok_or(None)?;
-        if let Some((p, _)) = &b.resolved {
-            // Rate-limited: a liveness probe is a system call, too dear for every post.
-            if p.seems_alive() {
-                return Ok(());
+        let words = if h.qword1 & crate::memreg::VMDH_FLAG != 0 {
+            if h.qword2 != self.nic.pd_key() {
+                return Err(Some(cqe::Status::Protection));
             }
-            b.resolved = None;
+            let idx = (h.qword1 & !crate::memreg::VMDH_FLAG) as usize;
+            // A symmetric handle names no process: the instance bound as remote_id, else
+            // the one this endpoint exchanged a datagram with at that address.
+            let via_dgram = st.dgram_peer.filter(|&(a, id)| a == b.remote_addr && id != b.remote_id);
+            self.nic
+                .dgram
+                .peer_vmdh(&self.nic, b.remote_addr, b.remote_id, idx)
+                .or_else(|| via_dgram.and_then(|(a, id)| self.nic.dgram.peer_vmdh(&self.nic, a, id, idx)))
+                .ok_or(Some(cqe::Status::NoTarget))?
+        } else {
+            [h.qword1, h.qword2]
+        };
+        let owner = CrayHandle::from_words([words[0] & !CrayHandle::KIND_BITS, words[1]]).owner;
+        if let Some((id, p)) = &b.route {
+            // Rate-limited: a liveness probe is a system call, too dear for every post.
+            if *id == owner && p.seems_alive() {
+                return Ok(words);
+            }
+            b.route = None;
         }
-        let r = self.nic.resolve(b.remote_addr, b.remote_id).map_err(Some)?;
+        let peer = Peer::by_id(owner, CrayHandle::OWNER_GEN_BITS).map_err(|e| Some(cqe::Status::from_fabric(e)))?;
+        if peer.node_addr().is_some_and(|a| a != b.remote_addr) {
+            softnic_fabric::sn_debug!("uGNI", "memory handle of node {:?} used on an endpoint bound to node {}", peer.node_addr(), b.remote_addr);
+            return Err(Some(cqe::Status::NoTarget));
+        }
         // Run the rate-limited probe now (a cached Peer may not have been probed for a
         // while), so callers may rely on `Peer::live_probed` for the rest of the call.
-        let _ = r.0.seems_alive();
-        b.resolved = Some(r);
-        Ok(())
+        let _ = peer.seems_alive();
+        b.route = Some((owner, peer));
+        Ok(words)
     }
 }
 

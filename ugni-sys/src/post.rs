@@ -14,8 +14,9 @@
 //!   is answered exactly while a transaction is really in progress.  Transfers of up to
 //!   `HOLD_MAX` bytes move while the post holds the EP lock (one lock per post), so they
 //!   are never seen in flight: EpUnbind waits for the lock and then finds them done.
-//! - **LOCAL vs GLOBAL** events (RDMA): both are produced after the data has arrived; a
-//!   LOCAL event carries the EP's local_event data, a GLOBAL one its remote_event data.
+//! - **LOCAL vs GLOBAL** events (RDMA): both are produced after the data has arrived.
+//!   Both carry the EP's local_event data (digest CORRECTION: every event on the
+//!   initiator's CQ does; default the bound `remote_id`).
 //!
 //! **Checks at post time** (the call's return code; nothing moves and no event is queued):
 //! NULL/invalid EP or descriptor, EP not bound, invalid `src_cq_hndl`, no CQ for a
@@ -30,10 +31,13 @@
 //! covers the local range -> INVALID_PARAM, and a READ_ONLY one as the destination of a
 //! GET/fetch -> PERMISSION_ERROR; too many outstanding descriptors -> ERROR_RESOURCE.
 //!
-//! **Remote handles** are resolved by `crate::memreg::RemoteMem`: plain handles name a
-//! registration and a virtual address; symmetric vMDH handles are looked up in the
-//! target's vMDH table; multi-segment handles take offsets, split at segment boundaries
-//! (see crate::memreg).  Local handles may be plain or vMDH, not multi-segment.
+//! **Routing.**  A post goes to the process its `remote_mem_hndl` names (the handle carries
+//! its owner; the bound NIC address must be that process's node, else a transaction
+//! error): `remote_id` routes nothing (see `Ep::route`).  Remote handles are then resolved
+//! by `crate::memreg::RemoteMem`: plain handles name a registration and a virtual address;
+//! symmetric vMDH handles are looked up in the vMDH table of the instance bound as
+//! `remote_id`; multi-segment handles take offsets, split at segment boundaries (see
+//! crate::memreg).  Local handles may be plain or vMDH, not multi-segment.
 //!
 //! **Transaction errors** (the remote side refuses: out of bounds, read-only, stale or
 //! forged handle, other protection domain, dead or unknown peer) touch nothing at the
@@ -42,8 +46,8 @@
 //! `status` set, GNI_CqErrorStr -> the text).  The error event is queued even for
 //! SILENT posts (an error is never lost silently), on the same CQ a GLOBAL event would use.
 //!
-//! **cq_mode.**  GLOBAL: a local event (source LOCAL, data = the EP's remote_event data,
-//! aux = descriptor token).  LOCAL (RDMA): same, data = the EP's local_event data.  On FMA
+//! **cq_mode.**  GLOBAL: a local event (source LOCAL, data = the EP's local_event data,
+//! aux = descriptor token).  LOCAL (RDMA): the same.  On FMA
 //! a LOCAL bit is read as GLOBAL (digest 8.13: lenient).  DUAL on RDMA: two events, two
 //! tokens of the same descriptor.  REMOTE: an event on the dst CQ of the target
 //! registration (`remote_mem_hndl`), data = the EP's remote_event data, queued after the
@@ -457,12 +461,12 @@ fn post_on(engine: Engine, ep: &Ep, desc: *mut gni_post_descriptor_t) -> gni_ret
         (*desc).cq_mode_complete = 0;
     }
 
-    // Resolve the target.
+    // Route by the remote handle's owner (the bound address names its node).
     let local_data = Ep::local_event(&st);
     let remote_data = ep.remote_event(&st);
     let mut guard = Some(st);
     let peer_arc: Arc<softnic_fabric::rma::Peer>;
-    let target = match ep.target_ref(guard.as_mut().expect("held")) {
+    let target = match ep.route(guard.as_mut().expect("held"), &d.remote_mem_hndl) {
         Err(None) => {
             drop(guard);
             if let Some(cq) = cq {
@@ -476,36 +480,34 @@ fn post_on(engine: Engine, ep: &Ep, desc: *mut gni_post_descriptor_t) -> gni_ret
             guard = None;
             Err(status)
         }
-        Ok(()) => {
+        Ok(words) => {
             let st = guard.as_mut().expect("held");
-            let b = st.binding.as_ref().expect("target_ref() succeeded");
-            let (raddr, rid) = (b.remote_addr, b.remote_id);
             if d.length <= HOLD_MAX {
                 // Small transfers move under the EP lock (the peer is borrowed from the
                 // binding), so no other thread can ever see them in flight.
-                Ok((None, raddr, rid))
+                Ok((None, words))
             } else {
                 // Large ones mark the EP (EpUnbind answers NOT_DONE meanwhile) and move
                 // without the lock, so the EP's other calls are not held up by the copy.
-                peer_arc = b.resolved.as_ref().expect("target_ref() caches the peer").0.clone();
+                peer_arc = st.binding.as_ref().and_then(|b| b.route.as_ref()).expect("route() caches the peer").1.clone();
                 st.in_flight += 1;
                 guard = None;
-                Ok((Some(&*peer_arc), raddr, rid))
+                Ok((Some(&*peer_arc), words))
             }
         }
     };
 
     let result: Result<(), Status> = match target {
         Err(s) => Err(s),
-        Ok((peer, raddr, rid)) => {
+        Ok((peer, words)) => {
             let peer = match peer {
                 Some(p) => p,
-                None => &*guard.as_ref().expect("held").binding.as_ref().expect("bound").resolved.as_ref().expect("resolved").0,
+                None => &*guard.as_ref().expect("held").binding.as_ref().and_then(|b| b.route.as_ref()).expect("routed").1,
             };
-            // target_ref() probed the peer; one liveness verdict for the whole post
+            // route() probed the peer; one liveness verdict for the whole post
             // (payload, flag, REMOTE event).
             let r = peer.live_probed().and_then(|live| {
-                let rm = RemoteMem::open(&ep.nic, peer, raddr, rid, &d.remote_mem_hndl, pd)?;
+                let rm = RemoteMem::open(peer, words, pd)?;
                 execute(&rm, live, &d, &op, pd)?;
                 Ok((live, rm.notify_key()))
             });
@@ -531,9 +533,8 @@ fn post_on(engine: Engine, ep: &Ep, desc: *mut gni_post_descriptor_t) -> gni_ret
     match result {
         Ok(()) => {
             if let Some(cq) = cq {
-                for (t, is_local) in tokens.iter() {
-                    let data = if is_local { local_data } else { remote_data };
-                    cq.push(cqe::make(cqe::SRC_LOCAL, cqe::TYPE_POST, Status::Ok, t as u64, data as u64));
+                for (t, _) in tokens.iter() {
+                    cq.push(cqe::make(cqe::SRC_LOCAL, cqe::TYPE_POST, Status::Ok, t as u64, local_data as u64));
                 }
             }
         }
@@ -549,9 +550,8 @@ fn post_on(engine: Engine, ep: &Ep, desc: *mut gni_post_descriptor_t) -> gni_ret
                             Err(_) => softnic_fabric::sn_warn!(api, "transaction error lost: {}", status.describe()),
                         }
                     }
-                    for (t, is_local) in tokens.iter() {
-                        let data = if is_local { local_data } else { remote_data };
-                        cq.push(cqe::make(cqe::SRC_LOCAL, cqe::TYPE_POST, status, t as u64, data as u64));
+                    for (t, _) in tokens.iter() {
+                        cq.push(cqe::make(cqe::SRC_LOCAL, cqe::TYPE_POST, status, t as u64, local_data as u64));
                     }
                 }
                 None => softnic_fabric::sn_warn!(api, "transaction error with no CQ to report it: {}", status.describe()),

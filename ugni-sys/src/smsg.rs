@@ -136,9 +136,9 @@ struct Channel {
 }
 
 impl Channel {
-    fn open(ep: &Ep, peer: &Arc<Peer>, raddr: u32, rid: u32, sm: &SmsgState, pd: u64) -> softnic_fabric::Result<Channel> {
+    fn open(peer: &Arc<Peer>, words: [u64; 2], sm: &SmsgState, pd: u64) -> softnic_fabric::Result<Channel> {
         let live = peer.live_probed()?;
-        let rm = RemoteMem::open(&ep.nic, peer, raddr, rid, &sm.remote_h, pd)?;
+        let rm = RemoteMem::open(peer, words, pd)?;
         if !rm.is_plain() {
             return Err(softnic_fabric::Error::Unsupported);
         }
@@ -267,9 +267,9 @@ unsafe fn bytes<'a>(p: *const c_void, n: u32) -> &'a [u8] {
 
 /// The endpoint's pinned channel, opened now if it has none (and the last failed attempt
 /// is `CHAN_RETRY` messages old); None: use the per-message path.
-fn channel<'s>(ep: &Ep, peer: &Arc<Peer>, raddr: u32, rid: u32, sm: &'s mut SmsgState, pd: u64) -> Option<&'s Channel> {
+fn channel<'s>(peer: &Arc<Peer>, words: [u64; 2], sm: &'s mut SmsgState, pd: u64) -> Option<&'s Channel> {
     if sm.chan.is_none() && sm.sent + sm.released >= sm.chan_retry {
-        match Channel::open(ep, peer, raddr, rid, sm, pd) {
+        match Channel::open(peer, words, sm, pd) {
             Ok(c) => sm.chan = Some(c),
             Err(_) => sm.chan_retry = sm.sent + sm.released + CHAN_RETRY,
         }
@@ -328,23 +328,23 @@ fn send_on(ep: &Ep, header: *const c_void, hlen: u32, data: *const c_void, dlen:
         crate::stats::bump(&ep.nic, GNI_STAT_SMSG_MBOX_CREDITS_STALL);
         return GNI_RC_NOT_DONE;
     }
-    let local_data = Ep::local_event(&st);
-    let remote_data = ep.remote_event(&st);
+    let rh = sm.remote_h;
+    let local_data = Ep::local_event(st);
+    let remote_data = ep.remote_event(st);
     let st = &mut *st;
-    let reached = match ep.target_ref(st) {
-        Ok(()) => Ok(()),
+    // The mailbox handle names the receiving process (see Ep::route).
+    let reached = match ep.route(st, &rh) {
+        Ok(w) => Ok(w),
         Err(None) => return GNI_RC_INVALID_PARAM,
         Err(Some(s)) => Err(s),
     };
     // The whole send runs under the EP lock (so `in_flight` is never seen non-zero by
     // another thread); the peer is borrowed from the binding.
-    let b = st.binding.as_ref().expect("target_ref() succeeded or failed with a status");
-    let (raddr, rid) = (b.remote_addr, b.remote_id);
-    let nic = &ep.nic;
+    let b = st.binding.as_ref().expect("route() succeeded or failed with a status");
     let sm = st.smsg.as_mut().expect("checked above");
-    let result: Result<(), Status> = reached.and_then(|()| {
-        let peer = &b.resolved.as_ref().expect("target_ref() caches the peer").0;
-        // target_ref() probed the peer: one liveness verdict for the message (payload,
+    let result: Result<(), Status> = reached.and_then(|words| {
+        let peer = &b.route.as_ref().expect("route() caches the peer").1;
+        // route() probed the peer: one liveness verdict for the message (payload,
         // seq word, REMOTE event).
         let live = peer.live_probed().map_err(Status::from_fabric)?;
         // SAFETY: the caller's buffers of the given lengths (NULL only with length 0).
@@ -358,14 +358,14 @@ fn send_on(ep: &Ep, header: *const c_void, hlen: u32, data: *const c_void, dlen:
         let slot_off = MBOX_HDR + idx * sm.remote_slot;
         let event = cqe::make(cqe::SRC_REMOTE, cqe::TYPE_SMSG, Status::Ok, 0, remote_data as u64);
         let seq = sm.sent + 1;
-        if let Some(ch) = channel(ep, peer, raddr, rid, sm, pd) {
+        if let Some(ch) = channel(peer, words, sm, pd) {
             if send_pinned(ch, live, slot_off as usize, &fields, header, data, seq, event, pd).is_ok() {
                 sm.sent += 1;
                 return Ok(());
             }
             sm.chan = None; // re-check failed before anything was written
         }
-        let rm = RemoteMem::open(nic, peer, raddr, rid, &sm.remote_h, pd).map_err(Status::from_fabric)?;
+        let rm = RemoteMem::open(peer, words, pd).map_err(Status::from_fabric)?;
         let slot = sm.remote + slot_off;
         let buf = &mut sm.buf;
         buf.clear();
@@ -470,20 +470,19 @@ fn release_on(ep: &Ep) -> gni_return_t {
     sm.released += 1;
     let (addr, rh, count) = (sm.remote, sm.remote_h, sm.released);
     let st = &mut *st;
-    match ep.target_ref(st) {
-        Ok(()) => {
-            let b = st.binding.as_ref().expect("target_ref() succeeded");
-            let (raddr, rid) = (b.remote_addr, b.remote_id);
-            let peer = &b.resolved.as_ref().expect("target_ref() caches the peer").0;
+    match ep.route(st, &rh) {
+        Ok(words) => {
+            let b = st.binding.as_ref().expect("route() succeeded");
+            let peer = &b.route.as_ref().expect("route() caches the peer").1;
             let sm = st.smsg.as_mut().expect("checked above");
             let r = peer.live_probed().and_then(|live| {
-                if let Some(ch) = channel(ep, peer, raddr, rid, sm, pd) {
+                if let Some(ch) = channel(peer, words, sm, pd) {
                     if let Ok(m) = ch.mbox.check(live) {
                         return m.store_u64(0, count);
                     }
                     sm.chan = None;
                 }
-                let (key, a) = RemoteMem::open(&ep.nic, peer, raddr, rid, &rh, pd)?.word(addr, 8)?;
+                let (key, a) = RemoteMem::open(peer, words, pd)?.word(addr, 8)?;
                 store_word(live, key, a, count, pd)
             });
             if let Err(e) = r {
