@@ -51,6 +51,7 @@ stage: build
 	    if [ "$$so" != "$$art" ]; then ln -sfn $$so $(BUILD)/lib/$$art; fi; \
 	done
 	@$(PUT) $(REL)/snrun $(BUILD)/bin/snrun
+	@$(PUT) launcher/sn-vhost $(BUILD)/bin/sn-vhost && chmod +x $(BUILD)/bin/sn-vhost
 	@$(PUT) $(REL)/fabric-jobtest $(BUILD)/libexec/fabric-jobtest
 	@for pc in pkgconfig/*.pc.in; do \
 	    [ -e "$$pc" ] || continue; \
@@ -62,12 +63,17 @@ stage: build
 # ---- tests -------------------------------------------------------------------
 
 # Test prerequisites from the distribution: MPICH (for the mpiexec runs and the
-# MPI program under snrun) and valgrind (check-full).  Installed only when missing.
+# MPI program under snrun), libfabric (the network engine loads it at run time) and
+# valgrind (check-full).  Installed only when missing.
 deps:
-	@if ! command -v mpiexec >/dev/null 2>&1 || ! command -v mpicc >/dev/null 2>&1; then \
-	    echo "installing MPICH (tests run programs under mpiexec)"; \
+	@need=""; \
+	command -v mpiexec >/dev/null 2>&1 && command -v mpicc >/dev/null 2>&1 || need="$$need mpich libmpich-dev"; \
+	ldconfig -p 2>/dev/null | grep -q 'libfabric\.so\.1 ' || need="$$need libfabric1"; \
+	command -v fi_pingpong >/dev/null 2>&1 || need="$$need libfabric-bin"; \
+	if [ -n "$$need" ]; then \
+	    echo "installing$$need (tests run programs under mpiexec and over libfabric)"; \
 	    export DEBIAN_FRONTEND=noninteractive; \
-	    $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq mpich libmpich-dev >/dev/null; \
+	    $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq $$need >/dev/null; \
 	fi
 
 check: deps stage check-rust check-loom check-c check-abi
@@ -108,9 +114,6 @@ check-full: check
 # A 4-rank PMI hello, then the DMAPP seed sample compiled unchanged against build/.
 run-example: c-tests
 	$(BUILD)/bin/snrun -n 4 --label $(BUILD)/tests/pmi/pmi_hello
-	@mkdir -p $(BUILD)/examples
-	$(CC) -I$(BUILD)/include $(SHARED)/samples/dmapp/dmapp_put.c -L$(BUILD)/lib -Wl,-rpath,$(BUILD)/lib \
-	    -ldmapp -lugni -lpmi -o $(BUILD)/examples/dmapp_put
 	XT_SYMMETRIC_HEAP_SIZE=64M $(BUILD)/bin/snrun -n 4 $(BUILD)/examples/dmapp_put
 
 install: stage

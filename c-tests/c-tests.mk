@@ -19,6 +19,12 @@ $(BUILD)/tests/%: c-tests/%.c $(wildcard c-tests/common/*.h) $(wildcard $(BUILD)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_TEST) -o $@ $< $(LDFLAGS_TEST) $(LIBS_$(firstword $(subst /, ,$*))) -lpthread
 
+# The DMAPP seed sample, compiled unchanged (run-example and c-tests/net.list run it).
+all: $(BUILD)/examples/dmapp_put
+$(BUILD)/examples/dmapp_put: $(SHARED)/samples/dmapp/dmapp_put.c $(wildcard $(BUILD)/include/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) -I$(BUILD)/include $< -L$(BUILD)/lib -Wl,-rpath,$(BUILD)/lib -ldmapp -lugni -lpmi -o $@
+
 # Null sweeps: every function of a fact sheet called with all-zero arguments
 # (c-tests/tools/gen-null-sweep.py); generated from ../shared/abi at build time.
 SWEEP_GEN := c-tests/tools/gen-null-sweep.py

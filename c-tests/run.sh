@@ -6,6 +6,7 @@
 #   exit=N        expected exit status (default 0)
 #   timeout=S     seconds before the test is killed and failed (default 120)
 #   need=PROG     skip (with the reason printed) when PROG is not on PATH
+#   needok=CMD    skip (printing CMD's last output line as the reason) when CMD fails
 #   expect=RE     the combined output must contain a line matching RE (grep -E)
 #   reject=RE     the combined output must not contain a line matching RE
 #   lines=RE:N    exactly N output lines match RE
@@ -26,19 +27,22 @@ while IFS= read -r line || [ -n "$line" ]; do
     head=${line%% -- *}; cmd=${line#* -- }
     read -r name opts <<<"$head"
     [ -n "$filter" ] && [[ "$name" != *$filter* ]] && continue
-    want=0; tmo=120; need=""; expect=""; reject=""; lines=""
+    want=0; tmo=120; need=""; needok=""; expect=""; reject=""; lines=""
     # options are simple key=value words; values may be single-quoted
     eval "set -- $opts"
     for kv in "$@"; do
         case "$kv" in
             exit=*) want=${kv#exit=} ;; timeout=*) tmo=${kv#timeout=} ;;
-            need=*) need=${kv#need=} ;; expect=*) expect=${kv#expect=} ;;
+            need=*) need=${kv#need=} ;; needok=*) needok=${kv#needok=} ;; expect=*) expect=${kv#expect=} ;;
             reject=*) reject=${kv#reject=} ;; lines=*) lines=${kv#lines=} ;;
             *) echo "run.sh: $name: unknown option $kv"; exit 2 ;;
         esac
     done
     if [ -n "$need" ] && ! command -v "$need" >/dev/null 2>&1; then
         echo "SKIP $name: $need not installed"; skip=$((skip+1)); continue
+    fi
+    if [ -n "$needok" ] && ! why_not=$(bash -c "$needok" 2>&1 </dev/null); then
+        echo "SKIP $name: ${why_not##*$'\n'}"; skip=$((skip+1)); continue
     fi
     log="$logdir/$name.log"
     start=$(date +%s%N)

@@ -19,6 +19,7 @@ use crate::types::*;
 use softnic_fabric::bootstrap;
 use softnic_fabric::mem::{self, Access, CrayHandle, MemKey, SharedMem};
 use softnic_fabric::node::{self, PeerRef};
+use softnic_fabric::registry::ProcId;
 use softnic_fabric::rma::Peer;
 use softnic_fabric::{env, sn_debug, sn_warn, Error};
 use std::collections::HashMap;
@@ -38,6 +39,9 @@ pub struct SymSeg {
 
 pub struct PeInfo {
     pub peer_ref: PeerRef,
+    /// The PE's node and registry id: how it is reached from another node.
+    pub node: u32,
+    pub id: ProcId,
     pub segs: [SymSeg; 2],
     peer: OnceLock<Arc<Peer>>,
 }
@@ -176,8 +180,9 @@ fn job_pd() -> Result<u64, Error> {
 }
 
 /// u64 words per PE in the init allgather: status, PeerRef (3), then per symmetric
-/// segment base, length, key and the two words of its handle.
-const REC: usize = 14;
+/// segment base, length, key and the two words of its handle, then the node id and the
+/// registry id (slot | generation << 32).
+const REC: usize = 16;
 
 /// The descriptor of one of this PE's symmetric segments (a handle naming this process).
 fn desc(base: u64, len: u64, key: Option<MemKey>) -> SegDesc {
@@ -287,6 +292,10 @@ pub fn init(req: &RmaAttrsExt) -> Result<RmaAttrsExt, Rc> {
         rec[7 + 5 * i] = local[i].memhndl.qword1;
         rec[8 + 5 * i] = local[i].memhndl.qword2;
     }
+    let my_node = bootstrap::rank().and_then(bootstrap::node_id).unwrap_or(0);
+    let my_id = node::get().map(|n| n.proc_id()).unwrap_or(ProcId { slot: 0, gen: 0 });
+    rec[14] = my_node as u64;
+    rec[15] = my_id.slot as u64 | ((my_id.gen as u64) << 32);
     let bytes: Vec<u8> = rec.iter().flat_map(|w| w.to_ne_bytes()).collect();
     let all = match bootstrap::allgather(&bytes) {
         Ok(v) if v.len() == bytes.len() * npes as usize => v,
@@ -310,7 +319,8 @@ pub fn init(req: &RmaAttrsExt) -> Result<RmaAttrsExt, Rc> {
                 sym.insert([r[7 + 5 * i], r[8 + 5 * i]], i);
             }
         }
-        pes.push(PeInfo { peer_ref: PeerRef::from_words([r[1], r[2], r[3]]), segs: s, peer: OnceLock::new() });
+        let id = ProcId { slot: r[15] as u32, gen: (r[15] >> 32) as u32 };
+        pes.push(PeInfo { peer_ref: PeerRef::from_words([r[1], r[2], r[3]]), node: r[14] as u32, id, segs: s, peer: OnceLock::new() });
     }
     let attrs = *req;
     let job = Job {
@@ -377,7 +387,8 @@ impl Job {
         if let Some(p) = info.peer.get() {
             return Ok(p.clone());
         }
-        let p = Peer::open(info.peer_ref).map_err(crate::rc::from_rma)?;
+        // Through shared memory on this node, the network engine on another.
+        let p = Peer::at(info.node, info.id, 32).map_err(crate::rc::from_rma)?;
         Ok(info.peer.get_or_init(|| p).clone())
     }
 

@@ -113,8 +113,12 @@ const HEADER_ROOM: usize = 12;
 /// Room reserved in keys for ".<chunk index>".
 const SUFFIX_ROOM: usize = 11;
 
-fn base_key(c: &Client, rank: u32, key: &str) -> Result<String> {
-    let k = format!("{}{}.{}", INTERNAL_PREFIX, rank, key);
+/// The wire key of `key`: under a rank (`Some`) or job-wide (`None`, prefix `_sn.g.`).
+fn base_key(c: &Client, rank: Option<u32>, key: &str) -> Result<String> {
+    let k = match rank {
+        Some(r) => format!("{}{}.{}", INTERNAL_PREFIX, r, key),
+        None => format!("{}g.{}", INTERNAL_PREFIX, key),
+    };
     pmi::check_key(&k, &c.job.maxes)?;
     if k.len() + SUFFIX_ROOM >= c.job.maxes.key {
         return Err(Error::InvalidArg);
@@ -131,9 +135,9 @@ fn piece_len(c: &Client) -> Result<usize> {
     Ok(n)
 }
 
-fn put_bytes(c: &mut Client, key: &str, data: &[u8]) -> Result<()> {
+fn put_bytes(c: &mut Client, rank: Option<u32>, key: &str, data: &[u8]) -> Result<()> {
     let kvs = c.job.kvsname.clone();
-    let base = base_key(c, c.job.rank, key)?;
+    let base = base_key(c, rank, key)?;
     let hex = hex_encode(data);
     let piece = piece_len(c)?;
     let pieces: Vec<&str> = if hex.is_empty() {
@@ -148,8 +152,8 @@ fn put_bytes(c: &mut Client, key: &str, data: &[u8]) -> Result<()> {
     Ok(())
 }
 
-fn get_bytes(c: &mut Client, rank: u32, key: &str) -> Result<Vec<u8>> {
-    if rank >= c.job.size {
+fn get_bytes(c: &mut Client, rank: Option<u32>, key: &str) -> Result<Vec<u8>> {
+    if rank.is_some_and(|r| r >= c.job.size) {
         return Err(Error::InvalidArg);
     }
     let kvs = c.job.kvsname.clone();
@@ -170,13 +174,28 @@ fn get_bytes(c: &mut Client, rank: u32, key: &str) -> Result<Vec<u8>> {
 /// leave room for the internal prefix within the server's key limit
 /// (about 40 characters under hydra).
 pub fn kvs_put(key: &str, value: &[u8]) -> Result<()> {
-    pmi::with_client(|c| put_bytes(c, key, value))
+    pmi::with_client(|c| {
+        let r = c.job.rank;
+        put_bytes(c, Some(r), key, value)
+    })
+}
+
+/// Publishes `value` under a job-wide `key` (not tied to a rank; the last put wins).
+/// Readers retry [`kvs_get_global`] until it appears (no fence needed with the PMI-1
+/// servers of snrun and hydra, which store puts when they arrive).
+pub fn kvs_put_global(key: &str, value: &[u8]) -> Result<()> {
+    pmi::with_client(|c| put_bytes(c, None, key, value))
+}
+
+/// Reads a job-wide key; `NotFound` while nobody has published it.
+pub fn kvs_get_global(key: &str) -> Result<Vec<u8>> {
+    pmi::with_client(|c| get_bytes(c, None, key))
 }
 
 /// Reads what `rank` published under `key`.  `NotFound` if it has not (or
 /// not before the last fence).
 pub fn kvs_get(rank: u32, key: &str) -> Result<Vec<u8>> {
-    pmi::with_client(|c| get_bytes(c, rank, key))
+    pmi::with_client(|c| get_bytes(c, Some(rank), key))
 }
 
 /// Makes every rank's earlier [`kvs_put`]s visible to every rank (commit + barrier).
@@ -201,7 +220,8 @@ pub fn allgather(mine: &[u8]) -> Result<Vec<u8>> {
         }
         c.coll_seq += 1;
         let key = format!("ag{}", c.coll_seq);
-        put_bytes(c, &key, mine)?;
+        let me = c.job.rank;
+        put_bytes(c, Some(me), &key, mine)?;
         c.barrier()?;
         let mut out = Vec::with_capacity(mine.len() * c.job.size as usize);
         for r in 0..c.job.size {
@@ -209,7 +229,7 @@ pub fn allgather(mine: &[u8]) -> Result<Vec<u8>> {
                 out.extend_from_slice(mine);
                 continue;
             }
-            let theirs = get_bytes(c, r, &key)?;
+            let theirs = get_bytes(c, Some(r), &key)?;
             if theirs.len() != mine.len() {
                 return Err(Error::InvalidArg);
             }
@@ -232,11 +252,11 @@ pub fn bcast(buf: &mut [u8], root: u32) -> Result<()> {
         c.coll_seq += 1;
         let key = format!("bc{}", c.coll_seq);
         if c.job.rank == root {
-            put_bytes(c, &key, buf)?;
+            put_bytes(c, Some(root), &key, buf)?;
         }
         c.barrier()?;
         if c.job.rank != root {
-            let data = get_bytes(c, root, &key)?;
+            let data = get_bytes(c, Some(root), &key)?;
             if data.len() != buf.len() {
                 return Err(Error::InvalidArg);
             }

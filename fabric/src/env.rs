@@ -94,6 +94,34 @@ pub static TUNABLES: &[Tunable] = &[
                Read at call time.",
     },
     Tunable {
+        name: "SOFTNIC_ENGINE",
+        default: "auto",
+        help: "Which engine reaches other processes: auto (shared memory on this node, the \
+               network engine for ranks the launcher places on other nodes), net (the \
+               network engine for every process but this one, even on this node: for \
+               tests and benchmarks), shm (never the network engine).",
+    },
+    Tunable {
+        name: "SOFTNIC_LIBFABRIC",
+        default: "libfabric.so.1",
+        help: "The libfabric library the network engine loads (dlopen name or path). The \
+               provider comes from FI_PROVIDER when set, else verbs;ofi_rxm where it \
+               exists, else tcp;ofi_rxm; FI_TCP_IFACE picks the TCP interface.",
+    },
+    Tunable {
+        name: "SOFTNIC_NET_TIMEOUT_MS",
+        default: "10000",
+        help: "Milliseconds a network-engine request waits for its reply before the \
+               operation fails as if the target had died (a dead peer gives errors, \
+               not hangs).",
+    },
+    Tunable {
+        name: "SOFTNIC_NET_SPIN_US",
+        default: "50",
+        help: "Microseconds the network engine's progress thread polls for traffic \
+               before it sleeps in the provider's wait object.",
+    },
+    Tunable {
         name: "DMAPP_ABORT_ON_ERROR",
         default: "0",
         help: "If true, DMAPP aborts (dumping core) instead of returning an error \

@@ -8,6 +8,8 @@
 //! - [`mem`]: memory registration (page rebinding, handles, generations, PD keys).
 //! - [`atomic`]: the remote atomic operation set.
 //! - [`rma`]: the one-sided engine (put, get, atomics, remote events) on peer memory.
+//! - [`net`] (over [`ofi`], libfabric loaded at run time): the network engine, the second
+//!   engine behind [`rma::Peer`] for processes on other nodes.
 //! - [`pmi`] and [`bootstrap`]: PMI-1 client and the job bootstrap built on it.
 //! - [`env`], [`log`]: tunables registry and `SOFTNIC_LOG`.
 
@@ -22,6 +24,8 @@ pub mod wait;
 pub mod mem;
 pub mod atomic;
 pub mod rma;
+pub mod ofi;
+pub mod net;
 pub mod pmi;
 pub mod bootstrap;
 pub mod node;

@@ -247,6 +247,8 @@ pub fn get() -> Result<&'static Node> {
     if n.pid != current_pid() {
         return Err(Error::Unsupported);
     }
+    // Once per process: start the network engine if the job needs it (cheap check after).
+    crate::net::on_fabric_ready();
     Ok(n)
 }
 

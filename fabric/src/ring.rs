@@ -193,6 +193,116 @@ impl<T: Pod> std::fmt::Debug for Ring<T> {
     }
 }
 
+/// Push step 1 on any slot layout (typed rings and [`push_bytes`]): claims a position.
+/// `seq(pos)` is the sequence word of the slot `pos` maps to.  `NoSpace` when full,
+/// `InvalidArg` when corrupt.
+#[inline]
+fn reserve_in<'a>(tail: &AtomicU64, seq: impl Fn(u64) -> &'a AtomicU64) -> Result<u64> {
+    // Relaxed: a stale value only costs a retry; the slot sequence decides.
+    let mut pos = tail.load(Ordering::Relaxed);
+    loop {
+        // Acquire: pairs with pop step 4 (Release of pos + cap): the previous lap's
+        // consumer has finished reading the payload we are about to overwrite.
+        let s = seq(pos).load(Ordering::Acquire);
+        let dif = s.wrapping_sub(pos) as i64;
+        if dif == 0 {
+            // Relaxed: the CAS arbitrates between producers only; the payload's
+            // visibility is carried by the slot sequence (step 3).
+            match tail.compare_exchange_weak(pos, pos.wrapping_add(1), Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return Ok(pos),
+                Err(cur) => pos = cur,
+            }
+        } else if dif < 0 {
+            return Err(Error::NoSpace);
+        } else {
+            // Someone claimed `pos`.  Whoever stored `seq > pos` advanced `tail` past
+            // `pos` before (and our Acquire load synchronised with that chain), so the
+            // reload must move; if it does not, the slot memory is corrupt.
+            let cur = tail.load(Ordering::Relaxed);
+            if cur == pos {
+                return Err(Error::InvalidArg);
+            }
+            pos = cur;
+        }
+    }
+}
+
+/// Appends one entry, given as its bytes, to the ring formatted at `mem` whatever its
+/// entry type (the network engine receives entries as bytes and pushes them for the
+/// initiator).  Same protocol, checks and return value as `push_or_overrun` (`overrun`)
+/// or `push`; `InvalidArg` when `bytes` is not the ring's entry size or the header does
+/// not describe a ring that fits in `len`.
+///
+/// # Safety
+/// `mem` valid for `len` bytes for the duration of the call.
+/// Under loom rings cannot live in raw memory (as [`Ring::attach`]): `Err(Unsupported)`.
+///
+/// # Safety
+/// Same contract as the normal build.
+#[cfg(loom)]
+pub unsafe fn push_bytes(_mem: *mut u8, _len: usize, _bytes: &[u8], _overrun: bool) -> Result<bool> {
+    Err(Error::Unsupported)
+}
+
+#[cfg(not(loom))]
+pub unsafe fn push_bytes(mem: *mut u8, len: usize, bytes: &[u8], overrun: bool) -> Result<bool> {
+    if mem.is_null() || (mem as usize) & 63 != 0 || len < RING_HEADER_BYTES {
+        return Err(Error::InvalidArg);
+    }
+    let hdr = mem as *const Header;
+    // SAFETY: `len` covers the header; alignment checked.
+    let h = unsafe { &*hdr };
+    if h.meta.0.magic.load(Ordering::Acquire) != RING_MAGIC {
+        return Err(Error::InvalidArg);
+    }
+    // SAFETY: in bounds of the header, aligned; volatile copies validated below.
+    let (version, entry_size, capacity, stride, slots_off, total_len) = unsafe {
+        use std::ptr::{addr_of, read_volatile as rv};
+        let m = &h.meta.0;
+        (rv(addr_of!(m.version)), rv(addr_of!(m.entry_size)), rv(addr_of!(m.capacity)), rv(addr_of!(m.slot_stride)), rv(addr_of!(m.slots_offset)), rv(addr_of!(m.total_len)))
+    };
+    if version != RING_VERSION {
+        return Err(Error::Version);
+    }
+    let stride = stride as usize;
+    let need = (capacity as usize).checked_mul(stride).and_then(|v| v.checked_add(RING_HEADER_BYTES + 63)).map(|n| n & !63);
+    if entry_size as usize != bytes.len()
+        || !valid_capacity(capacity)
+        || stride < 8 + bytes.len()
+        || stride % 8 != 0
+        || slots_off != RING_HEADER_BYTES as u64
+        || need.map_or(true, |n| n as u64 != total_len || n > len)
+    {
+        return Err(Error::InvalidArg);
+    }
+    let mask = capacity as u64 - 1;
+    // SAFETY: `(pos & mask) < capacity` and `capacity * stride` lies inside `len`.
+    let slot = |pos: u64| unsafe { mem.add(RING_HEADER_BYTES + (pos & mask) as usize * stride) };
+    // SAFETY: the slot's first 8 bytes are its 8-aligned sequence word.
+    let seq = |pos: u64| unsafe { &*(slot(pos) as *const AtomicU64) };
+    let pos = match reserve_in(&h.tail.0, seq) {
+        Ok(p) => p,
+        Err(Error::NoSpace) if overrun => {
+            h.ctl.0.overrun.store(1, Ordering::Relaxed);
+            return Ok(false);
+        }
+        Err(e) => return Err(e),
+    };
+    // Step 2, fill (as `push`).  SAFETY: the reserve made this slot ours until step 3.
+    unsafe {
+        let dst = slot(pos).add(8);
+        for (i, b) in bytes.iter().enumerate() {
+            std::ptr::write_volatile(dst.add(i), *b);
+        }
+    }
+    // Step 3, Release: publishes the payload (pairs with the consumer's Acquire).
+    seq(pos).store(pos.wrapping_add(1), Ordering::Release);
+    if h.ctl.0.unwaited.load(Ordering::Relaxed) == 0 {
+        h.ctl.0.wake.notify();
+    }
+    Ok(true)
+}
+
 impl<T: Pod> Ring<T> {
     /// Bytes of memory a ring of `capacity` entries (a power of two, >= 2) occupies;
     /// 0 if `capacity` or `T` is not acceptable.
@@ -418,35 +528,7 @@ impl<T: Pod> Ring<T> {
     /// Push step 1: claims a position.  `NoSpace` when full, `InvalidArg` when corrupt.
     #[inline]
     fn reserve(&self) -> Result<u64> {
-        let tail = &self.hdr().tail.0;
-        // Relaxed: a stale value only costs a retry; the slot sequence decides.
-        let mut pos = tail.load(Ordering::Relaxed);
-        loop {
-            let slot = self.slot(pos);
-            // Acquire: pairs with pop step 4 (Release of pos + cap): the previous lap's
-            // consumer has finished reading the payload we are about to overwrite.
-            let seq = slot.seq.load(Ordering::Acquire);
-            let dif = seq.wrapping_sub(pos) as i64;
-            if dif == 0 {
-                // Relaxed: the CAS arbitrates between producers only; the payload's
-                // visibility is carried by the slot sequence (step 3).
-                match tail.compare_exchange_weak(pos, pos.wrapping_add(1), Ordering::Relaxed, Ordering::Relaxed) {
-                    Ok(_) => return Ok(pos),
-                    Err(cur) => pos = cur,
-                }
-            } else if dif < 0 {
-                return Err(Error::NoSpace);
-            } else {
-                // Someone claimed `pos`.  Whoever stored `seq > pos` advanced `tail` past
-                // `pos` before (and our Acquire load synchronised with that chain), so the
-                // reload must move; if it does not, the slot memory is corrupt.
-                let cur = tail.load(Ordering::Relaxed);
-                if cur == pos {
-                    return Err(Error::InvalidArg);
-                }
-                pos = cur;
-            }
-        }
+        reserve_in(&self.hdr().tail.0, |pos| &self.slot(pos).seq)
     }
 
     /// Appends `v`; `Err(NoSpace)` when full (nothing written).  Wakes sleepers.

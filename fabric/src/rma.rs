@@ -40,6 +40,7 @@
 use crate::atomic::{self, AmoOp, AmoWidth};
 use crate::mem::{MemKey, RingLoc};
 use crate::node::{self, Ctl, PeerRef, CTL_LEN, FREE, LIVE, NO_BACKING};
+use crate::net;
 use crate::registry::ProcId;
 use crate::ring::{Pod, Ring};
 use crate::shm::{self, Mapping};
@@ -83,6 +84,9 @@ pub struct Peer {
     /// (null or a `Cached` owned by `backs`) and the mutex-protected write side.
     fast: Box<[AtomicPtr<Cached>]>,
     backs: Mutex<Backs>,
+    /// Set for a process reached through the network engine: every operation is then a
+    /// request to it (see [`crate::net`]), and nothing above (`ctl`, backings) is used.
+    net: Option<Arc<net::Remote>>,
 }
 
 // SAFETY: the raw pointers in the cache point into mappings the Peer owns (or into our
@@ -129,6 +133,8 @@ pub fn death_detect_bound() -> std::time::Duration {
 static PEERS: once_cell::sync::Lazy<Mutex<HashMap<PeerRef, Arc<Peer>>>> = once_cell::sync::Lazy::new(|| Mutex::new(HashMap::new()));
 /// Peers found by registry id ([`Peer::by_id`]), indexed by slot.
 static BY_ID: Mutex<Vec<Option<Arc<Peer>>>> = Mutex::new(Vec::new());
+/// Peers reached through the network engine, by (node, slot).
+static NET_PEERS: once_cell::sync::Lazy<Mutex<HashMap<(u32, u32), Arc<Peer>>>> = once_cell::sync::Lazy::new(|| Mutex::new(HashMap::new()));
 
 /// A validated target: the registration's first backing, or fallback.
 struct Target {
@@ -144,7 +150,7 @@ impl Peer {
             return Ok(p.clone());
         }
         let p = if r == n.peer_ref() {
-            Peer { r, is_self: true, _ctl_map: None, ctl: n.ctl(), pidfd: -1, dead: AtomicBool::new(false), last_check: AtomicU64::new(0), fast: empty_fast(), backs: Mutex::new(Backs::default()) }
+            Peer { r, is_self: true, _ctl_map: None, ctl: n.ctl(), pidfd: -1, dead: AtomicBool::new(false), last_check: AtomicU64::new(0), fast: empty_fast(), backs: Mutex::new(Backs::default()), net: None }
         } else {
             if !crate::registry::pid_alive(r.pid, Some(r.starttime)) {
                 return Err(Error::PeerDead);
@@ -154,7 +160,7 @@ impl Peer {
             ctl.check(r.pid, r.starttime)?;
             // SAFETY: pidfd_open takes a pid and flags; returns a new fd or -1.
             let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, r.pid, 0) } as i32;
-            Peer { r, is_self: false, _ctl_map: Some(map), ctl, pidfd, dead: AtomicBool::new(false), last_check: AtomicU64::new(now_ns()), fast: empty_fast(), backs: Mutex::new(Backs::default()) }
+            Peer { r, is_self: false, _ctl_map: Some(map), ctl, pidfd, dead: AtomicBool::new(false), last_check: AtomicU64::new(now_ns()), fast: empty_fast(), backs: Mutex::new(Backs::default()), net: None }
         };
         let p = Arc::new(p);
         let mut peers = PEERS.lock().unwrap_or_else(|e| e.into_inner());
@@ -203,14 +209,58 @@ impl Peer {
         Ok(p)
     }
 
+    /// The process `id` of node `node`, through whichever engine reaches it: shared
+    /// memory when it runs on this node (as [`Peer::by_id`]), the network engine when it
+    /// runs on another one or `SOFTNIC_ENGINE=net` ([`crate::net::carries`]).  Errors as
+    /// `by_id`, plus those of the network engine (`PeerDead`, `Unsupported` when it could
+    /// not start).
+    pub fn at(node: u32, id: ProcId, gen_bits: u32) -> Result<Arc<Peer>> {
+        if !net::carries(node, id) {
+            return Peer::by_id(id, gen_bits);
+        }
+        let remote = net::engine()?.remote(node, id, gen_bits)?;
+        let mut c = NET_PEERS.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = c.get(&(node, id.slot)) {
+            if p.net.as_ref().is_some_and(|r| Arc::ptr_eq(r, &remote)) {
+                return Ok(p.clone());
+            }
+        }
+        let p = Arc::new(Peer {
+            r: PeerRef { pid: 0, ctl_fd: -1, starttime: 0, ctl_ino: 0 },
+            is_self: false,
+            _ctl_map: None,
+            ctl: Ctl { base: std::ptr::null_mut() },
+            pidfd: -1,
+            dead: AtomicBool::new(false),
+            last_check: AtomicU64::new(0),
+            fast: Box::new([]),
+            backs: Mutex::new(Backs::default()),
+            net: Some(remote),
+        });
+        c.insert((node, id.slot), p.clone());
+        Ok(p)
+    }
+
+    /// Is this peer reached through the network engine?
+    pub fn is_remote(&self) -> bool {
+        self.net.is_some()
+    }
+
     /// The peer's registry id, as its control segment states it.
     pub fn proc_id(&self) -> ProcId {
+        if let Some(r) = &self.net {
+            return r.id;
+        }
         let h = self.ctl.hdr();
         ProcId { slot: h.proc_slot, gen: h.proc_gen }
     }
 
-    /// The node address the peer announced ([`node::Node::set_node_addr`]), None before it did.
+    /// The node address the peer announced ([`node::Node::set_node_addr`]), None before it
+    /// did; for a network peer, the node it was reached at.
     pub fn node_addr(&self) -> Option<u32> {
+        if let Some(r) = &self.net {
+            return Some(r.node);
+        }
         match self.ctl.hdr().node_addr.load(Ordering::Acquire) {
             node::NO_NODE_ADDR => None,
             a => Some(a),
@@ -228,6 +278,9 @@ impl Peer {
     pub fn is_alive(&self) -> bool {
         if self.is_self {
             return true;
+        }
+        if let Some(r) = &self.net {
+            return !r.is_dead();
         }
         if self.dead.load(Ordering::Relaxed) {
             return false;
@@ -256,6 +309,9 @@ impl Peer {
         if self.is_self {
             return Ok(());
         }
+        if let Some(r) = &self.net {
+            return if r.is_dead() { Err(Error::PeerDead) } else { Ok(()) };
+        }
         if self.dead.load(Ordering::Relaxed) {
             return Err(Error::PeerDead);
         }
@@ -279,7 +335,7 @@ impl Peer {
     /// once a probe found the peer gone), for a caller that already ran the rate-limited
     /// probe ([`Peer::seems_alive`]) earlier in the same API call.
     pub fn live_probed(&self) -> Result<Live<'_>> {
-        if !self.is_self && self.dead.load(Ordering::Relaxed) {
+        if !self.is_self && (self.dead.load(Ordering::Relaxed) || self.net.as_ref().is_some_and(|r| r.is_dead())) {
             return Err(Error::PeerDead);
         }
         Ok(Live(self))
@@ -482,11 +538,17 @@ impl<'a> Live<'a> {
     /// Validates an access without performing it (same checks and errors as [`put`] /
     /// [`get`]): lets an API check every part of a compound operation before moving any byte.
     pub fn check(self, key: MemKey, remote_addr: u64, len: usize, write: bool, pd: u64) -> Result<()> {
+        if let Some(r) = &self.0.net {
+            return net::engine()?.check(r, key.to_u64(), remote_addr, len, write, pd);
+        }
         self.0.validate(key, remote_addr, len, write, pd).map(|_| ())
     }
 
     /// Writes `src` to `remote_addr` in the peer's registration `key`.
     pub fn put(self, key: MemKey, remote_addr: u64, src: &[u8], pd: u64) -> Result<()> {
+        if let Some(r) = &self.0.net {
+            return net::engine()?.put(r, key.to_u64(), remote_addr, src, pd);
+        }
         let t = self.0.validate(key, remote_addr, src.len(), true, pd)?;
         if src.is_empty() {
             return Ok(());
@@ -503,6 +565,9 @@ impl<'a> Live<'a> {
 
     /// Reads from `remote_addr` in the peer's registration `key` into `dst`.
     pub fn get(self, key: MemKey, remote_addr: u64, dst: &mut [u8], pd: u64) -> Result<()> {
+        if let Some(r) = &self.0.net {
+            return net::engine()?.get(r, key.to_u64(), remote_addr, dst, pd);
+        }
         let t = self.0.validate(key, remote_addr, dst.len(), false, pd)?;
         if dst.is_empty() {
             return Ok(());
@@ -520,6 +585,9 @@ impl<'a> Live<'a> {
     /// Applies `op` atomically at `remote_addr` and returns the old value.  Atomic with
     /// respect to the target CPU's own atomic instructions on the same word.
     pub fn atomic(self, key: MemKey, remote_addr: u64, width: AmoWidth, op: AmoOp, pd: u64) -> Result<u64> {
+        if let Some(r) = &self.0.net {
+            return net::engine()?.atomic(r, key.to_u64(), remote_addr, width, op, pd);
+        }
         let n = match width {
             AmoWidth::I32 | AmoWidth::F32 => 4,
             AmoWidth::I64 | AmoWidth::F64 => 8,
@@ -550,6 +618,9 @@ impl<'a> Live<'a> {
     /// caller falls back to [`Live::put`]), but costs a plain store instead of a locked
     /// exchange.
     pub fn store_u64(self, key: MemKey, remote_addr: u64, v: u64, pd: u64) -> Result<()> {
+        if let Some(r) = &self.0.net {
+            return net::engine()?.store_u64(r, key.to_u64(), remote_addr, v, pd);
+        }
         let t = self.0.validate(key, remote_addr, 8, true, pd)?;
         if remote_addr % 8 != 0 {
             return Err(Error::Misaligned);
@@ -575,6 +646,11 @@ impl<'a> Live<'a> {
     /// With `overrun` false a full ring gives `Err(NoSpace)`; with `overrun` true it records
     /// an overrun in the ring and returns `Ok(false)`.  `Ok(true)`: appended.
     pub fn post_event<T: Pod>(self, loc: &RingLoc, v: &T, overrun: bool) -> Result<bool> {
+        if let Some(r) = &self.0.net {
+            // SAFETY: T is Pod: its bytes are its whole value.
+            let bytes = unsafe { std::slice::from_raw_parts(v as *const T as *const u8, std::mem::size_of::<T>()) };
+            return net::engine()?.post_event(r, loc.to_words(), bytes, overrun);
+        }
         let (p, _) = self.0.backing_ptr(loc.backing, self.0.ring_addr(loc)?, Some(loc.backing_gen))?;
         // SAFETY: p..p+len lies inside the mapped backing (checked above); the ring header
         // there is validated by attach.
@@ -591,6 +667,9 @@ impl<'a> Live<'a> {
     /// generation), `ProtectionDomain` (pd mismatch), `PeerDead`.  `Ok(None)`: the registration
     /// has no notify ring.
     pub fn notify_ring(self, key: MemKey, pd: u64) -> Result<Option<RingLoc>> {
+        if let Some(r) = &self.0.net {
+            return Ok(net::engine()?.notify_ring(r, key.to_u64(), pd)?.map(RingLoc::from_words));
+        }
         let e = self.0.ctl.reg(key.index as usize).ok_or(Error::InvalidHandle)?;
         let g = e.gen.load(Ordering::Acquire);
         if g != key.generation || e.state.load(Ordering::Acquire) != LIVE {
@@ -689,6 +768,9 @@ impl Pinned {
     /// reading.  Errors as [`Live::put`] / [`Live::get`]; `Unsupported` for ranges the
     /// per-operation path must serve (process_vm fallback memory, several backings).
     pub fn new(peer: &Arc<Peer>, key: MemKey, addr: u64, len: usize, write: bool, pd: u64) -> Result<Pinned> {
+        if peer.net.is_some() {
+            return Err(Error::Unsupported); // nothing to map: the per-operation path serves it
+        }
         let live = peer.live()?;
         let t = live.0.validate(key, addr, len, write, pd)?;
         if peer.is_self {
@@ -782,6 +864,9 @@ unsafe impl<T: Pod> Sync for PinnedRing<T> {}
 impl<T: Pod> PinnedRing<T> {
     /// Attaches the ring at `loc` of `peer`; errors as [`Live::post_event`].
     pub fn new(peer: &Arc<Peer>, loc: &RingLoc) -> Result<PinnedRing<T>> {
+        if peer.net.is_some() {
+            return Err(Error::Unsupported);
+        }
         peer.check_alive()?;
         let (site, p) = peer.pin_site(loc.backing, peer.ring_addr(loc)?, loc.len)?;
         if site.backing_gen != loc.backing_gen {
@@ -831,6 +916,19 @@ pub fn post_event<T: Pod>(peer: &Peer, loc: &RingLoc, v: &T, overrun: bool) -> R
     peer.live()?.post_event(loc, v, overrun)
 }
 
+/// Appends an entry given as its bytes to the ring at `loc` of `peer`, whatever the ring's
+/// entry type (the network engine's target side; see [`crate::ring::push_bytes`]).
+pub fn post_event_bytes(peer: &Peer, loc: &RingLoc, bytes: &[u8], overrun: bool) -> Result<bool> {
+    if peer.net.is_some() {
+        return Err(Error::Unsupported);
+    }
+    peer.check_alive()?;
+    let (p, _) = peer.backing_ptr(loc.backing, peer.ring_addr(loc)?, Some(loc.backing_gen))?;
+    // SAFETY: p..p+len lies inside the mapped backing (checked above); push_bytes validates
+    // the header against len.
+    unsafe { crate::ring::push_bytes(p, loc.len as usize, bytes, overrun) }
+}
+
 /// The notify ring of a peer's registration (see [`Live::notify_ring`]).
 pub fn notify_ring(peer: &Peer, key: MemKey, pd: u64) -> Result<Option<RingLoc>> {
     peer.live()?.notify_ring(key, pd)
@@ -867,6 +965,9 @@ impl RegionView {
 /// Validated like [`post_event`]: `InvalidHandle`, `StaleHandle` (backing freed or of
 /// another generation), `OutOfBounds`, `PeerDead`.
 pub fn map_region(peer: &Peer, loc: &RingLoc) -> Result<RegionView> {
+    if peer.net.is_some() {
+        return Err(Error::Unsupported); // another machine's memory cannot be mapped
+    }
     peer.check_alive()?;
     let e = peer.ctl.back(loc.backing as usize).ok_or(Error::InvalidHandle)?;
     let gen = e.gen.load(Ordering::Acquire);

@@ -223,6 +223,9 @@ impl Job {
         let gni_cookie = !has("PMI_GNI_COOKIE");
         let gni_dev = !has("PMI_GNI_DEV_ID");
         let gni_loc = !has("PMI_GNI_LOC_ADDR");
+        // Every rank of an snrun job runs on this machine: its virtual nodes talk through
+        // shared memory, not the network engine (unless the user asks for it).
+        let engine_shm = !has("SOFTNIC_ENGINE");
         let port = self.listener.as_ref().and_then(|l| l.local_addr().ok()).map(|a| a.port());
         // Ranks read a terminal only as rank 0 and only when it is not a tty:
         // ranks run in their own process group, so reading a tty would stop them.
@@ -251,6 +254,9 @@ impl Job {
             }
             if gni_loc {
                 cmd.env("PMI_GNI_LOC_ADDR", node.to_string());
+            }
+            if engine_shm {
+                cmd.env("SOFTNIC_ENGINE", "shm");
             }
             if r > 0 || stdin_tty {
                 cmd.stdin(Stdio::null());
@@ -373,6 +379,9 @@ impl Job {
             if self.live_ranks() == 0 {
                 break;
             }
+            // Also here, not only after poll: a rank reaped just now (its SIGCHLD already
+            // read in the previous round) may doom a barrier, and no event would follow.
+            self.check_barrier_deadlock();
             let now = Instant::now();
             if let Some((t, secs)) = self.deadline {
                 if now >= t {

@@ -707,7 +707,9 @@ impl Ep {
             }
             b.route = None;
         }
-        let peer = Peer::by_id(owner, CrayHandle::OWNER_GEN_BITS).map_err(|e| Some(cqe::Status::from_fabric(e)))?;
+        // The bound address picks the node (shared memory here, the network engine
+        // elsewhere), the handle's owner the process there.
+        let peer = Peer::at(b.remote_addr, owner, CrayHandle::OWNER_GEN_BITS).map_err(|e| Some(cqe::Status::from_fabric(e)))?;
         if peer.node_addr().is_some_and(|a| a != b.remote_addr) {
             softnic_fabric::sn_debug!("uGNI", "memory handle of node {:?} used on an endpoint bound to node {}", peer.node_addr(), b.remote_addr);
             return Err(Some(cqe::Status::NoTarget));

@@ -1,0 +1,970 @@
+//! The network engine: peers on other nodes, reached through libfabric.
+//!
+//! A peer on this node is reached through shared memory ([`crate::rma`]); a peer on
+//! another node through this engine, behind the same [`crate::rma::Peer`] interface, so
+//! API crates cannot tell which engine carries an operation.  A process is named on the
+//! network by (node address, registry slot): the node address is the launcher's node id
+//! (the uGNI NIC address, the DMAPP PE's node), the slot is the [`ProcId`] that memory
+//! handles carry.
+//!
+//! **Endpoint.**  One reliable-datagram endpoint per process (`FI_EP_RDM`), provider from
+//! `FI_PROVIDER` when set, else `tcp;ofi_rxm` (verbs needs registered message buffers,
+//! which this engine does not use yet).  Its address is published in the PMI KVS under
+//! this rank, with the node and registry id, when the engine starts, which is when the
+//! fabric is first used in a job the launcher spreads over several nodes (or always with
+//! `SOFTNIC_ENGINE=net`).  Initiators read the job's records at first use: a process no
+//! rank has published is unknown once every rank has published (`StaleHandle`), and is
+//! waited for (up to `SOFTNIC_NET_TIMEOUT_MS`) while some rank has not.
+//!
+//! **Operations are requests served by the target's progress thread.**  Every remote
+//! operation (put, get, atomic, 64-bit store, notify-ring lookup, ring push) is one
+//! request message; the target's progress thread executes it on its own memory through
+//! the shared-memory engine — the same validation (generation, bounds, read-only,
+//! protection domain), the same CPU atomics (so remote atomics are atomic with respect to
+//! the target's own atomic instructions and its node's other processes), the same ring
+//! protocol — and answers with a reply carrying the status and any data.  One thread per
+//! process serves requests and replies, spinning `SOFTNIC_NET_SPIN_US` and then sleeping
+//! in the provider's wait object; it needs no PMI (a request carries the initiator's
+//! address), so it can never wait on the application.  Requests from one initiator to one
+//! target are executed in issue order (one ordered connection, one serving thread).
+//!
+//! **Failure.**  A send that fails, or a reply that does not come within
+//! `SOFTNIC_NET_TIMEOUT_MS`, marks the peer dead: its operations then fail with
+//! `PeerDead` at once.
+//!
+//! Decisions: requests carry at most [`MAX_DATA`] bytes of data; longer puts and gets are
+//! split into several requests (in order).  Transfers are copied through message buffers
+//! (no fi_read/fi_write zero-copy yet).
+
+use crate::ofi::{self, fi_addr_t, fi_cq_data_entry, fi_info, Lib};
+use crate::registry::ProcId;
+use crate::{Error, Result};
+use once_cell::sync::OnceCell;
+use std::collections::HashMap;
+use std::ffi::{c_void, CString};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// Most data bytes in one request or reply.
+pub const MAX_DATA: usize = 256 * 1024;
+/// Receive buffers kept posted.
+const NRECV: usize = 32;
+const HDR: usize = 64;
+const MAX_ADDR: usize = 64;
+const RECV_LEN: usize = HDR + MAX_ADDR + MAX_DATA + 64;
+const MAGIC: u16 = 0x534e; // "SN"
+
+/// Request and reply kinds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+enum Op {
+    Put = 1,
+    Get = 2,
+    Amo = 3,
+    Store = 4,
+    Notify = 5,
+    Event = 6,
+    Reply = 7,
+    Check = 8,
+}
+
+impl Op {
+    fn from_u8(v: u8) -> Option<Op> {
+        Some(match v {
+            1 => Op::Put,
+            2 => Op::Get,
+            3 => Op::Amo,
+            4 => Op::Store,
+            5 => Op::Notify,
+            6 => Op::Event,
+            7 => Op::Reply,
+            8 => Op::Check,
+            _ => return None,
+        })
+    }
+}
+
+/// Fixed header of every message (64 bytes, little-endian on the wire by construction:
+/// both ends are the same library on the same architecture family).
+#[derive(Clone, Copy, Default, Debug)]
+#[repr(C)]
+struct Hdr {
+    magic: u16,
+    op: u8,
+    _r: u8,
+    status: i32,
+    req: u64,
+    a: u64,
+    b: u64,
+    c: u64,
+    len: u64,
+    src_node: u32,
+    src_slot: u32,
+    src_gen: u32,
+    addr_len: u32,
+}
+const _: () = assert!(std::mem::size_of::<Hdr>() == HDR);
+
+impl Hdr {
+    fn bytes(&self) -> [u8; HDR] {
+        // SAFETY: a repr(C) struct of integers without padding (size asserted above).
+        unsafe { std::mem::transmute_copy(self) }
+    }
+    fn parse(b: &[u8]) -> Option<Hdr> {
+        if b.len() < HDR {
+            return None;
+        }
+        // SAFETY: HDR bytes available; every bit pattern is a valid Hdr.
+        let h: Hdr = unsafe { std::ptr::read_unaligned(b.as_ptr() as *const Hdr) };
+        (h.magic == MAGIC).then_some(h)
+    }
+}
+
+fn err_code(e: Error) -> i32 {
+    match e {
+        Error::InvalidArg => 1,
+        Error::InvalidHandle => 2,
+        Error::StaleHandle => 3,
+        Error::OutOfBounds => 4,
+        Error::Permission => 5,
+        Error::ProtectionDomain => 6,
+        Error::Misaligned => 7,
+        Error::NoSpace => 8,
+        Error::Again => 9,
+        Error::Timeout => 10,
+        Error::NotFound => 11,
+        Error::Exists => 12,
+        Error::PeerDead => 13,
+        Error::Unsupported => 14,
+        Error::Version => 15,
+        Error::Bootstrap => 16,
+        Error::Os(_) => 17,
+    }
+}
+
+fn code_err(c: i32) -> Error {
+    match c {
+        1 => Error::InvalidArg,
+        2 => Error::InvalidHandle,
+        3 => Error::StaleHandle,
+        4 => Error::OutOfBounds,
+        5 => Error::Permission,
+        6 => Error::ProtectionDomain,
+        7 => Error::Misaligned,
+        8 => Error::NoSpace,
+        9 => Error::Again,
+        10 => Error::Timeout,
+        11 => Error::NotFound,
+        12 => Error::Exists,
+        13 => Error::PeerDead,
+        14 => Error::Unsupported,
+        15 => Error::Version,
+        16 => Error::Bootstrap,
+        _ => Error::Os(libc::EIO),
+    }
+}
+
+/// A process on another node (or, with `SOFTNIC_ENGINE=net`, on this one).
+pub struct Remote {
+    pub node: u32,
+    pub id: ProcId,
+    addr: fi_addr_t,
+    dead: AtomicBool,
+}
+
+impl Remote {
+    pub fn is_dead(&self) -> bool {
+        self.dead.load(Ordering::Relaxed)
+    }
+}
+
+/// A request waiting for its reply.
+struct Call {
+    to: Arc<Remote>,
+    done: Mutex<Option<(i32, Vec<u8>)>>,
+    cv: Condvar,
+}
+
+/// What a posted send owns until its completion.
+struct SendCtx {
+    buf: Vec<u8>,
+    /// The target of the request it carries (None for replies).
+    to: Option<Arc<Remote>>,
+}
+
+struct RecvBuf {
+    data: Vec<u8>,
+}
+
+/// The raw libfabric objects (owned for the life of the process).
+struct Objs {
+    info: *mut fi_info,
+    ep: *mut ofi::fid_ep,
+    av: *mut ofi::fid_av,
+    cq: *mut ofi::fid_cq,
+}
+
+struct Fi {
+    lib: Lib,
+    info: *mut fi_info,
+    ep: *mut ofi::fid_ep,
+    av: *mut ofi::fid_av,
+    cq: *mut ofi::fid_cq,
+}
+
+// SAFETY: libfabric objects opened with FI_THREAD_SAFE may be used from any thread.
+unsafe impl Send for Fi {}
+unsafe impl Sync for Fi {}
+
+pub struct Engine {
+    fi: Fi,
+    /// Our endpoint name (what peers insert into their address vector).
+    name: Vec<u8>,
+    pub node: u32,
+    me: ProcId,
+    provider: String,
+    inject_size: usize,
+    timeout: Duration,
+    spin: Duration,
+    remotes: Mutex<HashMap<(u32, u32), Arc<Remote>>>,
+    /// The job's published endpoints: (node, slot) -> (generation, address), and which
+    /// ranks have been read into it.
+    directory: Mutex<Directory>,
+    /// Initiators seen in requests: (node, slot, gen) -> address in our vector.
+    senders: Mutex<HashMap<(u32, u32, u32), fi_addr_t>>,
+    pending: Mutex<HashMap<u64, Arc<Call>>>,
+    next_req: AtomicU64,
+}
+
+#[derive(Default)]
+struct Directory {
+    by_proc: HashMap<(u32, u32), (u32, Vec<u8>)>,
+    read: Vec<bool>,
+}
+
+static ENGINE: OnceCell<Engine> = OnceCell::new();
+/// 0: not decided, 1: deciding, 2: decided (see [`on_fabric_ready`]).
+static STARTING: AtomicU8 = AtomicU8::new(0);
+
+/// The configured engine choice.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Mode {
+    Auto,
+    Net,
+    Shm,
+}
+
+pub fn mode() -> Mode {
+    match crate::env::get_str("SOFTNIC_ENGINE").trim().to_ascii_lowercase().as_str() {
+        "net" => Mode::Net,
+        "shm" => Mode::Shm,
+        _ => Mode::Auto,
+    }
+}
+
+/// Called once the node fabric is up: starts the engine when the job needs it (several
+/// nodes, or `SOFTNIC_ENGINE=net`), so that our address is published before peers look.
+pub fn on_fabric_ready() {
+    if STARTING.load(Ordering::Acquire) != 0 || STARTING.compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire).is_err() {
+        return;
+    }
+    let wanted = match mode() {
+        Mode::Shm => false,
+        Mode::Net => true,
+        Mode::Auto => crate::bootstrap::num_nodes().map_or(false, |n| n > 1),
+    };
+    if wanted {
+        if let Err(e) = engine() {
+            crate::sn_warn!("network engine", "not started: {}", e);
+        }
+    }
+    STARTING.store(2, Ordering::Release);
+}
+
+/// The running engine (started, with its progress thread, on first call).
+pub fn engine() -> Result<&'static Engine> {
+    let e = ENGINE.get_or_try_init(Engine::start)?;
+    e.spawn_progress();
+    Ok(e)
+}
+
+/// The engine if it runs (never starts it).
+pub fn running() -> Option<&'static Engine> {
+    ENGINE.get()
+}
+
+/// Does a peer at `node` (the process `id` there) go through the network engine?
+pub fn carries(node: u32, id: ProcId) -> bool {
+    let Some(e) = running() else { return false };
+    if node != e.node {
+        return true;
+    }
+    mode() == Mode::Net && !(id.slot == e.me.slot && id.gen == e.me.gen)
+}
+
+fn to_err(lib: &Lib, what: &str, rc: i64) -> Error {
+    crate::sn_warn!("network engine", "{} failed: {}", what, lib.strerror(rc));
+    Error::Os(libc::EIO)
+}
+
+impl Engine {
+    fn start() -> Result<Engine> {
+        let n = crate::node::get()?;
+        let me = n.proc_id();
+        let rank = crate::bootstrap::rank().unwrap_or(0);
+        let node = crate::bootstrap::node_id(rank).unwrap_or(0);
+        let lib = Lib::open().map_err(|m| {
+            crate::sn_warn!("network engine", "{}", m);
+            Error::Unsupported
+        })?;
+        // SAFETY: the calls below follow libfabric's documented object life cycle; every
+        // pointer passed is either ours or one libfabric returned.
+        let o = unsafe { open_endpoint(&lib)? };
+        let fi = Fi { lib, info: o.info, ep: o.ep, av: o.av, cq: o.cq };
+        let mut name = vec![0u8; 256];
+        let mut len = name.len();
+        // SAFETY: fi.ep is an enabled endpoint; getname writes at most `len` bytes.
+        let rc = unsafe {
+            let cm = (*fi.ep).cm;
+            match (*cm).getname {
+                Some(f) => f(&mut (*fi.ep).fid, name.as_mut_ptr() as *mut c_void, &mut len),
+                None => -libc::ENOSYS,
+            }
+        };
+        if rc != 0 || len > MAX_ADDR {
+            return Err(to_err(&fi.lib, "fi_getname", rc as i64));
+        }
+        name.truncate(len);
+        // SAFETY: info is the fi_info the endpoint was made from.
+        let (provider, inject_size) = unsafe {
+            let info = &*fi.info;
+            let prov = if info.fabric_attr.is_null() || (*info.fabric_attr).prov_name.is_null() {
+                String::from("?")
+            } else {
+                std::ffi::CStr::from_ptr((*info.fabric_attr).prov_name).to_string_lossy().into_owned()
+            };
+            let inj = if info.tx_attr.is_null() { 0 } else { (*info.tx_attr).inject_size };
+            (prov, inj)
+        };
+        let e = Engine {
+            fi,
+            name,
+            node,
+            me,
+            provider,
+            inject_size,
+            timeout: Duration::from_millis(crate::env::get_u64("SOFTNIC_NET_TIMEOUT_MS").max(1)),
+            spin: Duration::from_micros(crate::env::get_u64("SOFTNIC_NET_SPIN_US")),
+            remotes: Mutex::new(HashMap::new()),
+            directory: Mutex::new(Directory::default()),
+            senders: Mutex::new(HashMap::new()),
+            pending: Mutex::new(HashMap::new()),
+            next_req: AtomicU64::new(1),
+        };
+        for _ in 0..NRECV {
+            e.post_recv(Box::new(RecvBuf { data: vec![0u8; RECV_LEN] }))?;
+        }
+        // Publish (node, slot, gen, address) under our rank.
+        let mut rec = Vec::with_capacity(12 + e.name.len());
+        for w in [node, me.slot, me.gen] {
+            rec.extend_from_slice(&w.to_le_bytes());
+        }
+        rec.extend_from_slice(&e.name);
+        crate::bootstrap::kvs_put("net", &rec)?;
+        crate::sn_info!("network engine", "provider {} node {} slot {} ({} address bytes)", e.provider, node, me.slot, e.name.len());
+        Ok(e)
+    }
+
+    /// Starts the progress thread (once, after the engine is stored).
+    fn spawn_progress(&'static self) {
+        static SPAWNED: AtomicBool = AtomicBool::new(false);
+        if SPAWNED.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let _ = std::thread::Builder::new().name("softnic-net".into()).spawn(move || self.progress_loop());
+    }
+
+    pub fn provider(&self) -> &str {
+        &self.provider
+    }
+
+    fn post_recv(&self, b: Box<RecvBuf>) -> Result<()> {
+        let raw = Box::into_raw(b);
+        loop {
+            // SAFETY: the buffer lives until its completion hands the Box back.
+            let rc = unsafe {
+                let msg = (*self.fi.ep).msg;
+                let f = (*msg).recv.ok_or(Error::Unsupported)?;
+                f(self.fi.ep, (*raw).data.as_mut_ptr() as *mut c_void, RECV_LEN, std::ptr::null_mut(), ofi::FI_ADDR_UNSPEC, raw as *mut c_void)
+            };
+            if rc == 0 {
+                return Ok(());
+            }
+            if rc as isize != -ofi::FI_EAGAIN {
+                // SAFETY: not posted: ours again.
+                drop(unsafe { Box::from_raw(raw) });
+                return Err(to_err(&self.fi.lib, "fi_recv", rc as i64));
+            }
+            self.progress_once();
+        }
+    }
+
+    /// The remote process (node, id): its address read from the KVS on first use
+    /// (retried while it has not published), cached afterwards.
+    pub fn remote(&'static self, node: u32, id: ProcId, gen_bits: u32) -> Result<Arc<Remote>> {
+        let mask = if gen_bits >= 32 { u32::MAX } else { (1u32 << gen_bits) - 1 };
+        if let Some(r) = self.remotes.lock().unwrap_or_else(|e| e.into_inner()).get(&(node, id.slot)) {
+            if r.id.gen & mask == id.gen & mask {
+                return Ok(r.clone());
+            }
+        }
+        let deadline = Instant::now() + self.timeout;
+        let (gen, name) = loop {
+            let (found, pending) = self.read_directory(node, id.slot)?;
+            if let Some(f) = found {
+                break f;
+            }
+            // Every rank has published and none is that process: it is not in this job
+            // (or has left).  Otherwise a peer that comes up late may still publish it.
+            if !pending || Instant::now() >= deadline {
+                return Err(Error::StaleHandle);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        if gen & mask != id.gen & mask {
+            return Err(Error::StaleHandle);
+        }
+        let addr = self.insert_addr(&name)?;
+        let r = Arc::new(Remote { node, id: ProcId { slot: id.slot, gen }, addr, dead: AtomicBool::new(false) });
+        self.remotes.lock().unwrap_or_else(|e| e.into_inner()).insert((node, id.slot), r.clone());
+        Ok(r)
+    }
+
+    /// Reads the records of the ranks not read yet; returns the entry of (node, slot) if
+    /// known, and whether some rank has not published yet.
+    fn read_directory(&self, node: u32, slot: u32) -> Result<(Option<(u32, Vec<u8>)>, bool)> {
+        let size = crate::bootstrap::size().unwrap_or(1) as usize;
+        let mut d = self.directory.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(f) = d.by_proc.get(&(node, slot)) {
+            return Ok((Some(f.clone()), false));
+        }
+        d.read.resize(size, false);
+        let mut pending = false;
+        for r in 0..size {
+            if d.read[r] {
+                continue;
+            }
+            match crate::bootstrap::kvs_get(r as u32, "net") {
+                Ok(rec) if rec.len() > 12 => {
+                    let w = |i: usize| u32::from_le_bytes(rec[i * 4..i * 4 + 4].try_into().expect("4 bytes"));
+                    d.by_proc.insert((w(0), w(1)), (w(2), rec[12..].to_vec()));
+                    d.read[r] = true;
+                }
+                Ok(_) => d.read[r] = true, // malformed: nothing to learn from it
+                Err(Error::NotFound) => pending = true,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok((d.by_proc.get(&(node, slot)).cloned(), pending))
+    }
+
+    fn insert_addr(&self, name: &[u8]) -> Result<fi_addr_t> {
+        let mut a: fi_addr_t = ofi::FI_ADDR_UNSPEC;
+        // SAFETY: `name` is an endpoint name of this provider; one address is inserted.
+        let rc = unsafe {
+            let ops = (*self.fi.av).ops;
+            let f = (*ops).insert.ok_or(Error::Unsupported)?;
+            f(self.fi.av, name.as_ptr() as *const c_void, 1, &mut a, 0, std::ptr::null_mut())
+        };
+        if rc != 1 {
+            return Err(to_err(&self.fi.lib, "fi_av_insert", rc as i64));
+        }
+        Ok(a)
+    }
+
+    /// Sends `buf` to `to`.  Small messages are injected (no completion); larger ones
+    /// are owned by the send until its completion frees them.
+    fn send(&self, addr: fi_addr_t, buf: Vec<u8>, to: Option<Arc<Remote>>) -> Result<()> {
+        let deadline = Instant::now() + self.timeout;
+        if buf.len() <= self.inject_size {
+            loop {
+                // SAFETY: inject copies the bytes before returning.
+                let rc = unsafe {
+                    let msg = (*self.fi.ep).msg;
+                    let f = (*msg).inject.ok_or(Error::Unsupported)?;
+                    f(self.fi.ep, buf.as_ptr() as *const c_void, buf.len(), addr)
+                };
+                if rc == 0 {
+                    return Ok(());
+                }
+                if rc as isize != -ofi::FI_EAGAIN || Instant::now() > deadline {
+                    return Err(to_err(&self.fi.lib, "fi_inject", rc as i64));
+                }
+                self.progress_once();
+            }
+        }
+        let ctx = Box::into_raw(Box::new(SendCtx { buf, to }));
+        loop {
+            // SAFETY: the context (and its buffer) lives until the send's completion.
+            let rc = unsafe {
+                let msg = (*self.fi.ep).msg;
+                let f = (*msg).send.ok_or(Error::Unsupported)?;
+                f(self.fi.ep, (*ctx).buf.as_ptr() as *const c_void, (*ctx).buf.len(), std::ptr::null_mut(), addr, ctx as *mut c_void)
+            };
+            if rc == 0 {
+                return Ok(());
+            }
+            if rc as isize != -ofi::FI_EAGAIN || Instant::now() > deadline {
+                // SAFETY: not posted: ours again.
+                drop(unsafe { Box::from_raw(ctx) });
+                return Err(to_err(&self.fi.lib, "fi_send", rc as i64));
+            }
+            self.progress_once();
+        }
+    }
+
+    /// One request to `to`; waits for its reply (status, data).
+    fn call(&self, to: &Arc<Remote>, op: Op, a: u64, b: u64, c: u64, data: &[&[u8]]) -> Result<Vec<u8>> {
+        if to.is_dead() {
+            return Err(Error::PeerDead);
+        }
+        let req = self.next_req.fetch_add(1, Ordering::Relaxed);
+        let len: usize = data.iter().map(|d| d.len()).sum();
+        let h = Hdr {
+            magic: MAGIC,
+            op: op as u8,
+            req,
+            a,
+            b,
+            c,
+            len: len as u64,
+            src_node: self.node,
+            src_slot: self.me.slot,
+            src_gen: self.me.gen,
+            addr_len: self.name.len() as u32,
+            ..Default::default()
+        };
+        let mut buf = Vec::with_capacity(HDR + self.name.len() + len);
+        buf.extend_from_slice(&h.bytes());
+        buf.extend_from_slice(&self.name);
+        for d in data {
+            buf.extend_from_slice(d);
+        }
+        let call = Arc::new(Call { to: to.clone(), done: Mutex::new(None), cv: Condvar::new() });
+        self.pending.lock().unwrap_or_else(|e| e.into_inner()).insert(req, call.clone());
+        if let Err(e) = self.send(to.addr, buf, Some(to.clone())) {
+            self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&req);
+            self.mark_dead(to);
+            return Err(if e == Error::Unsupported { e } else { Error::PeerDead });
+        }
+        let deadline = Instant::now() + self.timeout;
+        let mut g = call.done.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some((status, data)) = g.take() {
+                return if status == 0 { Ok(data) } else { Err(code_err(status)) };
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                drop(g);
+                self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&req);
+                crate::sn_warn!("network engine", "no reply from node {} slot {} within {:?}: peer taken as dead", to.node, to.id.slot, self.timeout);
+                self.mark_dead(to);
+                return Err(Error::PeerDead);
+            }
+            g = call.cv.wait_timeout(g, deadline - now).unwrap_or_else(|e| e.into_inner()).0;
+        }
+    }
+
+    fn mark_dead(&self, r: &Arc<Remote>) {
+        r.dead.store(true, Ordering::Relaxed);
+        let failed: Vec<Arc<Call>> = {
+            let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            let ids: Vec<u64> = p.iter().filter(|(_, c)| Arc::ptr_eq(&c.to, r)).map(|(k, _)| *k).collect();
+            ids.iter().filter_map(|k| p.remove(k)).collect()
+        };
+        for c in failed {
+            *c.done.lock().unwrap_or_else(|e| e.into_inner()) = Some((err_code(Error::PeerDead), Vec::new()));
+            c.cv.notify_all();
+        }
+    }
+
+    /// Reads and handles what the completion queue holds; false when it was empty.
+    fn progress_once(&self) -> bool {
+        let mut ents = [fi_cq_data_entry { op_context: std::ptr::null_mut(), flags: 0, len: 0, buf: std::ptr::null_mut(), data: 0 }; 16];
+        // SAFETY: reads up to 16 entries of the format the CQ was opened with.
+        let n = unsafe {
+            let ops = (*self.fi.cq).ops;
+            match (*ops).read {
+                Some(f) => f(self.fi.cq, ents.as_mut_ptr() as *mut c_void, ents.len()),
+                None => return false,
+            }
+        };
+        if n > 0 {
+            for e in &ents[..n as usize] {
+                self.completion(e);
+            }
+            return true;
+        }
+        if n as isize == -ofi::FI_EAVAIL {
+            self.error_completion();
+            return true;
+        }
+        false
+    }
+
+    fn completion(&self, e: &fi_cq_data_entry) {
+        if e.flags & ofi::FI_RECV != 0 {
+            // SAFETY: every receive is posted with a leaked Box<RecvBuf> as context.
+            let b = unsafe { Box::from_raw(e.op_context as *mut RecvBuf) };
+            self.message(&b.data[..e.len.min(RECV_LEN)]);
+            if let Err(err) = self.post_recv(b) {
+                crate::sn_error!("network engine", "cannot repost a receive buffer: {}", err);
+            }
+        } else if e.flags & ofi::FI_SEND != 0 && !e.op_context.is_null() {
+            // SAFETY: every completing send was posted with a leaked Box<SendCtx>.
+            drop(unsafe { Box::from_raw(e.op_context as *mut SendCtx) });
+        }
+    }
+
+    fn error_completion(&self) {
+        // SAFETY: zeroed is a valid fi_cq_err_entry; readerr fills it.
+        let mut ee: ofi::fi_cq_err_entry = unsafe { std::mem::zeroed() };
+        // SAFETY: one error entry into our buffer.
+        let n = unsafe {
+            let ops = (*self.fi.cq).ops;
+            match (*ops).readerr {
+                Some(f) => f(self.fi.cq, &mut ee, 0),
+                None => return,
+            }
+        };
+        if n != 1 || ee.op_context.is_null() {
+            return;
+        }
+        if ee.flags & ofi::FI_RECV != 0 {
+            // SAFETY: as in `completion`.
+            let b = unsafe { Box::from_raw(ee.op_context as *mut RecvBuf) };
+            let _ = self.post_recv(b);
+        } else {
+            // SAFETY: as in `completion`.
+            let ctx = unsafe { Box::from_raw(ee.op_context as *mut SendCtx) };
+            crate::sn_debug!("network engine", "send failed: {}", self.fi.lib.strerror(ee.err as i64));
+            if let Some(to) = &ctx.to {
+                self.mark_dead(to);
+            }
+        }
+    }
+
+    fn progress_loop(&'static self) {
+        let mut last = Instant::now();
+        loop {
+            if self.progress_once() {
+                last = Instant::now();
+                continue;
+            }
+            if last.elapsed() < self.spin {
+                std::hint::spin_loop();
+                continue;
+            }
+            let mut e = fi_cq_data_entry { op_context: std::ptr::null_mut(), flags: 0, len: 0, buf: std::ptr::null_mut(), data: 0 };
+            // SAFETY: blocks up to 100 ms for one entry of the CQ's format.
+            let n = unsafe {
+                let ops = (*self.fi.cq).ops;
+                match (*ops).sread {
+                    Some(f) => f(self.fi.cq, &mut e as *mut _ as *mut c_void, 1, std::ptr::null(), 100),
+                    None => {
+                        std::thread::sleep(Duration::from_micros(50));
+                        0
+                    }
+                }
+            };
+            if n > 0 {
+                self.completion(&e);
+                last = Instant::now();
+            } else if n as isize == -ofi::FI_EAVAIL {
+                self.error_completion();
+            }
+        }
+    }
+
+    /// A message arrived: a request to serve or a reply to deliver.
+    fn message(&self, m: &[u8]) {
+        let Some(h) = Hdr::parse(m) else {
+            crate::sn_debug!("network engine", "dropped a malformed message of {} bytes", m.len());
+            return;
+        };
+        let Some(op) = Op::from_u8(h.op) else { return };
+        if op == Op::Reply {
+            let body = m.get(HDR..HDR + h.len as usize).unwrap_or(&[]);
+            if let Some(c) = self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&h.req) {
+                *c.done.lock().unwrap_or_else(|e| e.into_inner()) = Some((h.status, body.to_vec()));
+                c.cv.notify_all();
+            }
+            return;
+        }
+        let alen = h.addr_len as usize;
+        let (Some(addr), Some(body)) = (m.get(HDR..HDR + alen), m.get(HDR + alen..HDR + alen + h.len as usize)) else { return };
+        let from = {
+            let key = (h.src_node, h.src_slot, h.src_gen);
+            let known = self.senders.lock().unwrap_or_else(|e| e.into_inner()).get(&key).copied();
+            match known {
+                Some(a) => a,
+                None => match self.insert_addr(addr) {
+                    Ok(a) => {
+                        self.senders.lock().unwrap_or_else(|e| e.into_inner()).insert(key, a);
+                        a
+                    }
+                    Err(_) => return,
+                },
+            }
+        };
+        let (status, data) = match serve(op, &h, body) {
+            Ok(d) => (0, d),
+            Err(e) => (err_code(e), Vec::new()),
+        };
+        let r = Hdr { magic: MAGIC, op: Op::Reply as u8, status, req: h.req, len: data.len() as u64, ..Default::default() };
+        let mut buf = Vec::with_capacity(HDR + data.len());
+        buf.extend_from_slice(&r.bytes());
+        buf.extend_from_slice(&data);
+        if let Err(e) = self.send(from, buf, None) {
+            crate::sn_debug!("network engine", "reply to node {} slot {} lost: {}", h.src_node, h.src_slot, e);
+        }
+    }
+}
+
+/// Executes a request on this process's own memory through the shared-memory engine.
+fn serve(op: Op, h: &Hdr, body: &[u8]) -> Result<Vec<u8>> {
+    use crate::mem::{MemKey, RingLoc};
+    let me = crate::rma::Peer::this()?;
+    let live = me.live()?;
+    let key = MemKey::from_u64(h.a);
+    let word = |i: usize| -> Result<u64> { body.get(i * 8..i * 8 + 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))).ok_or(Error::InvalidArg) };
+    match op {
+        Op::Put => live.put(key, h.b, body, h.c).map(|_| Vec::new()),
+        Op::Get => {
+            let n = word(0)? as usize;
+            if n > MAX_DATA {
+                return Err(Error::InvalidArg);
+            }
+            let mut out = vec![0u8; n];
+            live.get(key, h.b, &mut out, h.c)?;
+            Ok(out)
+        }
+        Op::Amo => {
+            let (width, amo) = decode_amo(word(0)?, word(1)?, word(2)?)?;
+            live.atomic(key, h.b, width, amo, h.c).map(|old| old.to_le_bytes().to_vec())
+        }
+        Op::Store => live.store_u64(key, h.b, word(0)?, h.c).map(|_| Vec::new()),
+        Op::Notify => match live.notify_ring(key, h.c)? {
+            Some(loc) => Ok([1u64, loc.to_words()[0], loc.to_words()[1], loc.to_words()[2]].iter().flat_map(|w| w.to_le_bytes()).collect()),
+            None => Ok(vec![0u8; 32]),
+        },
+        Op::Event => {
+            let loc = RingLoc::from_words([word(0)?, word(1)?, word(2)?]);
+            let overrun = word(3)? != 0;
+            let entry = body.get(32..).ok_or(Error::InvalidArg)?;
+            let pushed = crate::rma::post_event_bytes(&me, &loc, entry, overrun)?;
+            Ok((pushed as u64).to_le_bytes().to_vec())
+        }
+        Op::Check => live.check(key, h.b, word(0)? as usize, word(1)? != 0, h.c).map(|_| Vec::new()),
+        Op::Reply => Err(Error::InvalidArg),
+    }
+}
+
+use crate::atomic::{AmoOp, AmoWidth};
+
+fn encode_amo(width: AmoWidth, op: AmoOp) -> [u64; 3] {
+    let w = match width {
+        AmoWidth::I32 => 0,
+        AmoWidth::I64 => 1,
+        AmoWidth::F32 => 2,
+        AmoWidth::F64 => 3,
+    };
+    let (k, x, y) = match op {
+        AmoOp::Add(v) => (0, v, 0),
+        AmoOp::And(v) => (1, v, 0),
+        AmoOp::Or(v) => (2, v, 0),
+        AmoOp::Xor(v) => (3, v, 0),
+        AmoOp::Swap(v) => (4, v, 0),
+        AmoOp::CompareSwap { compare, swap } => (5, compare, swap),
+        AmoOp::MaskedSwap { mask, value } => (6, mask, value),
+        AmoOp::AndXor { and, xor } => (7, and, xor),
+        AmoOp::Min(v) => (8, v, 0),
+        AmoOp::Max(v) => (9, v, 0),
+    };
+    [w | (k << 8), x, y]
+}
+
+fn decode_amo(code: u64, x: u64, y: u64) -> Result<(AmoWidth, AmoOp)> {
+    let width = match code & 0xff {
+        0 => AmoWidth::I32,
+        1 => AmoWidth::I64,
+        2 => AmoWidth::F32,
+        3 => AmoWidth::F64,
+        _ => return Err(Error::InvalidArg),
+    };
+    let op = match code >> 8 {
+        0 => AmoOp::Add(x),
+        1 => AmoOp::And(x),
+        2 => AmoOp::Or(x),
+        3 => AmoOp::Xor(x),
+        4 => AmoOp::Swap(x),
+        5 => AmoOp::CompareSwap { compare: x, swap: y },
+        6 => AmoOp::MaskedSwap { mask: x, value: y },
+        7 => AmoOp::AndXor { and: x, xor: y },
+        8 => AmoOp::Min(x),
+        9 => AmoOp::Max(x),
+        _ => return Err(Error::InvalidArg),
+    };
+    Ok((width, op))
+}
+
+// ---- the operations, as the rma module calls them ----------------------------------
+
+impl Engine {
+    pub fn put(&self, to: &Arc<Remote>, key: u64, addr: u64, src: &[u8], pd: u64) -> Result<()> {
+        if src.is_empty() {
+            // Validation only: an empty put still names a region.
+            return self.call(to, Op::Put, key, addr, pd, &[]).map(|_| ());
+        }
+        for (i, chunk) in src.chunks(MAX_DATA).enumerate() {
+            let a = addr.checked_add((i * MAX_DATA) as u64).ok_or(Error::OutOfBounds)?;
+            self.call(to, Op::Put, key, a, pd, &[chunk])?;
+        }
+        Ok(())
+    }
+
+    pub fn get(&self, to: &Arc<Remote>, key: u64, addr: u64, dst: &mut [u8], pd: u64) -> Result<()> {
+        if dst.is_empty() {
+            return self.call(to, Op::Get, key, addr, pd, &[&0u64.to_le_bytes()]).map(|_| ());
+        }
+        for (i, chunk) in dst.chunks_mut(MAX_DATA).enumerate() {
+            let a = addr.checked_add((i * MAX_DATA) as u64).ok_or(Error::OutOfBounds)?;
+            let d = self.call(to, Op::Get, key, a, pd, &[&(chunk.len() as u64).to_le_bytes()])?;
+            if d.len() != chunk.len() {
+                return Err(Error::Os(libc::EIO));
+            }
+            chunk.copy_from_slice(&d);
+        }
+        Ok(())
+    }
+
+    pub fn atomic(&self, to: &Arc<Remote>, key: u64, addr: u64, width: AmoWidth, op: AmoOp, pd: u64) -> Result<u64> {
+        let w = encode_amo(width, op);
+        let b: Vec<u8> = w.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let d = self.call(to, Op::Amo, key, addr, pd, &[&b])?;
+        d.get(..8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))).ok_or(Error::Os(libc::EIO))
+    }
+
+    pub fn check(&self, to: &Arc<Remote>, key: u64, addr: u64, len: usize, write: bool, pd: u64) -> Result<()> {
+        let b: Vec<u8> = [len as u64, write as u64].iter().flat_map(|v| v.to_le_bytes()).collect();
+        self.call(to, Op::Check, key, addr, pd, &[&b]).map(|_| ())
+    }
+
+    pub fn store_u64(&self, to: &Arc<Remote>, key: u64, addr: u64, v: u64, pd: u64) -> Result<()> {
+        self.call(to, Op::Store, key, addr, pd, &[&v.to_le_bytes()]).map(|_| ())
+    }
+
+    pub fn notify_ring(&self, to: &Arc<Remote>, key: u64, pd: u64) -> Result<Option<[u64; 3]>> {
+        let d = self.call(to, Op::Notify, key, 0, pd, &[])?;
+        let w = |i: usize| d.get(i * 8..i * 8 + 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))).ok_or(Error::Os(libc::EIO));
+        Ok((w(0)? != 0).then(|| [w(1).unwrap_or(0), w(2).unwrap_or(0), w(3).unwrap_or(0)]))
+    }
+
+    pub fn post_event(&self, to: &Arc<Remote>, loc: [u64; 3], entry: &[u8], overrun: bool) -> Result<bool> {
+        let mut b = Vec::with_capacity(32 + entry.len());
+        for w in [loc[0], loc[1], loc[2], overrun as u64] {
+            b.extend_from_slice(&w.to_le_bytes());
+        }
+        b.extend_from_slice(entry);
+        let d = self.call(to, Op::Event, 0, 0, 0, &[&b])?;
+        Ok(d.first().copied().unwrap_or(0) != 0)
+    }
+}
+
+/// Opens fabric, domain, completion queue, address vector and an enabled endpoint.
+///
+/// # Safety
+/// `lib` is a loaded libfabric.
+unsafe fn open_endpoint(lib: &Lib) -> Result<Objs> {
+    // SAFETY (whole function): the libfabric object life cycle with pointers it returned.
+    unsafe {
+        let hints = (lib.dupinfo)(std::ptr::null());
+        if hints.is_null() {
+            return Err(Error::NoSpace);
+        }
+        (*hints).caps = ofi::FI_MSG;
+        (*(*hints).ep_attr).type_ = ofi::FI_EP_RDM;
+        (*(*hints).domain_attr).threading = ofi::FI_THREAD_SAFE;
+        (*(*hints).domain_attr).mr_mode = 0;
+        (*(*hints).tx_attr).msg_order = 1 << 8; // FI_ORDER_SAS
+        (*(*hints).rx_attr).msg_order = 1 << 8;
+        if std::env::var_os("FI_PROVIDER").is_none() {
+            // fi_freeinfo frees this with free(3): allocate it with strdup.
+            let p = CString::new("tcp;ofi_rxm").expect("no NUL");
+            (*(*hints).fabric_attr).prov_name = libc::strdup(p.as_ptr());
+        }
+        let mut info: *mut fi_info = std::ptr::null_mut();
+        let rc = (lib.getinfo)(ofi::API_VERSION, std::ptr::null(), std::ptr::null(), 0, hints, &mut info);
+        (lib.freeinfo)(hints);
+        if rc != 0 || info.is_null() {
+            return Err(to_err(lib, "fi_getinfo", rc as i64));
+        }
+        let mut fabric: *mut ofi::fid_fabric = std::ptr::null_mut();
+        let rc = (lib.fabric)((*info).fabric_attr, &mut fabric, std::ptr::null_mut());
+        if rc != 0 {
+            return Err(to_err(lib, "fi_fabric", rc as i64));
+        }
+        let mut domain: *mut ofi::fid_domain = std::ptr::null_mut();
+        let rc = match (*(*fabric).ops).domain {
+            Some(f) => f(fabric, info, &mut domain, std::ptr::null_mut()),
+            None => -libc::ENOSYS,
+        };
+        if rc != 0 {
+            return Err(to_err(lib, "fi_domain", rc as i64));
+        }
+        let dops = (*domain).ops;
+        let mut cq_attr = ofi::fi_cq_attr { size: 4096, flags: 0, format: ofi::FI_CQ_FORMAT_DATA, wait_obj: ofi::FI_WAIT_UNSPEC, signaling_vector: 0, wait_cond: 0, wait_set: std::ptr::null_mut() };
+        let mut cq: *mut ofi::fid_cq = std::ptr::null_mut();
+        let rc = match (*dops).cq_open {
+            Some(f) => f(domain, &mut cq_attr, &mut cq, std::ptr::null_mut()),
+            None => -libc::ENOSYS,
+        };
+        if rc != 0 {
+            return Err(to_err(lib, "fi_cq_open", rc as i64));
+        }
+        let mut av_attr = ofi::fi_av_attr { type_: ofi::FI_AV_TABLE, rx_ctx_bits: 0, count: 256, ep_per_node: 0, name: std::ptr::null(), map_addr: std::ptr::null_mut(), flags: 0 };
+        let mut av: *mut ofi::fid_av = std::ptr::null_mut();
+        let rc = match (*dops).av_open {
+            Some(f) => f(domain, &mut av_attr, &mut av, std::ptr::null_mut()),
+            None => -libc::ENOSYS,
+        };
+        if rc != 0 {
+            return Err(to_err(lib, "fi_av_open", rc as i64));
+        }
+        let mut ep: *mut ofi::fid_ep = std::ptr::null_mut();
+        let rc = match (*dops).endpoint {
+            Some(f) => f(domain, info, &mut ep, std::ptr::null_mut()),
+            None => -libc::ENOSYS,
+        };
+        if rc != 0 {
+            return Err(to_err(lib, "fi_endpoint", rc as i64));
+        }
+        let eops = (*ep).fid.ops;
+        let bind = (*eops).bind.ok_or(Error::Unsupported)?;
+        let rc = bind(&mut (*ep).fid, &mut (*cq).fid, ofi::FI_TRANSMIT | ofi::FI_RECV);
+        if rc != 0 {
+            return Err(to_err(lib, "fi_ep_bind(cq)", rc as i64));
+        }
+        let rc = bind(&mut (*ep).fid, &mut (*av).fid, 0);
+        if rc != 0 {
+            return Err(to_err(lib, "fi_ep_bind(av)", rc as i64));
+        }
+        let control = (*eops).control.ok_or(Error::Unsupported)?;
+        let rc = control(&mut (*ep).fid, ofi::FI_ENABLE, std::ptr::null_mut());
+        if rc != 0 {
+            return Err(to_err(lib, "fi_enable", rc as i64));
+        }
+        Ok(Objs { info, ep, av, cq })
+    }
+}
