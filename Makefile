@@ -106,7 +106,8 @@ check-abi: stage
 
 check-full: check
 	@command -v valgrind >/dev/null || { export DEBIAN_FRONTEND=noninteractive; $(SUDO) apt-get install -y -qq valgrind >/dev/null; }
-	BUILD=$(BUILD) SHARED=$(SHARED) SOFTNIC_STRESS=1 c-tests/run.sh c-tests/full/*.list
+	python3 c-tests/tools/gen-vhost-list.py c-tests/ugni-*.list c-tests/dmapp.list > $(BUILD)/tests/vhost-sweep.list
+	BUILD=$(BUILD) SHARED=$(SHARED) SOFTNIC_STRESS=1 c-tests/run.sh c-tests/full/*.list $(BUILD)/tests/vhost-sweep.list
 	SOFTNIC_STRESS=1 $(CARGO) test --release --workspace -- --include-ignored
 
 # ---- examples, install, bench --------------------------------------------------

@@ -67,6 +67,11 @@ enum Op {
     Event = 6,
     Reply = 7,
     Check = 8,
+    RegionRead = 9,
+    RegionWrite = 10,
+    RegionCas = 11,
+    RegionGather = 12,
+    RegionNotify = 13,
 }
 
 impl Op {
@@ -80,6 +85,11 @@ impl Op {
             6 => Op::Event,
             7 => Op::Reply,
             8 => Op::Check,
+            9 => Op::RegionRead,
+            10 => Op::RegionWrite,
+            11 => Op::RegionCas,
+            12 => Op::RegionGather,
+            13 => Op::RegionNotify,
             _ => return None,
         })
     }
@@ -767,6 +777,26 @@ fn serve(op: Op, h: &Hdr, body: &[u8]) -> Result<Vec<u8>> {
             Ok((pushed as u64).to_le_bytes().to_vec())
         }
         Op::Check => live.check(key, h.b, word(0)? as usize, word(1)? != 0, h.c).map(|_| Vec::new()),
+        // Region operations: a = location word 0, b = word 1, c = word 2 (the RingLoc);
+        // the body starts with the offset.
+        Op::RegionRead | Op::RegionWrite | Op::RegionCas | Op::RegionGather | Op::RegionNotify => {
+            use crate::rma::region_serve as rs;
+            let loc = RingLoc::from_words([h.a, h.b, h.c]);
+            let off = word(0)? as usize;
+            match op {
+                Op::RegionRead => rs::read(&loc, off, (word(1)? as usize).min(MAX_DATA)),
+                Op::RegionWrite => rs::write(&loc, off, body.get(16..).ok_or(Error::InvalidArg)?, word(1)? != 0).map(|_| Vec::new()),
+                Op::RegionCas => rs::cas(&loc, off, word(1)?, word(2)?).map(|v| v.to_le_bytes().to_vec()),
+                Op::RegionGather => {
+                    let (stride, count, n) = (word(1)? as usize, word(2)? as usize, word(3)? as usize);
+                    if count.saturating_mul(n) > MAX_DATA {
+                        return Err(Error::InvalidArg);
+                    }
+                    rs::gather(&loc, off, stride, count, n)
+                }
+                _ => rs::notify(&loc, off).map(|_| Vec::new()),
+            }
+        }
         Op::Reply => Err(Error::InvalidArg),
     }
 }
@@ -869,6 +899,53 @@ impl Engine {
         let d = self.call(to, Op::Notify, key, 0, pd, &[])?;
         let w = |i: usize| d.get(i * 8..i * 8 + 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))).ok_or(Error::Os(libc::EIO));
         Ok((w(0)? != 0).then(|| [w(1).unwrap_or(0), w(2).unwrap_or(0), w(3).unwrap_or(0)]))
+    }
+
+    pub fn region_read(&self, to: &Arc<Remote>, loc: [u64; 3], off: usize, dst: &mut [u8]) -> Result<()> {
+        for (i, chunk) in dst.chunks_mut(MAX_DATA).enumerate() {
+            let o = (off + i * MAX_DATA) as u64;
+            let b: Vec<u8> = [o, chunk.len() as u64].iter().flat_map(|v| v.to_le_bytes()).collect();
+            let d = self.call(to, Op::RegionRead, loc[0], loc[1], loc[2], &[&b])?;
+            if d.len() != chunk.len() {
+                return Err(Error::Os(libc::EIO));
+            }
+            chunk.copy_from_slice(&d);
+        }
+        Ok(())
+    }
+
+    /// `publish`: `src` is one u64 stored with Release (a state word).
+    pub fn region_write(&self, to: &Arc<Remote>, loc: [u64; 3], off: usize, src: &[u8], publish: bool) -> Result<()> {
+        for (i, chunk) in src.chunks(MAX_DATA).enumerate() {
+            let o = (off + i * MAX_DATA) as u64;
+            let b: Vec<u8> = [o, publish as u64].iter().flat_map(|v| v.to_le_bytes()).collect();
+            self.call(to, Op::RegionWrite, loc[0], loc[1], loc[2], &[&b, chunk])?;
+        }
+        Ok(())
+    }
+
+    /// Returns the value found (the swap happened when it equals `old`).
+    pub fn region_cas(&self, to: &Arc<Remote>, loc: [u64; 3], off: usize, old: u64, new: u64) -> Result<u64> {
+        let b: Vec<u8> = [off as u64, old, new].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let d = self.call(to, Op::RegionCas, loc[0], loc[1], loc[2], &[&b])?;
+        d.get(..8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))).ok_or(Error::Os(libc::EIO))
+    }
+
+    pub fn region_gather(&self, to: &Arc<Remote>, loc: [u64; 3], off: usize, stride: usize, count: usize, n: usize) -> Result<Vec<u8>> {
+        let per = (MAX_DATA / n.max(1)).max(1);
+        let mut out = Vec::with_capacity(count * n);
+        let mut i = 0;
+        while i < count {
+            let c = per.min(count - i);
+            let b: Vec<u8> = [(off + i * stride) as u64, stride as u64, c as u64, n as u64].iter().flat_map(|v| v.to_le_bytes()).collect();
+            out.extend_from_slice(&self.call(to, Op::RegionGather, loc[0], loc[1], loc[2], &[&b])?);
+            i += c;
+        }
+        Ok(out)
+    }
+
+    pub fn region_notify(&self, to: &Arc<Remote>, loc: [u64; 3], off: usize) -> Result<()> {
+        self.call(to, Op::RegionNotify, loc[0], loc[1], loc[2], &[&(off as u64).to_le_bytes()]).map(|_| ())
     }
 
     pub fn post_event(&self, to: &Arc<Remote>, loc: [u64; 3], entry: &[u8], overrun: bool) -> Result<bool> {

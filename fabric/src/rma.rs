@@ -995,3 +995,209 @@ pub fn map_region(peer: &Peer, loc: &RingLoc) -> Result<RegionView> {
     let ptr = unsafe { map.ptr().add(loc.offset as usize) };
     Ok(RegionView { ptr, len: loc.len as usize, _map: Some(map) })
 }
+
+/// A peer's library-owned region (a [`RingLoc`]) that several processes operate on with
+/// word-sized atomics and copies (uGNI's datagram boards): mapped here when the owner is
+/// on this node, else reached through the network engine, where the owner's progress
+/// thread performs each operation on its own mapping.  Offsets are from the region's
+/// start; every access is bounds-checked (`OutOfBounds`), words must be 8-aligned
+/// (`Misaligned`).
+pub enum Region {
+    Mapped(RegionView),
+    Remote { peer: Arc<Peer>, loc: RingLoc },
+}
+
+impl Region {
+    /// Opens `loc` of `peer` (see [`map_region`] for the errors).
+    pub fn open(peer: &Arc<Peer>, loc: &RingLoc) -> Result<Region> {
+        match &peer.net {
+            Some(_) => Ok(Region::Remote { peer: peer.clone(), loc: *loc }),
+            None => map_region(peer, loc).map(Region::Mapped),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            Region::Mapped(v) => v.len,
+            Region::Remote { loc, .. } => loc.len as usize,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Is the owner reached through the network engine?
+    pub fn is_remote(&self) -> bool {
+        matches!(self, Region::Remote { .. })
+    }
+
+    fn remote(&self) -> Option<(&Arc<net::Remote>, [u64; 3])> {
+        match self {
+            Region::Remote { peer, loc } => peer.net.as_ref().map(|r| (r, loc.to_words())),
+            Region::Mapped(_) => None,
+        }
+    }
+
+    fn at(&self, off: usize, n: usize, align: usize) -> Result<*mut u8> {
+        let Region::Mapped(v) = self else { return Err(Error::Unsupported) };
+        region_ptr(v.ptr, v.len, off, n, align)
+    }
+
+    /// Acquire load of the u64 at `off`.
+    pub fn load_u64(&self, off: usize) -> Result<u64> {
+        let mut b = [0u8; 8];
+        if let Some((r, loc)) = self.remote() {
+            net::engine()?.region_read(r, loc, off, &mut b)?;
+            return Ok(u64::from_ne_bytes(b));
+        }
+        // SAFETY: in bounds and aligned (checked); shared words are accessed atomically.
+        Ok(unsafe { (*(self.at(off, 8, 8)? as *const AtomicU64)).load(Ordering::Acquire) })
+    }
+
+    /// Release store of `v` at `off`.
+    pub fn store_u64(&self, off: usize, v: u64) -> Result<()> {
+        if let Some((r, loc)) = self.remote() {
+            return net::engine()?.region_write(r, loc, off, &v.to_ne_bytes(), true);
+        }
+        // SAFETY: as in load_u64.
+        unsafe { (*(self.at(off, 8, 8)? as *const AtomicU64)).store(v, Ordering::Release) };
+        Ok(())
+    }
+
+    /// Compare-exchange (AcqRel) of the u64 at `off`: `Ok(old)` when it held `old` and now
+    /// holds `new`, `Err(current)` otherwise (wrapped in the outer `Ok`).
+    pub fn cas_u64(&self, off: usize, old: u64, new: u64) -> Result<std::result::Result<u64, u64>> {
+        if let Some((r, loc)) = self.remote() {
+            let cur = net::engine()?.region_cas(r, loc, off, old, new)?;
+            return Ok(if cur == old { Ok(cur) } else { Err(cur) });
+        }
+        // SAFETY: as in load_u64.
+        let a = unsafe { &*(self.at(off, 8, 8)? as *const AtomicU64) };
+        Ok(a.compare_exchange(old, new, Ordering::AcqRel, Ordering::Acquire))
+    }
+
+    /// Copies `dst.len()` bytes from `off`.
+    pub fn read(&self, off: usize, dst: &mut [u8]) -> Result<()> {
+        if let Some((r, loc)) = self.remote() {
+            return net::engine()?.region_read(r, loc, off, dst);
+        }
+        let p = self.at(off, dst.len(), 1)?;
+        // SAFETY: in bounds (checked); the bytes are published by words the caller read.
+        unsafe { std::ptr::copy_nonoverlapping(p, dst.as_mut_ptr(), dst.len()) };
+        Ok(())
+    }
+
+    /// Copies `src` to `off` (plain stores; publish with a later [`Region::store_u64`]).
+    pub fn write(&self, off: usize, src: &[u8]) -> Result<()> {
+        if let Some((r, loc)) = self.remote() {
+            return net::engine()?.region_write(r, loc, off, src, false);
+        }
+        let p = self.at(off, src.len(), 1)?;
+        // SAFETY: in bounds (checked); the slot is owned by the caller's claim.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), p, src.len()) };
+        Ok(())
+    }
+
+    /// `count` pieces of `n` bytes, the i-th at `off + i * stride`, concatenated (one
+    /// network round trip for a scan of a whole table).
+    pub fn gather(&self, off: usize, stride: usize, count: usize, n: usize) -> Result<Vec<u8>> {
+        if let Some((r, loc)) = self.remote() {
+            return net::engine()?.region_gather(r, loc, off, stride, count, n);
+        }
+        let Region::Mapped(v) = self else { return Err(Error::Unsupported) };
+        gather_mapped(v.ptr, v.len, off, stride, count, n)
+    }
+
+    /// Wakes whoever sleeps on the [`crate::wait::WaitWords`] at `off`.
+    pub fn notify(&self, off: usize) -> Result<()> {
+        if let Some((r, loc)) = self.remote() {
+            return net::engine()?.region_notify(r, loc, off);
+        }
+        // SAFETY: in bounds, 4-aligned (checked); WaitWords is two atomics.
+        let w = unsafe { &*(self.at(off, std::mem::size_of::<crate::wait::WaitWords>(), 4)? as *const crate::wait::WaitWords) };
+        w.notify();
+        Ok(())
+    }
+}
+
+/// `ptr + off` when `[off, off+n)` lies in a region of `len` bytes and is `align`-aligned.
+fn region_ptr(ptr: *mut u8, len: usize, off: usize, n: usize, align: usize) -> Result<*mut u8> {
+    match off.checked_add(n) {
+        Some(end) if end <= len => {}
+        _ => return Err(Error::OutOfBounds),
+    }
+    // SAFETY: off + n <= len: inside the region.
+    let p = unsafe { ptr.add(off) };
+    if (p as usize) % align != 0 {
+        return Err(Error::Misaligned);
+    }
+    Ok(p)
+}
+
+fn gather_mapped(ptr: *mut u8, len: usize, off: usize, stride: usize, count: usize, n: usize) -> Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(count.saturating_mul(n).min(1 << 24));
+    for i in 0..count {
+        let o = stride.checked_mul(i).and_then(|v| v.checked_add(off)).ok_or(Error::OutOfBounds)?;
+        let p = region_ptr(ptr, len, o, n, 1)?;
+        // SAFETY: in bounds (checked).
+        out.extend_from_slice(unsafe { std::slice::from_raw_parts(p, n) });
+    }
+    Ok(out)
+}
+
+/// The network engine's target side of the [`Region`] operations, on this process's own
+/// region `loc`.
+pub(crate) mod region_serve {
+    use super::*;
+
+    fn mine(loc: &RingLoc) -> Result<RegionView> {
+        map_region(&*Peer::this()?, loc)
+    }
+
+    pub fn read(loc: &RingLoc, off: usize, n: usize) -> Result<Vec<u8>> {
+        let v = mine(loc)?;
+        let p = region_ptr(v.ptr, v.len, off, n, 1)?;
+        // SAFETY: in bounds (checked).
+        Ok(unsafe { std::slice::from_raw_parts(p, n) }.to_vec())
+    }
+
+    /// `publish`: an 8-byte write done as one Release store (a state word).
+    pub fn write(loc: &RingLoc, off: usize, src: &[u8], publish: bool) -> Result<()> {
+        let v = mine(loc)?;
+        if publish {
+            let p = region_ptr(v.ptr, v.len, off, 8, 8)?;
+            let w = u64::from_ne_bytes(src.try_into().map_err(|_| Error::InvalidArg)?);
+            // SAFETY: in bounds and aligned (checked).
+            unsafe { (*(p as *const AtomicU64)).store(w, Ordering::Release) };
+            return Ok(());
+        }
+        let p = region_ptr(v.ptr, v.len, off, src.len(), 1)?;
+        // SAFETY: in bounds (checked).
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), p, src.len()) };
+        Ok(())
+    }
+
+    pub fn cas(loc: &RingLoc, off: usize, old: u64, new: u64) -> Result<u64> {
+        let v = mine(loc)?;
+        let p = region_ptr(v.ptr, v.len, off, 8, 8)?;
+        // SAFETY: in bounds and aligned (checked).
+        let a = unsafe { &*(p as *const AtomicU64) };
+        Ok(match a.compare_exchange(old, new, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(x) | Err(x) => x,
+        })
+    }
+
+    pub fn gather(loc: &RingLoc, off: usize, stride: usize, count: usize, n: usize) -> Result<Vec<u8>> {
+        let v = mine(loc)?;
+        gather_mapped(v.ptr, v.len, off, stride, count, n)
+    }
+
+    pub fn notify(loc: &RingLoc, off: usize) -> Result<()> {
+        let v = mine(loc)?;
+        let p = region_ptr(v.ptr, v.len, off, std::mem::size_of::<crate::wait::WaitWords>(), 4)?;
+        // SAFETY: in bounds, aligned (checked).
+        unsafe { &*(p as *const crate::wait::WaitWords) }.notify();
+        Ok(())
+    }
+}

@@ -172,6 +172,15 @@ pub unsafe extern "C" fn GNI_CdmAttach(cdm_hndl: gni_cdm_handle_t, device_id: u3
         Err(softnic_fabric::Error::NoSpace) => return GNI_RC_ERROR_RESOURCE,
         Err(_) => return GNI_RC_ERROR_RESOURCE,
     };
+    // Instances on other nodes find our board through the job's KVS.
+    if softnic_fabric::net::running().is_some() {
+        let id = node.proc_id();
+        let w = board.loc.to_words();
+        let rec: Vec<u8> = [address as u64, id.slot as u64 | ((id.gen as u64) << 32), w[0], w[1], w[2]].iter().flat_map(|v| v.to_le_bytes()).collect();
+        if let Err(e) = softnic_fabric::bootstrap::kvs_put_global(&remote_instance_key(cdm.ptag, cdm.cookie, cdm.inst_id), &rec) {
+            softnic_fabric::sn_warn!("GNI_CdmAttach", "instance not published for other nodes: {}", e);
+        }
+    }
     let nic = Arc::new(Nic {
         cdm: cdm.clone(),
         device_id: 0,

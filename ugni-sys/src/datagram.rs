@@ -57,8 +57,8 @@
 use crate::objects::*;
 use crate::types::*;
 use softnic_fabric::mem::{self, RingLoc, SharedMem};
-use softnic_fabric::registry;
-use softnic_fabric::rma::{self, Peer, RegionView};
+use softnic_fabric::registry::{self, ProcId};
+use softnic_fabric::rma::{Peer, Region};
 use softnic_fabric::wait::WaitWords;
 use std::collections::HashMap;
 use std::mem::ManuallyDrop;
@@ -71,7 +71,18 @@ pub const NSLOTS: usize = 1024;
 /// Watcher entries per board.
 pub const NWATCH: usize = 1024;
 const MAXDG: usize = GNI_DATAGRAM_MAXSIZE as usize;
-const BOARD_MAGIC: u64 = u64::from_le_bytes(*b"snGNIdg1");
+/// Layout 2: watchers name (NIC address, inst_id), free = [`NO_WATCHER`].
+const BOARD_MAGIC: u64 = u64::from_le_bytes(*b"snGNIdg2");
+/// A free watcher entry.
+const NO_WATCHER: u64 = u64::MAX;
+/// How long a slot claimed by a matcher on another node (its pid unknown here) may stay
+/// claimed before it is taken for abandoned.
+const REMOTE_CLAIM_LIMIT: Duration = Duration::from_secs(5);
+
+/// The watcher entry of instance (addr, inst_id).
+fn watcher(addr: u32, id: u32) -> u64 {
+    ((addr as u64) << 32) | id as u64
+}
 
 const FREE: u64 = 0;
 const PENDING: u64 = 1;
@@ -98,7 +109,8 @@ struct Hdr {
     nwatch: AtomicU32,
     bell: WaitWords,
     _pad: [u8; 40],
-    /// `(1 << 32) | inst_id` of instances that posted bound datagrams aimed at us; 0 = free.
+    /// [`watcher`]`(addr, inst_id)` of instances that posted bound datagrams aimed at us;
+    /// [`NO_WATCHER`] = free.
     watchers: [AtomicU64; NWATCH],
 }
 
@@ -123,6 +135,10 @@ struct Slot {
 const _: () = assert!(std::mem::size_of::<Hdr>() == 64 + 8 * NWATCH);
 const _: () = assert!(std::mem::size_of::<Slot>() == 64 + 2 * MAXDG);
 const SLOTS_OFF: usize = std::mem::size_of::<Hdr>();
+const SLOT_SIZE: usize = std::mem::size_of::<Slot>();
+/// Bytes of a slot's header (everything before the payloads: what a scan reads).
+const SLOT_HEAD: usize = std::mem::offset_of!(Slot, in_data);
+const _: () = assert!(SLOT_HEAD == 64);
 /// The instance's vMDH table follows the slots (crate::memreg): entry i = the two words of
 /// the real memory handle registered at vMDH index i (qword1 0 = empty).  Peers read it
 /// through their mapping of the board to resolve symmetric vMDH handles.
@@ -147,9 +163,6 @@ impl View {
         // SAFETY: inside the board; slots are 64-byte aligned.
         unsafe { &*(self.base.add(SLOTS_OFF + i * std::mem::size_of::<Slot>()) as *const Slot) }
     }
-    fn live(&self) -> bool {
-        self.hdr().magic.load(Ordering::Acquire) == BOARD_MAGIC
-    }
     fn vmdh(&self, i: usize) -> &[AtomicU64; 2] {
         debug_assert!(i < NVMDH);
         // SAFETY: inside the board (BOARD_LEN covers NVMDH entries of 16 bytes); 8-aligned.
@@ -166,16 +179,233 @@ impl View {
     }
 }
 
-/// A peer's board, resolved through the registry and cached.
+/// A peer instance's board: mapped when the instance runs on this node, else reached
+/// through the network engine (`rma::Region`).
 struct PeerBoard {
-    info: InstanceInfo,
     peer: Arc<Peer>,
-    view: RegionView,
+    region: Region,
+}
+
+/// A slot's header as a scan sees it.
+#[derive(Clone, Copy)]
+struct Head {
+    state: u64,
+    bound: bool,
+    target_addr: u32,
+    target_id: u32,
+    seq: u64,
+}
+
+fn u32_at(b: &[u8], off: usize) -> u32 {
+    u32::from_ne_bytes(b[off..off + 4].try_into().expect("4 bytes"))
+}
+fn u64_at(b: &[u8], off: usize) -> u64 {
+    u64::from_ne_bytes(b[off..off + 8].try_into().expect("8 bytes"))
+}
+
+/// A board as the matching code sees it: our own (direct), or a peer's.  Every operation
+/// on a peer's board may fail (`None`: the peer or its board went away).
+#[derive(Clone, Copy)]
+enum B<'a> {
+    Own(View),
+    Peer(&'a Region),
+}
+
+fn slot_off(j: usize) -> usize {
+    SLOTS_OFF + j * SLOT_SIZE
+}
+
+impl B<'_> {
+    fn remote(&self) -> bool {
+        matches!(self, B::Peer(r) if r.is_remote())
+    }
+
+    fn cas_state(&self, j: usize, old: u64, new: u64) -> Option<Result<u64, u64>> {
+        match self {
+            B::Own(v) => Some(v.slot(j).state.compare_exchange(old, new, Ordering::AcqRel, Ordering::Acquire)),
+            B::Peer(r) => r.cas_u64(slot_off(j), old, new).ok(),
+        }
+    }
+
+    fn set_state(&self, j: usize, w: u64) -> Option<()> {
+        match self {
+            B::Own(v) => {
+                v.slot(j).state.store(w, Ordering::Release);
+                Some(())
+            }
+            B::Peer(r) => r.store_u64(slot_off(j), w).ok(),
+        }
+    }
+
+    /// The headers of every slot (one network round trip for a remote board).
+    fn heads(&self) -> Option<Vec<Head>> {
+        let raw = match self {
+            B::Own(v) => {
+                let mut out = Vec::with_capacity(NSLOTS * SLOT_HEAD);
+                for j in 0..NSLOTS {
+                    let s = v.slot(j);
+                    // The state first (Acquire): the other fields were written before it.
+                    out.extend_from_slice(&s.state.load(Ordering::Acquire).to_ne_bytes());
+                    for f in [&s.bound, &s.target_addr, &s.target_id, &s.owner_addr, &s.owner_id, &s.in_len, &s.out_len, &s.peer_addr, &s.peer_id, &s._pad] {
+                        out.extend_from_slice(&f.load(Ordering::Relaxed).to_ne_bytes());
+                    }
+                    out.extend_from_slice(&s.seq.load(Ordering::Relaxed).to_ne_bytes());
+                    out.extend_from_slice(&[0u8; 8]);
+                }
+                out
+            }
+            B::Peer(r) => r.gather(SLOTS_OFF, SLOT_SIZE, NSLOTS, SLOT_HEAD).ok()?,
+        };
+        use std::mem::offset_of;
+        Some(
+            raw.chunks_exact(SLOT_HEAD)
+                .map(|h| Head {
+                    state: u64_at(h, offset_of!(Slot, state)),
+                    bound: u32_at(h, offset_of!(Slot, bound)) != 0,
+                    target_addr: u32_at(h, offset_of!(Slot, target_addr)),
+                    target_id: u32_at(h, offset_of!(Slot, target_id)),
+                    seq: u64_at(h, offset_of!(Slot, seq)),
+                })
+                .collect(),
+        )
+    }
+
+    /// (owner address, owner inst_id, payload) of a slot we hold claimed.
+    fn read_in(&self, j: usize) -> Option<(u32, u32, Vec<u8>)> {
+        match self {
+            B::Own(v) => {
+                let s = v.slot(j);
+                let n = (s.in_len.load(Ordering::Relaxed) as usize).min(MAXDG);
+                Some((s.owner_addr.load(Ordering::Relaxed), s.owner_id.load(Ordering::Relaxed), s.in_data[..n].to_vec()))
+            }
+            B::Peer(r) => {
+                use std::mem::offset_of;
+                let mut h = [0u8; SLOT_HEAD];
+                r.read(slot_off(j), &mut h).ok()?;
+                let n = (u32_at(&h, offset_of!(Slot, in_len)) as usize).min(MAXDG);
+                let mut d = vec![0u8; n];
+                r.read(slot_off(j) + offset_of!(Slot, in_data), &mut d).ok()?;
+                Some((u32_at(&h, offset_of!(Slot, owner_addr)), u32_at(&h, offset_of!(Slot, owner_id)), d))
+            }
+        }
+    }
+
+    /// Writes the partner's payload and identity into a slot we hold claimed.
+    fn write_out(&self, j: usize, data: &[u8], peer_addr: u32, peer_id: u32) -> Option<()> {
+        match self {
+            B::Own(v) => {
+                let s = v.slot(j);
+                // SAFETY: the slot is CLAIMED by us: nobody else writes it.
+                unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), s.out_data.as_ptr() as *mut u8, data.len().min(MAXDG)) };
+                s.out_len.store(data.len() as u32, Ordering::Relaxed);
+                s.peer_addr.store(peer_addr, Ordering::Relaxed);
+                s.peer_id.store(peer_id, Ordering::Relaxed);
+                Some(())
+            }
+            B::Peer(r) => {
+                use std::mem::offset_of;
+                r.write(slot_off(j) + offset_of!(Slot, out_data), &data[..data.len().min(MAXDG)]).ok()?;
+                let mut f = [0u8; 12];
+                f[0..4].copy_from_slice(&(data.len() as u32).to_ne_bytes());
+                f[4..8].copy_from_slice(&peer_addr.to_ne_bytes());
+                f[8..12].copy_from_slice(&peer_id.to_ne_bytes());
+                r.write(slot_off(j) + offset_of!(Slot, out_len), &f).ok()
+            }
+        }
+    }
+
+    fn ring(&self) {
+        match self {
+            B::Own(v) => {
+                v.hdr().bell.notify();
+            }
+            B::Peer(r) => {
+                let _ = r.notify(std::mem::offset_of!(Hdr, bell));
+            }
+        }
+    }
+
+    fn watchers(&self) -> Vec<u64> {
+        let raw = match self {
+            B::Own(v) => return v.hdr().watchers.iter().map(|w| w.load(Ordering::Acquire)).filter(|&w| w != NO_WATCHER).collect(),
+            B::Peer(r) => r.gather(std::mem::offset_of!(Hdr, watchers), 8, NWATCH, 8).unwrap_or_default(),
+        };
+        raw.chunks_exact(8).map(|c| u64_at(c, 0)).filter(|&w| w != NO_WATCHER).collect()
+    }
+
+    /// Adds `me` to the board's watchers (once).  False when the table is full or the
+    /// board cannot be reached.
+    fn add_watcher(&self, me: u64) -> bool {
+        let off = std::mem::offset_of!(Hdr, watchers);
+        match self {
+            B::Own(v) => {
+                for w in v.hdr().watchers.iter() {
+                    let cur = w.load(Ordering::Acquire);
+                    if cur == me {
+                        return true;
+                    }
+                    if cur == NO_WATCHER {
+                        match w.compare_exchange(NO_WATCHER, me, Ordering::AcqRel, Ordering::Acquire) {
+                            Ok(_) => return true,
+                            Err(x) if x == me => return true,
+                            Err(_) => continue,
+                        }
+                    }
+                }
+                false
+            }
+            B::Peer(r) => {
+                let cur: Vec<u64> = match r.gather(off, 8, NWATCH, 8) {
+                    Ok(b) => b.chunks_exact(8).map(|c| u64_at(c, 0)).collect(),
+                    Err(_) => return false,
+                };
+                if cur.contains(&me) {
+                    return true;
+                }
+                for (k, &w) in cur.iter().enumerate() {
+                    if w == NO_WATCHER {
+                        match r.cas_u64(off + 8 * k, NO_WATCHER, me) {
+                            Ok(Ok(_)) => return true,
+                            Ok(Err(x)) if x == me => return true,
+                            Ok(Err(_)) => continue,
+                            Err(_) => return false,
+                        }
+                    }
+                }
+                false
+            }
+        }
+    }
+
+    fn read_vmdh(&self, i: usize) -> Option<[u64; 2]> {
+        if i >= NVMDH {
+            return None;
+        }
+        match self {
+            B::Own(v) => v.read_vmdh(i),
+            B::Peer(r) => {
+                let w1 = r.load_u64(VMDH_OFF + i * 16).ok()?;
+                let w2 = r.load_u64(VMDH_OFF + i * 16 + 8).ok()?;
+                // Re-read the first word: an entry being replaced is all or nothing.
+                (w1 != 0 && r.load_u64(VMDH_OFF + i * 16).ok()? == w1).then_some([w1, w2])
+            }
+        }
+    }
 }
 
 impl PeerBoard {
-    fn v(&self) -> View {
-        View { base: self.view.as_ptr() }
+    fn b(&self) -> B<'_> {
+        B::Peer(&self.region)
+    }
+    fn live(&self) -> bool {
+        if !self.peer.seems_alive() {
+            return false;
+        }
+        match &self.region {
+            Region::Mapped(_) => self.region.load_u64(0).map_or(false, |m| m == BOARD_MAGIC),
+            // Checked when opened; a board freed since fails its next operation.
+            Region::Remote { .. } => true,
+        }
     }
 }
 
@@ -203,7 +433,8 @@ pub struct Board {
     addr: u32,
     inst_id: u32,
     st: Mutex<BoardState>,
-    peers: Mutex<HashMap<u32, Arc<PeerBoard>>>,
+    /// Peer boards by (NIC address, inst_id).
+    peers: Mutex<HashMap<(u32, u32), Arc<PeerBoard>>>,
 }
 
 struct BoardState {
@@ -253,6 +484,9 @@ impl Board {
         let h = view.hdr();
         h.nslots.store(NSLOTS as u32, Ordering::Relaxed);
         h.nwatch.store(NWATCH as u32, Ordering::Relaxed);
+        for w in h.watchers.iter() {
+            w.store(NO_WATCHER, Ordering::Relaxed);
+        }
         h.magic.store(BOARD_MAGIC, Ordering::Release);
         Ok(Board {
             mem: ManuallyDrop::new(mem),
@@ -288,72 +522,79 @@ impl Board {
 
     /// vMDH entry `i` of instance (addr, id) of our domain, read through its board.
     pub fn peer_vmdh(&self, nic: &Nic, addr: u32, id: u32, i: usize) -> Option<[u64; 2]> {
-        self.peer_board(nic, Some(addr), id)?.v().read_vmdh(i)
+        if addr == self.addr && id == self.inst_id {
+            return self.view.read_vmdh(i);
+        }
+        self.peer_board(nic, addr, id)?.b().read_vmdh(i)
     }
 
-    /// The board of instance `id` of our domain, if attached (and at address `addr`).
-    fn peer_board(&self, nic: &Nic, addr: Option<u32>, id: u32) -> Option<Arc<PeerBoard>> {
+    /// The board of instance `id` of our domain at NIC address `addr`, if attached: found
+    /// in the node registry when it runs on this node, else in the job's KVS (published
+    /// by `GNI_CdmAttach` when the network engine runs).  Cached while it stays usable.
+    fn peer_board(&self, nic: &Nic, addr: u32, id: u32) -> Option<Arc<PeerBoard>> {
         {
-            let c = lock(&self.peers);
-            if let Some(pb) = c.get(&id) {
+            let mut c = lock(&self.peers);
+            if let Some(pb) = c.get(&(addr, id)) {
                 // Rate-limited liveness (a probe is a system call; vMDH handles are
                 // resolved here on every post).
-                if pb.v().live() && pb.peer.seems_alive() {
-                    return match addr {
-                        Some(a) if a != pb.info.nic_addr => None,
-                        _ => Some(pb.clone()),
-                    };
+                if pb.live() {
+                    return Some(pb.clone());
                 }
+                c.remove(&(addr, id));
             }
         }
+        let pb = Arc::new(self.find_board(nic, addr, id)?);
+        lock(&self.peers).insert((addr, id), pb.clone());
+        Some(pb)
+    }
+
+    fn find_board(&self, nic: &Nic, addr: u32, id: u32) -> Option<PeerBoard> {
         let key = instance_key(nic.cdm.ptag, nic.cdm.cookie, id);
-        let ep = registry::lookup(registry::api::UGNI, &key).ok()?;
-        let info = InstanceInfo::from_payload(&ep.payload);
-        let peer = Peer::open(info.peer).ok()?;
-        let view = rma::map_region(&peer, &info.dgram_board).ok()?;
-        if (view.len()) < BOARD_LEN {
-            return None;
-        }
-        let pb = Arc::new(PeerBoard { info, peer, view });
-        if !pb.v().live() {
-            return None;
-        }
-        lock(&self.peers).insert(id, pb.clone());
-        match addr {
-            Some(a) if a != info.nic_addr => None,
-            _ => Some(pb),
-        }
-    }
-
-    /// Adds our inst_id to `v`'s watchers (once).  False when the table is full.
-    fn watch(&self, v: View) -> bool {
-        let me = (1u64 << 32) | self.inst_id as u64;
-        let h = v.hdr();
-        for w in h.watchers.iter() {
-            let cur = w.load(Ordering::Acquire);
-            if cur == me {
-                return true;
-            }
-            if cur == 0 {
-                match w.compare_exchange(0, me, Ordering::AcqRel, Ordering::Acquire) {
-                    Ok(_) => return true,
-                    Err(x) if x == me => return true,
-                    Err(_) => continue,
+        if let Ok(ep) = registry::lookup(registry::api::UGNI, &key) {
+            let info = InstanceInfo::from_payload(&ep.payload);
+            if info.nic_addr == addr {
+                let peer = Peer::open(info.peer).ok()?;
+                let region = Region::open(&peer, &info.dgram_board).ok()?;
+                if region.len() < BOARD_LEN || region.load_u64(0).ok()? != BOARD_MAGIC {
+                    return None;
                 }
+                return Some(PeerBoard { peer, region });
             }
         }
-        false
+        // Another node: the instance directory in the KVS.
+        let rec = softnic_fabric::bootstrap::kvs_get_global(&remote_instance_key(nic.cdm.ptag, nic.cdm.cookie, id)).ok()?;
+        let w = |i: usize| rec.get(i * 8..i * 8 + 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
+        let (node, proc_id) = (w(0)?, w(1)?);
+        if node as u32 != addr {
+            return None;
+        }
+        let peer = Peer::at(addr, ProcId { slot: proc_id as u32, gen: (proc_id >> 32) as u32 }, 32).ok()?;
+        let region = Region::open(&peer, &RingLoc::from_words([w(2)?, w(3)?, w(4)?])).ok()?;
+        if region.len() < BOARD_LEN || region.load_u64(0).ok()? != BOARD_MAGIC {
+            return None;
+        }
+        Some(PeerBoard { peer, region })
     }
 
-    /// Pairs our slot (`mine`: its key and expected state word) with the first candidate
-    /// slot `(index, state word)` of board `v` (owned by instance `owner`) that is still
-    /// there, ringing both bells on success.  True when our slot is settled (paired, or
-    /// taken meanwhile by someone else).
-    fn pair_first(&self, mine: ((u32, usize), u64), v: View, owner: u32, cands: impl Iterator<Item = (usize, u64)>) -> bool {
+    /// The board of (addr, id) as the matching code sees it (ours, or a peer's).
+    fn board_of<'a>(&self, nic: &Nic, addr: u32, id: u32, keep: &'a mut Option<Arc<PeerBoard>>) -> Option<B<'a>> {
+        if addr == self.addr && id == self.inst_id {
+            return Some(B::Own(self.view));
+        }
+        *keep = Some(self.peer_board(nic, addr, id)?);
+        keep.as_ref().map(|pb| pb.b())
+    }
+
+    /// Pairs our pending slot `i` (state word `w`) with the first candidate slot `(index,
+    /// state word)` of board `theirs` (owned by instance `owner` = (addr, inst_id)) that is
+    /// still there, ringing both bells on success.  True when our slot is settled (paired,
+    /// or taken meanwhile by someone else).
+    fn pair_first(&self, i: usize, w: u64, theirs: B<'_>, owner: (u32, u32), cands: impl Iterator<Item = (usize, u64)>) -> bool {
+        let mine = (B::Own(self.view), (self.addr, self.inst_id, i), w);
         for (j, sw) in cands {
-            match pair((self.view, mine.0, mine.1), (v, (owner, j), sw)) {
+            match pair(mine, (theirs, (owner.0, owner.1, j), sw)) {
                 Pair::Done => {
-                    v.hdr().bell.notify();
+                    theirs.ring();
                     self.view.hdr().bell.notify();
                     return true;
                 }
@@ -372,76 +613,43 @@ impl Board {
         if w_gen(w) != g || w_state(w) != PENDING {
             return (true, true);
         }
-        let my_key = (self.inst_id, i);
+        let pending = word(g, PENDING, 0);
         if me.bound.load(Ordering::Relaxed) != 0 {
             let ta = me.target_addr.load(Ordering::Relaxed);
             let tid = me.target_id.load(Ordering::Relaxed);
             let same = tid == self.inst_id && ta == self.addr;
-            let pb = if same { None } else { self.peer_board(nic, Some(ta), tid) };
-            let (v, owner) = match &pb {
-                Some(pb) => (pb.v(), tid),
-                None if same => (self.view, self.inst_id),
-                None => return (false, false),
-            };
-            let watching = self.watch(v);
+            let mut keep = None;
+            let Some(b) = self.board_of(nic, ta, tid, &mut keep) else { return (false, false) };
+            let watching = b.add_watcher(watcher(self.addr, self.inst_id));
             fence(Ordering::SeqCst);
+            let Some(heads) = b.heads() else { return (false, false) };
             // Candidates: bound to us first, then unbound; oldest first.
-            let mut cands: Vec<(bool, u64, usize, u64)> = Vec::new();
-            for j in 0..NSLOTS {
-                if same && j == i {
-                    continue;
-                }
-                let s = v.slot(j);
-                let sw = s.state.load(Ordering::Acquire);
-                if w_state(sw) != PENDING {
-                    continue;
-                }
-                let ok = if s.bound.load(Ordering::Relaxed) != 0 {
-                    s.target_id.load(Ordering::Relaxed) == self.inst_id && s.target_addr.load(Ordering::Relaxed) == self.addr
-                } else {
-                    true
-                };
-                if ok {
-                    cands.push((s.bound.load(Ordering::Relaxed) == 0, s.seq.load(Ordering::Relaxed), j, sw));
-                }
-            }
+            let mut cands: Vec<(bool, u64, usize, u64)> = heads
+                .iter()
+                .enumerate()
+                .filter(|&(j, h)| !(same && j == i) && w_state(h.state) == PENDING && (!h.bound || (h.target_id == self.inst_id && h.target_addr == self.addr)))
+                .map(|(j, h)| (!h.bound, h.seq, j, h.state))
+                .collect();
             cands.sort();
-            if self.pair_first((my_key, word(g, PENDING, 0)), v, owner, cands.into_iter().map(|(_, _, j, sw)| (j, sw))) {
+            if self.pair_first(i, pending, b, (ta, tid), cands.into_iter().map(|(_, _, j, sw)| (j, sw))) {
                 return (true, true);
             }
             (false, watching)
         } else {
             fence(Ordering::SeqCst);
-            let watchers: Vec<u32> = self
-                .view
-                .hdr()
-                .watchers
-                .iter()
-                .map(|w| w.load(Ordering::Acquire))
-                .filter(|w| *w != 0)
-                .map(|w| w as u32)
-                .collect();
-            for wid in watchers {
-                let pb = if wid == self.inst_id { None } else { self.peer_board(nic, None, wid) };
-                let v = match &pb {
-                    Some(pb) => pb.v(),
-                    None if wid == self.inst_id => self.view,
-                    None => continue,
-                };
-                let mut cands: Vec<(u64, usize, u64)> = Vec::new();
-                for j in 0..NSLOTS {
-                    let s = v.slot(j);
-                    let sw = s.state.load(Ordering::Acquire);
-                    if w_state(sw) == PENDING
-                        && s.bound.load(Ordering::Relaxed) != 0
-                        && s.target_id.load(Ordering::Relaxed) == self.inst_id
-                        && s.target_addr.load(Ordering::Relaxed) == self.addr
-                    {
-                        cands.push((s.seq.load(Ordering::Relaxed), j, sw));
-                    }
-                }
+            for wv in B::Own(self.view).watchers() {
+                let (waddr, wid) = ((wv >> 32) as u32, wv as u32);
+                let mut keep = None;
+                let Some(b) = self.board_of(nic, waddr, wid, &mut keep) else { continue };
+                let Some(heads) = b.heads() else { continue };
+                let mut cands: Vec<(u64, usize, u64)> = heads
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, h)| w_state(h.state) == PENDING && h.bound && h.target_id == self.inst_id && h.target_addr == self.addr)
+                    .map(|(j, h)| (h.seq, j, h.state))
+                    .collect();
                 cands.sort();
-                if self.pair_first((my_key, word(g, PENDING, 0)), v, wid, cands.into_iter().map(|(_, j, sw)| (j, sw))) {
+                if self.pair_first(i, pending, b, (waddr, wid), cands.into_iter().map(|(_, j, sw)| (j, sw))) {
                     return (true, true);
                 }
             }
@@ -583,6 +791,7 @@ impl Board {
         let (i, g) = st.recs[k].slot.expect("active");
         let s = self.view.slot(i);
         let mut spins = 0u32;
+        let start = Instant::now();
         loop {
             let w = s.state.load(Ordering::Acquire);
             match w_state(w) {
@@ -595,7 +804,9 @@ impl Board {
                 }
                 CLAIMED => {
                     spins += 1;
-                    if spins % 1024 == 0 && !registry::pid_alive(w_pid(w) as i32, None) {
+                    // A matcher on another node records pid 0: it is given a bounded time.
+                    let holder_gone = |pid: u32| if pid == 0 { start.elapsed() > REMOTE_CLAIM_LIMIT } else { !registry::pid_alive(pid as i32, None) };
+                    if spins % 1024 == 0 && holder_gone(w_pid(w)) {
                         // The matcher died holding our slot: take it back.
                         let _ = s.state.compare_exchange(w, word(g, PENDING, 0), Ordering::AcqRel, Ordering::Acquire);
                     }
@@ -735,22 +946,30 @@ enum Claim {
     Gone,
 }
 
-/// Claims slot `s` expected in state word `w` (PENDING of some gen).  Spins while someone
-/// else holds it CLAIMED (a dead holder counts as gone).
-fn claim(s: &Slot, w: u64) -> Claim {
-    let me = my_pid();
+/// Claims slot `j` of board `b` expected in state word `w` (PENDING of some gen).  Spins
+/// while someone else holds it CLAIMED: a holder on this node that died counts as gone;
+/// one on another node (pid 0: unknown here) after [`REMOTE_CLAIM_LIMIT`].
+fn claim(b: B<'_>, j: usize, w: u64) -> Claim {
+    // A claim on another node's board records no pid: ours means nothing there.
+    let me = if b.remote() { 0 } else { my_pid() };
     let want = word(w_gen(w), CLAIMED, me);
+    let start = Instant::now();
     let mut spins = 0u32;
     loop {
-        match s.state.compare_exchange(w, want, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) => return Claim::Ok,
-            Err(cur) => {
+        match b.cas_state(j, w, want) {
+            None => return Claim::Gone,
+            Some(Ok(_)) => return Claim::Ok,
+            Some(Err(cur)) => {
                 if w_gen(cur) != w_gen(w) || w_state(cur) != CLAIMED {
                     return Claim::Gone;
                 }
                 spins += 1;
-                if spins % 1024 == 0 && !registry::pid_alive(w_pid(cur) as i32, None) {
-                    return Claim::Gone;
+                if spins % 1024 == 0 {
+                    let holder = w_pid(cur);
+                    let gone = if holder == 0 { start.elapsed() > REMOTE_CLAIM_LIMIT } else { !b.remote() && !registry::pid_alive(holder as i32, None) };
+                    if gone {
+                        return Claim::Gone;
+                    }
                 }
                 std::thread::yield_now();
             }
@@ -758,31 +977,33 @@ fn claim(s: &Slot, w: u64) -> Claim {
     }
 }
 
-/// Pairs slot `a` (ours) with slot `b`, claiming them in (inst_id, index) order.
-fn pair(a: (View, (u32, usize), u64), b: (View, (u32, usize), u64)) -> Pair {
+/// Pairs slot `a` (ours) with slot `b`, claiming them in one global order (NIC address,
+/// inst_id, slot index), then swapping payloads and identities and marking both DONE.
+/// A board that cannot be reached half-way (its owner died) leaves our slot PENDING.
+fn pair(a: (B<'_>, (u32, u32, usize), u64), b: (B<'_>, (u32, u32, usize), u64)) -> Pair {
     let (first, second, mine_first) = if a.1 <= b.1 { (a, b, true) } else { (b, a, false) };
-    let fs = first.0.slot((first.1).1);
-    let ss = second.0.slot((second.1).1);
-    if let Claim::Gone = claim(fs, first.2) {
+    if let Claim::Gone = claim(first.0, first.1 .2, first.2) {
         return if mine_first { Pair::MineGone } else { Pair::TheirsGone };
     }
-    if let Claim::Gone = claim(ss, second.2) {
-        fs.state.store(first.2, Ordering::Release);
+    if let Claim::Gone = claim(second.0, second.1 .2, second.2) {
+        let _ = first.0.set_state(first.1 .2, first.2);
         return if mine_first { Pair::TheirsGone } else { Pair::MineGone };
     }
     // Both held: swap payloads and identities.
-    let (sa, sb) = (a.0.slot((a.1).1), b.0.slot((b.1).1));
-    for (from, to) in [(sa, sb), (sb, sa)] {
-        let n = (from.in_len.load(Ordering::Relaxed) as usize).min(MAXDG);
-        // SAFETY: both slots are CLAIMED by us: nobody else writes them; distinct slots.
-        unsafe { std::ptr::copy_nonoverlapping(from.in_data.as_ptr(), to.out_data.as_ptr() as *mut u8, n) };
-        to.out_len.store(n as u32, Ordering::Relaxed);
-        to.peer_addr.store(from.owner_addr.load(Ordering::Relaxed), Ordering::Relaxed);
-        to.peer_id.store(from.owner_id.load(Ordering::Relaxed), Ordering::Relaxed);
+    let swapped = (|| {
+        let (aa, ai, ad) = a.0.read_in(a.1 .2)?;
+        let (ba, bi, bd) = b.0.read_in(b.1 .2)?;
+        b.0.write_out(b.1 .2, &ad, aa, ai)?;
+        a.0.write_out(a.1 .2, &bd, ba, bi)
+    })();
+    if swapped.is_none() {
+        let _ = a.0.set_state(a.1 .2, a.2);
+        let _ = b.0.set_state(b.1 .2, b.2);
+        return Pair::TheirsGone;
     }
     // Release: the owner that sees DONE sees the payload.
-    sa.state.store(word(w_gen(a.2), DONE, 0), Ordering::Release);
-    sb.state.store(word(w_gen(b.2), DONE, 0), Ordering::Release);
+    let _ = a.0.set_state(a.1 .2, word(w_gen(a.2), DONE, 0));
+    let _ = b.0.set_state(b.1 .2, word(w_gen(b.2), DONE, 0));
     Pair::Done
 }
 

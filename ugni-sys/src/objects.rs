@@ -307,6 +307,12 @@ pub fn instance_key(ptag: u8, cookie: u32, inst_id: u32) -> [u8; 9] {
     k
 }
 
+/// Job-wide KVS key under which an attached instance publishes where its datagram board
+/// is, for instances on other nodes (`GNI_CdmAttach`, when the network engine runs).
+pub fn remote_instance_key(ptag: u8, cookie: u32, inst_id: u32) -> String {
+    format!("gni.{}.{:x}.{}", ptag, cookie, inst_id)
+}
+
 /// What an attached instance publishes in the registry (the payload, 64 bytes max).
 #[derive(Clone, Copy, Debug)]
 pub struct InstanceInfo {

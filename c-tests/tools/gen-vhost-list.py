@@ -1,0 +1,31 @@
+#!/usr/bin/env python3
+"""Writes a manifest that re-runs every multi-rank uGNI and DMAPP test spread over 2 and 3
+virtual hosts (c-tests/tools/vhrun), for `make check-full`: ranks on different hosts can
+reach each other only through the network engine.  `$SNRUN -n N [-N K]` becomes
+`vhrun H N` (the hosts replace snrun's virtual nodes), `mpiexec -n N` becomes `vhrun 3 N`.
+Tests that need two separate jobs are left out.  Usage: gen-vhost-list.py LIST... > OUT"""
+import re
+import sys
+
+SKIP = {"data_routing_jobs"}
+for path in sys.argv[1:]:
+    for line in open(path):
+        line = line.split("#")[0].rstrip()
+        if " -- " not in line:
+            continue
+        head, cmd = line.split(" -- ", 1)
+        name = head.split()[0]
+        if name in SKIP:
+            continue
+        opts = re.sub(r"need=\S+", "", head[len(name):]).strip()
+        opts += " needok='c-tests/tools/net-ok vhost'"
+        snrun = re.search(r"\$SNRUN -n (\d+)( -N \d+)?", cmd)
+        mpi = re.search(r"mpiexec -n (\d+)", cmd)
+        if snrun:
+            n = int(snrun.group(1))
+            for hosts in (2, 3):
+                if hosts <= n:
+                    print(f"vh{hosts}_{name} {opts} -- {cmd.replace(snrun.group(0), f'c-tests/tools/vhrun {hosts} {n}')}")
+        elif mpi:
+            n = int(mpi.group(1))
+            print(f"vh3m_{name} {opts} -- {cmd.replace(mpi.group(0), f'c-tests/tools/vhrun 3 {n}')}")
