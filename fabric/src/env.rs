@@ -116,8 +116,15 @@ pub static TUNABLES: &[Tunable] = &[
                not hangs).",
     },
     Tunable {
+        name: "SOFTNIC_NET_POLL_US",
+        default: "200",
+        help: "Microseconds a thread waiting for a network-engine reply polls the \
+               completion queue itself before it sleeps until the progress thread \
+               delivers the reply.",
+    },
+    Tunable {
         name: "SOFTNIC_NET_SPIN_US",
-        default: "50",
+        default: "0",
         help: "Microseconds the network engine's progress thread polls for traffic \
                before it sleeps in the provider's wait object.",
     },

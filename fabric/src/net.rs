@@ -72,6 +72,7 @@ enum Op {
     RegionCas = 11,
     RegionGather = 12,
     RegionNotify = 13,
+    PutCompound = 14,
 }
 
 impl Op {
@@ -90,6 +91,7 @@ impl Op {
             11 => Op::RegionCas,
             12 => Op::RegionGather,
             13 => Op::RegionNotify,
+            14 => Op::PutCompound,
             _ => return None,
         })
     }
@@ -209,6 +211,9 @@ struct RecvBuf {
 
 /// The raw libfabric objects (owned for the life of the process).
 struct Objs {
+    fabric: *mut ofi::fid_fabric,
+    /// The completion queue's wait descriptor (FI_WAIT_FD), or -1 (then fi_cq_sread).
+    wait_fd: i32,
     info: *mut fi_info,
     ep: *mut ofi::fid_ep,
     av: *mut ofi::fid_av,
@@ -217,6 +222,8 @@ struct Objs {
 
 struct Fi {
     lib: Lib,
+    fabric: *mut ofi::fid_fabric,
+    wait_fd: i32,
     info: *mut fi_info,
     ep: *mut ofi::fid_ep,
     av: *mut ofi::fid_av,
@@ -237,6 +244,9 @@ pub struct Engine {
     inject_size: usize,
     timeout: Duration,
     spin: Duration,
+    /// How long a thread waiting for a reply polls the completion queue itself.
+    poll_reply: Duration,
+
     remotes: Mutex<HashMap<(u32, u32), Arc<Remote>>>,
     /// The job's published endpoints: (node, slot) -> (generation, address), and which
     /// ranks have been read into it.
@@ -304,6 +314,14 @@ pub fn running() -> Option<&'static Engine> {
     ENGINE.get()
 }
 
+/// Drives the network engine once from an application thread that polls for events (a
+/// CQ poll that found nothing): traffic waiting for this process is served at once
+/// instead of when the progress thread wakes.  False when there was nothing (or no
+/// engine).
+pub fn poll() -> bool {
+    running().is_some_and(|e| e.progress_once())
+}
+
 /// Does a peer at `node` (the process `id` there) go through the network engine?
 pub fn carries(node: u32, id: ProcId) -> bool {
     let Some(e) = running() else { return false };
@@ -331,7 +349,7 @@ impl Engine {
         // SAFETY: the calls below follow libfabric's documented object life cycle; every
         // pointer passed is either ours or one libfabric returned.
         let o = unsafe { open_endpoint(&lib)? };
-        let fi = Fi { lib, info: o.info, ep: o.ep, av: o.av, cq: o.cq };
+        let fi = Fi { lib, fabric: o.fabric, wait_fd: o.wait_fd, info: o.info, ep: o.ep, av: o.av, cq: o.cq };
         let mut name = vec![0u8; 256];
         let mut len = name.len();
         // SAFETY: fi.ep is an enabled endpoint; getname writes at most `len` bytes.
@@ -366,6 +384,8 @@ impl Engine {
             inject_size,
             timeout: Duration::from_millis(crate::env::get_u64("SOFTNIC_NET_TIMEOUT_MS").max(1)),
             spin: Duration::from_micros(crate::env::get_u64("SOFTNIC_NET_SPIN_US")),
+            poll_reply: Duration::from_micros(crate::env::get_u64("SOFTNIC_NET_POLL_US")),
+
             remotes: Mutex::new(HashMap::new()),
             directory: Mutex::new(Directory::default()),
             senders: Mutex::new(HashMap::new()),
@@ -568,7 +588,18 @@ impl Engine {
             self.mark_dead(to);
             return Err(if e == Error::Unsupported { e } else { Error::PeerDead });
         }
-        let deadline = Instant::now() + self.timeout;
+        let start = Instant::now();
+        let deadline = start + self.timeout;
+        // Drive the completion queue ourselves while the reply is likely to come soon (a
+        // round trip costs less than waking a sleeping thread twice), then sleep.
+        while start.elapsed() < self.poll_reply {
+            if let Some((status, data)) = call.done.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                return if status == 0 { Ok(data) } else { Err(code_err(status)) };
+            }
+            if !self.progress_once() {
+                std::hint::spin_loop();
+            }
+        }
         let mut g = call.done.lock().unwrap_or_else(|e| e.into_inner());
         loop {
             if let Some((status, data)) = g.take() {
@@ -666,6 +697,13 @@ impl Engine {
     }
 
     fn progress_loop(&'static self) {
+        // Real-time priority when allowed: a target that spins on its memory (as one-sided
+        // programs do) keeps its core busy, and only a thread that preempts it at once can
+        // land the data that it waits for.  Mostly asleep, so it takes little from anyone.
+        let param = libc::sched_param { sched_priority: 1 };
+        // SAFETY: changes this thread's policy (pid 0 = the calling thread); harmless if refused.
+        let rt = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } == 0;
+        crate::sn_debug!("network engine", "progress thread {}", if rt { "at real-time priority" } else { "at normal priority" });
         let mut last = Instant::now();
         loop {
             if self.progress_once() {
@@ -676,24 +714,45 @@ impl Engine {
                 std::hint::spin_loop();
                 continue;
             }
-            let mut e = fi_cq_data_entry { op_context: std::ptr::null_mut(), flags: 0, len: 0, buf: std::ptr::null_mut(), data: 0 };
-            // SAFETY: blocks up to 100 ms for one entry of the CQ's format.
-            let n = unsafe {
-                let ops = (*self.fi.cq).ops;
-                match (*ops).sread {
-                    Some(f) => f(self.fi.cq, &mut e as *mut _ as *mut c_void, 1, std::ptr::null(), 100),
-                    None => {
-                        std::thread::sleep(Duration::from_micros(50));
-                        0
-                    }
+            self.sleep_for_traffic();
+        }
+    }
+
+    /// Blocks until the completion queue may have something (at most 100 ms).
+    fn sleep_for_traffic(&self) {
+        if self.fi.wait_fd >= 0 {
+            let mut fids = [&mut unsafe { &mut *self.fi.cq }.fid as *mut ofi::fid];
+            // SAFETY: trywait with our one CQ; 0 means nothing is pending and the fd will
+            // signal new traffic, so sleeping on it cannot miss a completion.
+            let ok = unsafe {
+                match (*(*self.fi.fabric).ops).trywait {
+                    Some(f) => f(self.fi.fabric, fids.as_mut_ptr(), 1) == 0,
+                    None => false,
                 }
             };
-            if n > 0 {
-                self.completion(&e);
-                last = Instant::now();
-            } else if n as isize == -ofi::FI_EAVAIL {
-                self.error_completion();
+            if ok {
+                let mut pfd = libc::pollfd { fd: self.fi.wait_fd, events: libc::POLLIN, revents: 0 };
+                // SAFETY: one valid pollfd.
+                unsafe { libc::poll(&mut pfd, 1, 100) };
             }
+            return;
+        }
+        let mut e = fi_cq_data_entry { op_context: std::ptr::null_mut(), flags: 0, len: 0, buf: std::ptr::null_mut(), data: 0 };
+        // SAFETY: blocks up to 100 ms for one entry of the CQ's format.
+        let n = unsafe {
+            let ops = (*self.fi.cq).ops;
+            match (*ops).sread {
+                Some(f) => f(self.fi.cq, &mut e as *mut _ as *mut c_void, 1, std::ptr::null(), 100),
+                None => {
+                    std::thread::sleep(Duration::from_micros(50));
+                    0
+                }
+            }
+        };
+        if n > 0 {
+            self.completion(&e);
+        } else if n as isize == -ofi::FI_EAVAIL {
+            self.error_completion();
         }
     }
 
@@ -796,6 +855,23 @@ fn serve(op: Op, h: &Hdr, body: &[u8]) -> Result<Vec<u8>> {
                 }
                 _ => rs::notify(&loc, off).map(|_| Vec::new()),
             }
+        }
+        Op::PutCompound => {
+            // [npieces, has_flag, flag key, flag addr, flag value, has_notify, notify key,
+            //  entry], then per piece [key, addr, len] and its bytes, padded to 8.
+            let n = word(0)? as usize;
+            let flag = (word(1)? != 0).then(|| Ok::<_, Error>((MemKey::from_u64(word(2)?), word(3)?, word(4)?))).transpose()?;
+            let notify = (word(5)? != 0).then(|| Ok::<_, Error>((MemKey::from_u64(word(6)?), word(7)?))).transpose()?;
+            let mut off = 64;
+            let mut pieces = Vec::with_capacity(n.min(64));
+            for _ in 0..n {
+                let w = |o: usize| body.get(o..o + 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))).ok_or(Error::InvalidArg);
+                let (k, a, len) = (MemKey::from_u64(w(off)?), w(off + 8)?, w(off + 16)? as usize);
+                let data = body.get(off + 24..off + 24 + len).ok_or(Error::InvalidArg)?;
+                pieces.push((k, a, data));
+                off += 24 + ((len + 7) & !7);
+            }
+            live.put_compound(&pieces, flag, notify, h.c).map(|_| Vec::new())
         }
         Op::Reply => Err(Error::InvalidArg),
     }
@@ -901,6 +977,37 @@ impl Engine {
         Ok((w(0)? != 0).then(|| [w(1).unwrap_or(0), w(2).unwrap_or(0), w(3).unwrap_or(0)]))
     }
 
+    /// See [`crate::rma::Live::put_compound`]: one request when it fits, else the pieces
+    /// first and the flag and notification with the last one.
+    pub fn put_compound(&self, to: &Arc<Remote>, pieces: &[(crate::mem::MemKey, u64, &[u8])], flag: Option<(crate::mem::MemKey, u64, u64)>, notify: Option<(crate::mem::MemKey, u64)>, pd: u64) -> Result<()> {
+        let total: usize = pieces.iter().map(|p| 24 + ((p.2.len() + 7) & !7)).sum();
+        if total + 64 > MAX_DATA {
+            // Too big for one message: validate the flag, move the bulk, then finish with a
+            // compound request that carries only the flag and the notification.
+            if let Some((k, a, _)) = flag {
+                self.check(to, k.to_u64(), a, 8, true, pd)?;
+            }
+            for &(k, a, src) in pieces {
+                self.put(to, k.to_u64(), a, src, pd)?;
+            }
+            return self.put_compound(to, &[], flag, notify, pd);
+        }
+        let mut b = Vec::with_capacity(64 + total);
+        let (fk, fa, fv) = flag.map_or((0, 0, 0), |(k, a, v)| (k.to_u64(), a, v));
+        let (nk, ne) = notify.map_or((0, 0), |(k, e)| (k.to_u64(), e));
+        for w in [pieces.len() as u64, flag.is_some() as u64, fk, fa, fv, notify.is_some() as u64, nk, ne] {
+            b.extend_from_slice(&w.to_le_bytes());
+        }
+        for &(k, a, src) in pieces {
+            for w in [k.to_u64(), a, src.len() as u64] {
+                b.extend_from_slice(&w.to_le_bytes());
+            }
+            b.extend_from_slice(src);
+            b.resize((b.len() + 7) & !7, 0);
+        }
+        self.call(to, Op::PutCompound, 0, 0, pd, &[&b]).map(|_| ())
+    }
+
     pub fn region_read(&self, to: &Arc<Remote>, loc: [u64; 3], off: usize, dst: &mut [u8]) -> Result<()> {
         for (i, chunk) in dst.chunks_mut(MAX_DATA).enumerate() {
             let o = (off + i * MAX_DATA) as u64;
@@ -1001,14 +1108,32 @@ unsafe fn open_endpoint(lib: &Lib) -> Result<Objs> {
             return Err(to_err(lib, "fi_domain", rc as i64));
         }
         let dops = (*domain).ops;
-        let mut cq_attr = ofi::fi_cq_attr { size: 4096, flags: 0, format: ofi::FI_CQ_FORMAT_DATA, wait_obj: ofi::FI_WAIT_UNSPEC, signaling_vector: 0, wait_cond: 0, wait_set: std::ptr::null_mut() };
+        // A file descriptor to sleep on where the provider offers one (we poll it with
+        // fi_trywait, which wakes faster than fi_cq_sread), else its own wait object.
         let mut cq: *mut ofi::fid_cq = std::ptr::null_mut();
-        let rc = match (*dops).cq_open {
-            Some(f) => f(domain, &mut cq_attr, &mut cq, std::ptr::null_mut()),
-            None => -libc::ENOSYS,
-        };
-        if rc != 0 {
-            return Err(to_err(lib, "fi_cq_open", rc as i64));
+        let mut wait_fd = -1;
+        for wait_obj in [ofi::FI_WAIT_FD, ofi::FI_WAIT_UNSPEC] {
+            let mut cq_attr = ofi::fi_cq_attr { size: 4096, flags: 0, format: ofi::FI_CQ_FORMAT_DATA, wait_obj, signaling_vector: 0, wait_cond: 0, wait_set: std::ptr::null_mut() };
+            let rc = match (*dops).cq_open {
+                Some(f) => f(domain, &mut cq_attr, &mut cq, std::ptr::null_mut()),
+                None => -libc::ENOSYS,
+            };
+            if rc != 0 {
+                if wait_obj == ofi::FI_WAIT_FD {
+                    continue;
+                }
+                return Err(to_err(lib, "fi_cq_open", rc as i64));
+            }
+            if wait_obj == ofi::FI_WAIT_FD {
+                let control = (*(*cq).fid.ops).control;
+                let mut fd: libc::c_int = -1;
+                if let Some(c) = control {
+                    if c(&mut (*cq).fid, ofi::FI_GETWAIT, &mut fd as *mut libc::c_int as *mut c_void) == 0 {
+                        wait_fd = fd;
+                    }
+                }
+            }
+            break;
         }
         let mut av_attr = ofi::fi_av_attr { type_: ofi::FI_AV_TABLE, rx_ctx_bits: 0, count: 256, ep_per_node: 0, name: std::ptr::null(), map_addr: std::ptr::null_mut(), flags: 0 };
         let mut av: *mut ofi::fid_av = std::ptr::null_mut();
@@ -1042,6 +1167,6 @@ unsafe fn open_endpoint(lib: &Lib) -> Result<Objs> {
         if rc != 0 {
             return Err(to_err(lib, "fi_enable", rc as i64));
         }
-        Ok(Objs { info, ep, av, cq })
+        Ok(Objs { fabric, wait_fd, info, ep, av, cq })
     }
 }

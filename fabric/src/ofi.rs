@@ -47,6 +47,8 @@ pub const FI_MR_ENDPOINT: c_int = 1 << 9;
 pub const FI_CQ_FORMAT_DATA: c_int = 3;
 pub const FI_WAIT_UNSPEC: c_int = 1;
 pub const FI_WAIT_NONE: c_int = 0;
+pub const FI_WAIT_FD: c_int = 3;
+pub const FI_GETWAIT: c_int = 5;
 pub const FI_ENABLE: c_int = 6;
 
 pub const FI_EAGAIN: isize = libc::EAGAIN as isize;
@@ -157,6 +159,10 @@ pub struct fid {
 pub struct fi_ops_fabric {
     pub size: size_t,
     pub domain: Option<unsafe extern "C" fn(*mut fid_fabric, *mut fi_info, *mut *mut fid_domain, *mut c_void) -> c_int>,
+    pub passive_ep: Option<unsafe extern "C" fn()>,
+    pub eq_open: Option<unsafe extern "C" fn()>,
+    pub wait_open: Option<unsafe extern "C" fn()>,
+    pub trywait: Option<unsafe extern "C" fn(*mut fid_fabric, *mut *mut fid, c_int) -> c_int>,
 }
 
 #[repr(C)]

@@ -662,6 +662,50 @@ impl<'a> Live<'a> {
         }
     }
 
+    /// A put in one or more pieces, then optionally a 64-bit completion word (a flag or
+    /// sequence word the target polls: stored last, with one atomic Release store, or as a
+    /// put where the memory cannot take atomics), then optionally a notification: `entry`
+    /// pushed into the notify ring of registration `notify.0` (best effort, like an event
+    /// a NIC drops when the CQ is full: a missing or full ring is not an error).
+    ///
+    /// The flag's place is validated before anything moves; a failing piece stops the
+    /// rest.  One request on the network engine (the whole sequence runs at the target in
+    /// this order), the same steps in place on this node.
+    pub fn put_compound(self, pieces: &[(MemKey, u64, &[u8])], flag: Option<(MemKey, u64, u64)>, notify: Option<(MemKey, u64)>, pd: u64) -> Result<()> {
+        if let Some(r) = &self.0.net {
+            return net::engine()?.put_compound(r, pieces, flag, notify, pd);
+        }
+        if let Some((k, a, _)) = flag {
+            self.check(k, a, 8, true, pd)?;
+        }
+        for &(k, a, src) in pieces {
+            self.put(k, a, src, pd)?;
+        }
+        if let Some((k, a, v)) = flag {
+            match self.store_u64(k, a, v, pd) {
+                Err(Error::Unsupported) | Err(Error::Misaligned) => self.put(k, a, &v.to_ne_bytes(), pd)?,
+                r => r?,
+            }
+        }
+        if let Some((k, entry)) = notify {
+            self.notify(k, entry, pd);
+        }
+        Ok(())
+    }
+
+    /// Pushes `entry` into the notify ring of registration `key`, best effort (see
+    /// [`Live::put_compound`]); what happened is logged at debug level.
+    pub fn notify(self, key: MemKey, entry: u64, pd: u64) {
+        let r = self.notify_ring(key, pd).and_then(|loc| match loc {
+            Some(loc) => self.post_event(&loc, &entry, true).map(|pushed| if pushed { "delivered" } else { "dropped: the ring overran" }),
+            None => Ok("none: the registration has no notify ring"),
+        });
+        match r {
+            Ok(what) => crate::sn_trace!("one-sided", "notification {}", what),
+            Err(e) => crate::sn_debug!("one-sided", "notification not delivered: {}", e),
+        }
+    }
+
     /// The notify ring of a peer's registration (see [`crate::mem::set_notify`]), validated
     /// like an access: `InvalidHandle` (index out of range), `StaleHandle` (not live or another
     /// generation), `ProtectionDomain` (pd mismatch), `PeerDead`.  `Ok(None)`: the registration

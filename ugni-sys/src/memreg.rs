@@ -647,6 +647,43 @@ pub(crate) enum Pieces {
     Many(Vec<(MemKey, u64, u64)>),
 }
 
+/// The pieces of one remote write with the bytes that go to each (no allocation for a
+/// plain registration).
+pub(crate) enum Parts<'a> {
+    One([(MemKey, u64, &'a [u8]); 1]),
+    Many(Vec<(MemKey, u64, &'a [u8])>),
+}
+
+impl<'a> Parts<'a> {
+    pub(crate) fn as_slice(&self) -> &[(MemKey, u64, &'a [u8])] {
+        match self {
+            Parts::One(a) => a,
+            Parts::Many(v) => v,
+        }
+    }
+}
+
+impl RemoteMem {
+    /// [`RemoteMem::pieces`] of writing `src` at `addr`, each with its bytes of `src`.
+    pub(crate) fn parts<'a>(&self, addr: u64, src: &'a [u8]) -> softnic_fabric::Result<Parts<'a>> {
+        Ok(match self.pieces(addr, src.len() as u64)? {
+            Pieces::One([(k, a, _)]) => Parts::One([(k, a, src)]),
+            Pieces::Many(v) => {
+                let mut done = 0usize;
+                Parts::Many(
+                    v.iter()
+                        .map(|&(k, a, n)| {
+                            let p = (k, a, &src[done..done + n as usize]);
+                            done += n as usize;
+                            p
+                        })
+                        .collect(),
+                )
+            }
+        })
+    }
+}
+
 impl Pieces {
     pub(crate) fn as_slice(&self) -> &[(MemKey, u64, u64)] {
         match self {

@@ -555,7 +555,17 @@ impl Cq {
             self.overrun_reported.store(1, Ordering::Relaxed);
             return (GNI_RC_ERROR_RESOURCE, 0);
         }
-        let Some(mut e) = self.ring.pop() else { return (GNI_RC_NOT_DONE, 0) };
+        let Some(mut e) = self.ring.pop().or_else(|| {
+            // Nothing here yet: serve network traffic now (it may carry our event) rather
+            // than when the progress thread wakes.
+            if softnic_fabric::net::poll() {
+                self.ring.pop()
+            } else {
+                None
+            }
+        }) else {
+            return (GNI_RC_NOT_DONE, 0);
+        };
         // Load first: the flag is almost never set, and a swap is a locked instruction.
         if self.overrun_reported.load(Ordering::Relaxed) != 0 && self.overrun_reported.swap(0, Ordering::Relaxed) != 0 {
             e = cqe::with_overrun(e);

@@ -292,15 +292,15 @@ fn store_flag(addr: u64, v: u32) {
     unsafe { (*(addr as *const AtomicU32)).store(v, Ordering::Release) };
 }
 
-/// Runs a validated operation against the target.
-fn execute(rm: &RemoteMem, peer: Live<'_>, d: &gni_post_descriptor_t, op: &Op, pd: u64) -> softnic_fabric::Result<()> {
+/// Runs a validated operation against the target.  `notify`: the REMOTE event entry, when
+/// one is wanted; a put delivers it itself (after its data, in the same request on the
+/// network engine), and then `Ok(true)` says so; other operations leave it to the caller.
+fn execute(rm: &RemoteMem, peer: Live<'_>, d: &gni_post_descriptor_t, op: &Op, pd: u64, notify: Option<u64>) -> softnic_fabric::Result<bool> {
     match *op {
         Op::Put { len, sync } => {
             let flag = match sync {
                 Some((faddr, fval)) => {
-                    // Validate the flag's place before moving anything.
                     let (fkey, faddr) = rm.word(faddr, 8)?;
-                    peer.check(fkey, faddr, 8, true, pd)?;
                     Some((fkey, faddr, fval))
                 }
                 None => None,
@@ -312,23 +312,9 @@ fn execute(rm: &RemoteMem, peer: Live<'_>, d: &gni_post_descriptor_t, op: &Op, p
                 // need no registration, as on the hardware: the CPU reads them).
                 unsafe { std::slice::from_raw_parts(d.local_addr as *const u8, len as usize) }
             };
-            let mut done = 0usize;
-            for &(key, addr, n) in rm.pieces(d.remote_addr, len)?.as_slice() {
-                peer.put(key, addr, &src[done..done + n as usize], pd)?;
-                done += n as usize;
-            }
-            if let Some((key, faddr, fval)) = flag {
-                if faddr % 8 == 0 {
-                    match peer.store_u64(key, faddr, fval, pd) {
-                        Ok(()) => {}
-                        Err(softnic_fabric::Error::Unsupported) => peer.put(key, faddr, &fval.to_ne_bytes(), pd)?,
-                        Err(e) => return Err(e),
-                    }
-                } else {
-                    peer.put(key, faddr, &fval.to_ne_bytes(), pd)?;
-                }
-            }
-            Ok(())
+            let notify = notify.map(|e| (rm.notify_key(), e));
+            peer.put_compound(rm.parts(d.remote_addr, src)?.as_slice(), flag, notify, pd)?;
+            Ok(notify.is_some())
         }
         Op::Get { len, flag } => {
             // SAFETY: checked by `check_local`: inside a writable registration of ours.
@@ -341,7 +327,7 @@ fn execute(rm: &RemoteMem, peer: Live<'_>, d: &gni_post_descriptor_t, op: &Op, p
             if let Some(v) = flag {
                 store_flag(d.local_addr + len, v);
             }
-            Ok(())
+            Ok(false)
         }
         Op::Amo { amo, flag } => {
             let (key, addr) = rm.word(d.remote_addr, amo.width.bytes() as u64)?;
@@ -358,26 +344,19 @@ fn execute(rm: &RemoteMem, peer: Live<'_>, d: &gni_post_descriptor_t, op: &Op, p
             if let Some(v) = flag {
                 store_flag(d.local_addr + amo.width.bytes() as u64, v);
             }
-            Ok(())
+            Ok(false)
         }
         Op::CqWrite(v) => match peer.notify_ring(rm.notify_key(), pd)? {
-            Some(loc) => peer.post_event(&loc, &cqe::make_cqwrite(v), true).map(|_| ()),
+            Some(loc) => peer.post_event(&loc, &cqe::make_cqwrite(v), true).map(|_| false),
             None => Err(softnic_fabric::Error::Unsupported),
         },
     }
 }
 
-/// Queues the REMOTE event of a completed post at the target registration's dst CQ.
-pub(crate) fn remote_event(peer: Live<'_>, key: MemKey, pd: u64, entry: u64, api: &str) {
-    match peer.notify_ring(key, pd) {
-        Ok(Some(loc)) => match peer.post_event(&loc, &entry, true) {
-            Ok(true) => {}
-            Ok(false) => softnic_fabric::sn_debug!(api, "remote CQ overran: event dropped"),
-            Err(e) => softnic_fabric::sn_debug!(api, "remote event not delivered: {}", e),
-        },
-        Ok(None) => {}
-        Err(e) => softnic_fabric::sn_debug!(api, "no remote event ({})", e),
-    }
+/// Queues the REMOTE event of a completed post at the target registration's dst CQ
+/// (best effort: a missing or full CQ drops it, as the hardware does).
+pub(crate) fn remote_event(peer: Live<'_>, key: MemKey, pd: u64, entry: u64) {
+    peer.notify(key, entry, pd);
 }
 
 
@@ -506,16 +485,16 @@ fn post_on(engine: Engine, ep: &Ep, desc: *mut gni_post_descriptor_t) -> gni_ret
             };
             // route() probed the peer; one liveness verdict for the whole post
             // (payload, flag, REMOTE event).
+            let event = want_remote.then(|| cqe::make(cqe::SRC_REMOTE, cqe::TYPE_POST, Status::Ok, 0, remote_data as u64));
             let r = peer.live_probed().and_then(|live| {
                 let rm = RemoteMem::open(peer, words, pd)?;
-                execute(&rm, live, &d, &op, pd)?;
-                Ok((live, rm.notify_key()))
+                let notified = execute(&rm, live, &d, &op, pd, event)?;
+                Ok((live, rm.notify_key(), notified))
             });
             let r = match r {
-                Ok((live, key)) => {
-                    if want_remote {
-                        let e = cqe::make(cqe::SRC_REMOTE, cqe::TYPE_POST, Status::Ok, 0, remote_data as u64);
-                        remote_event(live, key, pd, e, api);
+                Ok((live, key, notified)) => {
+                    if let (Some(e), false) = (event, notified) {
+                        remote_event(live, key, pd, e);
                     }
                     Ok(())
                 }

@@ -298,7 +298,7 @@ fn send_pinned(ch: &Channel, live: Live<'_>, slot_off: usize, fields: &[u8; 24],
             }
         }
         // The CQ went away since the pin: the per-message path reports why.
-        Some(Err(_)) => remote_event(live, ch.mbox.key(), pd, event, API),
+        Some(Err(_)) => remote_event(live, ch.mbox.key(), pd, event),
     }
     Ok(())
 }
@@ -372,16 +372,13 @@ fn send_on(ep: &Ep, header: *const c_void, hlen: u32, data: *const c_void, dlen:
         buf.extend_from_slice(&fields);
         buf.extend_from_slice(header);
         buf.extend_from_slice(data);
-        let mut done = 0usize;
-        for &(key, addr, n) in rm.pieces(slot + 8, buf.len() as u64).map_err(Status::from_fabric)?.as_slice() {
-            live.put(key, addr, &buf[done..done + n as usize], pd).map_err(Status::from_fabric)?;
-            done += n as usize;
-        }
+        // The slot's fields, header and data, then its sequence word (publication), then
+        // the REMOTE event: one compound put (one request on the network engine), so the
+        // message is visible before its event.
+        let parts = rm.parts(slot + 8, buf).map_err(Status::from_fabric)?;
         let (key, addr) = rm.word(slot, 8).map_err(Status::from_fabric)?;
-        store_word(live, key, addr, sm.sent + 1, pd).map_err(Status::from_fabric)?;
+        live.put_compound(parts.as_slice(), Some((key, addr, sm.sent + 1)), Some((rm.notify_key(), event)), pd).map_err(Status::from_fabric)?;
         sm.sent += 1;
-        // The message is visible before its event.
-        remote_event(live, rm.notify_key(), pd, event, API);
         Ok(())
     });
     drop(guard);
