@@ -63,13 +63,15 @@ stage: build
 # ---- tests -------------------------------------------------------------------
 
 # Test prerequisites from the distribution: MPICH (for the mpiexec runs and the
-# MPI program under snrun), libfabric (the network engine loads it at run time) and
-# valgrind (check-full).  Installed only when missing.
+# MPI program under snrun), libfabric (the network engine loads it at run time), Slurm
+# and munge (a one-machine cluster for the srun tests) and valgrind (check-full).
+# Installed only when missing.
 deps:
 	@need=""; \
 	command -v mpiexec >/dev/null 2>&1 && command -v mpicc >/dev/null 2>&1 || need="$$need mpich libmpich-dev"; \
 	ldconfig -p 2>/dev/null | grep -q 'libfabric\.so\.1 ' || need="$$need libfabric1"; \
 	command -v fi_pingpong >/dev/null 2>&1 || need="$$need libfabric-bin"; \
+	command -v slurmd >/dev/null 2>&1 && command -v srun >/dev/null 2>&1 || need="$$need munge slurmctld slurmd slurm-client"; \
 	if [ -n "$$need" ]; then \
 	    echo "installing$$need (tests run programs under mpiexec and over libfabric)"; \
 	    export DEBIAN_FRONTEND=noninteractive; \
@@ -92,8 +94,13 @@ c-tests: stage
 	@$(MAKE) --no-print-directory -f c-tests/c-tests.mk BUILD=$(BUILD) SHARED=$(SHARED) \
 	    CC="$(CC)" CFLAGS_TEST="$(CFLAGS_TEST)" LDFLAGS_TEST="$(LDFLAGS_TEST)"
 
+# The srun tests need a running Slurm cluster: one is started under build/slurm for the
+# run (when it cannot start, for want of root, those tests say so and are skipped).
 check-c: c-tests
-	BUILD=$(BUILD) SHARED=$(SHARED) c-tests/run.sh c-tests/*.list
+	@c-tests/tools/slurm-up down $(BUILD)/slurm; \
+	conf=$$(c-tests/tools/slurm-up $(BUILD)/slurm 2>$(BUILD)/slurm-up.log) && eval "$$conf" || echo "no test Slurm cluster: $$(tail -1 $(BUILD)/slurm-up.log)"; \
+	BUILD=$(BUILD) SHARED=$(SHARED) c-tests/run.sh c-tests/*.list; rc=$$?; \
+	c-tests/tools/slurm-up down $(BUILD)/slurm; exit $$rc
 
 check-abi: stage
 	@set -e; for pair in $(ABI_CHECKS); do \

@@ -44,7 +44,7 @@ int main(void)
 
     /* iteration sees at least the three keys of every rank, and no internal keys */
     PMI_OK(PMI_Allgather(&rank, got, sizeof rank)); /* puts internal keys on purpose */
-    if (under_hydra()) {
+    if (limited_server()) {
         CHECK_EQ(PMI_KVS_Iter_first(kvs, key, keymax, val, valmax), PMI_FAIL);
         char newkvs[512];
         CHECK_EQ(PMI_KVS_Create(newkvs, sizeof newkvs), PMI_FAIL);

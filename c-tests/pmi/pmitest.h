@@ -10,6 +10,9 @@
 /* hydra (mpiexec) ends the job on PMI commands it does not know, so the
  * library refuses KVS iteration/creation there; tests expect PMI_FAIL. */
 static inline int under_hydra(void) { return getenv("HYDI_CONTROL_FD") != NULL; }
+/* Servers without getbyidx/create_kvs/destroy_kvs (PMI_KVS_Iter_*, PMI_KVS_Create and
+ * PMI_KVS_Destroy answer PMI_FAIL): hydra, and Slurm's PMI-2. */
+static inline int limited_server(void) { return under_hydra() || getenv("SLURM_STEP_ID") != NULL; }
 
 static inline void pmitest_init(int *rank, int *size)
 {

@@ -94,6 +94,12 @@ pub static TUNABLES: &[Tunable] = &[
                Read at call time.",
     },
     Tunable {
+        name: "SOFTNIC_PMI_VERSION",
+        default: "auto",
+        help: "PMI wire protocol over PMI_FD: 1, 2, or auto (PMI-2 under Slurm's srun, \
+               where SLURM_STEP_ID is set; PMI-1 under snrun and MPICH's mpiexec).",
+    },
+    Tunable {
         name: "SOFTNIC_ENGINE",
         default: "auto",
         help: "Which engine reaches other processes: auto (shared memory on this node, the \

@@ -1,5 +1,13 @@
-//! PMI-1 client: the "simple" wire protocol spoken by snrun and MPICH's hydra
-//! (`mpiexec`), plus a singleton mode for programs started without a launcher.
+//! PMI client: the PMI-1 "simple" wire protocol spoken by snrun and MPICH's hydra
+//! (`mpiexec`), the PMI-2 wire protocol spoken by Slurm (`srun --mpi=pmi2`), and a
+//! singleton mode for programs started without a launcher.
+//!
+//! PMI-2 is used under srun (`SLURM_STEP_ID` set) or when `SOFTNIC_PMI_VERSION=2`; its
+//! messages are a 6-character length and `key=value;` pairs (a `;` in a value doubled),
+//! after a PMI-1 `init` line that asks for version 2.  The same operations map onto it:
+//! put/get -> `kvs-put`/`kvs-get`, barrier -> `kvs-fence` (which also publishes puts),
+//! the node map -> `info-getjobattr` of `PMI_process_mapping`; `getbyidx`, `create_kvs`
+//! and `destroy_kvs` do not exist there (`Unsupported`, as under hydra).
 //!
 //! One connection per process, held in a process-wide [`Mutex`] and opened
 //! lazily by the first call that needs it ([`with_client`]), so `PMI_Barrier`
@@ -228,6 +236,89 @@ impl Wire {
         self.send(line)?;
         self.expect(reply)
     }
+
+    /// Reads exactly `n` bytes (through the line buffer).
+    fn recv_exact(&mut self, n: usize) -> Result<Vec<u8>> {
+        while self.buf.len() < n {
+            let mut chunk = [0u8; 4096];
+            match self.f.read(&mut chunk) {
+                Ok(0) => return Err(Error::Bootstrap),
+                Ok(k) => self.buf.extend_from_slice(&chunk[..k]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(Error::Os(e.raw_os_error().unwrap_or(libc::EIO))),
+            }
+        }
+        Ok(self.buf.drain(..n).collect())
+    }
+
+    /// One PMI-2 request and its reply (whose `cmd` must be `reply`).
+    fn call2(&mut self, pairs: &[(&str, &str)], reply: &str) -> Result<Reply> {
+        let body = encode_v2(pairs);
+        log_debug(&format!("-> {}", body));
+        let msg = format!("{:6}{}", body.len(), body);
+        self.f.write_all(msg.as_bytes()).map_err(|e| Error::Os(e.raw_os_error().unwrap_or(libc::EIO)))?;
+        let len = self.recv_exact(6)?;
+        let len: usize = String::from_utf8_lossy(&len).trim().parse().map_err(|_| Error::Bootstrap)?;
+        let body = String::from_utf8_lossy(&self.recv_exact(len)?).into_owned();
+        log_debug(&format!("<- {}", body));
+        let r = parse_v2(&body);
+        if r.cmd() != reply {
+            log_error(&format!("expected cmd={} from the PMI-2 server, got cmd={}", reply, r.cmd()));
+            return Err(Error::Bootstrap);
+        }
+        Ok(r)
+    }
+}
+
+/// `key=value;` pairs of a PMI-2 message, `;` in values doubled.
+fn encode_v2(pairs: &[(&str, &str)]) -> String {
+    let mut s = String::new();
+    for (k, v) in pairs {
+        s.push_str(k);
+        s.push('=');
+        s.push_str(&v.replace(';', ";;"));
+        s.push(';');
+    }
+    s
+}
+
+/// Parses `key=value;` pairs (`;;` is a `;` inside a value).
+fn parse_v2(body: &str) -> Reply {
+    let mut fields = Vec::new();
+    let (mut cur, mut chars) = (String::new(), body.chars().peekable());
+    while let Some(c) = chars.next() {
+        if c == ';' {
+            if chars.peek() == Some(&';') {
+                chars.next();
+                cur.push(';');
+                continue;
+            }
+            if let Some((k, v)) = cur.split_once('=') {
+                fields.push((k.to_string(), v.to_string()));
+            }
+            cur.clear();
+        } else {
+            cur.push(c);
+        }
+    }
+    if let Some((k, v)) = cur.split_once('=') {
+        fields.push((k.to_string(), v.to_string()));
+    }
+    Reply { fields }
+}
+
+/// PMI-2 replies say `found=TRUE|FALSE`; `rc` as in PMI-1.
+fn found(r: &Reply) -> bool {
+    r.rc() == 0 && r.get("found").map_or(true, |f| f.eq_ignore_ascii_case("TRUE"))
+}
+
+/// Which wire protocol to speak over PMI_FD (see the module doc).
+fn want_v2() -> bool {
+    match crate::env::get_str("SOFTNIC_PMI_VERSION").trim() {
+        "2" => true,
+        "1" => false,
+        _ => std::env::var_os("SLURM_STEP_ID").is_some(),
+    }
 }
 
 /// Process-local key-value spaces for singleton mode, in insertion order.
@@ -246,6 +337,8 @@ enum Transport {
 pub struct Client {
     pub job: Job,
     t: Transport,
+    /// The connection speaks PMI-2 (else PMI-1).
+    v2: bool,
     /// Whether the server understands `getbyidx`/`create_kvs`/`destroy_kvs`.
     /// Hydra kills the job on any unknown command, so we do not probe.
     extended: bool,
@@ -311,6 +404,9 @@ impl Client {
             return Ok(Client::singleton());
         }
 
+        if want_v2() {
+            return Client::connect_v2(wire);
+        }
         let r = wire.call("cmd=init pmi_version=1 pmi_subversion=1", "response_to_init")?;
         if r.rc() != 0 || r.get("pmi_version") != Some("1") {
             log_error("server refused PMI version 1.1");
@@ -361,7 +457,75 @@ impl Client {
         Ok(Client {
             job,
             t: Transport::Wire(wire),
+            v2: false,
             extended: std::env::var_os("HYDI_CONTROL_FD").is_none(),
+            known_kvs: vec![kvsname],
+            iter_next: HashMap::new(),
+            coll_seq: 0,
+        })
+    }
+
+    /// The PMI-2 handshake: a PMI-1 `init` asking for version 2, then `fullinit`.
+    fn connect_v2(mut wire: Wire) -> Result<Client> {
+        let r = wire.call("cmd=init pmi_version=2 pmi_subversion=0", "response_to_init")?;
+        if r.rc() != 0 || r.get("pmi_version") != Some("2") {
+            log_error("server refused PMI version 2");
+            return Err(Error::Bootstrap);
+        }
+        let rank_env = std::env::var("PMI_RANK").unwrap_or_default();
+        let jobid_env = std::env::var("PMI_JOBID").unwrap_or_default();
+        let mut args = vec![("cmd", "fullinit")];
+        if !rank_env.is_empty() {
+            args.push(("pmirank", rank_env.as_str()));
+        }
+        if !jobid_env.is_empty() {
+            args.push(("pmijobid", jobid_env.as_str()));
+        }
+        args.push(("threaded", "FALSE"));
+        let f = wire.call2(&args, "fullinit-response")?;
+        if f.rc() != 0 {
+            log_error("PMI-2 fullinit refused");
+            return Err(Error::Bootstrap);
+        }
+        let rank = f.int("rank")?;
+        let size = f.int("size")?;
+        if size <= 0 || rank < 0 || rank >= size || size > u32::MAX as i64 {
+            log_error("PMI-2 server gave no valid rank/size");
+            return Err(Error::Bootstrap);
+        }
+        let (rank, size) = (rank as u32, size as u32);
+        // Slurm reports -1 for a job that is one application: that is application 0.
+        let appnum = f.get("appnum").and_then(|v| v.parse().ok()).filter(|&a: &i32| a >= 0).unwrap_or(0);
+        let kvsname = wire.call2(&[("cmd", "job-getid")], "job-getid-response")?.get("jobid").filter(|j| !j.is_empty()).ok_or(Error::Bootstrap)?.to_string();
+        let attr = |w: &mut Wire, key: &str| -> Result<Option<String>> {
+            let r = w.call2(&[("cmd", "info-getjobattr"), ("key", key)], "info-getjobattr-response")?;
+            Ok(found(&r).then(|| r.get("value").unwrap_or("").to_string()))
+        };
+        let node_of = match attr(&mut wire, "PMI_process_mapping")? {
+            Some(v) => parse_process_mapping(&v, size).unwrap_or_else(|| {
+                log_warn(&format!("cannot parse PMI_process_mapping {:?}; assuming one node", v));
+                vec![0; size as usize]
+            }),
+            None => vec![0; size as usize],
+        };
+        let universe = attr(&mut wire, "universeSize")?.and_then(|v| v.parse().ok()).filter(|&u: &i32| u > 0).unwrap_or(size as i32);
+        log_info(&format!("connected (PMI-2): rank {} of {}, job {}", rank, size, kvsname));
+        Ok(Client {
+            job: Job {
+                rank,
+                size,
+                appnum,
+                universe,
+                kvsname: kvsname.clone(),
+                // The PMI-2 limits (PMI2_MAX_KEYLEN, PMI2_MAX_VALLEN).
+                maxes: Maxes { kvsname: 256, key: 64, val: 1024 },
+                spawned: f.get("spawner-jobid").is_some_and(|j| !j.is_empty() && j != "NULL"),
+                singleton: false,
+                node_of,
+            },
+            t: Transport::Wire(wire),
+            v2: true,
+            extended: false,
             known_kvs: vec![kvsname],
             iter_next: HashMap::new(),
             coll_seq: 0,
@@ -386,6 +550,7 @@ impl Client {
                 node_of: vec![0],
             },
             t: Transport::Local(local),
+            v2: false,
             extended: true,
             known_kvs: vec![kvsname],
             iter_next: HashMap::new(),
@@ -414,6 +579,13 @@ impl Client {
         check_key(key, &self.job.maxes)?;
         check_val(val, &self.job.maxes)?;
         match &mut self.t {
+            Transport::Wire(w) if self.v2 => {
+                // PMI-2 has one KVS per job: the only one this process may address.
+                let r = w.call2(&[("cmd", "kvs-put"), ("key", key), ("value", val)], "kvs-put-response")?;
+                if r.rc() != 0 {
+                    return Err(Error::Bootstrap);
+                }
+            }
             Transport::Wire(w) => {
                 let r = w.call(&format!("cmd=put kvsname={} key={} value={}", kvs, key, val), "put_result")?;
                 if r.rc() != 0 {
@@ -437,6 +609,10 @@ impl Client {
         self.check_kvs(kvs)?;
         check_key(key, &self.job.maxes)?;
         match &mut self.t {
+            Transport::Wire(w) if self.v2 => {
+                let r = w.call2(&[("cmd", "kvs-get"), ("jobid", kvs), ("srcid", "-1"), ("key", key)], "kvs-get-response")?;
+                Ok(found(&r).then(|| r.get("value").unwrap_or("").to_string()))
+            }
             Transport::Wire(w) => {
                 let r = w.call(&format!("cmd=get kvsname={} key={}", kvs, key), "get_result")?;
                 if r.rc() != 0 {
@@ -506,7 +682,14 @@ impl Client {
     pub fn barrier(&mut self) -> Result<()> {
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
         if let Transport::Wire(w) = &mut self.t {
-            w.call("cmd=barrier_in", "barrier_out")?;
+            if self.v2 {
+                // kvs-fence: a barrier that also publishes every put made before it.
+                if w.call2(&[("cmd", "kvs-fence")], "kvs-fence-response")?.rc() != 0 {
+                    return Err(Error::Bootstrap);
+                }
+            } else {
+                w.call("cmd=barrier_in", "barrier_out")?;
+            }
         }
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
         Ok(())
@@ -519,6 +702,11 @@ impl Client {
             return Err(Error::InvalidArg);
         }
         match &mut self.t {
+            Transport::Wire(w) if self.v2 => {
+                if w.call2(&[("cmd", "name-publish"), ("name", service), ("port", port)], "name-publish-response")?.rc() != 0 {
+                    return Err(Error::Exists);
+                }
+            }
             Transport::Wire(w) => {
                 let r = w.call(&format!("cmd=publish_name service={} port={}", service, port), "publish_result")?;
                 if r.rc() != 0 || r.get("info").is_some_and(|i| i != "ok") {
@@ -538,6 +726,11 @@ impl Client {
     pub fn unpublish_name(&mut self, service: &str) -> Result<()> {
         check_key(service, &self.job.maxes)?;
         match &mut self.t {
+            Transport::Wire(w) if self.v2 => {
+                if w.call2(&[("cmd", "name-unpublish"), ("name", service)], "name-unpublish-response")?.rc() != 0 {
+                    return Err(Error::NotFound);
+                }
+            }
             Transport::Wire(w) => {
                 let r = w.call(&format!("cmd=unpublish_name service={}", service), "unpublish_result")?;
                 if r.rc() != 0 || r.get("info").is_some_and(|i| i != "ok") {
@@ -554,6 +747,13 @@ impl Client {
     pub fn lookup_name(&mut self, service: &str) -> Result<String> {
         check_key(service, &self.job.maxes)?;
         match &mut self.t {
+            Transport::Wire(w) if self.v2 => {
+                let r = w.call2(&[("cmd", "name-lookup"), ("name", service)], "name-lookup-response")?;
+                match r.get("port").or(r.get("value")) {
+                    Some(p) if found(&r) => Ok(p.to_string()),
+                    _ => Err(Error::NotFound),
+                }
+            }
             Transport::Wire(w) => {
                 let r = w.call(&format!("cmd=lookup_name service={}", service), "lookup_result")?;
                 match r.get("port") {
@@ -615,14 +815,23 @@ impl Client {
         eprintln!("PMI_Abort (rank {} of {}), exit code {}: {}", self.job.rank, self.job.size, code, msg);
         if let Transport::Wire(w) = &mut self.t {
             // Newer servers send no reply; the launcher kills every rank.
-            let _ = w.send(&format!("cmd=abort exitcode={}", code));
+            if self.v2 {
+                let body = encode_v2(&[("cmd", "abort"), ("isworld", "TRUE"), ("msg", msg)]);
+                let _ = w.f.write_all(format!("{:6}{}", body.len(), body).as_bytes());
+            } else {
+                let _ = w.send(&format!("cmd=abort exitcode={}", code));
+            }
         }
         std::process::exit(code)
     }
 
     fn finalize(&mut self) -> Result<()> {
         if let Transport::Wire(w) = &mut self.t {
-            w.call("cmd=finalize", "finalize_ack")?;
+            if self.v2 {
+                w.call2(&[("cmd", "finalize")], "finalize-response")?;
+            } else {
+                w.call("cmd=finalize", "finalize_ack")?;
+            }
         }
         Ok(())
     }
@@ -786,6 +995,18 @@ mod tests {
         assert!(check_val("a=b", &m).is_ok());
         assert!(check_val("a\nb", &m).is_err());
         assert!(check_val("12345678", &m).is_err());
+    }
+
+    #[test]
+    fn pmi2_messages() {
+        assert_eq!(encode_v2(&[("cmd", "kvs-put"), ("key", "a"), ("value", "x;y")]), "cmd=kvs-put;key=a;value=x;;y;");
+        let r = parse_v2("cmd=kvs-get-response;rc=0;found=TRUE;value=x;;y=z;");
+        assert_eq!(r.cmd(), "kvs-get-response");
+        assert_eq!(r.get("value"), Some("x;y=z"));
+        assert!(found(&r));
+        assert!(!found(&parse_v2("cmd=kvs-get-response;rc=0;found=FALSE;")));
+        assert!(!found(&parse_v2("cmd=kvs-get-response;rc=-1;")));
+        assert_eq!(parse_v2("cmd=x;rc=0").get("rc"), Some("0"));
     }
 
     #[test]
