@@ -1,4 +1,5 @@
-/* libfabric peer benchmarks over the shm provider: `FI_PROVIDER=shm fi_bench pingpong|write_bw`
+/* libfabric peer benchmarks over the shm provider (or FI_PROVIDER's, with BENCH_LIBRARY
+ * naming the results): `FI_PROVIDER=shm fi_bench pingpong|write_bw`
  *
  *   pingpong  fi_write ping-pong, 8 B - 64 KiB: the last 8 bytes of each message
  *             carry a sequence number, which the receiver polls in its
@@ -104,7 +105,9 @@ static void setup(void)
     hints->caps = FI_RMA;
     hints->mode = FI_CONTEXT;
     hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-    hints->fabric_attr->prov_name = strdup("shm");
+    /* shm unless FI_PROVIDER names another (tcp;ofi_rxm for the network peers). */
+    const char *prov = getenv("FI_PROVIDER");
+    hints->fabric_attr->prov_name = strdup(prov && *prov ? prov : "shm");
     F(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info));
     fi_freeinfo(hints);
     F(fi_fabric(info->fabric_attr, &fabric, NULL));

@@ -100,6 +100,13 @@ def run_program(run, args, env):
         if not shutil.which("mpiexec"):
             return [], "mpiexec not found (MPICH not installed)", ""
         cmd = ["mpiexec", "-n", "2", pin] + cmd
+    elif launcher == "vhosts":
+        # Two virtual hosts (build/bin/sn-vhost) under mpiexec: the ranks reach each
+        # other only through the network engine, over loopback.
+        if not shutil.which("mpiexec"):
+            return [], "mpiexec not found (MPICH not installed)", ""
+        cmd = [os.path.join(HERE, "..", "c-tests", "tools", "vhrun"), "2", "2", pin] + cmd
+        env = dict(env, BUILD=args.build)
     prog = cmd[-2]          # every entry is [program, benchmark]
     if not os.path.exists(prog):
         return [], "%s was not built" % os.path.relpath(prog), " ".join(cmd)
@@ -141,6 +148,50 @@ def run_group(cmd, env, timeout):
             pass
         out, err = p.communicate()
         return out or "", err or "", None
+
+
+def run_fi_pingpong(run, args, env):
+    """fabtests' fi_pingpong (server on core 0, client on core 1, loopback): one
+    half-RTT value per size from its `usec/xfer` column, median of `reps` runs."""
+    exe = shutil.which("fi_pingpong")
+    if not exe:
+        return [], "fi_pingpong not found (libfabric-bin not installed)", ""
+    sizes = [s for s in LAT_SIZES if not args.sizes or s in args.sizes]
+    prov = env.get("FI_PROVIDER", "tcp;ofi_rxm")
+    vals = {}
+    reason = None
+    for s in sizes:
+        n = lat_iters(s, args.scale)
+        for r in range(args.reps):
+            port = str(free_port())
+            base = [exe, "-p", prov, "-e", "rdm", "-S", str(s), "-I", str(n), "-B", port]
+            server = subprocess.Popen(["taskset", "-c", "0"] + base, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+            time.sleep(0.3)
+            try:
+                c = subprocess.run(["taskset", "-c", "1", exe, "-p", prov, "-e", "rdm", "-S", str(s), "-I", str(n), "-P", port, "127.0.0.1"],
+                                   env=env, capture_output=True, text=True, timeout=args.timeout)
+                out = c.stdout + c.stderr
+            except subprocess.TimeoutExpired:
+                out = ""
+                reason = "timed out after %d s" % args.timeout
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+            for line in out.splitlines():
+                p = line.split()
+                if len(p) >= 8 and p[0] == str(s):
+                    try:
+                        vals.setdefault(s, []).append(float(p[6]))
+                    except ValueError:
+                        pass
+            if s not in vals and reason is None:
+                reason = "no result: %s" % tail(out)
+    res = [{"library": run["library"], "benchmark": "fi_pingpong", "size": s, "metric": "half_rtt_us",
+            "value": statistics.median(v)} for s, v in sorted(vals.items())]
+    shown = "FI_PROVIDER=%s taskset -c 0 fi_pingpong -e rdm -S SIZE -I N & taskset -c 1 fi_pingpong ... 127.0.0.1" % prov
+    return res, (None if res else reason or "no results"), shown
 
 
 def run_ucx(run, args, env, notes):
@@ -209,7 +260,7 @@ def run_ucx(run, args, env, notes):
             continue
         v = {"half_rtt_us": avg_lat, "GBps": avg_bw * 1048576 / 1e9, "Mmsgps": avg_mr / 1e6}[run["metric"]]
         vals.setdefault(int(size), []).append(v)
-    res = [{"library": "ucx", "benchmark": run["benchmark"], "size": s, "metric": run["metric"],
+    res = [{"library": run["library"], "benchmark": run["benchmark"], "size": s, "metric": run["metric"],
             "value": statistics.median(v)} for s, v in sorted(vals.items())]
     if not res and reason is None:
         reason = "no results: %s" % tail(out)
@@ -272,13 +323,15 @@ def main():
     collected, status = {}, {}
     for pas in range(args.passes):
         for run in cfg["runs"]:
-            label = "%s %s" % (run["library"], run.get("benchmark") or " ".join(run["cmd"][1:]))
+            label = "%s %s" % (run["library"], run.get("benchmark") or " ".join(run.get("cmd", ["fi_pingpong"])[1:]) or run["launcher"])
             if args.only and not re.search(args.only, label):
                 continue
             env = dict(base_env, **run.get("env", {}))
             t0 = time.time()
             if run["launcher"] == "ucx_perftest":
                 res, reason, shown = run_ucx(run, args, env, notes)
+            elif run["launcher"] == "fi_pingpong":
+                res, reason, shown = run_fi_pingpong(run, args, env)
             else:
                 res, reason, shown = run_program(run, args, env)
             dt = time.time() - t0
