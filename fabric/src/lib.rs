@@ -25,6 +25,8 @@ pub mod mem;
 pub mod atomic;
 pub mod rma;
 pub mod ofi;
+pub mod reduce;
+pub mod coll;
 pub mod net;
 pub mod pmi;
 pub mod bootstrap;

@@ -46,6 +46,8 @@ pub mod api {
     pub const UTOFU: u32 = 3;
     pub const SISCI: u32 = 4;
     pub const PORTALS: u32 = 5;
+    /// uGNI collective engines (VCEs) by (ptag, cookie, NIC address, CE id).
+    pub const UGNI_CE: u32 = 6;
     /// For tests and tools.
     pub const TEST: u32 = 0xff;
 }
