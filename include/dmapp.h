@@ -84,8 +84,27 @@
  * - A non-symmetric descriptor's memory handle names the PE that registered it:
  *   used against another PE it names nothing there (DMAPP_RC_TRANSACTION_ERROR,
  *   nothing touched).
+ * - Collectives (dmapp-rs/src/coll.rs): members in description order form a
+ *   heap-ordered tree of arity attrs radix (2..63, default 16).  create checks
+ *   the description (1..npes distinct valid PEs including the caller, vec_pes
+ *   non-NULL), a non-zero identifier unused by another live pset of this PE,
+ *   known mode bits (CONCAT needs a concat buffer; the modes change nothing
+ *   else) and attrs (NULL or VER1): else INVALID_PARAM.  export is required
+ *   before the first operation; again is a no-op.  One operation at a time:
+ *   another start while one is in flight is DMAPP_RC_BUSY.  greduce: in/out
+ *   non-NULL, 1..nelems_max elements (256 bytes of them), bitwise/logical ops
+ *   on integer types, MIN/MAX on real types, SUM/PROD on all but the LOC
+ *   pairs, MINLOC/MAXLOC on the LOC pairs (ties to the smaller index); in is
+ *   read at start, out written when test/wait sees completion; every member
+ *   gets the same bits (one combining order, round to nearest).  test:
+ *   SUCCESS (done, or nothing in flight) or NOT_DONE; wait runs the progress
+ *   callbacks; both give TRANSACTION_ERROR when a member has exited or the
+ *   members started different operations.  cancel_op abandons the operation
+ *   (out never written); if this member already joined the round, the next
+ *   start is BUSY until the others complete it.  destroy with an operation in
+ *   flight (not cancelled): RESOURCE_ERROR.
  * - Not supported (return DMAPP_RC_NOT_SUPPORTED, see dmapp-rs/src/unsupported.rs):
- *   dmapp_checkpoint, dmapp_restart and the dmapp_c_* collectives.
+ *   dmapp_checkpoint and dmapp_restart.
  * - dmapp_explain_error (from later DMAPP releases) gives a text for each code.
  */
 #ifndef _DMAPP_H
@@ -193,7 +212,7 @@ typedef struct dmapp_rma_attrs_ext {
 
 typedef struct dmapp_syncid *dmapp_syncid_handle_t;
 
-/* Collectives (declared for ABI compatibility; not supported, see above). */
+/* Collectives (see the top comment). */
 typedef enum dmapp_c_pset_delimiter_type {
     DMAPP_C_PSET_DELIMITER_VEC = 1,
     DMAPP_C_PSET_DELIMITER_STRIDED,

@@ -49,6 +49,21 @@
  * stays visible to GNI_PostDataProbe(ById) and GNI_PostdataProbeWaitById (which
  * it wakes) until one of them reports it.  Further decisions are documented
  * where each behaviour lives (ugni-sys/src/<area>.rs) and tested in c-tests/ugni.
+ *
+ * Collective engine (a software reduction tree; ugni-sys/src/ce.rs): a VCE is
+ * named by (NIC address, CE id); a PE joins through an endpoint bound to the
+ * VCE owner's address whose CE attributes are (VCE id, index, GNI_CE_CHILD_PE).
+ * Our choices where the documents are silent: _S commands reduce the low 32
+ * bits and leave the results' high halves zero; without GNI_CEMODE_TWO_OP
+ * result2 is 0 (the index for the LIDX/GIDX commands); the result's control
+ * word holds the low 32 bits of ce_red_id, the raised GNI_CE_FPE_* bits in bits
+ * 35..32, bit 40 when contributions disagreed and bit 63 once delivered; a
+ * post's GLOBAL event reports the transfer, GNI_CeCheckResult the reduction
+ * (TRANSACTION_ERROR for disagreement or a trapped exception, also when the
+ * VCE's owner has exited); a second post on an endpoint before its previous
+ * result arrived is INVALID_PARAM; the ROUND_* mode of the VCE that combines
+ * applies, RC_* modes change nothing; every VCE configured with CQE_ONCOMP
+ * gets one event per round (GNI_CQ_GET_CE_ID), CQE_ONERR only failed rounds.
  */
 #ifndef _GNI_PUB_H_
 #define _GNI_PUB_H_

@@ -41,4 +41,15 @@ __attribute__((unused)) static int attrs_eq(const dmapp_rma_attrs_t *a, const dm
            a->max_concurrency == b->max_concurrency;
 }
 
+/* A strided pset description (n PEs from base, stride apart). */
+__attribute__((unused)) static dmapp_c_pset_desc_t dm_strided(uint32_t n, uint32_t base, uint32_t stride) {
+    dmapp_c_pset_desc_t d;
+    memset(&d, 0, sizeof d);
+    d.type = DMAPP_C_PSET_DELIMITER_STRIDED;
+    d.u.stride_type.n_pes = n;
+    d.u.stride_type.base_pe = base;
+    d.u.stride_type.stride_pe = stride;
+    return d;
+}
+
 #endif

@@ -17,7 +17,7 @@
 use crate::heap::Heap;
 use crate::types::*;
 use softnic_fabric::bootstrap;
-use softnic_fabric::mem::{self, Access, CrayHandle, MemKey, SharedMem};
+use softnic_fabric::mem::{self, Access, CrayHandle, MemKey, RingLoc, SharedMem};
 use softnic_fabric::node::{self, PeerRef};
 use softnic_fabric::registry::ProcId;
 use softnic_fabric::rma::Peer;
@@ -43,6 +43,8 @@ pub struct PeInfo {
     pub node: u32,
     pub id: ProcId,
     pub segs: [SymSeg; 2],
+    /// The PE's pset directory (crate::coll): where its exported psets' tree nodes are.
+    pub pset_dir: RingLoc,
     peer: OnceLock<Arc<Peer>>,
 }
 
@@ -65,6 +67,8 @@ pub struct Job {
     pub local: [SegDesc; 2],
     own_keys: [Option<MemKey>; 2],
     pub heap_mem: Option<SharedMem>,
+    /// This PE's pset directory (crate::coll).
+    pub pset_dir: SharedMem,
     pub heap: Mutex<Heap>,
     pub attrs: Mutex<RmaAttrsExt>,
     pub sync: Mutex<crate::sync::Table>,
@@ -181,8 +185,8 @@ fn job_pd() -> Result<u64, Error> {
 
 /// u64 words per PE in the init allgather: status, PeerRef (3), then per symmetric
 /// segment base, length, key and the two words of its handle, then the node id and the
-/// registry id (slot | generation << 32).
-const REC: usize = 16;
+/// registry id (slot | generation << 32), then the location of the PE's pset directory.
+const REC: usize = 19;
 
 /// The descriptor of one of this PE's symmetric segments (a handle naming this process).
 fn desc(base: u64, len: u64, key: Option<MemKey>) -> SegDesc {
@@ -280,6 +284,16 @@ pub fn init(req: &RmaAttrsExt) -> Result<RmaAttrsExt, Rc> {
         }
     }
 
+    let pset_dir = match mem::alloc_shared(crate::coll::DIR_BYTES) {
+        Ok(m) => Some(m),
+        Err(e) => {
+            sn_warn!("dmapp_init", "cannot allocate the pset directory: {}", e);
+            status = 1;
+            None
+        }
+    };
+    let dir_loc = pset_dir.as_ref().and_then(|m| m.ring_loc(0, crate::coll::DIR_BYTES).ok()).map_or([0; 3], |l| l.to_words());
+
     // Exchange, even after a local failure, so that no PE waits forever for us.
     let local = [desc(segs[DATA].base, segs[DATA].len, keys[DATA]), desc(segs[SHEAP].base, segs[SHEAP].len, keys[SHEAP])];
     let mut rec = [0u64; REC];
@@ -296,6 +310,7 @@ pub fn init(req: &RmaAttrsExt) -> Result<RmaAttrsExt, Rc> {
     let my_id = node::get().map(|n| n.proc_id()).unwrap_or(ProcId { slot: 0, gen: 0 });
     rec[14] = my_node as u64;
     rec[15] = my_id.slot as u64 | ((my_id.gen as u64) << 32);
+    rec[16..19].copy_from_slice(&dir_loc);
     let bytes: Vec<u8> = rec.iter().flat_map(|w| w.to_ne_bytes()).collect();
     let all = match bootstrap::allgather(&bytes) {
         Ok(v) if v.len() == bytes.len() * npes as usize => v,
@@ -320,7 +335,8 @@ pub fn init(req: &RmaAttrsExt) -> Result<RmaAttrsExt, Rc> {
             }
         }
         let id = ProcId { slot: r[15] as u32, gen: (r[15] >> 32) as u32 };
-        pes.push(PeInfo { peer_ref: PeerRef::from_words([r[1], r[2], r[3]]), node: r[14] as u32, id, segs: s, peer: OnceLock::new() });
+        let pset_dir = RingLoc::from_words([r[16], r[17], r[18]]);
+        pes.push(PeInfo { peer_ref: PeerRef::from_words([r[1], r[2], r[3]]), node: r[14] as u32, id, segs: s, pset_dir, peer: OnceLock::new() });
     }
     let attrs = *req;
     let job = Job {
@@ -332,6 +348,7 @@ pub fn init(req: &RmaAttrsExt) -> Result<RmaAttrsExt, Rc> {
         local,
         own_keys: keys,
         heap_mem,
+        pset_dir: pset_dir.ok_or(DMAPP_RC_RESOURCE_ERROR)?,
         heap: Mutex::new(Heap::new(hsize as usize)),
         attrs: Mutex::new(attrs),
         sync: Mutex::new(crate::sync::Table::new(attrs.max_outstanding_nb)),

@@ -6,11 +6,13 @@
 //! - [`job`]: init/finalize window, attributes, symmetric segments, address translation.
 //! - [`heap`]: the deterministic symmetric-heap allocator.
 //! - [`rma`], [`amo`]: data motion; [`sync`]: syncids and gsync.
+//! - [`coll`]: the collectives (psets, barrier, all-reduce) over the fabric's reduction trees.
 //! - [`progress`]: the progress callbacks, called from the library's waits.
 //! - [`rc`]: the one fabric-error -> DMAPP-code mapping, and error strings.
 //! - [`unsupported`]: the functions that return DMAPP_RC_NOT_SUPPORTED, with reasons.
 
 pub mod amo;
+pub mod coll;
 pub mod heap;
 pub mod job;
 pub mod progress;

@@ -281,6 +281,13 @@ pub fn done(target: &NodeRef) -> Result<u64> {
     target.open()?.load_u64(H_DONE)
 }
 
+/// Does the owner of the node at `target` still run?  (Rate-limited like every liveness
+/// check: a waiter may call it often.)  A round whose node owner died never completes;
+/// waiters ask this to give up.
+pub fn owner_alive(target: &NodeRef) -> bool {
+    Peer::at(target.node, target.proc, 32).is_ok_and(|p| p.seems_alive())
+}
+
 /// Contributes `payload` as child `index` of the node at `target` (see the module doc).
 /// Returns the round contributed to.  `InvalidArg` for a bad index or payload, a stale or
 /// unreachable node as the engines report it.

@@ -25,6 +25,8 @@
 //!   - SMSG at the receiver (source REMOTE): data = the sender's remote_event data.
 //!   - MSGQ at the sender (source LOCAL, type MSGQ; crate::msgq): laid out like a local
 //!     SMSG event (data = msg_id, aux = the EP's local_event data).
+//!   - A collective engine's completion (source CE, type POST; crate::ce): data = the
+//!     CE id (`GNI_CQ_GET_CE_ID`), status [`Status::CeFailed`] when the round failed.
 //!
 //! `GNI_CQ_GET_INST_ID` therefore reads `data`, except for local SMSG events where it reads
 //! `aux`; `GNI_CQ_GET_MSG_ID` reads `data` of SMSG/MSGQ entries and `aux` of POST entries.
@@ -51,6 +53,8 @@ pub const SRC_LOCAL: u64 = 1;
 pub const SRC_REMOTE: u64 = 5;
 /// A `GNI_PostCqWrite` from a peer.
 pub const SRC_CQWRITE: u64 = 6;
+/// A collective engine (VCE) finished a reduction (GNI_CE_MODE_CQE_ONCOMP / _ONERR).
+pub const SRC_CE: u64 = 2;
 
 pub const TYPE_POST: u64 = 0;
 pub const TYPE_SMSG: u64 = 1;
@@ -76,6 +80,8 @@ pub enum Status {
     NoTarget = 6,
     /// The operation is not possible on that memory (e.g. atomics on fallback memory).
     Unsupported = 7,
+    /// A collective engine's reduction failed (contributions disagreed).
+    CeFailed = 8,
 }
 
 impl Status {
@@ -89,6 +95,7 @@ impl Status {
             5 => Status::PeerDead,
             6 => Status::NoTarget,
             7 => Status::Unsupported,
+            8 => Status::CeFailed,
             _ => return None,
         })
     }
@@ -104,6 +111,7 @@ impl Status {
             Status::PeerDead => "transaction error: target process has exited",
             Status::NoTarget => "transaction error: no such remote instance in this communication domain",
             Status::Unsupported => "transaction error: operation not possible on the target memory",
+            Status::CeFailed => "collective engine error: the contributions of a reduction disagreed",
         }
     }
 
@@ -246,10 +254,14 @@ pub extern "C" fn gni_cq_get_marker_id(_e: CqEntry) -> u64 {
 pub extern "C" fn gni_cq_get_failed_enqueue_cnt(_e: CqEntry) -> u64 {
     0
 }
-/// Collective-engine fields: the CE is not emulated (see pending.rs).
+/// The CE id of a collective engine's completion event (0 for other entries).
 #[no_mangle]
-pub extern "C" fn gni_cq_get_ce_id(_e: CqEntry) -> u64 {
-    0
+pub extern "C" fn gni_cq_get_ce_id(e: CqEntry) -> u64 {
+    if source(e) == SRC_CE {
+        e & DATA_MASK
+    } else {
+        0
+    }
 }
 #[no_mangle]
 pub extern "C" fn gni_cq_get_reductn_id(_e: CqEntry) -> u64 {
@@ -377,11 +389,11 @@ mod tests {
 
     #[test]
     fn every_status_decodes() {
-        for b in 0..8 {
+        for b in 0..9 {
             let s = Status::from_bits(b).unwrap();
             assert_eq!(s as u64, b);
             assert!(!s.describe().is_empty());
         }
-        assert_eq!(Status::from_bits(8), None);
+        assert_eq!(Status::from_bits(9), None);
     }
 }

@@ -51,7 +51,7 @@ pub unsafe extern "C" fn GNI_EpCreate(nic_hndl: gni_nic_handle_t, src_cq_hndl: g
     let ep = Arc::new(Ep {
         nic,
         cq,
-        st: SpinLock::new(EpState { binding: None, local_event: None, remote_event: None, smsg: None, dgram: Default::default(), dgram_peer: None, in_flight: 0 }),
+        st: SpinLock::new(EpState { binding: None, local_event: None, remote_event: None, smsg: None, dgram: Default::default(), dgram_peer: None, in_flight: 0, ce: None }),
     });
     let h = EPS.insert(ep);
     // SAFETY: checked non-NULL.

@@ -10,8 +10,9 @@
 //! - `datagram`, `smsg`: datagram exchange and short messaging.
 //! - `msgq`: message queues (MSGQ), the shared-receive-queue variant of SMSG.
 //! - `stats`: NIC statistics and the bandwidth-injection configuration.
-//! - `pending`: exports of the functions not implemented yet (each returns
-//!   `GNI_RC_ILLEGAL_OP`); functions leave it as their modules land.
+//! - `ce`: the collective engine (VCEs, `GNI_POST_CE`) over the fabric's reduction trees.
+//!
+//! Every function of gni_pub.h is implemented (no placeholders remain).
 //!
 //! # Safety (all exports)
 //! Pointers must be NULL or valid for the access the prototype implies.
@@ -24,7 +25,6 @@ pub mod cqe;
 pub mod objects;
 pub mod datagram;
 pub mod smsg;
-mod pending;
 pub mod post;
 pub mod cdm;
 pub mod cq;
@@ -33,3 +33,4 @@ pub mod ep;
 pub mod errors;
 pub mod msgq;
 pub mod stats;
+pub mod ce;

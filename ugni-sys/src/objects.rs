@@ -660,6 +660,8 @@ pub struct EpState {
     pub dgram_peer: Option<(u32, u32)>,
     /// Posts not yet completed (EpUnbind answers NOT_DONE while non-zero).
     pub in_flight: u32,
+    /// Collective-engine attributes (GNI_EpSetCeAttr) and last reduction (crate::ce).
+    pub ce: Option<crate::ce::CeAttr>,
 }
 
 pub struct Ep {

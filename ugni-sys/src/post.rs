@@ -371,6 +371,10 @@ fn post_on(engine: Engine, ep: &Ep, desc: *mut gni_post_descriptor_t) -> gni_ret
     }
     // SAFETY: the caller's descriptor; we read it once and write only the fields GNI owns.
     let d: gni_post_descriptor_t = unsafe { std::ptr::read(desc) };
+    if d.type_ == GNI_POST_CE {
+        // Contributions to a collective engine are FMA posts of their own kind.
+        return if engine == Engine::Fma { crate::ce::post(ep, desc) } else { GNI_RC_INVALID_PARAM };
+    }
     let pd = ep.nic.pd_key();
 
     // Events.
