@@ -23,9 +23,11 @@ LDFLAGS_TEST := -L$(BUILD)/lib -Wl,-rpath,$(BUILD)/lib
 
 # Vendor libraries we ship: cargo artefact -> staged file name (soname) and dev symlink.
 # An API library is listed here once its issue has landed.
-STAGED_LIBS := libpmi.so:libpmi.so.0 libugni.so:libugni.so.0 libdmapp.so:libdmapp.so.1
+STAGED_LIBS := libpmi.so:libpmi.so.0 libugni.so:libugni.so.0 libdmapp.so:libdmapp.so.1 libtofucom.so:libtofucom.so
+# Other names programs link by: the guide prints -ltofufocom.
+LIB_ALIASES := libtofufocom.so:libtofucom.so
 # sheet:header:library checked by check-abi
-ABI_CHECKS  := pmi.md:pmi.h:libpmi.so gni.md:gni_pub.h:libugni.so dmapp.md:dmapp.h:libdmapp.so
+ABI_CHECKS  := pmi.md:pmi.h:libpmi.so gni.md:gni_pub.h:libugni.so dmapp.md:dmapp.h:libdmapp.so utofu.md:utofu.h:libtofucom.so
 
 # Copies a file into build/ by rename: a program running from the old file keeps its
 # inode (overwriting a mapped library in place crashes it with SIGBUS).  Unchanged files
@@ -50,6 +52,7 @@ stage: build
 	    $(PUT) $(REL)/$$art $(BUILD)/lib/$$so; \
 	    if [ "$$so" != "$$art" ]; then ln -sfn $$so $(BUILD)/lib/$$art; fi; \
 	done
+	@for pair in $(LIB_ALIASES); do ln -sfn $${pair##*:} $(BUILD)/lib/$${pair%%:*}; done
 	@$(PUT) $(REL)/snrun $(BUILD)/bin/snrun
 	@$(PUT) launcher/sn-vhost $(BUILD)/bin/sn-vhost && chmod +x $(BUILD)/bin/sn-vhost
 	@$(PUT) $(REL)/fabric-jobtest $(BUILD)/libexec/fabric-jobtest

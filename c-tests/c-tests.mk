@@ -5,7 +5,7 @@ LIBS_pmi    := -lpmi
 LIBS_fabric := -lpmi
 LIBS_ugni   := -lugni -lpmi
 LIBS_dmapp  := -ldmapp -lugni -lpmi
-LIBS_utofu  := -ltofucom -lpmi
+LIBS_utofu  := -ltofucom
 LIBS_sisci  := -lsisci -lpmi
 LIBS_portals:= -lportals -lpmi
 
@@ -17,7 +17,18 @@ all: $(BINS)
 
 $(BUILD)/tests/%: c-tests/%.c $(wildcard c-tests/common/*.h) $(wildcard $(BUILD)/include/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_TEST) -o $@ $< $(LDFLAGS_TEST) $(LIBS_$(firstword $(subst /, ,$*))) -lpthread
+	$(or $(CC_$(firstword $(subst /, ,$*))),$(CC)) $(CFLAGS_TEST) -o $@ $< $(LDFLAGS_TEST) $(LIBS_$(firstword $(subst /, ,$*))) -lpthread
+
+# uTofu programs are MPI programs, as the guide's are (ids are exchanged through MPI).
+MPICC ?= mpicc
+CC_utofu := $(MPICC)
+
+# The uTofu seed samples, compiled unchanged with mpicc.
+UTOFU_SAMPLES := $(patsubst $(SHARED)/samples/utofu/%.c,$(BUILD)/examples/utofu/%,$(wildcard $(SHARED)/samples/utofu/*.c))
+all: $(UTOFU_SAMPLES)
+$(BUILD)/examples/utofu/%: $(SHARED)/samples/utofu/%.c $(wildcard $(BUILD)/include/*.h)
+	@mkdir -p $(dir $@)
+	$(MPICC) -I$(BUILD)/include $< -L$(BUILD)/lib -Wl,-rpath,$(BUILD)/lib -ltofucom -o $@
 
 # The DMAPP seed sample, compiled unchanged (run-example and c-tests/net.list run it).
 all: $(BUILD)/examples/dmapp_put
@@ -28,7 +39,7 @@ $(BUILD)/examples/dmapp_put: $(SHARED)/samples/dmapp/dmapp_put.c $(wildcard $(BU
 # Null sweeps: every function of a fact sheet called with all-zero arguments
 # (c-tests/tools/gen-null-sweep.py); generated from ../shared/abi at build time.
 SWEEP_GEN := c-tests/tools/gen-null-sweep.py
-SWEEPS := $(BUILD)/tests/sweep/gni_null_sweep $(BUILD)/tests/sweep/dmapp_null_sweep $(BUILD)/tests/sweep/pmi_null_sweep
+SWEEPS := $(BUILD)/tests/sweep/gni_null_sweep $(BUILD)/tests/sweep/dmapp_null_sweep $(BUILD)/tests/sweep/pmi_null_sweep $(BUILD)/tests/sweep/utofu_null_sweep
 all: $(SWEEPS)
 
 $(BUILD)/tests/sweep/gni_null_sweep: $(SWEEP_GEN) $(SHARED)/abi/gni.md $(BUILD)/include/gni_pub.h
@@ -46,3 +57,8 @@ $(BUILD)/tests/sweep/pmi_null_sweep: $(SWEEP_GEN) $(SHARED)/abi/pmi.md $(BUILD)/
 	@mkdir -p $(dir $@)
 	python3 $(SWEEP_GEN) $(SHARED)/abi/pmi.md pmi.h PMI_ int PMI_SUCCESS PMI_Abort > $@.c
 	$(CC) $(CFLAGS_TEST) -Wno-unused-value -o $@ $@.c $(LDFLAGS_TEST) -lpmi
+
+$(BUILD)/tests/sweep/utofu_null_sweep: $(SWEEP_GEN) $(SHARED)/abi/utofu.md $(BUILD)/include/utofu.h
+	@mkdir -p $(dir $@)
+	python3 $(SWEEP_GEN) $(SHARED)/abi/utofu.md utofu.h utofu_ int UTOFU_SUCCESS > $@.c
+	$(CC) $(CFLAGS_TEST) -Wno-unused-value -o $@ $@.c $(LDFLAGS_TEST) -ltofucom

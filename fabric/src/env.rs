@@ -74,6 +74,36 @@ pub static TUNABLES: &[Tunable] = &[
                when touched.",
     },
     Tunable {
+        name: "UTOFU_NUM_MRQ_ENTRIES",
+        default: "131072",
+        help: "uTofu: MRQ entries of each VCQ: 2048, 8192, 32768, 131072, 524288 or \
+               2097152 (or 2Ki..2Mi); other values round to the nearest, ties upward. \
+               An MRQ that overflows ends its process, as documented.",
+    },
+    Tunable {
+        name: "UTOFU_NUM_EXCLUSIVE_CQS",
+        default: "0",
+        help: "uTofu: CQs per TNI reserved for CQ-exclusive VCQs (accepted; every free CQ \
+               can serve an exclusive VCQ here).",
+    },
+    Tunable {
+        name: "UTOFU_NUM_SESSION_MODE_CQS",
+        default: "3",
+        help: "uTofu: CQs per TNI reserved for session-mode VCQs (accepted; session mode \
+               is not offered).",
+    },
+    Tunable {
+        name: "UTOFU_NUM_MRQ_ENTRIES_SESSION",
+        default: "131072",
+        help: "uTofu: MRQ entries of session-mode VCQs (accepted; session mode is not offered).",
+    },
+    Tunable {
+        name: "UTOFU_SWAP_PROTECT",
+        default: "0",
+        help: "uTofu: 1 = lock registered memory in RAM (mlock, best effort, within \
+               RLIMIT_MEMLOCK).",
+    },
+    Tunable {
         name: "PMI_GNI_PTAG",
         default: "",
         help: "uGNI job contract (set by snrun or PMI_Init, colon-separated): the job's \
@@ -278,7 +308,7 @@ mod tests {
     fn registry_is_well_formed() {
         for (i, t) in TUNABLES.iter().enumerate() {
             // Vendor variables that real programs set are read under their own names.
-            let vendor = ["XT_SYMMETRIC_HEAP_SIZE", "DMAPP_ABORT_ON_ERROR", "PMI_GNI_PTAG", "PMI_GNI_COOKIE", "PMI_GNI_LOC_ADDR"];
+            let vendor = ["XT_SYMMETRIC_HEAP_SIZE", "DMAPP_ABORT_ON_ERROR", "PMI_GNI_PTAG", "PMI_GNI_COOKIE", "PMI_GNI_LOC_ADDR", "UTOFU_NUM_MRQ_ENTRIES", "UTOFU_NUM_EXCLUSIVE_CQS", "UTOFU_NUM_SESSION_MODE_CQS", "UTOFU_NUM_MRQ_ENTRIES_SESSION", "UTOFU_SWAP_PROTECT"];
             assert!(t.name.starts_with("SOFTNIC_") || vendor.contains(&t.name), "{}", t.name);
             assert!(t.name.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_'), "{}", t.name);
             assert!(!t.help.trim().is_empty(), "{} has no help", t.name);

@@ -789,8 +789,11 @@ fn copy_and_swap(pieces: &[Piece]) -> (usize, i32) {
             if p.prot != libc::PROT_READ | libc::PROT_WRITE && libc::mprotect(p.tmp as *mut libc::c_void, p.len, p.prot) != 0 {
                 return (k, *libc::__errno_location());
             }
-            let r = libc::mremap(p.tmp as *mut libc::c_void, p.len, p.len, libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED, p.start as *mut libc::c_void);
-            if r == libc::MAP_FAILED {
+            // The raw system call: MPI libraries interpose mremap(3) for their memory
+            // hooks (UCX, libfabric), and some of those wrappers drop the fifth argument,
+            // which MREMAP_FIXED needs (seen under MPICH: the pages landed at address 0).
+            let r = libc::syscall(libc::SYS_mremap, p.tmp as usize, p.len, p.len, (libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED) as usize, p.start);
+            if r as isize == -1 {
                 return (k, *libc::__errno_location());
             }
         }

@@ -283,6 +283,17 @@ pub fn mode() -> Mode {
     }
 }
 
+/// Set by an API library whose programs hand the launcher connection to their own MPI
+/// (uTofu): the automatic engine choice then never opens PMI (a second client on the
+/// same PMI_FD would interleave with MPI's), and the job counts as one node unless
+/// `SOFTNIC_ENGINE=net` says otherwise.
+static PMI_IS_THE_APPLICATIONS: AtomicBool = AtomicBool::new(false);
+
+/// See [`PMI_IS_THE_APPLICATIONS`]; call before the fabric is first used.
+pub fn leave_pmi_to_application() {
+    PMI_IS_THE_APPLICATIONS.store(true, Ordering::Relaxed);
+}
+
 /// Called once the node fabric is up: starts the engine when the job needs it (several
 /// nodes, or `SOFTNIC_ENGINE=net`), so that our address is published before peers look.
 pub fn on_fabric_ready() {
@@ -292,6 +303,7 @@ pub fn on_fabric_ready() {
     let wanted = match mode() {
         Mode::Shm => false,
         Mode::Net => true,
+        Mode::Auto if PMI_IS_THE_APPLICATIONS.load(Ordering::Relaxed) => false,
         Mode::Auto => crate::bootstrap::num_nodes().map_or(false, |n| n > 1),
     };
     if wanted {

@@ -1,0 +1,697 @@
+//! One-sided operations: validation, descriptors, execution, TOQ/TCQ accounting, polls.
+//!
+//! **Execution.**  The initiator carries an operation out while its start call (or
+//! `post_toq`) runs, through the fabric's one-sided engine on the target's registered
+//! memory: the target process takes no part.  Order within one operation: the data,
+//! then the initiator's local MRQ notice, then the target's remote notice (so a local
+//! notice never follows a remote notice caused by the peer's reaction), then the TCQ
+//! entry.  Operations of one VCQ run one after another in TOQ order, so every (local
+//! VCQ, remote VCQ) stream is FIFO whatever its path: STRONG_ORDER always holds.
+//!
+//! **Errors** (see utofu.h): argument errors are returned and nothing is queued; a bad
+//! local STADD of a put is a TCQ error; everything found from then on is an error
+//! notice on the initiator's MRQ (whatever the notice flags), and no remote notice.
+//!
+//! **Descriptors** (`prepare_*`, `post_toq`): 4 to 8 words, position independent.
+//! ```text
+//! w0: 0-7 magic 0xd5  8-11 kind  12-15 words  16-51 flags  52-59 edata  60-63 ARMW op
+//! w1: remote VCQ id   w2: remote STADD   w3: 0-31 length, 32-63 the VCQ handle's low bits
+//! w4: local STADD, or the ARMW/CSWAP operand, or piggyback data (w4..w7)   w5: CSWAP old
+//! ```
+
+use crate::stadd::{self, Fault};
+use crate::status::{done, out, UResult};
+use crate::topo::{canonical, VcqAddr};
+use crate::types::*;
+use crate::vcq::{self, lock, Notice, Tcq, Vcq, PD};
+use softnic_fabric::atomic::{AmoOp, AmoWidth};
+use softnic_fabric::mem::MemKey;
+use std::ffi::c_void;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Kind {
+    Put = 1,
+    PutPb = 2,
+    Get = 3,
+    Armw4 = 4,
+    Armw8 = 5,
+    Cswap4 = 6,
+    Cswap8 = 7,
+    Nop = 8,
+}
+
+impl Kind {
+    fn from(v: u64) -> Option<Kind> {
+        Some(match v {
+            1 => Kind::Put,
+            2 => Kind::PutPb,
+            3 => Kind::Get,
+            4 => Kind::Armw4,
+            5 => Kind::Armw8,
+            6 => Kind::Cswap4,
+            7 => Kind::Cswap8,
+            8 => Kind::Nop,
+            _ => return None,
+        })
+    }
+    fn is_armw(self) -> bool {
+        matches!(self, Kind::Armw4 | Kind::Armw8 | Kind::Cswap4 | Kind::Cswap8)
+    }
+}
+
+/// One operation, validated.
+#[derive(Clone, Copy, Debug)]
+pub struct Op {
+    pub kind: Kind,
+    pub flags: u64,
+    pub edata: u8,
+    pub rmt: u64,
+    pub rmt_stadd: u64,
+    pub lcl_stadd: u64,
+    pub len: usize,
+    pub value: u64,
+    pub old: u64,
+    pub armw: u8,
+    pub pb: [u8; 32],
+}
+
+impl Op {
+    fn nop(flags: u64) -> Op {
+        Op { kind: Kind::Nop, flags, edata: 0, rmt: 0, rmt_stadd: 0, lcl_stadd: 0, len: 0, value: 0, old: 0, armw: 0, pb: [0; 32] }
+    }
+}
+
+const DESC_MAGIC: u64 = 0xd5;
+const FLAG_FIELD: u64 = (1 << 36) - 1;
+
+fn check_flags(flags: u64) -> UResult<()> {
+    if flags & !ONESIDED_FLAGS_KNOWN != 0 {
+        return Err(UTOFU_ERR_INVALID_FLAGS);
+    }
+    let path = (flags >> PATH_SHIFT) & 0xff;
+    if path > 12 {
+        return Err(UTOFU_ERR_INVALID_PATH_ID);
+    }
+    Ok(())
+}
+
+fn common(rmt: u64, edata: u64, flags: u64, kind: Kind) -> UResult<Op> {
+    check_flags(flags)?;
+    if edata > MAX_EDATA {
+        return Err(UTOFU_ERR_INVALID_EDATA);
+    }
+    if VcqAddr::decode(rmt).is_none() {
+        return Err(UTOFU_ERR_INVALID_VCQ_ID);
+    }
+    Ok(Op { kind, flags, edata: edata as u8, rmt, ..Op::nop(flags) })
+}
+
+fn check_gap(mtu: usize, gap: usize) -> UResult<()> {
+    // Packetisation and throttling do not exist here: validated, then no effect.
+    if mtu == 0 || mtu > MAX_MTU || gap > MAX_GAP {
+        return Err(UTOFU_ERR_INVALID_SIZE);
+    }
+    Ok(())
+}
+
+/// The blocks of a (strided) put or get.
+#[allow(clippy::too_many_arguments)]
+fn transfer(kind: Kind, rmt: u64, lcl: u64, rmts: u64, len: usize, stride: usize, blocks: usize, edata: u64, flags: u64) -> UResult<Vec<Op>> {
+    let base = common(rmt, edata, flags, kind)?;
+    if len > MAX_PUTGET {
+        return Err(UTOFU_ERR_INVALID_SIZE);
+    }
+    if blocks == 0 || blocks > TOQ_DEPTH {
+        return Err(UTOFU_ERR_INVALID_NUMBER);
+    }
+    let mut v = Vec::with_capacity(blocks);
+    for k in 0..blocks {
+        let d = (k as u64).checked_mul(stride as u64).ok_or(UTOFU_ERR_INVALID_SIZE)?;
+        let (l, r) = (lcl.checked_add(d).ok_or(UTOFU_ERR_INVALID_SIZE)?, rmts.checked_add(d).ok_or(UTOFU_ERR_INVALID_SIZE)?);
+        v.push(Op { lcl_stadd: l, rmt_stadd: r, len, ..base });
+    }
+    Ok(v)
+}
+
+fn piggyback(rmt: u64, data: &[u8], rmts: u64, edata: u64, flags: u64) -> UResult<Op> {
+    let mut op = common(rmt, edata, flags, Kind::PutPb)?;
+    op.pb[..data.len()].copy_from_slice(data);
+    op.len = data.len();
+    op.rmt_stadd = rmts;
+    Ok(op)
+}
+
+/// The bytes of a piggyback source (copied at once: the caller may reuse it on return).
+unsafe fn pb_bytes<'a>(p: *const c_void, len: usize) -> UResult<&'a [u8]> {
+    if len > MAX_PIGGYBACK {
+        return Err(UTOFU_ERR_INVALID_SIZE);
+    }
+    if len == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(UTOFU_ERR_INVALID_POINTER);
+    }
+    // SAFETY: the caller's buffer of `len` bytes.
+    Ok(unsafe { std::slice::from_raw_parts(p as *const u8, len) })
+}
+
+fn armw(kind: Kind, rmt: u64, op: i32, value: u64, old: u64, rmts: u64, edata: u64, flags: u64) -> UResult<Op> {
+    let mut o = common(rmt, edata, flags, kind)?;
+    if matches!(kind, Kind::Armw4 | Kind::Armw8) && !(UTOFU_ARMW_OP_SWAP..=UTOFU_ARMW_OP_OR).contains(&op) {
+        return Err(UTOFU_ERR_INVALID_OP);
+    }
+    o.armw = op as u8;
+    o.value = value;
+    o.old = old;
+    o.rmt_stadd = rmts;
+    o.len = if matches!(kind, Kind::Armw4 | Kind::Cswap4) { 4 } else { 8 };
+    Ok(o)
+}
+
+// ---- descriptors ----------------------------------------------------------------------
+
+fn words_of(op: &Op) -> usize {
+    match op.kind {
+        Kind::Nop => 4,
+        Kind::Put | Kind::Get | Kind::Armw4 | Kind::Armw8 => 5,
+        Kind::Cswap4 | Kind::Cswap8 => 6,
+        Kind::PutPb => 4 + op.len.div_ceil(8).max(1),
+    }
+}
+
+fn encode(op: &Op, h: usize, out_words: &mut Vec<u64>) {
+    let n = words_of(op);
+    let w0 = DESC_MAGIC | (op.kind as u64) << 8 | (n as u64) << 12 | (op.flags & FLAG_FIELD) << 16 | (op.edata as u64) << 52 | (op.armw as u64 & 0xf) << 60;
+    let mut w = [w0, op.rmt, op.rmt_stadd, (op.len as u64 & 0xffff_ffff) | ((h as u64) & 0xffff_ffff) << 32, 0, 0, 0, 0];
+    match op.kind {
+        Kind::Put | Kind::Get => w[4] = op.lcl_stadd,
+        Kind::Armw4 | Kind::Armw8 => w[4] = op.value,
+        Kind::Cswap4 | Kind::Cswap8 => {
+            w[4] = op.value;
+            w[5] = op.old;
+        }
+        Kind::PutPb => {
+            for (i, c) in op.pb.chunks(8).enumerate() {
+                w[4 + i] = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+            }
+        }
+        Kind::Nop => {}
+    }
+    out_words.extend_from_slice(&w[..n]);
+}
+
+/// Decodes the descriptors in `words` prepared for handle `h`; `INVALID_DESC` for
+/// anything that is not exactly that.
+fn decode(words: &[u64], h: usize) -> UResult<Vec<Op>> {
+    let mut ops = Vec::new();
+    let mut i = 0;
+    while i < words.len() {
+        let w0 = words[i];
+        let n = ((w0 >> 12) & 0xf) as usize;
+        let kind = Kind::from((w0 >> 8) & 0xf).ok_or(UTOFU_ERR_INVALID_DESC)?;
+        if w0 & 0xff != DESC_MAGIC || n < 4 || i + n > words.len() {
+            return Err(UTOFU_ERR_INVALID_DESC);
+        }
+        let w = &words[i..i + n];
+        if w[3] >> 32 != (h as u64) & 0xffff_ffff {
+            return Err(UTOFU_ERR_INVALID_DESC);
+        }
+        let flags = (w0 >> 16) & FLAG_FIELD;
+        let edata = (w0 >> 52) & 0xff;
+        let len = (w[3] & 0xffff_ffff) as usize;
+        let op = match kind {
+            Kind::Nop => {
+                check_flags(flags).map_err(|_| UTOFU_ERR_INVALID_DESC)?;
+                Op::nop(flags)
+            }
+            Kind::Put | Kind::Get => {
+                let mut v = transfer(kind, w[1], *w.get(4).ok_or(UTOFU_ERR_INVALID_DESC)?, w[2], len, 0, 1, edata, flags).map_err(|_| UTOFU_ERR_INVALID_DESC)?;
+                v.pop().expect("one block")
+            }
+            Kind::PutPb => {
+                let mut data = [0u8; 32];
+                for (k, x) in w[4..].iter().enumerate() {
+                    data[k * 8..k * 8 + 8].copy_from_slice(&x.to_le_bytes());
+                }
+                if len > MAX_PIGGYBACK || n != 4 + len.div_ceil(8).max(1) {
+                    return Err(UTOFU_ERR_INVALID_DESC);
+                }
+                piggyback(w[1], &data[..len], w[2], edata, flags).map_err(|_| UTOFU_ERR_INVALID_DESC)?
+            }
+            _ => {
+                let old = if matches!(kind, Kind::Cswap4 | Kind::Cswap8) { *w.get(5).ok_or(UTOFU_ERR_INVALID_DESC)? } else { 0 };
+                armw(kind, w[1], (w0 >> 60) as i32, *w.get(4).ok_or(UTOFU_ERR_INVALID_DESC)?, old, w[2], edata, flags).map_err(|_| UTOFU_ERR_INVALID_DESC)?
+            }
+        };
+        if n != words_of(&op) {
+            return Err(UTOFU_ERR_INVALID_DESC);
+        }
+        ops.push(op);
+        i += n;
+    }
+    Ok(ops)
+}
+
+// ---- execution ------------------------------------------------------------------------
+
+fn notice(kind: u8, rc: i32, vcq_id: u64, edata: u8, value: u64, lcl: u64, rmt: u64) -> Notice {
+    [kind as u64 | (rc as u32 as u64) << 32, vcq_id, edata as u64, value, lcl, rmt, 0, 0]
+}
+
+fn local_type(k: Kind) -> u8 {
+    match k {
+        Kind::Put | Kind::PutPb => UTOFU_MRQ_TYPE_LCL_PUT,
+        Kind::Get => UTOFU_MRQ_TYPE_LCL_GET,
+        _ => UTOFU_MRQ_TYPE_LCL_ARMW,
+    }
+}
+
+fn rmt_fault(f: Fault) -> i32 {
+    match f {
+        Fault::Memory => UTOFU_ERR_MRQ_RMT_MEMORY,
+        Fault::Stadd => UTOFU_ERR_MRQ_RMT_STADD,
+        Fault::Length => UTOFU_ERR_MRQ_RMT_LENGTH,
+    }
+}
+
+fn lcl_fault(f: Fault) -> i32 {
+    match f {
+        Fault::Memory => UTOFU_ERR_MRQ_LCL_MEMORY,
+        Fault::Stadd => UTOFU_ERR_MRQ_LCL_STADD,
+        Fault::Length => UTOFU_ERR_MRQ_LCL_LENGTH,
+    }
+}
+
+fn fabric_fault(e: softnic_fabric::Error) -> i32 {
+    use softnic_fabric::Error as E;
+    match e {
+        E::PeerDead => UTOFU_ERR_MRQ_PEER,
+        E::OutOfBounds => UTOFU_ERR_MRQ_RMT_LENGTH,
+        E::Misaligned => UTOFU_ERR_MRQ_RMT_STADD,
+        _ => UTOFU_ERR_MRQ_RMT_MEMORY,
+    }
+}
+
+/// Runs one operation; returns the TCQ status (MRQ errors are queued here).
+fn run(v: &Vcq, op: &Op) -> i32 {
+    if op.kind == Kind::Nop {
+        return UTOFU_SUCCESS;
+    }
+    let rid = canonical(op.rmt);
+    let ltype = local_type(op.kind);
+    let end = |s: u64| if op.kind.is_armw() { s } else { s.wrapping_add(op.len as u64) };
+    let lcl_field = if op.kind == Kind::Get { end(op.lcl_stadd) } else { 0 };
+    let mrq_err = |rc: i32| {
+        v.push_local(&notice(ltype, rc, rid, op.edata, 0, lcl_field, end(op.rmt_stadd)));
+        UTOFU_SUCCESS
+    };
+    // The local side of a put is read while sending: its faults are TCQ errors.
+    let mut src: &[u8] = &[];
+    let mut dst_addr = 0u64;
+    match op.kind {
+        Kind::Put => match stadd::resolve(v.blk(), v.id, v.addr.cmp, op.lcl_stadd, op.len) {
+            // SAFETY: inside a live registration of ours (checked), which stays mapped.
+            Ok((_, a)) => src = unsafe { std::slice::from_raw_parts(a as *const u8, op.len) },
+            Err(Fault::Memory) => return UTOFU_ERR_TCQ_MEMORY,
+            Err(Fault::Stadd) => return UTOFU_ERR_TCQ_STADD,
+            Err(Fault::Length) => return UTOFU_ERR_TCQ_LENGTH,
+        },
+        Kind::PutPb => src = &op.pb[..op.len],
+        Kind::Get => match stadd::resolve(v.blk(), v.id, v.addr.cmp, op.lcl_stadd, op.len) {
+            Ok((row, _)) if row.readonly => return mrq_err(UTOFU_ERR_MRQ_LCL_MEMORY),
+            Ok((_, a)) => dst_addr = a,
+            Err(f) => return mrq_err(lcl_fault(f)),
+        },
+        _ => {}
+    }
+    let t = match vcq::target(rid) {
+        Ok(t) => t,
+        Err(rc) => return mrq_err(rc),
+    };
+    let tcmp = ((rid >> 38) & 7) as u16;
+    let (row, addr) = match stadd::resolve(t.blk(), rid, tcmp, op.rmt_stadd, op.len) {
+        Ok(x) => x,
+        Err(f) => return mrq_err(rmt_fault(f)),
+    };
+    if row.readonly && op.kind != Kind::Get {
+        return mrq_err(UTOFU_ERR_MRQ_RMT_MEMORY);
+    }
+    let live = match t.peer.live() {
+        Ok(l) => l,
+        Err(_) => return mrq_err(UTOFU_ERR_MRQ_PEER),
+    };
+    let key = MemKey::from_u64(row.key);
+    let mut old = 0u64;
+    let r = match op.kind {
+        Kind::Put | Kind::PutPb => live.put(key, addr, src, PD),
+        Kind::Get if op.len == 0 => Ok(()),
+        Kind::Get => {
+            // SAFETY: our live registration, writable (checked above).
+            let dst = unsafe { std::slice::from_raw_parts_mut(dst_addr as *mut u8, op.len) };
+            live.get(key, addr, dst, PD)
+        }
+        _ => {
+            if addr % op.len as u64 != 0 {
+                return mrq_err(UTOFU_ERR_MRQ_RMT_STADD);
+            }
+            let (width, mask) = if op.len == 4 { (AmoWidth::I32, 0xffff_ffffu64) } else { (AmoWidth::I64, u64::MAX) };
+            let (val, cmp) = (op.value & mask, op.old & mask);
+            let a = match (op.kind, op.armw as i32) {
+                (Kind::Cswap4 | Kind::Cswap8, _) => AmoOp::CompareSwap { compare: cmp, swap: val },
+                (_, UTOFU_ARMW_OP_SWAP) => AmoOp::Swap(val),
+                (_, UTOFU_ARMW_OP_ADD) => AmoOp::Add(val),
+                (_, UTOFU_ARMW_OP_XOR) => AmoOp::Xor(val),
+                (_, UTOFU_ARMW_OP_AND) => AmoOp::And(val),
+                _ => AmoOp::Or(val),
+            };
+            live.atomic(key, addr, width, a, PD).map(|o| old = o & mask)
+        }
+    };
+    if let Err(e) = r {
+        return mrq_err(fabric_fault(e));
+    }
+    if op.flags & UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE != 0 {
+        let value = if op.kind.is_armw() { old } else { 0 };
+        v.push_local(&notice(ltype, 0, rid, op.edata, value, lcl_field, end(op.rmt_stadd)));
+    }
+    if op.flags & UTOFU_ONESIDED_FLAG_REMOTE_MRQ_NOTICE != 0 {
+        let n = notice(ltype + 1, 0, v.id, op.edata, 0, lcl_field, end(op.rmt_stadd));
+        match t.ring.check(live) {
+            Ok(ring) => {
+                if ring.push(&n).is_err() {
+                    t.mark_overflow();
+                }
+            }
+            // The target's memory moved under the pin (it freed the VCQ meanwhile): the
+            // notice has nowhere to go, as on hardware.
+            Err(_) => softnic_fabric::sn_debug!("uTofu", "remote notice for {:#x} dropped: the VCQ went away", rid),
+        }
+    }
+    UTOFU_SUCCESS
+}
+
+/// Executes `ops` on `v` in order, all or nothing with respect to TOQ space.
+fn exec(v: &Vcq, ops: &[Op], cbdata: usize) -> UResult<()> {
+    let mut tcq = lock(&v.tcq);
+    if tcq.len() + ops.len() > TOQ_DEPTH {
+        return Err(UTOFU_ERR_BUSY);
+    }
+    for op in ops {
+        let rc = run(v, op);
+        tcq.push_back(Tcq { cbdata, rc, notify: op.flags & UTOFU_ONESIDED_FLAG_TCQ_NOTICE != 0 });
+    }
+    Ok(())
+}
+
+fn start(func: &'static str, h: usize, ops: UResult<Vec<Op>>, cbdata: *mut c_void) -> i32 {
+    let r = vcq::get(h).and_then(|v| exec(&v, &ops?, cbdata as usize));
+    done(func, r)
+}
+
+fn start1(func: &'static str, h: usize, op: UResult<Op>, cbdata: *mut c_void) -> i32 {
+    let r = vcq::get(h).and_then(|v| exec(&v, std::slice::from_ref(&op?), cbdata as usize));
+    done(func, r)
+}
+
+fn prepare(func: &'static str, h: usize, ops: UResult<Vec<Op>>, desc: *mut c_void, desc_size: *mut usize) -> i32 {
+    let r = (|| {
+        vcq::get(h)?;
+        let ops = ops?;
+        if desc.is_null() || desc_size.is_null() || desc as usize % 8 != 0 {
+            return Err(UTOFU_ERR_INVALID_POINTER);
+        }
+        let mut w = Vec::with_capacity(ops.len() * 6);
+        for op in &ops {
+            encode(op, h, &mut w);
+        }
+        // SAFETY: the caller's buffer holds max_toq_desc_size bytes per descriptor.
+        unsafe { std::ptr::copy_nonoverlapping(w.as_ptr(), desc as *mut u64, w.len()) };
+        out(desc_size, w.len() * 8)
+    })();
+    done(func, r)
+}
+
+// ---- exported: start functions -----------------------------------------------------------
+
+#[no_mangle]
+pub extern "C" fn utofu_put(h: usize, rmt: u64, lcl: u64, rmts: u64, len: usize, edata: u64, flags: u64, cbdata: *mut c_void) -> i32 {
+    start("utofu_put", h, transfer(Kind::Put, rmt, lcl, rmts, len, 0, 1, edata, flags), cbdata)
+}
+
+#[no_mangle]
+pub extern "C" fn utofu_put_gap(h: usize, rmt: u64, lcl: u64, rmts: u64, len: usize, edata: u64, flags: u64, mtu: usize, gap: usize, cbdata: *mut c_void) -> i32 {
+    start("utofu_put_gap", h, check_gap(mtu, gap).and_then(|_| transfer(Kind::Put, rmt, lcl, rmts, len, 0, 1, edata, flags)), cbdata)
+}
+
+#[no_mangle]
+pub extern "C" fn utofu_put_stride(h: usize, rmt: u64, lcl: u64, rmts: u64, len: usize, stride: usize, blocks: usize, edata: u64, flags: u64, cbdata: *mut c_void) -> i32 {
+    start("utofu_put_stride", h, transfer(Kind::Put, rmt, lcl, rmts, len, stride, blocks, edata, flags), cbdata)
+}
+
+#[no_mangle]
+pub extern "C" fn utofu_put_stride_gap(h: usize, rmt: u64, lcl: u64, rmts: u64, len: usize, stride: usize, blocks: usize, edata: u64, flags: u64, mtu: usize, gap: usize, cbdata: *mut c_void) -> i32 {
+    start("utofu_put_stride_gap", h, check_gap(mtu, gap).and_then(|_| transfer(Kind::Put, rmt, lcl, rmts, len, stride, blocks, edata, flags)), cbdata)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn utofu_put_piggyback(h: usize, rmt: u64, data: *mut c_void, rmts: u64, len: usize, edata: u64, flags: u64, cbdata: *mut c_void) -> i32 {
+    // SAFETY: the caller's buffer of `len` bytes.
+    let op = unsafe { pb_bytes(data, len) }.and_then(|d| piggyback(rmt, d, rmts, edata, flags));
+    start1("utofu_put_piggyback", h, op, cbdata)
+}
+
+#[no_mangle]
+pub extern "C" fn utofu_put_piggyback8(h: usize, rmt: u64, data: u64, rmts: u64, len: usize, edata: u64, flags: u64, cbdata: *mut c_void) -> i32 {
+    // The low-order bytes of the value (little-endian: its first bytes in memory).
+    let op = if len > 8 { Err(UTOFU_ERR_INVALID_SIZE) } else { piggyback(rmt, &data.to_le_bytes()[..len], rmts, edata, flags) };
+    start1("utofu_put_piggyback8", h, op, cbdata)
+}
+
+#[no_mangle]
+pub extern "C" fn utofu_get(h: usize, rmt: u64, lcl: u64, rmts: u64, len: usize, edata: u64, flags: u64, cbdata: *mut c_void) -> i32 {
+    start("utofu_get", h, transfer(Kind::Get, rmt, lcl, rmts, len, 0, 1, edata, flags), cbdata)
+}
+
+#[no_mangle]
+pub extern "C" fn utofu_get_gap(h: usize, rmt: u64, lcl: u64, rmts: u64, len: usize, edata: u64, flags: u64, mtu: usize, gap: usize, cbdata: *mut c_void) -> i32 {
+    start("utofu_get_gap", h, check_gap(mtu, gap).and_then(|_| transfer(Kind::Get, rmt, lcl, rmts, len, 0, 1, edata, flags)), cbdata)
+}
+
+#[no_mangle]
+pub extern "C" fn utofu_get_stride(h: usize, rmt: u64, lcl: u64, rmts: u64, len: usize, stride: usize, blocks: usize, edata: u64, flags: u64, cbdata: *mut c_void) -> i32 {
+    start("utofu_get_stride", h, transfer(Kind::Get, rmt, lcl, rmts, len, stride, blocks, edata, flags), cbdata)
+}
+
+#[no_mangle]
+pub extern "C" fn utofu_get_stride_gap(h: usize, rmt: u64, lcl: u64, rmts: u64, len: usize, stride: usize, blocks: usize, edata: u64, flags: u64, mtu: usize, gap: usize, cbdata: *mut c_void) -> i32 {
+    start("utofu_get_stride_gap", h, check_gap(mtu, gap).and_then(|_| transfer(Kind::Get, rmt, lcl, rmts, len, stride, blocks, edata, flags)), cbdata)
+}
+
+#[no_mangle]
+pub extern "C" fn utofu_armw4(h: usize, rmt: u64, op: i32, value: u32, rmts: u64, edata: u64, flags: u64, cbdata: *mut c_void) -> i32 {
+    start1("utofu_armw4", h, armw(Kind::Armw4, rmt, op, value as u64, 0, rmts, edata, flags), cbdata)
+}
+
+#[no_mangle]
+pub extern "C" fn utofu_armw8(h: usize, rmt: u64, op: i32, value: u64, rmts: u64, edata: u64, flags: u64, cbdata: *mut c_void) -> i32 {
+    start1("utofu_armw8", h, armw(Kind::Armw8, rmt, op, value, 0, rmts, edata, flags), cbdata)
+}
+
+#[no_mangle]
+pub extern "C" fn utofu_cswap4(h: usize, rmt: u64, old: u32, new: u32, rmts: u64, edata: u64, flags: u64, cbdata: *mut c_void) -> i32 {
+    start1("utofu_cswap4", h, armw(Kind::Cswap4, rmt, 0, new as u64, old as u64, rmts, edata, flags), cbdata)
+}
+
+#[no_mangle]
+pub extern "C" fn utofu_cswap8(h: usize, rmt: u64, old: u64, new: u64, rmts: u64, edata: u64, flags: u64, cbdata: *mut c_void) -> i32 {
+    start1("utofu_cswap8", h, armw(Kind::Cswap8, rmt, 0, new, old, rmts, edata, flags), cbdata)
+}
+
+#[no_mangle]
+pub extern "C" fn utofu_nop(h: usize, flags: u64, cbdata: *mut c_void) -> i32 {
+    start1("utofu_nop", h, check_flags(flags).map(|_| Op::nop(flags)), cbdata)
+}
+
+// ---- exported: prepare + post ---------------------------------------------------------
+
+#[no_mangle]
+pub extern "C" fn utofu_prepare_put(h: usize, rmt: u64, lcl: u64, rmts: u64, len: usize, edata: u64, flags: u64, desc: *mut c_void, desc_size: *mut usize) -> i32 {
+    prepare("utofu_prepare_put", h, transfer(Kind::Put, rmt, lcl, rmts, len, 0, 1, edata, flags), desc, desc_size)
+}
+
+#[no_mangle]
+pub extern "C" fn utofu_prepare_put_gap(h: usize, rmt: u64, lcl: u64, rmts: u64, len: usize, edata: u64, flags: u64, mtu: usize, gap: usize, desc: *mut c_void, desc_size: *mut usize) -> i32 {
+    prepare("utofu_prepare_put_gap", h, check_gap(mtu, gap).and_then(|_| transfer(Kind::Put, rmt, lcl, rmts, len, 0, 1, edata, flags)), desc, desc_size)
+}
+
+#[no_mangle]
+pub extern "C" fn utofu_prepare_put_stride(h: usize, rmt: u64, lcl: u64, rmts: u64, len: usize, stride: usize, blocks: usize, edata: u64, flags: u64, desc: *mut c_void, desc_size: *mut usize) -> i32 {
+    prepare("utofu_prepare_put_stride", h, transfer(Kind::Put, rmt, lcl, rmts, len, stride, blocks, edata, flags), desc, desc_size)
+}
+
+#[no_mangle]
+pub extern "C" fn utofu_prepare_put_stride_gap(h: usize, rmt: u64, lcl: u64, rmts: u64, len: usize, stride: usize, blocks: usize, edata: u64, flags: u64, mtu: usize, gap: usize, desc: *mut c_void, desc_size: *mut usize) -> i32 {
+    prepare("utofu_prepare_put_stride_gap", h, check_gap(mtu, gap).and_then(|_| transfer(Kind::Put, rmt, lcl, rmts, len, stride, blocks, edata, flags)), desc, desc_size)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn utofu_prepare_put_piggyback(h: usize, rmt: u64, data: *mut c_void, rmts: u64, len: usize, edata: u64, flags: u64, desc: *mut c_void, desc_size: *mut usize) -> i32 {
+    // SAFETY: the caller's buffer of `len` bytes.
+    let op = unsafe { pb_bytes(data, len) }.and_then(|d| piggyback(rmt, d, rmts, edata, flags)).map(|o| vec![o]);
+    prepare("utofu_prepare_put_piggyback", h, op, desc, desc_size)
+}
+
+#[no_mangle]
+pub extern "C" fn utofu_prepare_put_piggyback8(h: usize, rmt: u64, data: u64, rmts: u64, len: usize, edata: u64, flags: u64, desc: *mut c_void, desc_size: *mut usize) -> i32 {
+    let op = if len > 8 { Err(UTOFU_ERR_INVALID_SIZE) } else { piggyback(rmt, &data.to_le_bytes()[..len], rmts, edata, flags).map(|o| vec![o]) };
+    prepare("utofu_prepare_put_piggyback8", h, op, desc, desc_size)
+}
+
+#[no_mangle]
+pub extern "C" fn utofu_prepare_get(h: usize, rmt: u64, lcl: u64, rmts: u64, len: usize, edata: u64, flags: u64, desc: *mut c_void, desc_size: *mut usize) -> i32 {
+    prepare("utofu_prepare_get", h, transfer(Kind::Get, rmt, lcl, rmts, len, 0, 1, edata, flags), desc, desc_size)
+}
+
+#[no_mangle]
+pub extern "C" fn utofu_prepare_get_gap(h: usize, rmt: u64, lcl: u64, rmts: u64, len: usize, edata: u64, flags: u64, mtu: usize, gap: usize, desc: *mut c_void, desc_size: *mut usize) -> i32 {
+    prepare("utofu_prepare_get_gap", h, check_gap(mtu, gap).and_then(|_| transfer(Kind::Get, rmt, lcl, rmts, len, 0, 1, edata, flags)), desc, desc_size)
+}
+
+#[no_mangle]
+pub extern "C" fn utofu_prepare_get_stride(h: usize, rmt: u64, lcl: u64, rmts: u64, len: usize, stride: usize, blocks: usize, edata: u64, flags: u64, desc: *mut c_void, desc_size: *mut usize) -> i32 {
+    prepare("utofu_prepare_get_stride", h, transfer(Kind::Get, rmt, lcl, rmts, len, stride, blocks, edata, flags), desc, desc_size)
+}
+
+#[no_mangle]
+pub extern "C" fn utofu_prepare_get_stride_gap(h: usize, rmt: u64, lcl: u64, rmts: u64, len: usize, stride: usize, blocks: usize, edata: u64, flags: u64, mtu: usize, gap: usize, desc: *mut c_void, desc_size: *mut usize) -> i32 {
+    prepare("utofu_prepare_get_stride_gap", h, check_gap(mtu, gap).and_then(|_| transfer(Kind::Get, rmt, lcl, rmts, len, stride, blocks, edata, flags)), desc, desc_size)
+}
+
+#[no_mangle]
+pub extern "C" fn utofu_prepare_armw4(h: usize, rmt: u64, op: i32, value: u32, rmts: u64, edata: u64, flags: u64, desc: *mut c_void, desc_size: *mut usize) -> i32 {
+    prepare("utofu_prepare_armw4", h, armw(Kind::Armw4, rmt, op, value as u64, 0, rmts, edata, flags).map(|o| vec![o]), desc, desc_size)
+}
+
+#[no_mangle]
+pub extern "C" fn utofu_prepare_armw8(h: usize, rmt: u64, op: i32, value: u64, rmts: u64, edata: u64, flags: u64, desc: *mut c_void, desc_size: *mut usize) -> i32 {
+    prepare("utofu_prepare_armw8", h, armw(Kind::Armw8, rmt, op, value, 0, rmts, edata, flags).map(|o| vec![o]), desc, desc_size)
+}
+
+#[no_mangle]
+pub extern "C" fn utofu_prepare_cswap4(h: usize, rmt: u64, old: u32, new: u32, rmts: u64, edata: u64, flags: u64, desc: *mut c_void, desc_size: *mut usize) -> i32 {
+    prepare("utofu_prepare_cswap4", h, armw(Kind::Cswap4, rmt, 0, new as u64, old as u64, rmts, edata, flags).map(|o| vec![o]), desc, desc_size)
+}
+
+#[no_mangle]
+pub extern "C" fn utofu_prepare_cswap8(h: usize, rmt: u64, old: u64, new: u64, rmts: u64, edata: u64, flags: u64, desc: *mut c_void, desc_size: *mut usize) -> i32 {
+    prepare("utofu_prepare_cswap8", h, armw(Kind::Cswap8, rmt, 0, new, old, rmts, edata, flags).map(|o| vec![o]), desc, desc_size)
+}
+
+#[no_mangle]
+pub extern "C" fn utofu_prepare_nop(h: usize, flags: u64, desc: *mut c_void, desc_size: *mut usize) -> i32 {
+    prepare("utofu_prepare_nop", h, check_flags(flags).map(|_| vec![Op::nop(flags)]), desc, desc_size)
+}
+
+#[no_mangle]
+pub extern "C" fn utofu_post_toq(h: usize, desc: *mut c_void, desc_size: usize, cbdata: *mut c_void) -> i32 {
+    let r = (|| {
+        let v = vcq::get(h)?;
+        if desc_size == 0 {
+            // Only starts delayed operations, and nothing is ever delayed here.
+            return Ok(());
+        }
+        if desc.is_null() || desc as usize % 8 != 0 {
+            return Err(UTOFU_ERR_INVALID_POINTER);
+        }
+        if desc_size % 8 != 0 {
+            return Err(UTOFU_ERR_INVALID_DESC);
+        }
+        // SAFETY: the caller's `desc_size` bytes of prepared descriptors, 8-aligned.
+        let words = unsafe { std::slice::from_raw_parts(desc as *const u64, desc_size / 8) };
+        let ops = decode(words, h)?;
+        exec(&v, &ops, cbdata as usize)
+    })();
+    done("utofu_post_toq", r)
+}
+
+// ---- exported: completion ---------------------------------------------------------------
+
+#[no_mangle]
+pub unsafe extern "C" fn utofu_poll_tcq(h: usize, flags: u64, cbdata: *mut *mut c_void) -> i32 {
+    let r = (|| {
+        let v = vcq::get(h)?;
+        if flags != 0 {
+            return Err(UTOFU_ERR_INVALID_FLAGS);
+        }
+        if cbdata.is_null() {
+            return Err(UTOFU_ERR_INVALID_POINTER);
+        }
+        let mut q = lock(&v.tcq);
+        while let Some(e) = q.pop_front() {
+            if e.notify || e.rc != UTOFU_SUCCESS {
+                out(cbdata, e.cbdata as *mut c_void)?;
+                return if e.rc == UTOFU_SUCCESS { Ok(()) } else { Err(e.rc) };
+            }
+        }
+        Err(UTOFU_ERR_NOT_FOUND)
+    })();
+    done("utofu_poll_tcq", r)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn utofu_poll_mrq(h: usize, flags: u64, notice_out: *mut utofu_mrq_notice) -> i32 {
+    let r = (|| {
+        let v = vcq::get(h)?;
+        if flags != 0 {
+            return Err(UTOFU_ERR_INVALID_FLAGS);
+        }
+        if notice_out.is_null() {
+            return Err(UTOFU_ERR_INVALID_POINTER);
+        }
+        v.check_overflow();
+        let Some(w) = v.ring.pop() else {
+            softnic_fabric::net::poll();
+            return Err(UTOFU_ERR_NOT_FOUND);
+        };
+        let n = utofu_mrq_notice { notice_type: w[0] as u8, padding1: [0; 7], vcq_id: w[1], edata: w[2], rmt_value: w[3], lcl_stadd: w[4], rmt_stadd: w[5], reserved: [0; 2] };
+        out(notice_out, n)?;
+        let rc = (w[0] >> 32) as u32 as i32;
+        if rc == UTOFU_SUCCESS { Ok(()) } else { Err(rc) }
+    })();
+    done("utofu_poll_mrq", r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptors_round_trip_and_fit() {
+        let rmt = VcqAddr { coords: [0, 0, 0, 1, 2, 1], tni: 1, cq: 2, cmp: 3, path: [0; 3] }.id();
+        let h = 0x7f0c_0001_0001usize;
+        let mut ops = transfer(Kind::Put, rmt, 10, 20, 8, 800, 3, 7, UTOFU_ONESIDED_FLAG_TCQ_NOTICE | 5 << PATH_SHIFT).unwrap();
+        ops.push(piggyback(rmt, &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32], 99, 255, 0).unwrap());
+        ops.push(armw(Kind::Cswap8, rmt, 0, 5, 6, 64, 1, 0).unwrap());
+        ops.push(armw(Kind::Armw4, rmt, UTOFU_ARMW_OP_OR, 5, 0, 64, 1, 0).unwrap());
+        ops.push(Op::nop(UTOFU_ONESIDED_FLAG_TCQ_NOTICE));
+        let mut w = Vec::new();
+        for op in &ops {
+            let before = w.len();
+            encode(op, h, &mut w);
+            assert!((w.len() - before) * 8 <= MAX_TOQ_DESC);
+        }
+        let back = decode(&w, h).unwrap();
+        assert_eq!(back.len(), ops.len());
+        for (a, b) in ops.iter().zip(&back) {
+            assert_eq!(format!("{:?}", a), format!("{:?}", b));
+        }
+        // Prepared for another handle, truncated, or scribbled: refused.
+        assert_eq!(decode(&w, h + 1).unwrap_err(), UTOFU_ERR_INVALID_DESC);
+        assert_eq!(decode(&w[..w.len() - 1], h).unwrap_err(), UTOFU_ERR_INVALID_DESC);
+        let mut bad = w.clone();
+        bad[0] ^= 0xff;
+        assert_eq!(decode(&bad, h).unwrap_err(), UTOFU_ERR_INVALID_DESC);
+    }
+}

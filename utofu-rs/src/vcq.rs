@@ -1,0 +1,605 @@
+//! VCQs: the local object, its shared block, the CQ accounting of the node, and the
+//! resolution of remote VCQ ids.
+//!
+//! **The block** (library shared memory of the owner, found through the node registry
+//! under (job, coordinates, TNI, CQ, component)):
+//! ```text
+//! 0      header: magic, version, MRQ-overflow word, VCQ id (0 once freed)
+//! 64     STADD table: NROWS rows of 4 words
+//!          w0: 0-31 seqlock counter (odd while written)  32 live  33 read-only  40-52 check
+//!          w1: fabric registration key   w2: base address   w3: length
+//! RING   the MRQ: a fabric ring of [u64; 8] notices (see onesided::Notice)
+//! ```
+//! Rows are written only by the owner (under its lock); initiators read them with the
+//! seqlock recipe and then operate through the fabric's one-sided engine, which validates
+//! the registration again (generation, bounds, read-only), so a torn or stale row can
+//! only fail an operation, never misdirect it.
+
+use crate::status::{done, out, UResult};
+use crate::topo::{self, VcqAddr};
+use crate::types::*;
+use once_cell::sync::Lazy;
+use softnic_fabric::mem::{self, MemKey, RingLoc, SharedMem};
+use softnic_fabric::registry::{self, api, EndpointId};
+use softnic_fabric::ring::Ring;
+use softnic_fabric::rma::{self, Peer, PinnedRing, RegionView};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+
+/// Protection-domain key of every uTofu registration (uTofu has no domains: any process
+/// of the job may address any VCQ).
+pub const PD: u64 = 0x5554_6f66_7500_0001;
+
+const BLK_MAGIC: u64 = u64::from_le_bytes(*b"snTofVQ1");
+const BLK_VERSION: u32 = 1;
+const H_VERSION: usize = 8;
+const H_OVERFLOW: usize = 12;
+const H_ID: usize = 16;
+pub const ROWS_OFF: usize = 64;
+/// Rows per VCQ: 256 STags, then rows `reg_mem` assigns.
+pub const NROWS: usize = 4096;
+const ROW_BYTES: usize = 32;
+pub const RING_OFF: usize = ROWS_OFF + NROWS * ROW_BYTES;
+
+pub type Notice = [u64; 8];
+
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Cheap hashing for ids that are already well mixed.
+#[derive(Default, Clone, Copy)]
+pub struct IdHash;
+pub struct IdHasher(u64);
+impl std::hash::BuildHasher for IdHash {
+    type Hasher = IdHasher;
+    fn build_hasher(&self) -> IdHasher {
+        IdHasher(0)
+    }
+}
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ *b as u64;
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+
+/// A row as read from a block.
+#[derive(Clone, Copy, Debug)]
+pub struct Row {
+    pub key: u64,
+    pub base: u64,
+    pub len: u64,
+    pub readonly: bool,
+    pub check: u16,
+}
+
+fn word(blk: *const u8, off: usize) -> &'static AtomicU64 {
+    // SAFETY: callers pass offsets inside a mapped block, 8-aligned; the block outlives
+    // the reference's use (held by the Vcq or the Target).
+    unsafe { &*(blk.add(off) as *const AtomicU64) }
+}
+
+/// Reads row `i` of the block at `blk` (seqlock); None when the row is not live.
+pub fn read_row(blk: *const u8, i: usize) -> Option<Row> {
+    if i >= NROWS {
+        return None;
+    }
+    let o = ROWS_OFF + i * ROW_BYTES;
+    for _ in 0..64 {
+        let s1 = word(blk, o).load(Ordering::Acquire);
+        if s1 & 1 != 0 {
+            std::hint::spin_loop();
+            continue;
+        }
+        let (k, b, l) = (word(blk, o + 8).load(Ordering::Relaxed), word(blk, o + 16).load(Ordering::Relaxed), word(blk, o + 24).load(Ordering::Relaxed));
+        fence(Ordering::Acquire);
+        if word(blk, o).load(Ordering::Relaxed) != s1 {
+            continue;
+        }
+        if s1 >> 32 & 1 == 0 {
+            return None;
+        }
+        return Some(Row { key: k, base: b, len: l, readonly: s1 >> 33 & 1 != 0, check: ((s1 >> 40) & 0x1fff) as u16 });
+    }
+    None
+}
+
+/// Writes row `i` of our own block (the owner, under its registration lock).
+pub fn write_row_pub(blk: *const u8, i: usize, row: Option<Row>) {
+    write_row(blk, i, row)
+}
+
+fn write_row(blk: *const u8, i: usize, row: Option<Row>) {
+    let o = ROWS_OFF + i * ROW_BYTES;
+    let w0 = word(blk, o);
+    let seq = (w0.load(Ordering::Relaxed) as u32).wrapping_add(1);
+    w0.store(seq as u64, Ordering::Relaxed);
+    fence(Ordering::Release);
+    let (k, b, l, st) = match row {
+        Some(r) => (r.key, r.base, r.len, 1u64 << 32 | (r.readonly as u64) << 33 | (r.check as u64 & 0x1fff) << 40),
+        None => (0, 0, 0, 0),
+    };
+    word(blk, o + 8).store(k, Ordering::Relaxed);
+    word(blk, o + 16).store(b, Ordering::Relaxed);
+    word(blk, o + 24).store(l, Ordering::Relaxed);
+    w0.store(st | seq.wrapping_add(1) as u64, Ordering::Release);
+}
+
+/// One TCQ entry (a TOQ slot until consumed).
+#[derive(Clone, Copy)]
+pub struct Tcq {
+    pub cbdata: usize,
+    pub rc: i32,
+    pub notify: bool,
+}
+
+/// What the owner keeps about one of its rows.
+pub struct RowInfo {
+    pub key: MemKey,
+    pub base: usize,
+    pub len: usize,
+    pub readonly: bool,
+    pub refs: u32,
+}
+
+#[derive(Default)]
+pub struct Regs {
+    pub rows: HashMap<usize, RowInfo>,
+    pub by_range: HashMap<(usize, usize, bool), usize>,
+    /// Times each assigned row was reused (feeds the STADD check value).
+    pub reuse: HashMap<usize, u32>,
+    pub next_free: usize,
+}
+
+pub struct Vcq {
+    pub addr: VcqAddr,
+    pub id: u64,
+    pub flags: u64,
+    pub exclusive: bool,
+    pub block: SharedMem,
+    pub ring: Ring<Notice>,
+    endpoint: EndpointId,
+    cq_claim: Option<EndpointId>,
+    pub regs: Mutex<Regs>,
+    pub tcq: Mutex<VecDeque<Tcq>>,
+}
+
+impl Vcq {
+    pub fn blk(&self) -> *const u8 {
+        self.block.as_ptr()
+    }
+
+    /// The MRQ overflowed: the documented fatal asynchronous error.
+    pub fn check_overflow(&self) {
+        // SAFETY: inside our block, 4-aligned.
+        let w = unsafe { &*(self.blk().add(H_OVERFLOW) as *const AtomicU32) };
+        if w.load(Ordering::Relaxed) != 0 {
+            crate::status::fatal(&format!("MRQ Overflow on TNI {} CQ {}", self.addr.tni, self.addr.cq));
+        }
+    }
+
+    /// Pushes a notice into our own MRQ (a local notice); a full MRQ is an overflow.
+    pub fn push_local(&self, n: &Notice) {
+        if self.ring.push(n).is_err() {
+            mark_overflow(self.blk());
+        }
+    }
+}
+
+fn mark_overflow(blk: *const u8) {
+    // SAFETY: inside a mapped block, 4-aligned.
+    unsafe { &*(blk.add(H_OVERFLOW) as *const AtomicU32) }.store(1, Ordering::Relaxed);
+}
+
+// ---- job and registry keys ------------------------------------------------------------
+
+fn job_hash() -> u64 {
+    static H: Lazy<u64> = Lazy::new(|| {
+        let s = std::env::var("SOFTNIC_JOBID").unwrap_or_default();
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in s.bytes() {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        h
+    });
+    *H
+}
+
+/// A registry key: a 6-byte kind, the job, the coordinates and up to 3 small fields.
+pub fn key(kind: &[u8; 6], coords: &[u8; 6], fields: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(32);
+    k.extend_from_slice(kind);
+    k.extend_from_slice(&job_hash().to_le_bytes());
+    k.extend_from_slice(coords);
+    k.extend_from_slice(fields);
+    k
+}
+
+fn vcq_key(a: &VcqAddr) -> Vec<u8> {
+    key(b"tofuVQ", &a.coords, &[a.tni as u8, a.cq as u8, a.cmp as u8])
+}
+
+// ---- CQs ------------------------------------------------------------------------------
+
+/// This process's shared CQ on a TNI and the components used on it.
+struct SharedCq {
+    cq: u16,
+    claim: EndpointId,
+    cmps: u8,
+}
+
+static SHARED_CQS: Mutex<[Option<SharedCq>; NUM_TNIS as usize]> = Mutex::new([None, None, None, None, None, None]);
+
+/// The launcher's local rank, if it names one (MPICH hydra, snrun, Slurm, Open MPI).
+fn local_rank() -> Option<u16> {
+    ["MPI_LOCALRANKID", "SOFTNIC_LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().and_then(|s| s.trim().parse::<u32>().ok()))
+        .map(|r| (r % CQS_PER_TNI as u32) as u16)
+}
+
+/// Claims a free CQ of `tni` on this node in the registry (preferring `first`).
+fn claim_cq(tni: u16, first: Option<u16>) -> Option<(u16, EndpointId)> {
+    let me = topo::my_coords();
+    let order = first.into_iter().chain(0..CQS_PER_TNI);
+    for cq in order {
+        if let Ok(id) = registry::publish(api::UTOFU, &key(b"tofuCQ", &me, &[tni as u8, cq as u8]), &[]) {
+            return Some((cq, id));
+        }
+    }
+    None
+}
+
+// ---- the handle table ---------------------------------------------------------------
+
+const HANDLE_TAG: usize = 0x7f0c << 32;
+
+struct Slots {
+    vcqs: Vec<(u16, Option<Arc<Vcq>>)>,
+}
+
+static VCQS: RwLock<Slots> = RwLock::new(Slots { vcqs: Vec::new() });
+
+pub fn get(h: usize) -> UResult<Arc<Vcq>> {
+    if h & !0xffff_ffff != HANDLE_TAG || h & 0xffff == 0 {
+        return Err(UTOFU_ERR_INVALID_VCQ_HDL);
+    }
+    let slot = (h & 0xffff) - 1;
+    let gen = ((h >> 16) & 0xffff) as u16;
+    let t = VCQS.read().unwrap_or_else(|e| e.into_inner());
+    match t.vcqs.get(slot) {
+        Some((g, Some(v))) if *g == gen => Ok(v.clone()),
+        _ => Err(UTOFU_ERR_INVALID_VCQ_HDL),
+    }
+}
+
+fn insert(v: Arc<Vcq>) -> usize {
+    let mut t = VCQS.write().unwrap_or_else(|e| e.into_inner());
+    let slot = match t.vcqs.iter().position(|(_, s)| s.is_none()) {
+        Some(i) => i,
+        None => {
+            t.vcqs.push((0, None));
+            t.vcqs.len() - 1
+        }
+    };
+    let e = &mut t.vcqs[slot];
+    e.0 = e.0.wrapping_add(1);
+    e.1 = Some(v);
+    HANDLE_TAG | (e.0 as usize) << 16 | (slot + 1)
+}
+
+fn remove(h: usize) -> UResult<Arc<Vcq>> {
+    get(h)?;
+    let mut t = VCQS.write().unwrap_or_else(|e| e.into_inner());
+    let slot = (h & 0xffff) - 1;
+    t.vcqs[slot].1.take().ok_or(UTOFU_ERR_INVALID_VCQ_HDL)
+}
+
+/// VCQs of this process on (tni, cq), for per-CQ counts.
+pub fn on_cq(tni: u16, cq: u16) -> Vec<Arc<Vcq>> {
+    let t = VCQS.read().unwrap_or_else(|e| e.into_inner());
+    t.vcqs.iter().filter_map(|(_, v)| v.as_ref()).filter(|v| v.addr.tni == tni && v.addr.cq == cq).cloned().collect()
+}
+
+// ---- MRQ size -------------------------------------------------------------------------
+
+const MRQ_SIZES: [u64; 6] = [2048, 8192, 32768, 131072, 524288, 2097152];
+
+/// `UTOFU_NUM_MRQ_ENTRIES` rounded to the nearest documented size (ties to the larger).
+pub fn mrq_entries() -> u32 {
+    static N: Lazy<u32> = Lazy::new(|| {
+        let s = softnic_fabric::env::get_str("UTOFU_NUM_MRQ_ENTRIES").trim().to_ascii_lowercase();
+        let v = if let Some(k) = s.strip_suffix("ki") {
+            k.parse::<u64>().ok().map(|v| v << 10)
+        } else if let Some(m) = s.strip_suffix("mi") {
+            m.parse::<u64>().ok().map(|v| v << 20)
+        } else {
+            s.parse::<u64>().ok()
+        };
+        match v {
+            Some(v) => nearest_mrq(v),
+            None => 131072,
+        }
+    });
+    *N
+}
+
+pub fn nearest_mrq(v: u64) -> u32 {
+    let mut best = MRQ_SIZES[0];
+    for &s in &MRQ_SIZES {
+        if s.abs_diff(v) <= best.abs_diff(v) {
+            best = s;
+        }
+    }
+    best as u32
+}
+
+// ---- create / free --------------------------------------------------------------------
+
+fn create(tni: u16, cmp: Option<u16>, flags: u64) -> UResult<usize> {
+    if tni >= NUM_TNIS {
+        return Err(UTOFU_ERR_INVALID_TNI_ID);
+    }
+    let known = UTOFU_VCQ_FLAG_THREAD_SAFE | UTOFU_VCQ_FLAG_EXCLUSIVE | UTOFU_VCQ_FLAG_SESSION_MODE;
+    if flags & !known != 0 || flags & UTOFU_VCQ_FLAG_EXCLUSIVE != 0 && flags & UTOFU_VCQ_FLAG_SESSION_MODE != 0 {
+        return Err(UTOFU_ERR_INVALID_FLAGS);
+    }
+    if let Some(c) = cmp {
+        if flags & (UTOFU_VCQ_FLAG_EXCLUSIVE | UTOFU_VCQ_FLAG_SESSION_MODE) != 0 {
+            return Err(UTOFU_ERR_INVALID_FLAGS);
+        }
+        if c >= CMPS_PER_CQ {
+            return Err(UTOFU_ERR_INVALID_CMP_ID);
+        }
+    }
+    if flags & UTOFU_VCQ_FLAG_SESSION_MODE != 0 {
+        return Err(UTOFU_ERR_NOT_SUPPORTED);
+    }
+    softnic_fabric::net::leave_pmi_to_application();
+    softnic_fabric::node::get().map_err(|_| UTOFU_ERR_FATAL)?;
+    let exclusive = flags & UTOFU_VCQ_FLAG_EXCLUSIVE != 0;
+    // Pick (cq, cmp) and the claim that holds the CQ.
+    let mut shared = lock(&SHARED_CQS);
+    let (cq, cmp, own_claim) = if exclusive {
+        let (cq, claim) = claim_cq(tni, None).ok_or(UTOFU_ERR_NOT_AVAILABLE)?;
+        (cq, 0, Some(claim))
+    } else {
+        if shared[tni as usize].is_none() {
+            let (cq, claim) = claim_cq(tni, local_rank()).ok_or(UTOFU_ERR_FULL)?;
+            shared[tni as usize] = Some(SharedCq { cq, claim, cmps: 0 });
+        }
+        let s = shared[tni as usize].as_ref().expect("set above");
+        let cmp = match cmp {
+            Some(c) if s.cmps & 1 << c != 0 => return Err(UTOFU_ERR_USED),
+            Some(c) => c,
+            None => (0..CMPS_PER_CQ).find(|c| s.cmps & 1 << c == 0).ok_or(UTOFU_ERR_FULL)?,
+        };
+        (s.cq, cmp, None)
+    };
+    let addr = VcqAddr { coords: topo::my_coords(), tni, cq, cmp, path: [0; 3] };
+    let id = addr.id();
+    let fail = |shared: &mut [Option<SharedCq>; 6], rc: i32| {
+        if let Some(c) = own_claim {
+            let _ = registry::unpublish(c);
+        }
+        release_shared(shared, tni);
+        rc
+    };
+    let entries = mrq_entries();
+    let len = RING_OFF + Ring::<Notice>::bytes_needed(entries);
+    let block = match mem::alloc_shared(len) {
+        Ok(b) => b,
+        Err(_) => return Err(fail(&mut shared, UTOFU_ERR_OUT_OF_MEMORY)),
+    };
+    let blk = block.as_ptr();
+    // SAFETY: our fresh block, 64-aligned (page), large enough for the ring.
+    let ring = match unsafe { Ring::<Notice>::init_unwaited(blk.add(RING_OFF), len - RING_OFF, entries) } {
+        Ok(r) => r,
+        Err(_) => {
+            let _ = mem::free_shared(block);
+            return Err(fail(&mut shared, UTOFU_ERR_OUT_OF_MEMORY));
+        }
+    };
+    word(blk, 0).store(BLK_MAGIC, Ordering::Relaxed);
+    // SAFETY: inside the block, 4-aligned.
+    unsafe { &*(blk.add(H_VERSION) as *const AtomicU32) }.store(BLK_VERSION, Ordering::Relaxed);
+    word(blk, H_ID).store(id, Ordering::Release);
+    let loc = block.ring_loc(0, len).expect("whole block");
+    let w = loc.to_words();
+    let payload: Vec<u8> = w.iter().flat_map(|x| x.to_le_bytes()).collect();
+    let endpoint = match registry::publish(api::UTOFU, &vcq_key(&addr), &payload) {
+        Ok(e) => e,
+        Err(e) => {
+            let _ = mem::free_shared(block);
+            // Another process claims this (cq, cmp): only with a forged claim or a
+            // component promised elsewhere.
+            return Err(fail(&mut shared, if e == softnic_fabric::Error::Exists { UTOFU_ERR_USED } else { UTOFU_ERR_OUT_OF_RESOURCE }));
+        }
+    };
+    if !exclusive {
+        shared[tni as usize].as_mut().expect("set").cmps |= 1 << cmp;
+    }
+    drop(shared);
+    let v = Arc::new(Vcq {
+        addr,
+        id,
+        flags,
+        exclusive,
+        block,
+        ring,
+        endpoint,
+        cq_claim: own_claim,
+        regs: Mutex::new(Regs { next_free: NUM_STAGS as usize, ..Default::default() }),
+        tcq: Mutex::new(VecDeque::new()),
+    });
+    softnic_fabric::sn_debug!("uTofu", "VCQ {:#x}: TNI {} CQ {} component {}{}", id, tni, cq, cmp, if exclusive { " (exclusive)" } else { "" });
+    Ok(insert(v))
+}
+
+fn release_shared(shared: &mut [Option<SharedCq>; 6], tni: u16) {
+    if let Some(s) = &shared[tni as usize] {
+        if s.cmps == 0 {
+            let _ = registry::unpublish(s.claim);
+            shared[tni as usize] = None;
+        }
+    }
+}
+
+fn free(h: usize) -> UResult<()> {
+    let v = remove(h)?;
+    // Registrations left behind go with the VCQ.
+    {
+        let mut r = lock(&v.regs);
+        let rows: Vec<usize> = r.rows.keys().copied().collect();
+        for i in rows {
+            if let Some(ri) = r.rows.remove(&i) {
+                write_row(v.blk(), i, None);
+                let _ = mem::deregister(ri.key);
+            }
+        }
+        r.by_range.clear();
+    }
+    word(v.blk(), H_ID).store(0, Ordering::Release);
+    let _ = registry::unpublish(v.endpoint);
+    let mut shared = lock(&SHARED_CQS);
+    if let Some(c) = v.cq_claim {
+        let _ = registry::unpublish(c);
+    } else if let Some(s) = shared[v.addr.tni as usize].as_mut() {
+        s.cmps &= !(1 << v.addr.cmp);
+        release_shared(&mut shared, v.addr.tni);
+    }
+    drop(shared);
+    forget_target(v.id);
+    // The block goes with the last reference (a concurrent call may still hold one).
+    if let Ok(v) = Arc::try_unwrap(v) {
+        let Vcq { block, ring, .. } = v;
+        drop(ring);
+        let _ = mem::free_shared(block);
+    }
+    Ok(())
+}
+
+// ---- remote VCQs ----------------------------------------------------------------------
+
+/// A VCQ as an initiator reaches it.
+pub struct Target {
+    pub id: u64,
+    pub peer: Arc<Peer>,
+    view: RegionView,
+    pub ring: PinnedRing<Notice>,
+}
+
+impl Target {
+    pub fn blk(&self) -> *const u8 {
+        self.view.as_ptr()
+    }
+    /// Is the VCQ still the one we resolved (not freed)?
+    #[inline]
+    pub fn live(&self) -> bool {
+        word(self.blk(), H_ID).load(Ordering::Acquire) == self.id
+    }
+    pub fn mark_overflow(&self) {
+        mark_overflow(self.blk());
+    }
+}
+
+static TARGETS: Lazy<Mutex<HashMap<u64, Arc<Target>, IdHash>>> = Lazy::new(|| Mutex::new(HashMap::default()));
+
+fn forget_target(id: u64) {
+    lock(&TARGETS).remove(&id);
+}
+
+/// The target of a (canonical) VCQ id, or `MRQ_PEER` when no live VCQ has it.
+pub fn target(id: u64) -> UResult<Arc<Target>> {
+    if let Some(t) = lock(&TARGETS).get(&id) {
+        if t.live() && t.peer.seems_alive() {
+            return Ok(t.clone());
+        }
+    }
+    forget_target(id);
+    let a = VcqAddr::decode(id).ok_or(UTOFU_ERR_MRQ_PEER)?;
+    let ep = registry::lookup(api::UTOFU, &vcq_key(&a)).map_err(|_| UTOFU_ERR_MRQ_PEER)?;
+    let mut w = [0u64; 3];
+    for (i, x) in w.iter_mut().enumerate() {
+        *x = u64::from_le_bytes(ep.payload[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+    }
+    let loc = RingLoc::from_words(w);
+    let peer = Peer::open(ep.peer).map_err(|_| UTOFU_ERR_MRQ_PEER)?;
+    let view = rma::map_region(&peer, &loc).map_err(|_| UTOFU_ERR_MRQ_PEER)?;
+    if view.len() < RING_OFF || word(view.as_ptr(), 0).load(Ordering::Acquire) != BLK_MAGIC {
+        return Err(UTOFU_ERR_MRQ_PEER);
+    }
+    let ring_loc = RingLoc { offset: loc.offset + RING_OFF as u64, len: loc.len - RING_OFF as u64, ..loc };
+    let ring = PinnedRing::new(&peer, &ring_loc).map_err(|_| UTOFU_ERR_MRQ_PEER)?;
+    let t = Arc::new(Target { id, peer, view, ring });
+    if !t.live() {
+        return Err(UTOFU_ERR_MRQ_PEER);
+    }
+    lock(&TARGETS).insert(id, t.clone());
+    Ok(t)
+}
+
+// ---- exported -------------------------------------------------------------------------
+
+#[no_mangle]
+pub unsafe extern "C" fn utofu_create_vcq(tni_id: u16, flags: u64, vcq_hdl: *mut usize) -> i32 {
+    let r = if vcq_hdl.is_null() { Err(UTOFU_ERR_INVALID_POINTER) } else { create(tni_id, None, flags).and_then(|h| out(vcq_hdl, h)) };
+    done("utofu_create_vcq", r)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn utofu_create_vcq_with_cmp_id(tni_id: u16, cmp_id: u16, flags: u64, vcq_hdl: *mut usize) -> i32 {
+    let r = if vcq_hdl.is_null() { Err(UTOFU_ERR_INVALID_POINTER) } else { create(tni_id, Some(cmp_id), flags).and_then(|h| out(vcq_hdl, h)) };
+    done("utofu_create_vcq_with_cmp_id", r)
+}
+
+#[no_mangle]
+pub extern "C" fn utofu_free_vcq(vcq_hdl: usize) -> i32 {
+    done("utofu_free_vcq", free(vcq_hdl))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn utofu_query_vcq_id(vcq_hdl: usize, vcq_id: *mut u64) -> i32 {
+    let r = get(vcq_hdl).and_then(|v| out(vcq_id, v.id));
+    done("utofu_query_vcq_id", r)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn utofu_query_num_unread_tcq(vcq_hdl: usize, count: *mut usize) -> i32 {
+    let r = get(vcq_hdl).and_then(|v| {
+        let n = if v.exclusive { lock(&v.tcq).len() } else { on_cq(v.addr.tni, v.addr.cq).iter().map(|o| lock(&o.tcq).len()).sum() };
+        out(count, n)
+    });
+    done("utofu_query_num_unread_tcq", r)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn utofu_query_num_unread_mrq(vcq_hdl: usize, count: *mut usize) -> i32 {
+    let r = get(vcq_hdl).and_then(|v| out(count, v.ring.len()));
+    done("utofu_query_num_unread_mrq", r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mrq_sizes_round_to_nearest_ties_up() {
+        assert_eq!(nearest_mrq(0), 2048);
+        assert_eq!(nearest_mrq(2048), 2048);
+        assert_eq!(nearest_mrq(5120), 8192); // tie between 2048 and 8192
+        assert_eq!(nearest_mrq(5119), 2048);
+        assert_eq!(nearest_mrq(100_000), 131072);
+        assert_eq!(nearest_mrq(u64::MAX), 2097152);
+    }
+}
