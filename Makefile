@@ -23,11 +23,11 @@ LDFLAGS_TEST := -L$(BUILD)/lib -Wl,-rpath,$(BUILD)/lib
 
 # Vendor libraries we ship: cargo artefact -> staged file name (soname) and dev symlink.
 # An API library is listed here once its issue has landed.
-STAGED_LIBS := libpmi.so:libpmi.so.0 libugni.so:libugni.so.0 libdmapp.so:libdmapp.so.1 libtofucom.so:libtofucom.so
+STAGED_LIBS := libpmi.so:libpmi.so.0 libugni.so:libugni.so.0 libdmapp.so:libdmapp.so.1 libtofutop.so:libtofutop.so libtofucom.so:libtofucom.so
 # Other names programs link by: the guide prints -ltofufocom.
 LIB_ALIASES := libtofufocom.so:libtofucom.so
 # sheet:header:library checked by check-abi
-ABI_CHECKS  := pmi.md:pmi.h:libpmi.so gni.md:gni_pub.h:libugni.so dmapp.md:dmapp.h:libdmapp.so utofu.md:utofu.h:libtofucom.so
+ABI_CHECKS  := pmi.md:pmi.h:libpmi.so gni.md:gni_pub.h:libugni.so dmapp.md:dmapp.h:libdmapp.so utofu.md:utofu.h:libtofucom.so jtofu.md:jtofu.h:libtofutop.so
 
 # Copies a file into build/ by rename: a program running from the old file keeps its
 # inode (overwriting a mapped library in place crashes it with SIGBUS).  Unchanged files

@@ -12,7 +12,7 @@ import json
 import os
 import sys
 
-OURS = ("softnic-ugni", "softnic-dmapp", "softnic-ugni-net")
+OURS = ("softnic-ugni", "softnic-dmapp", "softnic-utofu", "softnic-ugni-net")
 
 # (our series, [peer series]) compared at equal sizes.  Latency: ours / peer, < 1 is
 # faster than the peer.  Bandwidth and rate: ours / peer, > 1 is faster.
@@ -33,6 +33,10 @@ COMPARE = [
     (("softnic-dmapp", "put_nbi_bw"), [("ucx", "put_bw"), ("mpich", "put_bw"), ("libfabric-shm", "write_bw"),
                                        ("floor", "memcpy_bw")]),
     (("softnic-ugni", "put_msgrate"), [("ucx", "put_msgrate")]),
+    (("softnic-utofu", "put_pingpong"), PINGPONG_PEERS),
+    (("softnic-utofu", "armw_fadd_lat"), [("mpich", "fadd_lat"), ("floor", "amo_lat")]),
+    (("softnic-utofu", "put_bw"), [("ucx", "put_bw"), ("mpich", "put_bw"), ("libfabric-shm", "write_bw"),
+                                   ("floor", "memcpy_bw")]),
     (("softnic-ugni-net", "fma_put_pingpong"), [("libfabric-tcp", "fi_pingpong"), ("ucx-tcp", "put_lat")]),
     (("softnic-ugni-net", "put_event_pingpong"), [("libfabric-tcp", "fi_pingpong"), ("ucx-tcp", "put_lat")]),
     (("softnic-ugni-net", "rdma_put_bw"), [("ucx-tcp", "put_bw"), ("libfabric-tcp", "write_bw")]),
@@ -50,6 +54,16 @@ GOALS = [
      1048576, ">=", 0.8, ("floor", "memcpy_bw")),
     ("DMAPP blocking put 8 B <= 1.0 x MPICH put+flush 8 B", ("softnic-dmapp", "put_lat"), ("mpich", "put_flush"),
      8, "<=", 1.0, ("floor", "put_lat")),
+]
+
+# Issue 10: uTofu, beside the same peers.
+UTOFU_GOALS = [
+    ("uTofu put ping-pong 8 B <= 1.0 x UCX put_lat 8 B", ("softnic-utofu", "put_pingpong"), ("ucx", "put_lat"),
+     8, "<=", 1.0, ("floor", "pingpong")),
+    ("uTofu ARMW fetch-add <= 1.0 x MPICH fetch-and-op", ("softnic-utofu", "armw_fadd_lat"), ("mpich", "fadd_lat"),
+     8, "<=", 1.0, ("floor", "amo_lat")),
+    ("uTofu put 1 MiB >= 0.9 x UCX put bandwidth", ("softnic-utofu", "put_bw"), ("ucx", "put_bw"),
+     1048576, ">=", 0.9, ("floor", "memcpy_bw")),
 ]
 
 # Issue 11: the network engine (two virtual hosts, loopback), beside the peers over tcp.
@@ -244,6 +258,7 @@ def write(outdir):
         md += ["UCX transports (UCX_TLS=sm,self; lanes UCX chose, from its info log): " +
                "; ".join("%s: %s" % (k, ", ".join(x)) for k, x in sorted(lanes.items())) + ".", ""]
     md += ["## Goals (issue 5)", ""] + goals(series, metric)
+    md += ["## Goals (issue 10: uTofu)", ""] + goals(series, metric, UTOFU_GOALS)
     md += ["## Goals (issue 11: network engine, two virtual hosts over loopback)", ""] + goals(series, metric, NET_GOALS)
     md += ["## Latency", ""] + value_table(series, metric, ("half_rtt_us", "us"))
     md += ["## Bandwidth", ""] + value_table(series, metric, ("GBps",))

@@ -5,7 +5,7 @@ LIBS_pmi    := -lpmi
 LIBS_fabric := -lpmi
 LIBS_ugni   := -lugni -lpmi
 LIBS_dmapp  := -ldmapp -lugni -lpmi
-LIBS_utofu  := -ltofucom
+LIBS_utofu  := -ltofutop -ltofucom
 LIBS_sisci  := -lsisci -lpmi
 LIBS_portals:= -lportals -lpmi
 

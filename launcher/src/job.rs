@@ -242,6 +242,7 @@ impl Job {
                 .env("SOFTNIC_LOCAL_RANK", map.local_rank(r).to_string())
                 .env("SOFTNIC_LOCAL_SIZE", map.local_size(r).to_string())
                 .env("SOFTNIC_NODE_ID", node.to_string())
+                .env("SOFTNIC_RANKS_PER_NODE", map.per_node.to_string())
                 .env("ALPS_APP_PE", r.to_string());
             if gni_ptag {
                 cmd.env("PMI_GNI_PTAG", ptag.to_string());

@@ -19,7 +19,7 @@ usage: snrun -n N [-N ranks-per-node] [--label] [--timeout S] [--] prog [args...
 
 Each rank gets PMI_FD/PMI_RANK/PMI_SIZE (or PMI_PORT/PMI_ID when
 SNRUN_PMI_MODE=port), PMI_JOBID, SOFTNIC_JOBID, SOFTNIC_LOCAL_RANK,
-SOFTNIC_LOCAL_SIZE, SOFTNIC_NODE_ID, ALPS_APP_PE and, unless already set,
+SOFTNIC_LOCAL_SIZE, SOFTNIC_NODE_ID, SOFTNIC_RANKS_PER_NODE, ALPS_APP_PE and, unless already set,
 PMI_GNI_PTAG, PMI_GNI_COOKIE, PMI_GNI_DEV_ID, PMI_GNI_LOC_ADDR, and
 SOFTNIC_ENGINE=shm (all ranks run on this machine; set SOFTNIC_ENGINE=net to
 send even virtual nodes' traffic through the network engine).

@@ -345,6 +345,12 @@ fn run(v: &Vcq, op: &Op) -> i32 {
     let key = MemKey::from_u64(row.key);
     let mut old = 0u64;
     let r = match op.kind {
+        // The final 8 bytes are stored after the rest (memcpy may write a tail early), so
+        // a target polling the last word of a put sees the whole put (guide 6.1.3).
+        Kind::Put | Kind::PutPb if src.len() > 8 => {
+            let cut = src.len() - 8;
+            live.put(key, addr, &src[..cut], PD).and_then(|_| live.put(key, addr + cut as u64, &src[cut..], PD))
+        }
         Kind::Put | Kind::PutPb => live.put(key, addr, src, PD),
         Kind::Get if op.len == 0 => Ok(()),
         Kind::Get => {

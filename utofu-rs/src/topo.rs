@@ -8,7 +8,6 @@
 //! ```
 
 use crate::types::*;
-use once_cell::sync::Lazy;
 
 pub const VCQ_TAG: u64 = 0x70f5;
 pub const VBG_TAG: u64 = 0x70b6;
@@ -16,19 +15,10 @@ const TAG_SHIFT: u32 = 48;
 const PATH_BITS: u64 = 0xf << 41;
 
 /// Sizes of the A, B, C axes (fixed by the Tofu-D topology).
-pub const ABC: [u8; 3] = [2, 3, 2];
+pub use tofutop::ABC;
 
-/// This process's node: `SOFTNIC_NODE_ID` (set by snrun per virtual node), else 0.
-pub fn node_index() -> u32 {
-    static NODE: Lazy<u32> = Lazy::new(|| std::env::var("SOFTNIC_NODE_ID").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(0));
-    *NODE
-}
-
-/// Coordinates of node `n`: A, B, C vary fastest (12 nodes share X, Y, Z), then X, Y, Z.
-pub fn coords_of(n: u32) -> [u8; 6] {
-    let rest = n / 12;
-    [(rest & 0xff) as u8, ((rest >> 8) & 0xff) as u8, ((rest >> 16) & 0xff) as u8, (n % 2) as u8, ((n / 2) % 3) as u8, ((n / 6) % 2) as u8]
-}
+/// This process's node and the coordinates of a node: jTofu's topology (libtofutop).
+pub use tofutop::{coords_of, node_index};
 
 pub fn my_coords() -> [u8; 6] {
     coords_of(node_index())
