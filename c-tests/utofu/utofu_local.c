@@ -72,6 +72,16 @@ int main(void)
     CHECK_EQ(rc, UTOFU_ERR_FULL); CHECK_EQ(made, 6);               /* a and b hold two */
     for (int i = 0; i < made; i++) UCHECK(utofu_free_vcq(more[i]));
 
+    /* CQs run out at 9 per TNI and node: exclusive VCQs take one each. */
+    utofu_vcq_hdl_t exs[9]; int nex = 0;
+    while ((rc = utofu_create_vcq(2, UTOFU_VCQ_FLAG_EXCLUSIVE, &exs[nex])) == UTOFU_SUCCESS) { nex++; CHECK(nex <= 9); }
+    CHECK_EQ(rc, UTOFU_ERR_NOT_AVAILABLE); CHECK(nex >= 1);
+    CHECK_EQ(utofu_create_vcq(2, 0, &x), nex == 9 ? UTOFU_ERR_FULL : UTOFU_SUCCESS);
+    if (nex < 9) UCHECK(utofu_free_vcq(x));
+    for (int i = 0; i < nex; i++) UCHECK(utofu_free_vcq(exs[i]));
+    UCHECK(utofu_create_vcq(2, 0, &x));                                  /* released again */
+    UCHECK(utofu_free_vcq(x));
+
     /* Paths: set_vcq_id_path changes only the variable; NULL restores the identity. */
     uint8_t p[3] = { (uint8_t)(1 - me[3]), (uint8_t)((me[4] + 1) % 3), me[5] }, pc[3];
     idx = ida;
@@ -282,6 +292,13 @@ int main(void)
     }
     uint32_t w3300; memcpy(&w3300, &big[3300], 4); CHECK(w3300 == 1);
     UCHECK(utofu_post_toq(a, NULL, 0, NULL));                           /* only "start delayed" */
+    /* Position independent: a copy elsewhere posts the same way. */
+    uint64_t moved[8 * 16 + 1];
+    memcpy(moved + 1, desc, total);
+    big[3100] = 0;
+    UCHECK(utofu_post_toq(a, moved + 1, total, NULL));
+    CHECK(big[3100] == 1);
+    UCHECK(wait_tcq(a, &cb)); UCHECK(wait_mrq(a, &n)); expect_empty(a);
     CHECK_EQ(utofu_post_toq(b, desc, total, NULL), UTOFU_ERR_INVALID_DESC); /* prepared for a */
     CHECK_EQ(utofu_post_toq(a, desc, total - 8, NULL), UTOFU_ERR_INVALID_DESC);
     uint64_t junk[8] = { 0x1234, 0, 0, 0, 0, 0, 0, 0 };

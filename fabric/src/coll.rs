@@ -504,7 +504,9 @@ mod tests {
     #[test]
     fn buffer_delivery_and_mismatch() {
         let node = Node::create(2, 0).unwrap();
-        let buf = vec![0u64; 8];
+        let page = crate::mem::PageBuf::new(64, 0);
+        // SAFETY: 64 zeroed, 4096-aligned bytes of our own.
+        let buf = unsafe { std::slice::from_raw_parts_mut(page.as_ptr() as *mut u64, 8) };
         let key = crate::mem::register(buf.as_ptr() as usize, 64, Access::ReadWrite, 5).unwrap();
         let me = crate::node::get().unwrap().proc_id();
         let cap = 8u32;

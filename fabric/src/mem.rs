@@ -789,16 +789,53 @@ fn copy_and_swap(pieces: &[Piece]) -> (usize, i32) {
             if p.prot != libc::PROT_READ | libc::PROT_WRITE && libc::mprotect(p.tmp as *mut libc::c_void, p.len, p.prot) != 0 {
                 return (k, *libc::__errno_location());
             }
-            // The raw system call: MPI libraries interpose mremap(3) for their memory
-            // hooks (UCX, libfabric), and some of those wrappers drop the fifth argument,
-            // which MREMAP_FIXED needs (seen under MPICH: the pages landed at address 0).
-            let r = libc::syscall(libc::SYS_mremap, p.tmp as usize, p.len, p.len, (libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED) as usize, p.start);
-            if r as isize == -1 {
-                return (k, *libc::__errno_location());
+            let r = mremap_fixed(p.tmp as usize, p.len, p.start);
+            if r < 0 {
+                return (k, (-r) as i32);
             }
         }
     }
     (pieces.len(), 0)
+}
+
+/// `mremap(from, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, to)` as a bare system call:
+/// MPI libraries interpose mremap(3) for their memory hooks (UCX, libfabric), and some of
+/// those wrappers drop the fifth argument MREMAP_FIXED needs (seen under MPICH: the pages
+/// landed at address 0).  Inline, not libc's syscall(3): this runs between the copy and
+/// the swap, where a first call through the PLT (lazy binding) must not happen.
+/// Returns the new address or -errno.
+///
+/// # Safety
+/// As mremap: `from..+len` is a mapping of ours, `to..+len` may be replaced.
+#[inline(always)]
+unsafe fn mremap_fixed(from: usize, len: usize, to: usize) -> isize {
+    let flags = (libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED) as usize;
+    #[cfg(target_arch = "x86_64")]
+    {
+        let ret: isize;
+        // SAFETY: the Linux x86-64 system call convention; rcx and r11 are clobbered.
+        unsafe {
+            std::arch::asm!("syscall", inlateout("rax") libc::SYS_mremap as isize => ret, in("rdi") from, in("rsi") len,
+                in("rdx") len, in("r10") flags, in("r8") to, lateout("rcx") _, lateout("r11") _, options(nostack));
+        }
+        ret
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        let ret: isize;
+        // SAFETY: the Linux arm64 system call convention.
+        unsafe {
+            std::arch::asm!("svc 0", in("x8") libc::SYS_mremap as usize, inlateout("x0") from as isize => ret, in("x1") len,
+                in("x2") len, in("x3") flags, in("x4") to, options(nostack));
+        }
+        ret
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        // SAFETY: as above, through libc.
+        let r = unsafe { libc::syscall(libc::SYS_mremap, from, len, len, flags, to) };
+        if r == -1 { -(unsafe { *libc::__errno_location() } as isize) } else { r as isize }
+    }
 }
 
 struct SendPieces(Vec<Piece>);
@@ -1281,13 +1318,49 @@ mod maps_tests {
     }
 }
 
+/// Test buffers of whole pages of their own: registering them rebinds no page that also
+/// holds malloc's bookkeeping, which the test harness's other threads write meanwhile
+/// (unguarded where userfaultfd is unavailable, see the module doc).
+#[cfg(test)]
+pub(crate) struct PageBuf {
+    ptr: *mut u8,
+    layout: std::alloc::Layout,
+}
+
+#[cfg(test)]
+impl PageBuf {
+    pub(crate) fn new(len: usize, fill: u8) -> PageBuf {
+        let layout = std::alloc::Layout::from_size_align(len.div_ceil(4096) * 4096, 4096).expect("layout");
+        // SAFETY: non-zero size.
+        let ptr = unsafe { std::alloc::alloc(layout) };
+        assert!(!ptr.is_null());
+        // SAFETY: the fresh allocation.
+        unsafe { std::ptr::write_bytes(ptr, fill, layout.size()) };
+        PageBuf { ptr, layout }
+    }
+    pub(crate) fn as_ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+    pub(crate) fn len(&self) -> usize {
+        self.layout.size()
+    }
+}
+
+#[cfg(test)]
+impl Drop for PageBuf {
+    fn drop(&mut self) {
+        // SAFETY: allocated in new with this layout.
+        unsafe { std::alloc::dealloc(self.ptr, self.layout) };
+    }
+}
+
 #[cfg(test)]
 mod notify_tests {
     use super::*;
 
     #[test]
     fn set_notify_round_trips_and_clears_on_reuse() {
-        let buf = vec![7u8; 10000];
+        let buf = PageBuf::new(10000, 7);
         let key = register(buf.as_ptr() as usize, buf.len(), Access::ReadWrite, 99).unwrap();
         let loc = RingLoc { backing: 3, backing_gen: 5, offset: 64, len: 4096 };
         set_notify(key, Some(loc)).unwrap();
@@ -1315,7 +1388,7 @@ mod handle_tests {
     /// owner decoded from a handle resolves to the process that minted it.
     #[test]
     fn cray_handle_names_its_owner() {
-        let buf = vec![1u8; 8192];
+        let buf = PageBuf::new(8192, 1);
         let key = register(buf.as_ptr() as usize, buf.len(), Access::ReadWrite, 7).unwrap();
         let h = CrayHandle::mine(buf.as_ptr() as u64, key).unwrap();
         let w = h.to_words();
