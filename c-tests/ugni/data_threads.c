@@ -10,6 +10,9 @@
  *      each thread's messages arrive in that thread's order and none is lost.
  *   D. While A runs, one more thread creates and destroys endpoints and CQs in a loop
  *      (every destroy invalidates the other threads' handle caches).
+ *   E. NT threads, each with its own EP and CQ: RDMA PUT of 192 KiB of a private pattern
+ *      into its own slot of a second window, RDMA GET back (on the network engine:
+ *      concurrent libfabric RMA through one cached window).
  * Counters are checked exactly at the end. */
 #include <pthread.h>
 #include <sched.h>
@@ -21,6 +24,8 @@
 #define SLOT 256
 #define CRED 16
 #define MSGSZ 64
+#define BIG (192 << 10)
+#define ITERS_E 60
 
 static gnit_t t;
 static int me, n, right, left;
@@ -65,6 +70,45 @@ static void *phase_a(void *arg)
         GNI_OK(GNI_GetCompleted(cq, ev, &done));
         CHECK(done == &d);
         if (memcmp(mine, mine + SLOT, SLOT) != 0) SN_FAIL("thread %ld iteration %d: GET differs from PUT", id, i);
+    }
+    GNI_OK(GNI_MemDeregister(t.nic, &mine_mh));
+    free(mine);
+    GNI_OK(GNI_EpUnbind(ep));
+    GNI_OK(GNI_EpDestroy(ep));
+    GNI_OK(GNI_CqDestroy(cq));
+    return NULL;
+}
+
+/* ---- E: per-thread RDMA ---------------------------------------------------------------- */
+
+static gni_mem_handle_t *bmh;
+static uint64_t *bbase;
+
+static void *phase_e(void *arg)
+{
+    long id = (long)arg;
+    gni_cq_handle_t cq;
+    gni_ep_handle_t ep;
+    GNI_OK(GNI_CqCreate(t.nic, 64, 0, GNI_CQ_BLOCKING, NULL, NULL, &cq));
+    GNI_OK(GNI_EpCreate(t.nic, cq, &ep));
+    GNI_OK(GNI_EpBind(ep, t.addrs[right], right));
+    uint8_t *mine = dt_alloc(2 * BIG);
+    gni_mem_handle_t mine_mh = dt_reg(&t, mine, 2 * BIG, NULL, GNI_MEM_READWRITE);
+    uint64_t slot = bbase[right] + (uint64_t)id * BIG;
+    for (int i = 0; i < ITERS_E; i++) {
+        gni_post_descriptor_t d, *done;
+        for (int k = 0; k < BIG; k += 64) mine[k] = (uint8_t)(id * 37 + i * 11 + k / 64);
+        dt_desc(&d, GNI_POST_RDMA_PUT, GNI_CQMODE_GLOBAL_EVENT, mine, mine_mh, slot, bmh[right], BIG);
+        GNI_OK(GNI_PostRdma(ep, &d));
+        gni_cq_entry_t ev = gnit_wait(cq, GNI_RC_SUCCESS);
+        GNI_OK(GNI_GetCompleted(cq, ev, &done));
+        CHECK(done == &d);
+        dt_desc(&d, GNI_POST_RDMA_GET, GNI_CQMODE_GLOBAL_EVENT, mine + BIG, mine_mh, slot, bmh[right], BIG);
+        GNI_OK(GNI_PostRdma(ep, &d));
+        ev = gnit_wait(cq, GNI_RC_SUCCESS);
+        GNI_OK(GNI_GetCompleted(cq, ev, &done));
+        CHECK(done == &d);
+        if (memcmp(mine, mine + BIG, BIG) != 0) SN_FAIL("thread %ld iteration %d: RDMA GET differs from RDMA PUT", id, i);
     }
     GNI_OK(GNI_MemDeregister(t.nic, &mine_mh));
     free(mine);
@@ -218,6 +262,18 @@ int main(void)
     CHECK_EQ(*(volatile uint64_t *)win, (long)NT * ITERS);
     printf("data_threads: rank %d: %d threads x %d AMO/PUT/GET ok, %ld EP/CQ create-destroy rounds meanwhile\n",
            me, NT, ITERS, (long)rounds);
+
+    /* E */
+    uint8_t *bwin = dt_alloc((size_t)NT * BIG);
+    gni_mem_handle_t bwin_mh = dt_reg(&t, bwin, (size_t)NT * BIG, NULL, GNI_MEM_READWRITE);
+    bmh = calloc(n, sizeof(*bmh));
+    bbase = calloc(n, sizeof(*bbase));
+    gnit_exchange_mem(&t, bwin, bwin_mh, bmh, bbase);
+    for (long i = 0; i < NT; i++) CHECK(pthread_create(&th[i], NULL, phase_e, (void *)i) == 0);
+    for (int i = 0; i < NT; i++) CHECK(pthread_join(th[i], NULL) == 0);
+    dt_barrier();
+    GNI_OK(GNI_MemDeregister(t.nic, &bwin_mh));
+    printf("data_threads: rank %d: %d threads x %d RDMA PUT/GET of %d KiB ok\n", me, NT, ITERS_E, BIG >> 10);
 
     /* B */
     GNI_OK(GNI_CqCreate(t.nic, 4 * NT, 0, GNI_CQ_BLOCKING, NULL, NULL, &shared_cq));

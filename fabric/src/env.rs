@@ -165,6 +165,14 @@ pub static TUNABLES: &[Tunable] = &[
                before it sleeps in the provider's wait object.",
     },
     Tunable {
+        name: "SOFTNIC_NET_RMA",
+        default: "1",
+        help: "0 turns off RMA in the network engine (libfabric writes and reads straight \
+               into the target's memory): puts and gets of 16 KiB or more then travel as \
+               request messages like smaller ones. Both ends must allow it (a target with 0 \
+               refuses to expose its memory).",
+    },
+    Tunable {
         name: "DMAPP_ABORT_ON_ERROR",
         default: "0",
         help: "If true, DMAPP aborts (dumping core) instead of returning an error \

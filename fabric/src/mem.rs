@@ -1175,6 +1175,10 @@ pub fn deregister(key: MemKey) -> Result<()> {
     for b in backs {
         unref_backing(ctl, &mut st, b);
     }
+    drop(st);
+    // Peers' RMA windows onto it are refused by the provider from here on (outside the
+    // lock: this sends to peers, and sending may serve their requests meanwhile).
+    crate::net::forget_registration(key);
     Ok(())
 }
 

@@ -32,9 +32,14 @@
 //! `SOFTNIC_NET_TIMEOUT_MS`, marks the peer dead: its operations then fail with
 //! `PeerDead` at once.
 //!
+//! **Bulk transfers by RMA.**  Puts and gets of at least [`RMA_MIN`] bytes are one
+//! fi_writemsg/fi_readmsg each (per [`RMA_CHUNK`]) on the target's memory, which its
+//! progress thread registers with the provider when a peer first asks (`SOFTNIC_NET_RMA`;
+//! see "bulk RMA" below): no request, no copy at the target.  The rest, and any
+//! transfer RMA cannot do, are requests.
+//!
 //! Decisions: requests carry at most [`MAX_DATA`] bytes of data; longer puts and gets are
-//! split into several requests (in order).  Transfers are copied through message buffers
-//! (no fi_read/fi_write zero-copy yet).
+//! split into several requests (in order).
 
 use crate::ofi::{self, fi_addr_t, fi_cq_data_entry, fi_info, Lib};
 use crate::registry::ProcId;
@@ -48,6 +53,19 @@ use std::time::{Duration, Instant};
 
 /// Most data bytes in one request or reply.
 pub const MAX_DATA: usize = 256 * 1024;
+/// Puts and gets of at least this many bytes go as RMA (fi_writemsg/fi_readmsg into the
+/// target's registered memory) where the provider can; shorter ones as requests, where
+/// one round trip carrying the data costs less than the RMA's own completion round trip.
+pub const RMA_MIN: usize = 16 * 1024;
+/// Most bytes in one RMA operation (bounce buffers of this size are kept for reuse).
+/// Longer transfers are several operations in turn: on tcp 1 MiB pieces went faster than
+/// 4 MiB ones (their copies stay in cache and fit the socket buffers) or 512 KiB ones.
+const RMA_CHUNK: usize = 1 << 20;
+/// Bounce buffers kept for reuse.
+const RMA_POOL: usize = 2;
+/// Low bit of an operation context: an RMA operation (an `Arc<Call>`), not a send or
+/// receive context (boxes, so at least 8-byte aligned).
+const RMA_TAG: usize = 1;
 /// Receive buffers kept posted.
 const NRECV: usize = 32;
 const HDR: usize = 64;
@@ -73,6 +91,10 @@ enum Op {
     RegionGather = 12,
     RegionNotify = 13,
     PutCompound = 14,
+    /// Expose a registration for RMA: its remote key and extent.
+    Expose = 15,
+    /// One-way, target to initiator: an exposed registration ended, drop its window.
+    Revoke = 16,
 }
 
 impl Op {
@@ -92,6 +114,8 @@ impl Op {
             12 => Op::RegionGather,
             13 => Op::RegionNotify,
             14 => Op::PutCompound,
+            15 => Op::Expose,
+            16 => Op::Revoke,
             _ => return None,
         })
     }
@@ -183,6 +207,17 @@ pub struct Remote {
     pub id: ProcId,
     addr: fi_addr_t,
     dead: AtomicBool,
+    /// Its registrations exposed to us for RMA: (key, pd) -> window.
+    windows: Mutex<HashMap<(u64, u64), Window>>,
+}
+
+/// A peer's registration as its RMA target: extent, access and remote key.
+#[derive(Clone, Copy, Debug)]
+struct Window {
+    base: u64,
+    len: u64,
+    writable: bool,
+    rkey: u64,
 }
 
 impl Remote {
@@ -191,11 +226,27 @@ impl Remote {
     }
 }
 
-/// A request waiting for its reply.
+/// A request waiting for its reply, or an RMA operation waiting for its completion.
 struct Call {
     to: Arc<Remote>,
     done: Mutex<Option<(i32, Vec<u8>)>>,
     cv: Condvar,
+    /// An RMA operation's bounce buffer: the provider reads or writes it until the
+    /// completion, which may come after the waiter gave up (timeout, peer death), so
+    /// the call (kept alive by the context the provider holds) owns it, not the caller.
+    bounce: Mutex<Vec<u8>>,
+}
+
+/// An RMA operation completed (`err` 0) or failed: completes its call as a reply does,
+/// handing the bounce buffer back as the reply's data.
+fn rma_done(ctx: *mut c_void, err: i32) {
+    // SAFETY: RMA contexts are `Arc::into_raw(call) | RMA_TAG` (see `Engine::rma_one`), and the
+    // provider reports each operation once: this takes back the reference it held.
+    let call = unsafe { Arc::from_raw((ctx as usize & !RMA_TAG) as *const Call) };
+    let data = std::mem::take(&mut *call.bounce.lock().unwrap_or_else(|e| e.into_inner()));
+    let status = if err == 0 { 0 } else { err_code(Error::Os(libc::EIO)) };
+    *call.done.lock().unwrap_or_else(|e| e.into_inner()) = Some((status, data));
+    call.cv.notify_all();
 }
 
 /// What a posted send owns until its completion.
@@ -212,6 +263,12 @@ struct RecvBuf {
 /// The raw libfabric objects (owned for the life of the process).
 struct Objs {
     fabric: *mut ofi::fid_fabric,
+    domain: *mut ofi::fid_domain,
+    /// The provider does RMA (fi_writemsg/fi_readmsg, fi_mr_reg).
+    rma: bool,
+    /// RMA target addresses are virtual addresses (FI_MR_VIRT_ADDR), not offsets into
+    /// the registration.
+    virt_addr: bool,
     /// The completion queue's wait descriptor (FI_WAIT_FD), or -1 (then fi_cq_sread).
     wait_fd: i32,
     info: *mut fi_info,
@@ -223,6 +280,9 @@ struct Objs {
 struct Fi {
     lib: Lib,
     fabric: *mut ofi::fid_fabric,
+    domain: *mut ofi::fid_domain,
+    rma: bool,
+    virt_addr: bool,
     wait_fd: i32,
     info: *mut fi_info,
     ep: *mut ofi::fid_ep,
@@ -255,6 +315,37 @@ pub struct Engine {
     senders: Mutex<HashMap<(u32, u32, u32), fi_addr_t>>,
     pending: Mutex<HashMap<u64, Arc<Call>>>,
     next_req: AtomicU64,
+    /// Our registrations exposed for RMA, by key.
+    exposed: Mutex<HashMap<u64, Exposed>>,
+    next_rkey: AtomicU64,
+    /// Most bytes in one RMA operation (the provider's message size, at most RMA_CHUNK).
+    max_rma: usize,
+    /// RMA bounce buffers kept for reuse (fresh ones would fault their pages in each time).
+    bounces: Mutex<Vec<Vec<u8>>>,
+}
+
+/// One of our registrations registered with the provider for peers' RMA.
+struct Exposed {
+    /// The `fid_mr` (an address: the map must be Send).
+    mr: usize,
+    rkey: u64,
+    /// The initiators given its window, told when it ends.
+    holders: Vec<fi_addr_t>,
+}
+
+/// The local side of an RMA operation.
+enum Rma<'a> {
+    Write(&'a [u8]),
+    Read(&'a mut [u8]),
+}
+
+impl Rma<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Rma::Write(s) => s.len(),
+            Rma::Read(d) => d.len(),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -334,6 +425,42 @@ pub fn poll() -> bool {
     running().is_some_and(|e| e.progress_once())
 }
 
+/// Our registration `key` ended (called by [`crate::mem::deregister`] once its generation
+/// moved on): closes its provider registration, if it was exposed for RMA, so that a peer
+/// writing or reading through a window it still holds is refused by the provider (and
+/// then falls back to a request, which reports `StaleHandle`), and tells the peers that
+/// hold the window to drop it (Op::Revoke), because the tcp provider answers a refused
+/// key by resetting the connection, which costs whatever else was in flight on it.  Only
+/// an access racing with the deregistration can still meet a refused key.  Remote keys
+/// are never reused: we request ever-growing ones, and libfabric's own allocator counts up.
+pub fn forget_registration(key: crate::mem::MemKey) {
+    let Some(e) = running() else { return };
+    let Some(x) = e.exposed.lock().unwrap_or_else(|e| e.into_inner()).remove(&key.to_u64()) else { return };
+    let mr = x.mr as *mut ofi::fid_mr;
+    // SAFETY: an MR fi_mr_reg returned, removed from `exposed`, so closed exactly once.
+    let rc = unsafe {
+        match (*(*mr).fid.ops).close {
+            Some(f) => f(&mut (*mr).fid),
+            None => -libc::ENOSYS,
+        }
+    };
+    if rc != 0 {
+        crate::sn_warn!("network engine", "closing the memory registration of {:?} failed: {}", key, e.fi.lib.strerror(rc as i64));
+    }
+    let h = Hdr { magic: MAGIC, op: Op::Revoke as u8, a: key.to_u64(), src_node: e.node, src_slot: e.me.slot, src_gen: e.me.gen, ..Default::default() };
+    let b = h.bytes();
+    for addr in x.holders.into_iter().filter(|_| HDR <= e.inject_size) {
+        // One attempt, never a wait: deregistration must not hang on a dead or stuck
+        // holder, and the closed registration is what keeps memory safe anyway.
+        // SAFETY: inject copies the bytes before returning.
+        unsafe {
+            if let Some(f) = (*(*e.fi.ep).msg).inject {
+                f(e.fi.ep, b.as_ptr() as *const c_void, HDR, addr);
+            }
+        }
+    }
+}
+
 /// Does a peer at `node` (the process `id` there) go through the network engine?
 pub fn carries(node: u32, id: ProcId) -> bool {
     let Some(e) = running() else { return false };
@@ -361,7 +488,7 @@ impl Engine {
         // SAFETY: the calls below follow libfabric's documented object life cycle; every
         // pointer passed is either ours or one libfabric returned.
         let o = unsafe { open_endpoint(&lib)? };
-        let fi = Fi { lib, fabric: o.fabric, wait_fd: o.wait_fd, info: o.info, ep: o.ep, av: o.av, cq: o.cq };
+        let fi = Fi { lib, fabric: o.fabric, domain: o.domain, rma: o.rma && crate::env::get_bool("SOFTNIC_NET_RMA"), virt_addr: o.virt_addr, wait_fd: o.wait_fd, info: o.info, ep: o.ep, av: o.av, cq: o.cq };
         let mut name = vec![0u8; 256];
         let mut len = name.len();
         // SAFETY: fi.ep is an enabled endpoint; getname writes at most `len` bytes.
@@ -377,7 +504,7 @@ impl Engine {
         }
         name.truncate(len);
         // SAFETY: info is the fi_info the endpoint was made from.
-        let (provider, inject_size) = unsafe {
+        let (provider, inject_size, max_msg) = unsafe {
             let info = &*fi.info;
             let prov = if info.fabric_attr.is_null() || (*info.fabric_attr).prov_name.is_null() {
                 String::from("?")
@@ -385,7 +512,8 @@ impl Engine {
                 std::ffi::CStr::from_ptr((*info.fabric_attr).prov_name).to_string_lossy().into_owned()
             };
             let inj = if info.tx_attr.is_null() { 0 } else { (*info.tx_attr).inject_size };
-            (prov, inj)
+            let max = if info.ep_attr.is_null() { 0 } else { (*info.ep_attr).max_msg_size };
+            (prov, inj, max)
         };
         let e = Engine {
             fi,
@@ -403,6 +531,10 @@ impl Engine {
             senders: Mutex::new(HashMap::new()),
             pending: Mutex::new(HashMap::new()),
             next_req: AtomicU64::new(1),
+            exposed: Mutex::new(HashMap::new()),
+            next_rkey: AtomicU64::new(1),
+            max_rma: if max_msg == 0 { RMA_CHUNK } else { max_msg.min(RMA_CHUNK) },
+            bounces: Mutex::new(Vec::new()),
         };
         for _ in 0..NRECV {
             e.post_recv(Box::new(RecvBuf { data: vec![0u8; RECV_LEN] }))?;
@@ -414,7 +546,7 @@ impl Engine {
         }
         rec.extend_from_slice(&e.name);
         crate::bootstrap::kvs_put("net", &rec)?;
-        crate::sn_info!("network engine", "provider {} node {} slot {} ({} address bytes)", e.provider, node, me.slot, e.name.len());
+        crate::sn_info!("network engine", "provider {} node {} slot {} ({} address bytes, RMA {})", e.provider, node, me.slot, e.name.len(), if e.fi.rma { "on" } else { "off" });
         Ok(e)
     }
 
@@ -478,7 +610,7 @@ impl Engine {
             return Err(Error::StaleHandle);
         }
         let addr = self.insert_addr(&name)?;
-        let r = Arc::new(Remote { node, id: ProcId { slot: id.slot, gen }, addr, dead: AtomicBool::new(false) });
+        let r = Arc::new(Remote { node, id: ProcId { slot: id.slot, gen }, addr, dead: AtomicBool::new(false), windows: Mutex::new(HashMap::new()) });
         self.remotes.lock().unwrap_or_else(|e| e.into_inner()).insert((node, id.slot), r.clone());
         Ok(r)
     }
@@ -568,6 +700,12 @@ impl Engine {
 
     /// One request to `to`; waits for its reply (status, data).
     fn call(&self, to: &Arc<Remote>, op: Op, a: u64, b: u64, c: u64, data: &[&[u8]]) -> Result<Vec<u8>> {
+        let (req, call) = self.issue(to, op, a, b, c, data)?;
+        self.reply(to, req, &call)
+    }
+
+    /// Sends one request; [`Engine::reply`] collects its reply.
+    fn issue(&self, to: &Arc<Remote>, op: Op, a: u64, b: u64, c: u64, data: &[&[u8]]) -> Result<(u64, Arc<Call>)> {
         if to.is_dead() {
             return Err(Error::PeerDead);
         }
@@ -593,13 +731,20 @@ impl Engine {
         for d in data {
             buf.extend_from_slice(d);
         }
-        let call = Arc::new(Call { to: to.clone(), done: Mutex::new(None), cv: Condvar::new() });
+        let call = Arc::new(Call { to: to.clone(), done: Mutex::new(None), cv: Condvar::new(), bounce: Mutex::new(Vec::new()) });
         self.pending.lock().unwrap_or_else(|e| e.into_inner()).insert(req, call.clone());
         if let Err(e) = self.send(to.addr, buf, Some(to.clone())) {
             self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&req);
             self.mark_dead(to);
             return Err(if e == Error::Unsupported { e } else { Error::PeerDead });
         }
+        Ok((req, call))
+    }
+
+    /// Waits for the reply to request `req` (or the completion of RMA operation `req`):
+    /// its data, or its status as an error.  No reply within the timeout: the peer is
+    /// taken as dead.
+    fn reply(&self, to: &Arc<Remote>, req: u64, call: &Arc<Call>) -> Result<Vec<u8>> {
         let start = Instant::now();
         let deadline = start + self.timeout;
         // Drive the completion queue ourselves while the reply is likely to come soon (a
@@ -667,7 +812,9 @@ impl Engine {
     }
 
     fn completion(&self, e: &fi_cq_data_entry) {
-        if e.flags & ofi::FI_RECV != 0 {
+        if e.op_context as usize & RMA_TAG != 0 {
+            rma_done(e.op_context, 0);
+        } else if e.flags & ofi::FI_RECV != 0 {
             // SAFETY: every receive is posted with a leaked Box<RecvBuf> as context.
             let b = unsafe { Box::from_raw(e.op_context as *mut RecvBuf) };
             self.message(&b.data[..e.len.min(RECV_LEN)]);
@@ -694,7 +841,10 @@ impl Engine {
         if n != 1 || ee.op_context.is_null() {
             return;
         }
-        if ee.flags & ofi::FI_RECV != 0 {
+        if ee.op_context as usize & RMA_TAG != 0 {
+            crate::sn_debug!("network engine", "RMA failed: {}", self.fi.lib.strerror(ee.err as i64));
+            rma_done(ee.op_context, ee.err.max(1));
+        } else if ee.flags & ofi::FI_RECV != 0 {
             // SAFETY: as in `completion`.
             let b = unsafe { Box::from_raw(ee.op_context as *mut RecvBuf) };
             let _ = self.post_recv(b);
@@ -775,6 +925,13 @@ impl Engine {
             return;
         };
         let Some(op) = Op::from_u8(h.op) else { return };
+        if op == Op::Revoke {
+            let r = self.remotes.lock().unwrap_or_else(|e| e.into_inner()).get(&(h.src_node, h.src_slot)).cloned();
+            if let Some(r) = r.filter(|r| r.id.gen == h.src_gen) {
+                r.windows.lock().unwrap_or_else(|e| e.into_inner()).retain(|&(k, _), _| k != h.a);
+            }
+            return;
+        }
         if op == Op::Reply {
             let body = m.get(HDR..HDR + h.len as usize).unwrap_or(&[]);
             if let Some(c) = self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&h.req) {
@@ -799,7 +956,8 @@ impl Engine {
                 },
             }
         };
-        let (status, data) = match serve(op, &h, body) {
+        let served = if op == Op::Expose { self.expose(h.a, h.c, from) } else { serve(op, &h, body) };
+        let (status, data) = match served {
             Ok(d) => (0, d),
             Err(e) => (err_code(e), Vec::new()),
         };
@@ -885,7 +1043,8 @@ fn serve(op: Op, h: &Hdr, body: &[u8]) -> Result<Vec<u8>> {
             }
             live.put_compound(&pieces, flag, notify, h.c).map(|_| Vec::new())
         }
-        Op::Reply => Err(Error::InvalidArg),
+        // Handled by the engine before `serve`.
+        Op::Reply | Op::Expose | Op::Revoke => Err(Error::InvalidArg),
     }
 }
 
@@ -937,6 +1096,211 @@ fn decode_amo(code: u64, x: u64, y: u64) -> Result<(AmoWidth, AmoOp)> {
     Ok((width, op))
 }
 
+// ---- bulk RMA --------------------------------------------------------------------------
+//
+// A put or get of at least RMA_MIN bytes goes as fi_writemsg/fi_readmsg into the target's
+// memory, registered with the provider when a peer first asks for it (Op::Expose, served
+// by the target's progress thread: same lookup and protection-domain check as a request)
+// and cached by the initiator as a window (extent, access, remote key).  The initiator
+// checks bounds and access against the window; anything it cannot do this way (no RMA
+// on either side, outside the window, read-only, a provider error, a timeout) falls back
+// to requests, whose target-side validation reports exactly the error it always did.
+// Data goes through a bounce buffer owned by the operation: a waiter that gives up
+// (timeout, peer death) returns while the provider may still read or write it.  Target
+// memory is registered by virtual address range (mr_mode 0 admits only providers that
+// need neither FI_MR_LOCAL nor FI_MR_ALLOCATED, which reach it through the process's
+// mappings), so pages that mem.rs later rebinds in place stay reachable.
+
+impl Engine {
+    /// Serves Op::Expose from `from`: registers our registration `key` with the provider
+    /// (once) so that peers in protection domain `pd` can reach it by RMA.  Reply: [remote
+    /// key, base, length, writable].  Errors: those of the registration lookup
+    /// (`InvalidHandle`, `StaleHandle`), `ProtectionDomain`, `Unsupported` (no RMA here).
+    fn expose(&self, key: u64, pd: u64, from: fi_addr_t) -> Result<Vec<u8>> {
+        if !self.fi.rma {
+            return Err(Error::Unsupported);
+        }
+        // Held from the lookup to the insertion: `forget_registration` (which runs after the
+        // registration's generation moved on) cannot slip in between, so an ended
+        // registration never stays exposed.
+        let mut ex = self.exposed.lock().unwrap_or_else(|e| e.into_inner());
+        let r = crate::mem::query(crate::mem::MemKey::from_u64(key))?;
+        if r.pd_key != pd {
+            return Err(Error::ProtectionDomain);
+        }
+        let writable = r.access == crate::mem::Access::ReadWrite;
+        let x = match ex.entry(key) {
+            std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+            std::collections::hash_map::Entry::Vacant(v) => {
+                let (mr, rkey) = self.mr_reg(r.base, r.len, writable)?;
+                v.insert(Exposed { mr: mr as usize, rkey, holders: Vec::new() })
+            }
+        };
+        if !x.holders.contains(&from) {
+            x.holders.push(from);
+        }
+        let rkey = x.rkey;
+        Ok([rkey, r.base, r.len, writable as u64].iter().flat_map(|w| w.to_le_bytes()).collect())
+    }
+
+    /// fi_mr_reg of [base, base+len) for remote reads (and writes): (MR, remote key).
+    fn mr_reg(&self, base: u64, len: u64, writable: bool) -> Result<(*mut ofi::fid_mr, u64)> {
+        let access = ofi::FI_REMOTE_READ | if writable { ofi::FI_REMOTE_WRITE } else { 0 };
+        // A requested key the provider already uses (FI_ENOKEY) is skipped.
+        for _ in 0..16 {
+            let want = self.next_rkey.fetch_add(1, Ordering::Relaxed);
+            let mut mr: *mut ofi::fid_mr = std::ptr::null_mut();
+            // SAFETY: our open domain; the range is a live registration of this process.
+            let rc = unsafe {
+                let d = self.fi.domain;
+                match (*(*d).mr).reg {
+                    Some(f) => f(&mut (*d).fid, base as *const c_void, len as usize, access, 0, want, 0, &mut mr, std::ptr::null_mut()),
+                    None => -libc::ENOSYS,
+                }
+            };
+            if rc == 0 && !mr.is_null() {
+                // SAFETY: a registration fi_mr_reg just returned.
+                return Ok((mr, unsafe { (*mr).key }));
+            }
+            if rc != -ofi::FI_ENOKEY {
+                crate::sn_debug!("network engine", "fi_mr_reg of {:#x}+{} failed: {}", base, len, self.fi.lib.strerror(rc as i64));
+                break;
+            }
+        }
+        Err(Error::Unsupported)
+    }
+
+    /// `to`'s registration `key` as seen from protection domain `pd` (one Expose round trip
+    /// the first time).  A target without RMA gives an empty window, kept so that it is
+    /// not asked again; other errors are the target's validation, not kept.
+    fn window(&self, to: &Arc<Remote>, key: u64, pd: u64) -> Result<Window> {
+        if let Some(w) = to.windows.lock().unwrap_or_else(|e| e.into_inner()).get(&(key, pd)) {
+            return Ok(*w);
+        }
+        let w = match self.call(to, Op::Expose, key, 0, pd, &[]) {
+            Ok(d) => {
+                let word = |i: usize| d.get(i * 8..i * 8 + 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))).ok_or(Error::Os(libc::EIO));
+                Window { rkey: word(0)?, base: word(1)?, len: word(2)?, writable: word(3)? != 0 }
+            }
+            Err(Error::Unsupported) => Window { base: 0, len: 0, writable: false, rkey: 0 },
+            Err(e) => return Err(e),
+        };
+        to.windows.lock().unwrap_or_else(|e| e.into_inner()).insert((key, pd), w);
+        Ok(w)
+    }
+
+    /// Can `len` bytes at `addr` in `to`'s registration `key` go by RMA (asks for the
+    /// window if needed)?
+    fn rma_fits(&self, to: &Arc<Remote>, key: u64, addr: u64, len: usize, write: bool, pd: u64) -> Option<Window> {
+        if !self.fi.rma || to.is_dead() {
+            return None;
+        }
+        // Handle what has arrived: it may revoke the window.
+        self.progress_once();
+        let w = self.window(to, key, pd).ok()?;
+        let end = addr.checked_add(len as u64)?;
+        (addr >= w.base && end <= w.base.saturating_add(w.len) && (w.writable || !write)).then_some(w)
+    }
+
+    /// Moves the bytes of `io` to or from `addr` in `to`'s registration `key` by RMA.  Any
+    /// error means "use requests" (which report the exact error); after a failed operation
+    /// the window is dropped, so a stale one (the registration ended and its provider
+    /// registration was closed) is asked for again.
+    fn rma(&self, to: &Arc<Remote>, key: u64, addr: u64, mut io: Rma<'_>, pd: u64) -> Result<()> {
+        let write = matches!(io, Rma::Write(_));
+        let w = self.rma_fits(to, key, addr, io.len(), write, pd).ok_or(Error::Unsupported)?;
+        let mut done = 0;
+        while done < io.len() {
+            let n = (io.len() - done).min(self.max_rma);
+            let a = addr + done as u64; // inside the window: cannot overflow
+            let r = match &mut io {
+                Rma::Write(s) => self.rma_one(to, &w, a, Rma::Write(&s[done..done + n])),
+                Rma::Read(d) => self.rma_one(to, &w, a, Rma::Read(&mut d[done..done + n])),
+            };
+            if let Err(e) = r {
+                to.windows.lock().unwrap_or_else(|e| e.into_inner()).remove(&(key, pd));
+                return Err(e);
+            }
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// One RMA operation (at most `max_rma` bytes) through window `w`; waits for its
+    /// completion (delivery at the target for a write) like a request waits for its reply.
+    fn rma_one(&self, to: &Arc<Remote>, w: &Window, addr: u64, io: Rma<'_>) -> Result<()> {
+        let len = io.len();
+        let mut bounce = self.bounces.lock().unwrap_or_else(|e| e.into_inner()).pop().unwrap_or_default();
+        match &io {
+            Rma::Write(s) => {
+                bounce.clear();
+                bounce.extend_from_slice(s);
+            }
+            // Only grown parts are zeroed: the pooled buffer is reused as it is.
+            Rma::Read(_) => bounce.resize(len, 0),
+        }
+        let iov = libc::iovec { iov_base: bounce.as_mut_ptr() as *mut c_void, iov_len: len };
+        // Moving the Vec into the call keeps its heap buffer (and `iov`) where it is.
+        let call = Arc::new(Call { to: to.clone(), done: Mutex::new(None), cv: Condvar::new(), bounce: Mutex::new(bounce) });
+        let req = self.next_req.fetch_add(1, Ordering::Relaxed);
+        // Pending like a request, so that `mark_dead` wakes the waiter too.
+        self.pending.lock().unwrap_or_else(|e| e.into_inner()).insert(req, call.clone());
+        let raw = Arc::into_raw(call.clone());
+        let rma_iov = ofi::fi_rma_iov { addr: if self.fi.virt_addr { addr } else { addr - w.base }, len, key: w.rkey };
+        let msg = ofi::fi_msg_rma {
+            msg_iov: &iov,
+            desc: std::ptr::null_mut(),
+            iov_count: 1,
+            addr: to.addr,
+            rma_iov: &rma_iov,
+            rma_iov_count: 1,
+            context: (raw as usize | RMA_TAG) as *mut c_void,
+            data: 0,
+        };
+        let deadline = Instant::now() + self.timeout;
+        loop {
+            // SAFETY: `msg` and what it points to live across the call (the provider copies
+            // the descriptors); the bounce buffer lives until the completion (owned by the
+            // call, whose reference the context holds).
+            let rc = unsafe {
+                let ops = (*self.fi.ep).rma;
+                let f = if write_op(&io) { (*ops).writemsg } else { (*ops).readmsg };
+                let flags = if write_op(&io) { ofi::FI_COMPLETION | ofi::FI_DELIVERY_COMPLETE } else { ofi::FI_COMPLETION };
+                match f {
+                    Some(f) => f(self.fi.ep, &msg, flags),
+                    None => -libc::ENOSYS as isize,
+                }
+            };
+            if rc == 0 {
+                break;
+            }
+            if rc as isize != -ofi::FI_EAGAIN || Instant::now() > deadline {
+                // SAFETY: not posted: the context's reference is ours again.
+                drop(unsafe { Arc::from_raw(raw) });
+                self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&req);
+                crate::sn_debug!("network engine", "RMA to node {} slot {} not posted: {}", to.node, to.id.slot, self.fi.lib.strerror(rc as i64));
+                return Err(Error::Os(libc::EIO));
+            }
+            self.progress_once();
+        }
+        let r = self.reply(to, req, &call);
+        self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&req);
+        let data = r?;
+        if let Rma::Read(d) = io {
+            d.copy_from_slice(data.get(..len).ok_or(Error::Os(libc::EIO))?);
+        }
+        let mut pool = self.bounces.lock().unwrap_or_else(|e| e.into_inner());
+        if pool.len() < RMA_POOL {
+            pool.push(data);
+        }
+        Ok(())
+    }
+}
+
+fn write_op(io: &Rma<'_>) -> bool {
+    matches!(io, Rma::Write(_))
+}
+
 // ---- the operations, as the rma module calls them ----------------------------------
 
 impl Engine {
@@ -944,6 +1308,9 @@ impl Engine {
         if src.is_empty() {
             // Validation only: an empty put still names a region.
             return self.call(to, Op::Put, key, addr, pd, &[]).map(|_| ());
+        }
+        if src.len() >= RMA_MIN && self.rma(to, key, addr, Rma::Write(src), pd).is_ok() {
+            return Ok(());
         }
         for (i, chunk) in src.chunks(MAX_DATA).enumerate() {
             let a = addr.checked_add((i * MAX_DATA) as u64).ok_or(Error::OutOfBounds)?;
@@ -955,6 +1322,9 @@ impl Engine {
     pub fn get(&self, to: &Arc<Remote>, key: u64, addr: u64, dst: &mut [u8], pd: u64) -> Result<()> {
         if dst.is_empty() {
             return self.call(to, Op::Get, key, addr, pd, &[&0u64.to_le_bytes()]).map(|_| ());
+        }
+        if dst.len() >= RMA_MIN && self.rma(to, key, addr, Rma::Read(&mut *dst), pd).is_ok() {
+            return Ok(());
         }
         for (i, chunk) in dst.chunks_mut(MAX_DATA).enumerate() {
             let a = addr.checked_add((i * MAX_DATA) as u64).ok_or(Error::OutOfBounds)?;
@@ -990,7 +1360,9 @@ impl Engine {
     }
 
     /// See [`crate::rma::Live::put_compound`]: one request when it fits, else the pieces
-    /// first and the flag and notification with the last one.
+    /// first and the flag and notification with the last one.  Pieces that can go by RMA
+    /// do, in order between requests carrying the others, once the flag's place is
+    /// validated; the flag and notification come after all of them.
     pub fn put_compound(&self, to: &Arc<Remote>, pieces: &[(crate::mem::MemKey, u64, &[u8])], flag: Option<(crate::mem::MemKey, u64, u64)>, notify: Option<(crate::mem::MemKey, u64)>, pd: u64) -> Result<()> {
         let total: usize = pieces.iter().map(|p| 24 + ((p.2.len() + 7) & !7)).sum();
         if total + 64 > MAX_DATA {
@@ -1002,7 +1374,32 @@ impl Engine {
             for &(k, a, src) in pieces {
                 self.put(to, k.to_u64(), a, src, pd)?;
             }
+            if flag.is_none() && notify.is_none() {
+                return Ok(()); // the final request would carry nothing
+            }
             return self.put_compound(to, &[], flag, notify, pd);
+        }
+        let by_rma = |&(k, a, src): &(crate::mem::MemKey, u64, &[u8])| src.len() >= RMA_MIN && self.rma_fits(to, k.to_u64(), a, src.len(), true, pd).is_some();
+        if pieces.iter().any(by_rma) {
+            if let Some((k, a, _)) = flag {
+                self.check(to, k.to_u64(), a, 8, true, pd)?;
+            }
+            let mut start = 0;
+            for (i, p) in pieces.iter().enumerate() {
+                if by_rma(p) {
+                    // The pieces before it first: a failing piece stops the rest.
+                    if start < i {
+                        self.put_compound(to, &pieces[start..i], None, None, pd)?;
+                    }
+                    self.put(to, p.0.to_u64(), p.1, p.2, pd)?;
+                    start = i + 1;
+                }
+            }
+            if start == pieces.len() && flag.is_none() && notify.is_none() {
+                return Ok(());
+            }
+            // Smaller than this call's pieces, and none goes by RMA: one plain request.
+            return self.put_compound(to, &pieces[start..], flag, notify, pd);
         }
         let mut b = Vec::with_capacity(64 + total);
         let (fk, fa, fv) = flag.map_or((0, 0, 0), |(k, a, v)| (k.to_u64(), a, v));
@@ -1089,7 +1486,8 @@ unsafe fn open_endpoint(lib: &Lib) -> Result<Objs> {
         if hints.is_null() {
             return Err(Error::NoSpace);
         }
-        (*hints).caps = ofi::FI_MSG;
+        // RMA for bulk transfers where the provider has it; messages alone otherwise.
+        (*hints).caps = ofi::FI_MSG | ofi::FI_RMA | ofi::FI_READ | ofi::FI_WRITE | ofi::FI_REMOTE_READ | ofi::FI_REMOTE_WRITE;
         (*(*hints).ep_attr).type_ = ofi::FI_EP_RDM;
         (*(*hints).domain_attr).threading = ofi::FI_THREAD_SAFE;
         (*(*hints).domain_attr).mr_mode = 0;
@@ -1101,7 +1499,13 @@ unsafe fn open_endpoint(lib: &Lib) -> Result<Objs> {
             (*(*hints).fabric_attr).prov_name = libc::strdup(p.as_ptr());
         }
         let mut info: *mut fi_info = std::ptr::null_mut();
-        let rc = (lib.getinfo)(ofi::API_VERSION, std::ptr::null(), std::ptr::null(), 0, hints, &mut info);
+        let mut rc = (lib.getinfo)(ofi::API_VERSION, std::ptr::null(), std::ptr::null(), 0, hints, &mut info);
+        let mut rma = true;
+        if rc != 0 || info.is_null() {
+            (*hints).caps = ofi::FI_MSG;
+            rma = false;
+            rc = (lib.getinfo)(ofi::API_VERSION, std::ptr::null(), std::ptr::null(), 0, hints, &mut info);
+        }
         (lib.freeinfo)(hints);
         if rc != 0 || info.is_null() {
             return Err(to_err(lib, "fi_getinfo", rc as i64));
@@ -1179,6 +1583,10 @@ unsafe fn open_endpoint(lib: &Lib) -> Result<Objs> {
         if rc != 0 {
             return Err(to_err(lib, "fi_enable", rc as i64));
         }
-        Ok(Objs { fabric, wait_fd, info, ep, av, cq })
+        let virt_addr = !(*info).domain_attr.is_null() && (*(*info).domain_attr).mr_mode & ofi::FI_MR_VIRT_ADDR != 0;
+        let rma = rma
+            && ofi::has_op((*ep).rma as *const c_void, std::mem::offset_of!(ofi::fi_ops_rma, writemsg))
+            && ofi::has_op((*domain).mr as *const c_void, std::mem::offset_of!(ofi::fi_ops_mr, reg));
+        Ok(Objs { fabric, domain, rma, virt_addr, wait_fd, info, ep, av, cq })
     }
 }

@@ -53,6 +53,7 @@ pub const FI_ENABLE: c_int = 6;
 
 pub const FI_EAGAIN: isize = libc::EAGAIN as isize;
 pub const FI_EAVAIL: isize = 259;
+pub const FI_ENOKEY: i32 = 266;
 
 #[repr(C)]
 pub struct fi_tx_attr {
@@ -300,8 +301,30 @@ pub struct fi_ops_rma {
     pub size: size_t,
     pub read: Option<unsafe extern "C" fn(*mut fid_ep, *mut c_void, size_t, *mut c_void, fi_addr_t, u64, u64, *mut c_void) -> ssize_t>,
     pub readv: Option<unsafe extern "C" fn(*mut fid_ep, *const iovec, *mut *mut c_void, size_t, fi_addr_t, u64, u64, *mut c_void) -> ssize_t>,
-    pub readmsg: Option<unsafe extern "C" fn(*mut fid_ep, *const c_void, u64) -> ssize_t>,
+    pub readmsg: Option<unsafe extern "C" fn(*mut fid_ep, *const fi_msg_rma, u64) -> ssize_t>,
     pub write: Option<unsafe extern "C" fn(*mut fid_ep, *const c_void, size_t, *mut c_void, fi_addr_t, u64, u64, *mut c_void) -> ssize_t>,
+    pub writev: Option<unsafe extern "C" fn()>,
+    pub writemsg: Option<unsafe extern "C" fn(*mut fid_ep, *const fi_msg_rma, u64) -> ssize_t>,
+}
+
+/// One remote buffer of an RMA message.
+#[repr(C)]
+pub struct fi_rma_iov {
+    pub addr: u64,
+    pub len: size_t,
+    pub key: u64,
+}
+
+#[repr(C)]
+pub struct fi_msg_rma {
+    pub msg_iov: *const iovec,
+    pub desc: *mut *mut c_void,
+    pub iov_count: size_t,
+    pub addr: fi_addr_t,
+    pub rma_iov: *const fi_rma_iov,
+    pub rma_iov_count: size_t,
+    pub context: *mut c_void,
+    pub data: u64,
 }
 
 #[repr(C)]
