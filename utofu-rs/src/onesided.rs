@@ -295,7 +295,7 @@ fn fabric_fault(e: softnic_fabric::Error) -> i32 {
 }
 
 /// Runs one operation; returns the TCQ status (MRQ errors are queued here).
-fn run(v: &Vcq, op: &Op) -> i32 {
+fn run(v: &Vcq, op: &Op, last: &mut Option<std::sync::Arc<vcq::Target>>) -> i32 {
     if op.kind == Kind::Nop {
         return UTOFU_SUCCESS;
     }
@@ -326,7 +326,7 @@ fn run(v: &Vcq, op: &Op) -> i32 {
         },
         _ => {}
     }
-    let t = match vcq::target(rid) {
+    let t = match vcq::target_cached(last, rid) {
         Ok(t) => t,
         Err(rc) => return mrq_err(rc),
     };
@@ -338,7 +338,8 @@ fn run(v: &Vcq, op: &Op) -> i32 {
     if row.readonly && op.kind != Kind::Get {
         return mrq_err(UTOFU_ERR_MRQ_RMT_MEMORY);
     }
-    let live = match t.peer.live() {
+    // target_cached probed liveness (rate-limited) a moment ago.
+    let live = match t.peer.live_probed() {
         Ok(l) => l,
         Err(_) => return mrq_err(UTOFU_ERR_MRQ_PEER),
     };
@@ -400,24 +401,25 @@ fn run(v: &Vcq, op: &Op) -> i32 {
 
 /// Executes `ops` on `v` in order, all or nothing with respect to TOQ space.
 fn exec(v: &Vcq, ops: &[Op], cbdata: usize) -> UResult<()> {
-    let mut tcq = lock(&v.tcq);
-    if tcq.len() + ops.len() > TOQ_DEPTH {
+    let mut q = lock(&v.tcq);
+    if q.tcq.len() + ops.len() > TOQ_DEPTH {
         return Err(UTOFU_ERR_BUSY);
     }
+    let q = &mut *q;
     for op in ops {
-        let rc = run(v, op);
-        tcq.push_back(Tcq { cbdata, rc, notify: op.flags & UTOFU_ONESIDED_FLAG_TCQ_NOTICE != 0 });
+        let rc = run(v, op, &mut q.last);
+        q.tcq.push_back(Tcq { cbdata, rc, notify: op.flags & UTOFU_ONESIDED_FLAG_TCQ_NOTICE != 0 });
     }
     Ok(())
 }
 
 fn start(func: &'static str, h: usize, ops: UResult<Vec<Op>>, cbdata: *mut c_void) -> i32 {
-    let r = vcq::get(h).and_then(|v| exec(&v, &ops?, cbdata as usize));
+    let r = vcq::get(h).and_then(|v| exec(v, &ops?, cbdata as usize));
     done(func, r)
 }
 
 fn start1(func: &'static str, h: usize, op: UResult<Op>, cbdata: *mut c_void) -> i32 {
-    let r = vcq::get(h).and_then(|v| exec(&v, std::slice::from_ref(&op?), cbdata as usize));
+    let r = vcq::get(h).and_then(|v| exec(v, std::slice::from_ref(&op?), cbdata as usize));
     done(func, r)
 }
 
@@ -441,9 +443,18 @@ fn prepare(func: &'static str, h: usize, ops: UResult<Vec<Op>>, desc: *mut c_voi
 
 // ---- exported: start functions -----------------------------------------------------------
 
+/// One block of a put or get (the common case, without a Vec).
+fn transfer1(kind: Kind, rmt: u64, lcl: u64, rmts: u64, len: usize, edata: u64, flags: u64) -> UResult<Op> {
+    let base = common(rmt, edata, flags, kind)?;
+    if len > MAX_PUTGET {
+        return Err(UTOFU_ERR_INVALID_SIZE);
+    }
+    Ok(Op { lcl_stadd: lcl, rmt_stadd: rmts, len, ..base })
+}
+
 #[no_mangle]
 pub extern "C" fn utofu_put(h: usize, rmt: u64, lcl: u64, rmts: u64, len: usize, edata: u64, flags: u64, cbdata: *mut c_void) -> i32 {
-    start("utofu_put", h, transfer(Kind::Put, rmt, lcl, rmts, len, 0, 1, edata, flags), cbdata)
+    start1("utofu_put", h, transfer1(Kind::Put, rmt, lcl, rmts, len, edata, flags), cbdata)
 }
 
 #[no_mangle]
@@ -477,7 +488,7 @@ pub extern "C" fn utofu_put_piggyback8(h: usize, rmt: u64, data: u64, rmts: u64,
 
 #[no_mangle]
 pub extern "C" fn utofu_get(h: usize, rmt: u64, lcl: u64, rmts: u64, len: usize, edata: u64, flags: u64, cbdata: *mut c_void) -> i32 {
-    start("utofu_get", h, transfer(Kind::Get, rmt, lcl, rmts, len, 0, 1, edata, flags), cbdata)
+    start1("utofu_get", h, transfer1(Kind::Get, rmt, lcl, rmts, len, edata, flags), cbdata)
 }
 
 #[no_mangle]
@@ -617,7 +628,7 @@ pub extern "C" fn utofu_post_toq(h: usize, desc: *mut c_void, desc_size: usize, 
         // SAFETY: the caller's `desc_size` bytes of prepared descriptors, 8-aligned.
         let words = unsafe { std::slice::from_raw_parts(desc as *const u64, desc_size / 8) };
         let ops = decode(words, h)?;
-        exec(&v, &ops, cbdata as usize)
+        exec(v, &ops, cbdata as usize)
     })();
     done("utofu_post_toq", r)
 }
@@ -635,7 +646,7 @@ pub unsafe extern "C" fn utofu_poll_tcq(h: usize, flags: u64, cbdata: *mut *mut 
             return Err(UTOFU_ERR_INVALID_POINTER);
         }
         let mut q = lock(&v.tcq);
-        while let Some(e) = q.pop_front() {
+        while let Some(e) = q.tcq.pop_front() {
             if e.notify || e.rc != UTOFU_SUCCESS {
                 out(cbdata, e.cbdata as *mut c_void)?;
                 return if e.rc == UTOFU_SUCCESS { Ok(()) } else { Err(e.rc) };

@@ -24,8 +24,8 @@ use softnic_fabric::registry::{self, api, EndpointId};
 use softnic_fabric::ring::Ring;
 use softnic_fabric::rma::{self, Peer, PinnedRing, RegionView};
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::atomic::{fence, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Protection-domain key of every uTofu registration (uTofu has no domains: any process
 /// of the job may address any VCQ).
@@ -161,16 +161,25 @@ pub struct Regs {
 }
 
 pub struct Vcq {
+    pub handle: AtomicUsize,
     pub addr: VcqAddr,
     pub id: u64,
     pub flags: u64,
     pub exclusive: bool,
-    pub block: SharedMem,
+    pub block: std::mem::ManuallyDrop<SharedMem>,
     pub ring: Ring<Notice>,
     endpoint: EndpointId,
     cq_claim: Option<EndpointId>,
     pub regs: Mutex<Regs>,
-    pub tcq: Mutex<VecDeque<Tcq>>,
+    pub tcq: Mutex<Queue>,
+}
+
+/// The TCQ of a VCQ and, under the same lock, the target its operations went to last
+/// (most programs talk to few peers; the global cache costs a lock more).
+#[derive(Default)]
+pub struct Queue {
+    pub tcq: VecDeque<Tcq>,
+    pub last: Option<Arc<Target>>,
 }
 
 impl Vcq {
@@ -262,53 +271,65 @@ fn claim_cq(tni: u16, first: Option<u16>) -> Option<(u16, EndpointId)> {
 
 // ---- the handle table ---------------------------------------------------------------
 
+/// Handles are (tag, slot generation, slot + 1).  Lookups are lock-free (one Acquire load
+/// and a compare: every one-sided call and poll does one); a freed VCQ's struct is never
+/// deallocated (a handle that raced with its free still points at valid memory, and is
+/// then refused by the handle check), and its block is released a while later (see
+/// [`RETIRE_AFTER`]).
 const HANDLE_TAG: usize = 0x7f0c << 32;
+const MAX_VCQS: usize = 4096;
+/// Freed blocks are unmapped once this many more VCQs have been freed after them.
+const RETIRE_AFTER: usize = 32;
 
-struct Slots {
-    vcqs: Vec<(u16, Option<Arc<Vcq>>)>,
+static SLOTS: [AtomicPtr<Vcq>; MAX_VCQS] = [const { AtomicPtr::new(std::ptr::null_mut()) }; MAX_VCQS];
+
+struct Table {
+    gens: Vec<u16>,
+    retired: VecDeque<SharedMem>,
 }
 
-static VCQS: RwLock<Slots> = RwLock::new(Slots { vcqs: Vec::new() });
+/// Serialises create and free (slot allocation, retirement).
+static TABLE: Mutex<Table> = Mutex::new(Table { gens: Vec::new(), retired: VecDeque::new() });
 
-pub fn get(h: usize) -> UResult<Arc<Vcq>> {
-    if h & !0xffff_ffff != HANDLE_TAG || h & 0xffff == 0 {
+pub fn get(h: usize) -> UResult<&'static Vcq> {
+    if h & !0xffff_ffff != HANDLE_TAG || h & 0xffff == 0 || (h & 0xffff) > MAX_VCQS {
         return Err(UTOFU_ERR_INVALID_VCQ_HDL);
     }
-    let slot = (h & 0xffff) - 1;
-    let gen = ((h >> 16) & 0xffff) as u16;
-    let t = VCQS.read().unwrap_or_else(|e| e.into_inner());
-    match t.vcqs.get(slot) {
-        Some((g, Some(v))) if *g == gen => Ok(v.clone()),
-        _ => Err(UTOFU_ERR_INVALID_VCQ_HDL),
+    let p = SLOTS[(h & 0xffff) - 1].load(Ordering::Acquire);
+    if p.is_null() {
+        return Err(UTOFU_ERR_INVALID_VCQ_HDL);
     }
+    // SAFETY: published Vcqs are never deallocated.
+    let v = unsafe { &*p };
+    if v.handle.load(Ordering::Relaxed) != h {
+        return Err(UTOFU_ERR_INVALID_VCQ_HDL);
+    }
+    Ok(v)
 }
 
-fn insert(v: Arc<Vcq>) -> usize {
-    let mut t = VCQS.write().unwrap_or_else(|e| e.into_inner());
-    let slot = match t.vcqs.iter().position(|(_, s)| s.is_none()) {
-        Some(i) => i,
-        None => {
-            t.vcqs.push((0, None));
-            t.vcqs.len() - 1
-        }
-    };
-    let e = &mut t.vcqs[slot];
-    e.0 = e.0.wrapping_add(1);
-    e.1 = Some(v);
-    HANDLE_TAG | (e.0 as usize) << 16 | (slot + 1)
+/// Reserves a slot: the handle the new VCQ will have.
+fn reserve(t: &mut Table) -> UResult<usize> {
+    let slot = (0..MAX_VCQS).find(|&i| SLOTS[i].load(Ordering::Relaxed).is_null() && t.gens.get(i).map_or(true, |g| g & 1 == 0)).ok_or(UTOFU_ERR_OUT_OF_RESOURCE)?;
+    if t.gens.len() <= slot {
+        t.gens.resize(slot + 1, 0);
+    }
+    // Odd while reserved or live, even when free; the handle carries it.
+    t.gens[slot] = t.gens[slot].wrapping_add(1);
+    Ok(HANDLE_TAG | (t.gens[slot] as usize) << 16 | (slot + 1))
 }
 
-fn remove(h: usize) -> UResult<Arc<Vcq>> {
-    get(h)?;
-    let mut t = VCQS.write().unwrap_or_else(|e| e.into_inner());
+fn unreserve(t: &mut Table, h: usize) {
     let slot = (h & 0xffff) - 1;
-    t.vcqs[slot].1.take().ok_or(UTOFU_ERR_INVALID_VCQ_HDL)
+    t.gens[slot] = t.gens[slot].wrapping_add(1);
 }
 
 /// VCQs of this process on (tni, cq), for per-CQ counts.
-pub fn on_cq(tni: u16, cq: u16) -> Vec<Arc<Vcq>> {
-    let t = VCQS.read().unwrap_or_else(|e| e.into_inner());
-    t.vcqs.iter().filter_map(|(_, v)| v.as_ref()).filter(|v| v.addr.tni == tni && v.addr.cq == cq).cloned().collect()
+pub fn on_cq(tni: u16, cq: u16) -> Vec<&'static Vcq> {
+    SLOTS.iter().filter_map(|s| {
+        let p = s.load(Ordering::Acquire);
+        // SAFETY: never deallocated (see above).
+        (!p.is_null()).then(|| unsafe { &*p })
+    }).filter(|v| v.handle.load(Ordering::Relaxed) != 0 && v.addr.tni == tni && v.addr.cq == cq).collect()
 }
 
 // ---- MRQ size -------------------------------------------------------------------------
@@ -430,20 +451,36 @@ fn create(tni: u16, cmp: Option<u16>, flags: u64) -> UResult<usize> {
         shared[tni as usize].as_mut().expect("set").cmps |= 1 << cmp;
     }
     drop(shared);
-    let v = Arc::new(Vcq {
+    let mut t = lock(&TABLE);
+    let h = match reserve(&mut t) {
+        Ok(h) => h,
+        Err(rc) => {
+            drop(t);
+            let _ = registry::unpublish(endpoint);
+            let _ = mem::free_shared(block);
+            let mut shared = lock(&SHARED_CQS);
+            if !exclusive {
+                shared[tni as usize].as_mut().expect("set").cmps &= !(1 << cmp);
+            }
+            return Err(fail(&mut shared, rc));
+        }
+    };
+    let v = Box::new(Vcq {
+        handle: AtomicUsize::new(h),
         addr,
         id,
         flags,
         exclusive,
-        block,
+        block: std::mem::ManuallyDrop::new(block),
         ring,
         endpoint,
         cq_claim: own_claim,
         regs: Mutex::new(Regs { next_free: NUM_STAGS as usize, ..Default::default() }),
-        tcq: Mutex::new(VecDeque::new()),
+        tcq: Mutex::new(Queue::default()),
     });
     softnic_fabric::sn_debug!("uTofu", "VCQ {:#x}: TNI {} CQ {} component {}{}", id, tni, cq, cmp, if exclusive { " (exclusive)" } else { "" });
-    Ok(insert(v))
+    SLOTS[(h & 0xffff) - 1].store(Box::into_raw(v), Ordering::Release);
+    Ok(h)
 }
 
 fn release_shared(shared: &mut [Option<SharedCq>; 6], tni: u16) {
@@ -456,7 +493,12 @@ fn release_shared(shared: &mut [Option<SharedCq>; 6], tni: u16) {
 }
 
 fn free(h: usize) -> UResult<()> {
-    let v = remove(h)?;
+    let mut t = lock(&TABLE);
+    let v = get(h)?;
+    let slot = (h & 0xffff) - 1;
+    v.handle.store(0, Ordering::Relaxed);
+    SLOTS[slot].store(std::ptr::null_mut(), Ordering::Release);
+    unreserve(&mut t, h);
     // Registrations left behind go with the VCQ.
     {
         let mut r = lock(&v.regs);
@@ -480,11 +522,13 @@ fn free(h: usize) -> UResult<()> {
     }
     drop(shared);
     forget_target(v.id);
-    // The block goes with the last reference (a concurrent call may still hold one).
-    if let Ok(v) = Arc::try_unwrap(v) {
-        let Vcq { block, ring, .. } = v;
-        drop(ring);
-        let _ = mem::free_shared(block);
+    lock(&v.tcq).last = None;
+    // The struct stays (see the handle table); its block is unmapped later, so that a
+    // call that raced with this free still finds it mapped.
+    // SAFETY: taken once: the slot was emptied above under TABLE's lock.
+    t.retired.push_back(unsafe { std::ptr::read(&*v.block) });
+    while t.retired.len() > RETIRE_AFTER {
+        let _ = mem::free_shared(t.retired.pop_front().expect("non-empty"));
     }
     Ok(())
 }
@@ -517,6 +561,17 @@ static TARGETS: Lazy<Mutex<HashMap<u64, Arc<Target>, IdHash>>> = Lazy::new(|| Mu
 
 fn forget_target(id: u64) {
     lock(&TARGETS).remove(&id);
+}
+
+/// The target of `id` through the VCQ's own last-target cache (no global lock while
+/// a VCQ keeps talking to one peer), else [`target`].
+#[inline]
+pub fn target_cached(last: &mut Option<Arc<Target>>, id: u64) -> UResult<&Arc<Target>> {
+    let hit = matches!(last, Some(t) if t.id == id && t.live() && t.peer.seems_alive());
+    if !hit {
+        *last = Some(target(id)?);
+    }
+    Ok(last.as_ref().expect("set above"))
 }
 
 /// The target of a (canonical) VCQ id, or `MRQ_PEER` when no live VCQ has it.
@@ -577,7 +632,7 @@ pub unsafe extern "C" fn utofu_query_vcq_id(vcq_hdl: usize, vcq_id: *mut u64) ->
 #[no_mangle]
 pub unsafe extern "C" fn utofu_query_num_unread_tcq(vcq_hdl: usize, count: *mut usize) -> i32 {
     let r = get(vcq_hdl).and_then(|v| {
-        let n = if v.exclusive { lock(&v.tcq).len() } else { on_cq(v.addr.tni, v.addr.cq).iter().map(|o| lock(&o.tcq).len()).sum() };
+        let n = if v.exclusive { lock(&v.tcq).tcq.len() } else { on_cq(v.addr.tni, v.addr.cq).iter().map(|o| lock(&o.tcq).tcq.len()).sum() };
         out(count, n)
     });
     done("utofu_query_num_unread_tcq", r)
