@@ -173,6 +173,20 @@ pub unsafe extern "C" fn utofu_construct_vcq_id(coords: *mut u8, tni_id: u16, cq
     done("utofu_construct_vcq_id", r)
 }
 
+/// Path coordinates given by the caller, or NULL for the target node's own A, B, C
+/// (what "choose a suitable path" means here).
+fn path_arg(a: &VcqAddr, path_coords: *mut u8) -> UResult<[u8; 3]> {
+    if path_coords.is_null() {
+        return Ok([a.coords[3], a.coords[4], a.coords[5]]);
+    }
+    // SAFETY: 3 path coordinates by contract.
+    let p: [u8; 3] = unsafe { read_arr(path_coords) };
+    if !path_valid(&p) {
+        return Err(UTOFU_ERR_INVALID_PATH);
+    }
+    Ok(p)
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn utofu_set_vcq_id_path(vcq_id: *mut u64, path_coords: *mut u8) -> i32 {
     let r = (|| -> UResult<()> {
@@ -182,56 +196,36 @@ pub unsafe extern "C" fn utofu_set_vcq_id_path(vcq_id: *mut u64, path_coords: *m
         // SAFETY: non-NULL.
         let id = unsafe { vcq_id.read_unaligned() };
         let a = VcqAddr::decode(id).ok_or(UTOFU_ERR_INVALID_VCQ_ID)?;
-        let p = if path_coords.is_null() {
-            [a.coords[3], a.coords[4], a.coords[5]]
-        } else {
-            // SAFETY: 3 path coordinates by contract.
-            let p: [u8; 3] = unsafe { read_arr(path_coords) };
-            if !path_valid(&p) {
-                return Err(UTOFU_ERR_INVALID_PATH);
-            }
-            p
-        };
-        out(vcq_id, a.with_path(&p))
+        out(vcq_id, a.with_path(&path_arg(&a, path_coords)?))
     })();
     done("utofu_set_vcq_id_path", r)
 }
 
+/// Writes the decoded fields of a VCQ or VBG id (`extra` only when asked for).
+#[allow(clippy::too_many_arguments)]
+fn write_info(coords: *mut u8, c: &[u8; 6], tni_out: *mut u16, tni: u16, idx_out: *mut u16, idx: u16, extra_out: *mut u16, extra: u16) -> UResult<()> {
+    if coords.is_null() || tni_out.is_null() || idx_out.is_null() {
+        return Err(UTOFU_ERR_INVALID_POINTER);
+    }
+    // SAFETY: at least 6 bytes by contract.
+    unsafe { std::ptr::copy_nonoverlapping(c.as_ptr(), coords, 6) };
+    out(tni_out, tni)?;
+    out(idx_out, idx)?;
+    if !extra_out.is_null() {
+        out(extra_out, extra)?;
+    }
+    Ok(())
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn utofu_query_vcq_info(vcq_id: u64, coords: *mut u8, tni_id: *mut u16, cq_id: *mut u16, extra_val: *mut u16) -> i32 {
-    let r = (|| -> UResult<()> {
-        let a = VcqAddr::decode(vcq_id).ok_or(UTOFU_ERR_INVALID_VCQ_ID)?;
-        if coords.is_null() || tni_id.is_null() || cq_id.is_null() {
-            return Err(UTOFU_ERR_INVALID_POINTER);
-        }
-        // SAFETY: at least 6 bytes by contract.
-        unsafe { std::ptr::copy_nonoverlapping(a.coords.as_ptr(), coords, 6) };
-        out(tni_id, a.tni)?;
-        out(cq_id, a.cq)?;
-        if !extra_val.is_null() {
-            out(extra_val, a.cmp)?;
-        }
-        Ok(())
-    })();
+    let r = VcqAddr::decode(vcq_id).ok_or(UTOFU_ERR_INVALID_VCQ_ID).and_then(|a| write_info(coords, &a.coords, tni_id, a.tni, cq_id, a.cq, extra_val, a.cmp));
     done("utofu_query_vcq_info", r)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn utofu_query_vbg_info(vbg_id: u64, coords: *mut u8, tni_id: *mut u16, bg_id: *mut u16, extra_val: *mut u16) -> i32 {
-    let r = (|| -> UResult<()> {
-        let a = VbgAddr::decode(vbg_id).ok_or(UTOFU_ERR_INVALID_VBG_ID)?;
-        if coords.is_null() || tni_id.is_null() || bg_id.is_null() {
-            return Err(UTOFU_ERR_INVALID_POINTER);
-        }
-        // SAFETY: at least 6 bytes by contract.
-        unsafe { std::ptr::copy_nonoverlapping(a.coords.as_ptr(), coords, 6) };
-        out(tni_id, a.tni)?;
-        out(bg_id, a.bg)?;
-        if !extra_val.is_null() {
-            out(extra_val, 0)?;
-        }
-        Ok(())
-    })();
+    let r = VbgAddr::decode(vbg_id).ok_or(UTOFU_ERR_INVALID_VBG_ID).and_then(|a| write_info(coords, &a.coords, tni_id, a.tni, bg_id, a.bg, extra_val, 0));
     done("utofu_query_vbg_info", r)
 }
 
@@ -242,17 +236,7 @@ pub unsafe extern "C" fn utofu_get_path_id(vcq_id: u64, path_coords: *mut u8, pa
         if path_id_out.is_null() {
             return Err(UTOFU_ERR_INVALID_POINTER);
         }
-        let p = if path_coords.is_null() {
-            [a.coords[3], a.coords[4], a.coords[5]]
-        } else {
-            // SAFETY: 3 bytes by contract.
-            let p: [u8; 3] = unsafe { read_arr(path_coords) };
-            if !path_valid(&p) {
-                return Err(UTOFU_ERR_INVALID_PATH);
-            }
-            p
-        };
-        out(path_id_out, path_id(&p))
+        out(path_id_out, path_id(&path_arg(&a, path_coords)?))
     })();
     done("utofu_get_path_id", r)
 }
