@@ -122,10 +122,12 @@ check-full: check
 
 # ---- examples, install, bench --------------------------------------------------
 
-# A 4-rank PMI hello, then the DMAPP seed sample compiled unchanged against build/.
+# A 4-rank PMI hello, then the DMAPP seed sample and the uTofu ARMW sample (an MPI
+# program, 4 ranks on 4 virtual nodes) compiled unchanged against build/.
 run-example: c-tests
 	$(BUILD)/bin/snrun -n 4 --label $(BUILD)/tests/pmi/pmi_hello
 	XT_SYMMETRIC_HEAP_SIZE=64M $(BUILD)/bin/snrun -n 4 $(BUILD)/examples/dmapp_put
+	$(BUILD)/bin/snrun -n 4 -N 1 $(BUILD)/examples/utofu/utofu_armw_game
 
 install: stage
 	install -d $(PREFIX)/include $(PREFIX)/lib/pkgconfig $(PREFIX)/bin
