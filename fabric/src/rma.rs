@@ -835,6 +835,11 @@ impl Pinned {
         self.key
     }
 
+    /// The process whose memory is pinned.
+    pub fn peer(&self) -> &Arc<Peer> {
+        &self.peer
+    }
+
     /// Re-checks the pin for one use by `live` (which must be the pinned peer).
     #[inline]
     pub fn check<'p>(&'p self, live: Live<'_>) -> Result<PinnedRef<'p>> {

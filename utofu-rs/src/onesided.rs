@@ -294,8 +294,37 @@ fn fabric_fault(e: softnic_fabric::Error) -> i32 {
     }
 }
 
+/// Pins kept per VCQ for the put fast path.
+const PUT_PINS: usize = 8;
+
+/// The put fast path: a put into a region this VCQ has put into before, through the
+/// fabric pin of that region (re-checked per use by the registration and backing
+/// generations, so a deregistered or freed target fails the check).  Skips the target's
+/// STADD row and header; anything unusual (remote notice wanted, no pin, a failed check,
+/// out of range) returns false and the full path runs and reports the exact outcome.
+fn put_pinned(v: &Vcq, op: &Op, rid: u64, src: &[u8], pins: &[vcq::PutPin]) -> bool {
+    if op.flags & UTOFU_ONESIDED_FLAG_REMOTE_MRQ_NOTICE != 0 {
+        return false;
+    }
+    let tag = op.rmt_stadd >> 36;
+    let Some(p) = pins.iter().find(|p| p.rid == rid && p.tag == tag) else { return false };
+    let off = (op.rmt_stadd & (stadd::MAX_REGION - 1)) as usize;
+    let Ok(live) = p.pin.peer().live() else { return false };
+    let Ok(r) = p.pin.check(live) else { return false };
+    let ok = if src.len() > 8 {
+        let cut = src.len() - 8;
+        r.put(off, &src[..cut]).and_then(|_| r.put(off + cut, &src[cut..])).is_ok()
+    } else {
+        r.put(off, src).is_ok()
+    };
+    if ok && op.flags & UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE != 0 {
+        v.push_local(&notice(UTOFU_MRQ_TYPE_LCL_PUT, 0, rid, op.edata, 0, 0, op.rmt_stadd.wrapping_add(op.len as u64)));
+    }
+    ok
+}
+
 /// Runs one operation; returns the TCQ status (MRQ errors are queued here).
-fn run(v: &Vcq, op: &Op, last: &mut Option<std::sync::Arc<vcq::Target>>) -> i32 {
+fn run(v: &Vcq, op: &Op, q: &mut vcq::Queue) -> i32 {
     if op.kind == Kind::Nop {
         return UTOFU_SUCCESS;
     }
@@ -326,6 +355,10 @@ fn run(v: &Vcq, op: &Op, last: &mut Option<std::sync::Arc<vcq::Target>>) -> i32 
         },
         _ => {}
     }
+    if matches!(op.kind, Kind::Put | Kind::PutPb) && op.len > 0 && put_pinned(v, op, rid, src, &q.pins) {
+        return UTOFU_SUCCESS;
+    }
+    let last = &mut q.last;
     let t = match vcq::target_cached(last, rid) {
         Ok(t) => t,
         Err(rc) => return mrq_err(rc),
@@ -379,6 +412,19 @@ fn run(v: &Vcq, op: &Op, last: &mut Option<std::sync::Arc<vcq::Target>>) -> i32 
     if let Err(e) = r {
         return mrq_err(fabric_fault(e));
     }
+    if matches!(op.kind, Kind::Put | Kind::PutPb) && !q.pins.iter().any(|p| p.rid == rid && p.tag == op.rmt_stadd >> 36) {
+        // Pin the region for the next puts (regions the fabric cannot pin stay unpinned).
+        if let Ok(pin) = softnic_fabric::rma::Pinned::new(&t.peer, key, row.base, row.len as usize, true, PD) {
+            let e = vcq::PutPin { rid, tag: op.rmt_stadd >> 36, pin };
+            if q.pins.len() < PUT_PINS {
+                q.pins.push(e);
+            } else {
+                let i = q.next_pin % PUT_PINS;
+                q.pins[i] = e;
+                q.next_pin = q.next_pin.wrapping_add(1);
+            }
+        }
+    }
     if op.flags & UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE != 0 {
         let value = if op.kind.is_armw() { old } else { 0 };
         v.push_local(&notice(ltype, 0, rid, op.edata, value, lcl_field, end(op.rmt_stadd)));
@@ -407,7 +453,7 @@ fn exec(v: &Vcq, ops: &[Op], cbdata: usize) -> UResult<()> {
     }
     let q = &mut *q;
     for op in ops {
-        let rc = run(v, op, &mut q.last);
+        let rc = run(v, op, q);
         q.tcq.push_back(Tcq { cbdata, rc, notify: op.flags & UTOFU_ONESIDED_FLAG_TCQ_NOTICE != 0 });
     }
     Ok(())

@@ -180,6 +180,17 @@ pub struct Vcq {
 pub struct Queue {
     pub tcq: VecDeque<Tcq>,
     pub last: Option<Arc<Target>>,
+    /// Remote regions this VCQ put into lately, pinned (see onesided's put fast path).
+    pub pins: Vec<PutPin>,
+    pub next_pin: usize,
+}
+
+/// A remote STADD region pinned for puts: (target VCQ id, the STADD's row, check and
+/// component bits) -> the fabric pin of the whole region.
+pub struct PutPin {
+    pub rid: u64,
+    pub tag: u64,
+    pub pin: softnic_fabric::rma::Pinned,
 }
 
 impl Vcq {
@@ -522,7 +533,11 @@ fn free(h: usize) -> UResult<()> {
     }
     drop(shared);
     forget_target(v.id);
-    lock(&v.tcq).last = None;
+    {
+        let mut q = lock(&v.tcq);
+        q.last = None;
+        q.pins.clear();
+    }
     // The struct stays (see the handle table); its block is unmapped later, so that a
     // call that raced with this free still finds it mapped.
     // SAFETY: taken once: the slot was emptied above under TABLE's lock.
