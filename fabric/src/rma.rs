@@ -1250,3 +1250,94 @@ pub(crate) mod region_serve {
         Ok(())
     }
 }
+
+// ---- services ------------------------------------------------------------------------
+//
+// Some target-side work is more than a put or an atomic: Portals walks the target's match
+// list and deposits into the entry it picks, SISCI triggers an interrupt.  An API library
+// writes such work once, as a service handler operating on a target Peer's memory, and
+// runs it with [`Peer::call`]: in the calling process when the target is on this node
+// (the handler maps the target's shared memory, so the target takes no part, as with
+// every one-sided operation), and in the target's network progress thread, with the
+// target as itself, when the target is reached through the network engine.  The handler
+// is the same code either way; it cannot tell who runs it.
+//
+// A handler must be short and must never wait for another remote operation: two progress
+// threads waiting on each other's handlers would deadlock.  Work the initiator must do
+// afterwards (its own completion event, copying reply data) it does after `call` returns.
+
+/// A service handler: operates on `target`'s memory for the request `req` and appends its
+/// answer to `reply` (at most [`MAX_CALL`] bytes).
+pub type Service = fn(target: &Arc<Peer>, req: &[u8], reply: &mut Vec<u8>) -> Result<()>;
+
+/// Most bytes in a service request or reply.
+pub const MAX_CALL: usize = net::MAX_DATA;
+
+/// Service ids are small (the API ids of [`crate::registry::api`]).
+const NSERVICE: usize = 256;
+
+/// Registered handlers by id (a `Service` as usize; 0 = none).  A plain table: `call`
+/// reads it without a lock on every operation.
+static SERVICES: [std::sync::atomic::AtomicUsize; NSERVICE] = [const { std::sync::atomic::AtomicUsize::new(0) }; NSERVICE];
+
+/// Registers the handler of service `id` (an id of [`crate::registry::api`], < 256) in
+/// this process; a later registration replaces it.  `InvalidArg` for an id out of range.
+pub fn register_service(id: u32, f: Service) -> Result<()> {
+    let slot = SERVICES.get(id as usize).ok_or(Error::InvalidArg)?;
+    slot.store(f as usize, Ordering::Release);
+    Ok(())
+}
+
+/// The handler of service `id` registered in this process.
+pub(crate) fn service(id: u32) -> Option<Service> {
+    let f = SERVICES.get(id as usize)?.load(Ordering::Acquire);
+    // SAFETY: non-zero values are `Service` function pointers stored by register_service.
+    (f != 0).then(|| unsafe { std::mem::transmute::<usize, Service>(f) })
+}
+
+impl Peer {
+    /// Runs service `id` with this peer as its target (see the section comment above):
+    /// here when the peer is on this node, in the peer's progress thread when it is
+    /// reached through the network engine.  Errors: `InvalidArg` (a request over
+    /// [`MAX_CALL`]), `Unsupported` (no handler for `id` where it must run), `PeerDead`
+    /// (gone, or no answer within `SOFTNIC_NET_TIMEOUT_MS`), and the handler's own.
+    pub fn call(self: &Arc<Self>, id: u32, req: &[u8], reply: &mut Vec<u8>) -> Result<()> {
+        if req.len() > MAX_CALL {
+            return Err(Error::InvalidArg);
+        }
+        if let Some(r) = &self.net {
+            let d = net::engine()?.call_service(r, id, req)?;
+            reply.extend_from_slice(&d);
+            return Ok(());
+        }
+        self.check_alive()?;
+        let f = service(id).ok_or(Error::Unsupported)?;
+        let start = reply.len();
+        f(self, req, reply)?;
+        if reply.len() - start > MAX_CALL {
+            // The same limit as across nodes, so that a program cannot depend on one engine.
+            reply.truncate(start);
+            return Err(Error::InvalidArg);
+        }
+        Ok(())
+    }
+
+    /// The endpoint published under (`api`, `key`) in the node registry of node `node`, and
+    /// its owner reached through the right engine.  The registry asked is this machine's
+    /// when `node` is on it (virtual nodes of one machine share one registry, so their
+    /// keys must name the node), else that of `node`, through one of its processes the
+    /// network engine knows.  `NotFound` when nothing is published under the key (or no
+    /// process of `node` is known once every rank of the job has published), `PeerDead`.
+    pub fn lookup(node: u32, api: u32, key: &[u8]) -> Result<(Arc<Peer>, [u8; crate::registry::PAYLOAD_LEN])> {
+        match net::running() {
+            Some(e) if e.node != node => {
+                let (id, payload) = e.lookup(node, api, key)?;
+                Ok((Peer::at(node, id, 32)?, payload))
+            }
+            _ => {
+                let ep = crate::registry::lookup(api, key)?;
+                Ok((Peer::at(node, ep.owner, 32)?, ep.payload))
+            }
+        }
+    }
+}
