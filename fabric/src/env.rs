@@ -173,6 +173,13 @@ pub static TUNABLES: &[Tunable] = &[
                before it sleeps in the provider's wait object.",
     },
     Tunable {
+        name: "SOFTNIC_NET_RMA_DEPTH",
+        default: "16",
+        help: "Pieces (of up to 1 MiB) of asynchronous network-engine RMA in flight per \
+               process, each with a bounce buffer kept for reuse: bulk transfers to other \
+               machines (uGNI RDMA) are pipelined this deep.",
+    },
+    Tunable {
         name: "SOFTNIC_NET_RMA",
         default: "1",
         help: "0 turns off RMA in the network engine (libfabric writes and reads straight \
