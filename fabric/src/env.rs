@@ -407,7 +407,8 @@ mod tests {
     fn describe_lists_every_tunable() {
         let d = describe();
         for t in TUNABLES {
-            let line = d.lines().find(|l| l.trim_start().starts_with(t.name)).unwrap_or_else(|| panic!("{} missing", t.name));
+            // The whole name (SOFTNIC_NET_RMA is a prefix of SOFTNIC_NET_RMA_DEPTH).
+            let line = d.lines().find(|l| l.split_whitespace().next() == Some(t.name)).unwrap_or_else(|| panic!("{} missing", t.name));
             assert!(line.contains(&format!("(default: {})", t.default)), "{line}");
         }
         assert!(d.contains("Nanoseconds to spin on a shared word"), "help text is printed");
