@@ -52,6 +52,15 @@ static inline void expect_empty(ptl_handle_eq_t eq)
     if (rc != PTL_EQ_EMPTY) SN_FAIL("expected an empty queue, got %s (%s)", PtlErrorStr(rc), rc == PTL_OK || rc == PTL_EQ_DROPPED ? PtlEventKindStr(ev.type) : "-");
 }
 
+/* Takes every event left in the queue; returns how many. */
+static inline int drain(ptl_handle_eq_t eq)
+{
+    ptl_event_t ev;
+    int n = 0, rc;
+    while ((rc = PtlEQGet(eq, &ev)) == PTL_OK || rc == PTL_EQ_DROPPED) n++;
+    return n;
+}
+
 static inline ptl_sr_value_t status_reg(ptl_handle_ni_t ni, ptl_sr_index_t sr)
 {
     ptl_sr_value_t v = 0;
