@@ -39,7 +39,8 @@ $(BUILD)/examples/dmapp_put: $(SHARED)/samples/dmapp/dmapp_put.c $(wildcard $(BU
 # Null sweeps: every function of a fact sheet called with all-zero arguments
 # (c-tests/tools/gen-null-sweep.py); generated from ../shared/abi at build time.
 SWEEP_GEN := c-tests/tools/gen-null-sweep.py
-SWEEPS := $(BUILD)/tests/sweep/gni_null_sweep $(BUILD)/tests/sweep/dmapp_null_sweep $(BUILD)/tests/sweep/pmi_null_sweep $(BUILD)/tests/sweep/utofu_null_sweep
+SWEEPS := $(BUILD)/tests/sweep/gni_null_sweep $(BUILD)/tests/sweep/dmapp_null_sweep $(BUILD)/tests/sweep/pmi_null_sweep $(BUILD)/tests/sweep/utofu_null_sweep \
+          $(BUILD)/tests/sweep/portals_null_sweep $(BUILD)/tests/sweep/portals_null_sweep_init
 all: $(SWEEPS)
 
 $(BUILD)/tests/sweep/gni_null_sweep: $(SWEEP_GEN) $(SHARED)/abi/gni.md $(BUILD)/include/gni_pub.h
@@ -62,3 +63,14 @@ $(BUILD)/tests/sweep/utofu_null_sweep: $(SWEEP_GEN) $(SHARED)/abi/utofu.md $(BUI
 	@mkdir -p $(dir $@)
 	python3 $(SWEEP_GEN) $(SHARED)/abi/utofu.md utofu.h utofu_ int UTOFU_SUCCESS > $@.c
 	$(CC) $(CFLAGS_TEST) -Wno-unused-value -o $@ $@.c $(LDFLAGS_TEST) -ltofucom
+
+# Portals: the sweep as generated (every call before PtlInit), and the same calls with the
+# library and an NI initialised first (sweep_init.inc), where they meet the argument checks.
+$(BUILD)/tests/sweep/portals_null_sweep: $(SWEEP_GEN) $(SHARED)/abi/portals3.md $(BUILD)/include/portals3.h
+	@mkdir -p $(dir $@)
+	python3 $(SWEEP_GEN) $(SHARED)/abi/portals3.md portals3.h Ptl int PTL_OK > $@.c
+	$(CC) $(CFLAGS_TEST) -Wno-unused-value -o $@ $@.c $(LDFLAGS_TEST) -lportals
+
+$(BUILD)/tests/sweep/portals_null_sweep_init: $(BUILD)/tests/sweep/portals_null_sweep c-tests/portals/sweep_init.inc
+	{ echo '#include "$(abspath c-tests/portals/sweep_init.inc)"'; cat $<.c; } > $@.c
+	$(CC) $(CFLAGS_TEST) -Wno-unused-value -o $@ $@.c $(LDFLAGS_TEST) -lportals
