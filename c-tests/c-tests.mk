@@ -19,6 +19,12 @@ $(BUILD)/tests/%: c-tests/%.c $(wildcard c-tests/common/*.h) $(wildcard $(BUILD)
 	@mkdir -p $(dir $@)
 	$(or $(CC_$(firstword $(subst /, ,$*))),$(CC)) $(CFLAGS_TEST) -o $@ $< $(LDFLAGS_TEST) $(LIBS_$(firstword $(subst /, ,$*))) -lpthread
 
+# One Portals test is built the way reference-implementation programs are: the NAL header
+# through P3_NAL, linked with the reference library names, without libpmi.
+$(BUILD)/tests/portals/ptl_ref: c-tests/portals/ptl_ref.c $(wildcard $(BUILD)/include/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_TEST) -DP3_NAL='<p3nal_utcp.h>' -o $@ $< $(LDFLAGS_TEST) -lportals3 -lportals3-utcp
+
 # uTofu programs are MPI programs, as the guide's are (ids are exchanged through MPI).
 MPICC ?= mpicc
 CC_utofu := $(MPICC)

@@ -25,6 +25,12 @@
  *   sets them), else from PMI (mpiexec).  The job id (PtlGetJid) is part of
  *   a process's address: processes of different jobs do not reach each
  *   other.  PtlGetUid is getuid().  [ptl_basic, ptl_runtime]
+ * - When the job spans machines (the network engine runs: several nodes in the
+ *   launcher's map, or SOFTNIC_ENGINE=net), the first PtlNIInit of each process
+ *   is collective: it ends with a PMI barrier, which makes every rank's network
+ *   address visible (MPICH's PMI-1 server publishes the key-value space to other
+ *   hosts only at barriers).  Every rank must call it, as Portals programs do at
+ *   start-up.  On one machine it is not collective.  [ptl_ref_vh2]
  * - Repeated PtlNIInit returns PTL_OK and the existing handle (PTL_PID_INVALID
  *   if it names another explicit pid); actual may be NULL.  Desired limits are
  *   honoured up to the maxima below; values <= 0 take the defaults.

@@ -312,6 +312,12 @@ fn ni_init(interface: u32, pid: u32, desired: Option<&ptl_ni_limits_t>, actual: 
         rt: Mutex::new(Runtime::from_ids(&ids)),
         handler_thread: Mutex::new(false),
     });
+    // Across machines every rank's network address must be visible before anyone sends,
+    // and MPICH's PMI-1 server publishes the KVS to other hosts only at a barrier: there
+    // PtlNIInit is collective (every rank calls it, as Portals programs do at start-up).
+    if softnic_fabric::net::running().is_some() && softnic_fabric::bootstrap::kvs_fence().is_err() {
+        softnic_fabric::sn_warn!("Portals", "PtlNIInit: the PMI barrier that publishes network addresses failed");
+    }
     softnic_fabric::sn_debug!("Portals", "PtlNIInit: nid {} pid {} jid {} ({} MEs, {} MDs, {} EQs)", nid, my_pid, jid, lim.mes, lim.mds, lim.eqs);
     set_debug_mask(0);
     let h = n.handle;
