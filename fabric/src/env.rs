@@ -179,6 +179,12 @@ pub static TUNABLES: &[Tunable] = &[
                returns PTL_EQ_EMPTY.",
     },
     Tunable {
+        name: "SOFTNIC_PTL_SPIN_NS",
+        default: "100000",
+        help: "Portals: nanoseconds PtlEQWait (and PtlEQPoll) spin on an empty event queue, \
+               checking it after every pause instruction, before they sleep on its futex.",
+    },
+    Tunable {
         name: "SOFTNIC_PTL_EQ_MEM",
         default: "67108864",
         help: "Portals: bytes of shared memory per network interface for the event \

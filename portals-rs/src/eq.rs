@@ -123,11 +123,45 @@ impl EqLocal {
         }
     }
 
+    /// Waits until the queue has an entry: spins (a pause between checks, so that an
+    /// event is seen within a few dozen nanoseconds) for up to SOFTNIC_PTL_SPIN_NS, then
+    /// sleeps on the ring's futex.
     fn wait(&self, timeout: Option<Duration>) -> softnic_fabric::Result<()> {
         self.waiters.fetch_add(1, Ordering::AcqRel);
-        let r = self.ring.wait_nonempty(timeout);
+        let r = if spin_until(|| !self.ring.is_empty(), timeout) {
+            Ok(())
+        } else {
+            let left = timeout.map(|t| t.saturating_sub(spin_time()));
+            self.ring.wait_nonempty(left)
+        };
         self.waiters.fetch_sub(1, Ordering::AcqRel);
         r
+    }
+}
+
+/// How long the waits spin before they sleep (SOFTNIC_PTL_SPIN_NS).
+fn spin_time() -> Duration {
+    static NS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    Duration::from_nanos(*NS.get_or_init(|| softnic_fabric::env::get_u64("SOFTNIC_PTL_SPIN_NS").min(10_000_000_000)))
+}
+
+/// Spins until `ready()` or the spin time (or `timeout`, if shorter) is over.
+fn spin_until(mut ready: impl FnMut() -> bool, timeout: Option<Duration>) -> bool {
+    let limit = timeout.map_or(spin_time(), |t| t.min(spin_time()));
+    if limit.is_zero() {
+        return ready();
+    }
+    let end = Instant::now() + limit;
+    loop {
+        for _ in 0..64 {
+            if ready() {
+                return true;
+            }
+            std::hint::spin_loop();
+        }
+        if Instant::now() >= end {
+            return ready();
+        }
     }
 }
 
@@ -164,7 +198,16 @@ pub fn push(seg: &Seg, g: &Guard<'_>, eq_h: u32, ev: &mut Event) -> bool {
     q.next_seq = seq.wrapping_add(1);
     ev.sequence = seq as u32;
     let Some(ring) = seg.eq_ring(q) else { return false };
-    let pushed = ring.len() < q.count as usize && ring.push(ev).is_ok();
+    let mut room = q.pushed.wrapping_sub(q.taken_hint) < q.count as u64;
+    if !room {
+        let queued = ring.len() as u64;
+        q.taken_hint = q.pushed.wrapping_sub(queued);
+        room = queued < q.count as u64;
+    }
+    let pushed = room && ring.push(ev).is_ok();
+    if pushed {
+        q.pushed = q.pushed.wrapping_add(1);
+    }
     if pushed && q.has_handler != 0 {
         if let Some(h) = seg.handler_ring() {
             h.push_or_overrun(&HandlerNote { eq: idx, eq_gen: q.gen, ev: *ev });
@@ -257,6 +300,8 @@ fn eq_alloc(ni_handle: u32, count: u64, handler: ptl_eq_handler_t, out: *mut u32
         q.ring_off = off as u64;
         q.ring_len = bytes as u64;
         q.next_seq = 0;
+        q.pushed = 0;
+        q.taken_hint = 0;
         q.state = LIVE;
         n.seg.state(&g).stats.eq_alloc += 1;
         handle::make(handle::EQ, q.gen, idx)
@@ -413,7 +458,11 @@ fn eq_poll(eq_handles: *mut u32, size: i32, timeout: u32, event: *mut Event, whi
             q.waiters.fetch_add(1, Ordering::AcqRel);
         }
         let rings: Vec<&Ring<Event>> = qs.iter().map(|q| &q.ring).collect();
-        let r = Ring::wait_any_nonempty(&rings, left);
+        let r = if spin_until(|| rings.iter().any(|r| !r.is_empty()), left) {
+            Ok(())
+        } else {
+            Ring::wait_any_nonempty(&rings, left.map(|l| l.saturating_sub(spin_time())))
+        };
         if r == Err(softnic_fabric::Error::Unsupported) {
             // One sleep cannot cover them (too many queues, or an old kernel): short naps.
             std::thread::sleep(left.unwrap_or(Duration::MAX).min(Duration::from_millis(1)));

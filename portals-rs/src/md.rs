@@ -512,12 +512,29 @@ pub unsafe extern "C" fn PtlMEMDPost(
     done("PtlMEMDPost", r)
 }
 
-/// The pieces of MD row `i`'s memory as (registration, address, length), in order.
-pub fn pieces(seg: &Seg, g: &Guard<'_>, i: u32) -> Vec<(u64, u64, u64)> {
-    let Some(m) = seg.md(g, i) else { return Vec::new() };
+/// An MD's memory as (registration, address, length) pieces, in order: the one piece
+/// of a contiguous MD without a heap allocation (this is on every operation's path).
+pub enum Pieces {
+    One([(u64, u64, u64); 1]),
+    Many(Vec<(u64, u64, u64)>),
+}
+
+impl std::ops::Deref for Pieces {
+    type Target = [(u64, u64, u64)];
+    fn deref(&self) -> &Self::Target {
+        match self {
+            Pieces::One(a) => a,
+            Pieces::Many(v) => v,
+        }
+    }
+}
+
+/// The pieces of MD row `i`'s memory.
+pub fn pieces(seg: &Seg, g: &Guard<'_>, i: u32) -> Pieces {
+    let Some(m) = seg.md(g, i) else { return Pieces::Many(Vec::new()) };
     if m.niov == 0 {
-        return vec![(m.key, m.view.start, m.view.length)];
+        return Pieces::One([(m.key, m.view.start, m.view.length)]);
     }
     let n = m.niov.min(seg.lay.lim.iov);
-    (0..n).filter_map(|k| seg.iov(g, i, k).map(|r| (r.key, r.base, r.len))).collect()
+    Pieces::Many((0..n).filter_map(|k| seg.iov(g, i, k).map(|r| (r.key, r.base, r.len))).collect())
 }

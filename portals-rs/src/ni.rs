@@ -378,7 +378,8 @@ pub unsafe extern "C" fn PtlNIStatus(ni_handle: u32, register_index: u32, status
 
 fn status_register(n: &Ni, sr: u32) -> PResult<u64> {
     let g = n.seg.lock();
-    let s = &n.seg.state(&g).stats;
+    let h = n.seg.state(&g);
+    let s = &h.stats;
     let lim = n.seg.lay.lim;
     // PTL_SR_MLIST_LEN(i) / PTL_SR_MLIST_MAX(i): bit 31, the portal in bits 16-30.
     if sr & (1 << 31) != 0 {
@@ -393,10 +394,10 @@ fn status_register(n: &Ni, sr: u32) -> PResult<u64> {
     Ok(match sr {
         PTL_SR_DROP_COUNT => s.drop_count,
         PTL_SR_DROP_LENGTH => s.drop_length,
-        PTL_SR_RECV_COUNT => s.recv_count,
-        PTL_SR_RECV_LENGTH => s.recv_length,
-        PTL_SR_SEND_COUNT => s.send_count,
-        PTL_SR_SEND_LENGTH => s.send_length,
+        PTL_SR_RECV_COUNT => h.hot.recv_count,
+        PTL_SR_RECV_LENGTH => h.hot.recv_length,
+        PTL_SR_SEND_COUNT => h.hot.send_count,
+        PTL_SR_SEND_LENGTH => h.hot.send_length,
         PTL_SR_MES_ALLOC => s.me_alloc,
         PTL_SR_MES_FREED => s.me_freed,
         PTL_SR_MES_MAX => lim.mes as u64,

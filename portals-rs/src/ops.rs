@@ -38,10 +38,15 @@ pub struct Target {
 
 static TARGETS: Mutex<Option<HashMap<(u32, u32, u32), Arc<Target>>>> = Mutex::new(None);
 
+/// A thread's request and reply buffers (kept: no allocation per operation).
+struct Bufs {
+    req: Vec<u8>,
+    reply: Vec<u8>,
+}
+
 thread_local! {
     static LAST_TARGET: RefCell<Option<Arc<Target>>> = const { RefCell::new(None) };
-    static REQ_BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-    static REPLY_BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    static BUFS: RefCell<Bufs> = const { RefCell::new(Bufs { req: Vec::new(), reply: Vec::new() }) };
 }
 
 /// Forgets every cached target (PtlNIFini).
@@ -105,7 +110,7 @@ enum Outcome {
 
 /// The initiator's memory for one operation: its MD's pieces and the part used.
 struct Mem {
-    pieces: Vec<(u64, u64)>,
+    pieces: md::Pieces,
     off: u64,
     len: u64,
 }
@@ -137,32 +142,36 @@ fn send(n: &Ni, tid: ptl_process_id_t, base: Req, src: Option<&Mem>, dst: Option
             req.flags |= service::F_LOCAL;
             req.local = &spans as *const LocalSpans as u64;
         }
-        let r = REPLY_BUF.with(|rb| {
-            let mut reply = rb.borrow_mut();
+        let r = BUFS.with(|b| {
+            let mut b = b.borrow_mut();
+            let Bufs { req: buf, reply } = &mut *b;
             reply.clear();
-            let r = REQ_BUF.with(|qb| {
-                let mut buf = qb.borrow_mut();
+            let r = if local {
+                // Data moves in place: the request is just its header.
+                t.peer.call(registry::api::PORTALS, bytes_of(&req), reply)
+            } else {
                 buf.clear();
-                if let Some(d) = inline {
+                let data_len = match (inline, src) {
+                    (Some(d), _) => Some(d.len()),
+                    (None, Some(s)) if req.op == service::OP_PUT && s.len as usize <= service::INLINE_MAX => Some(s.len as usize),
+                    _ => None,
+                };
+                if data_len.is_some() {
                     req.flags |= service::F_INLINE;
-                    buf.extend_from_slice(bytes_of(&req));
-                    buf.extend_from_slice(d);
-                } else if let (false, true, Some(s)) = (local, req.op == service::OP_PUT, src) {
-                    if s.len as usize <= service::INLINE_MAX {
-                        req.flags |= service::F_INLINE;
-                        buf.extend_from_slice(bytes_of(&req));
+                }
+                buf.extend_from_slice(bytes_of(&req));
+                match (inline, src) {
+                    (Some(d), _) => buf.extend_from_slice(d),
+                    (None, Some(s)) if data_len.is_some() => {
                         let at = buf.len();
                         buf.resize(at + s.len as usize, 0);
                         service::local_parts(&s.span(), 0, s.len, |d, p| buf[at + d as usize..at + d as usize + p.len()].copy_from_slice(p));
-                    } else {
-                        buf.extend_from_slice(bytes_of(&req));
                     }
-                } else {
-                    buf.extend_from_slice(bytes_of(&req));
+                    _ => {}
                 }
-                t.peer.call(registry::api::PORTALS, &buf, &mut reply)
-            });
-            r.map(|_| (read_pod::<Rep>(&reply), reply.get(service::REP_LEN..).map(|x| x.to_vec()).unwrap_or_default()))
+                t.peer.call(registry::api::PORTALS, buf, reply)
+            };
+            r.map(|_| (read_pod::<Rep>(reply), reply.get(service::REP_LEN..).map(|x| x.to_vec()).unwrap_or_default()))
         });
         let (rep, extra) = match r {
             Ok((Some(rep), extra)) => (rep, extra),
@@ -274,7 +283,7 @@ fn own_event(seg: &Seg, g: &Guard<'_>, mi: u32, kind: u32, peer: ptl_process_id_
 fn begin(n: &Ni, g: &Guard<'_>, idx: u32, gen: u32, region: Option<(u64, u64)>, write: bool, counts: bool) -> PResult<(u32, u32, Mem)> {
     let seg = &n.seg;
     let mi = md::row_of(seg, g, idx, gen)?;
-    let pieces: Vec<(u64, u64)> = md::pieces(seg, g, mi).iter().map(|&(_, a, l)| (a, l)).collect();
+    let pieces = md::pieces(seg, g, mi);
     let m = seg.md(g, mi).expect("live");
     let (off, len) = region.unwrap_or((0, m.total));
     if off.checked_add(len).map_or(true, |e| e > m.total) {
@@ -287,7 +296,6 @@ fn begin(n: &Ni, g: &Guard<'_>, idx: u32, gen: u32, region: Option<(u64, u64)>, 
         m.view.threshold -= 1;
     }
     m.pending += 1;
-    m.pending_since = md::now_ns();
     let s = seg.state(g);
     let link = s.next_link;
     s.next_link = link.wrapping_add(1);
@@ -345,7 +353,7 @@ fn put(md_h: u32, region: Option<(u64, u64)>, ack_req: u32, target: ptl_process_
         let ack_wanted = ack_req == PTL_ACK_REQ && seg.md(&g, mi).expect("live").view.eq_handle != PTL_EQ_NONE;
         let base = base_req(&n, service::OP_PUT, pt, ac, bits, roff, hdr, mem.len);
         own_event(seg, &g, mi, PTL_EVENT_SEND_START, n.id, &base, mem.len, mem.len, mem.off, link, false);
-        let st = &mut seg.state(&g).stats;
+        let st = &mut seg.state(&g).hot;
         st.send_count += 1;
         st.send_length = st.send_length.wrapping_add(mem.len);
         (mi, link, mem, ack_wanted)

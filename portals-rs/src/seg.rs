@@ -36,7 +36,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 pub const MAGIC: u64 = u64::from_le_bytes(*b"snicPTL3");
 /// Layout version: bump on any change below.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 pub const NONE: u32 = u32::MAX;
 pub const HEADER_LEN: usize = 4096;
 /// Entries of the EQ-handler ring.
@@ -63,16 +63,23 @@ pub struct Limits {
     pub getput: u32,
 }
 
-/// Status registers and counters (under the lock).
+/// The status registers every operation updates: on the lock's cache line, so that an
+/// operation moves one line of the header between processes, not three.
+#[repr(C)]
+#[derive(Default)]
+pub struct HotStats {
+    pub recv_count: u64,
+    pub recv_length: u64,
+    pub send_count: u64,
+    pub send_length: u64,
+}
+
+/// The other status registers and counters (under the lock).
 #[repr(C)]
 #[derive(Default)]
 pub struct Stats {
     pub drop_count: u64,
     pub drop_length: u64,
-    pub recv_count: u64,
-    pub recv_length: u64,
-    pub send_count: u64,
-    pub send_length: u64,
     pub me_alloc: u64,
     pub me_freed: u64,
     pub md_alloc: u64,
@@ -106,21 +113,22 @@ pub struct Header {
     /// PtlNIDebug's mask (who processes a request prints what it says).
     pub debug: AtomicU32,
     _pad2: [u8; 56],
-    // Line 3.
+    // Line 3: the lock and what every operation writes under it.
     pub lock: ShmLock,
-    _pad3: [u8; 48],
-    // Line 4 on: under the lock.
     /// The next operation id (the `link` of START/END pairs).
     pub next_link: u32,
     /// MD rows unlinked by others, waiting for the owner (chained through `MdRow::me`).
     pub zombies: u32,
+    pub hot: HotStats,
+    _pad3: [u8; 8],
+    // Line 4 on: under the lock.
     /// Free ME rows (chained through `MeRow::next`) and rows never used yet.
     pub me_free: u32,
     pub me_hw: u32,
     /// Free MD rows (chained through `MdRow::me`) and rows never used yet.
     pub md_free: u32,
     pub md_hw: u32,
-    _pad4: [u8; 40],
+    _pad4: [u8; 48],
     pub stats: Stats,
 }
 
@@ -128,7 +136,7 @@ const _: () = {
     use std::mem::{offset_of, size_of};
     assert!(size_of::<Header>() <= HEADER_LEN);
     assert!(offset_of!(Header, alive) == 128 && offset_of!(Header, lock) == 192);
-    assert!(offset_of!(Header, next_link) == 256);
+    assert!(offset_of!(Header, hot) + size_of::<HotStats>() <= 256 && offset_of!(Header, me_free) == 256);
 };
 
 #[repr(C)]
@@ -225,7 +233,12 @@ pub struct EqRow {
     pub ring_len: u64,
     /// The sequence number of the next event (dropped ones take one too).
     pub next_seq: u64,
-    _pad: [u64; 3],
+    /// Events pushed, and a lower bound of those taken (refreshed from the ring only
+    /// when the difference reaches `count`, so that a push rarely reads the line the
+    /// consumer writes).
+    pub pushed: u64,
+    pub taken_hint: u64,
+    _pad: u64,
 }
 
 /// An entry of the EQ-handler ring: the event and the queue it went to.

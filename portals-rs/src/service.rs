@@ -25,7 +25,7 @@ use crate::ni::{Lib, Ni, PD};
 use crate::seg::{Guard, Seg, LIVE, MDF_DOOMED, MDF_UNLINK_NOFIT, MDF_UNLINK_OP, NONE};
 use crate::types::*;
 use softnic_fabric::mem::{MemKey, RingLoc};
-use softnic_fabric::rma::{self, Peer, RegionView};
+use softnic_fabric::rma::{self, Live, Peer, RegionView};
 use softnic_fabric::{Error, Result};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -110,11 +110,12 @@ pub const REP_LEN: usize = std::mem::size_of::<Rep>();
 /// Most data carried in a request or reply.
 pub const INLINE_MAX: usize = rma::MAX_CALL - 256;
 
-/// A list of pieces of memory (address, length) in the initiator's process.
+/// A list of pieces of memory (registration, unused here; address; length) in the
+/// initiator's process.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct Span {
-    pub ptr: *const (u64, u64),
+    pub ptr: *const (u64, u64, u64),
     pub n: usize,
     /// Where in the pieces the transfer starts (a region's local offset).
     pub off: u64,
@@ -247,7 +248,8 @@ pub fn serve(target: &Arc<Peer>, req_bytes: &[u8], reply: &mut Vec<u8>) -> Resul
             return Ok(());
         }
         match req.op & 0xff {
-            OP_PUT | OP_GET | OP_GETPUT => request(target, seg, &g, &req, data, local, &mut out),
+            // Peer::call checked the target's liveness just before.
+            OP_PUT | OP_GET | OP_GETPUT => request(target.live_probed()?, seg, &g, &req, data, local, &mut out),
             OP_COMPLETE => complete(seg, &g, &req, &mut out),
             _ => return Err(Error::InvalidArg),
         }
@@ -418,7 +420,7 @@ fn kinds(op: u32) -> (u32, u32) {
 }
 
 /// A put, get or getput request (lock held).
-fn request(target: &Arc<Peer>, seg: &Seg, g: &Guard<'_>, req: &Req, data: &[u8], local: Option<&LocalSpans>, out: &mut Out) {
+fn request(target: Live<'_>, seg: &Seg, g: &Guard<'_>, req: &Req, data: &[u8], local: Option<&LocalSpans>, out: &mut Out) {
     if let Err(why) = admitted(seg, g, req) {
         return drop_req(seg, g, req, why);
     }
@@ -493,7 +495,7 @@ fn request(target: &Arc<Peer>, seg: &Seg, g: &Guard<'_>, req: &Req, data: &[u8],
 #[allow(clippy::too_many_arguments)]
 fn finish(seg: &Seg, g: &Guard<'_>, mi: u32, end_kind: u32, req: &Req, mlength: u64, offset: u64, link: u32, fail: bool) {
     target_event(seg, g, mi, end_kind, PTL_MD_EVENT_END_DISABLE, req, mlength, offset, link, fail);
-    let st = &mut seg.state(g).stats;
+    let st = &mut seg.state(g).hot;
     st.recv_count += 1;
     st.recv_length = st.recv_length.wrapping_add(mlength);
     let Some(m) = seg.md(g, mi) else { return };
@@ -548,22 +550,22 @@ pub fn each_piece(pieces: &[(u64, u64, u64)], mut off: u64, n: u64, mut f: impl 
     }
 }
 
-fn write_pieces(target: &Peer, pieces: &[(u64, u64, u64)], off: u64, src: &[u8]) -> Result<()> {
+fn write_pieces(target: Live<'_>, pieces: &[(u64, u64, u64)], off: u64, src: &[u8]) -> Result<()> {
     let mut r = Ok(());
     each_piece(pieces, off, src.len() as u64, |key, addr, at, len| {
         if r.is_ok() {
-            r = rma::put(target, MemKey::from_u64(key), addr, &src[at as usize..(at + len) as usize], PD);
+            r = target.put(MemKey::from_u64(key), addr, &src[at as usize..(at + len) as usize], PD);
         }
     });
     r
 }
 
-fn read_pieces(target: &Peer, pieces: &[(u64, u64, u64)], off: u64, dst: &mut [u8]) -> Result<()> {
+fn read_pieces(target: Live<'_>, pieces: &[(u64, u64, u64)], off: u64, dst: &mut [u8]) -> Result<()> {
     let mut r = Ok(());
     let n = dst.len() as u64;
     each_piece(pieces, off, n, |key, addr, at, len| {
         if r.is_ok() {
-            r = rma::get(target, MemKey::from_u64(key), addr, &mut dst[at as usize..(at + len) as usize], PD);
+            r = target.get(MemKey::from_u64(key), addr, &mut dst[at as usize..(at + len) as usize], PD);
         }
     });
     r
@@ -575,7 +577,7 @@ pub fn local_parts(span: &Span, at: u64, len: u64, mut f: impl FnMut(u64, &mut [
     let pieces = unsafe { std::slice::from_raw_parts(span.ptr, span.n) };
     let mut off = span.off + at;
     let mut done = 0u64;
-    for &(addr, plen) in pieces {
+    for &(_, addr, plen) in pieces {
         if done >= len {
             break;
         }
@@ -593,24 +595,24 @@ pub fn local_parts(span: &Span, at: u64, len: u64, mut f: impl FnMut(u64, &mut [
     }
 }
 
-fn copy_local_to_pieces(target: &Peer, src: &Span, pieces: &[(u64, u64, u64)], off: u64, n: u64) -> Result<()> {
+fn copy_local_to_pieces(target: Live<'_>, src: &Span, pieces: &[(u64, u64, u64)], off: u64, n: u64) -> Result<()> {
     let mut r = Ok(());
     each_piece(pieces, off, n, |key, addr, at, len| {
         local_parts(src, at, len, |d, s| {
             if r.is_ok() {
-                r = rma::put(target, MemKey::from_u64(key), addr + d, s, PD);
+                r = target.put(MemKey::from_u64(key), addr + d, s, PD);
             }
         });
     });
     r
 }
 
-fn copy_pieces_to_local(target: &Peer, pieces: &[(u64, u64, u64)], off: u64, n: u64, dst: &Span) -> Result<()> {
+fn copy_pieces_to_local(target: Live<'_>, pieces: &[(u64, u64, u64)], off: u64, n: u64, dst: &Span) -> Result<()> {
     let mut r = Ok(());
     each_piece(pieces, off, n, |key, addr, at, len| {
         local_parts(dst, at, len, |d, s| {
             if r.is_ok() {
-                r = rma::get(target, MemKey::from_u64(key), addr + d, s, PD);
+                r = target.get(MemKey::from_u64(key), addr + d, s, PD);
             }
         });
     });
