@@ -188,7 +188,7 @@ pub static TUNABLES: &[Tunable] = &[
         name: "SOFTNIC_PTL_EQ_MEM",
         default: "67108864",
         help: "Portals: bytes of shared memory per network interface for the event \
-               queues (152 bytes per event of capacity, each queue rounded up to a \
+               queues (128 bytes per event of capacity, each queue rounded up to a \
                power of two); PtlEQAlloc gives PTL_NO_SPACE beyond it. Only the pages \
                queues touch are allocated.",
     },

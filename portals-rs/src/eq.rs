@@ -35,8 +35,6 @@ use std::time::{Duration, Instant};
 
 /// Most events a queue may be asked to hold.
 pub const MAX_COUNT: u64 = 1 << 20;
-/// The kind of the entry that wakes waiters of a freed queue.
-const POISON: u32 = u32::MAX;
 
 /// Free space of the event arena (first fit, merged on free).
 pub struct Arena {
@@ -78,7 +76,7 @@ impl Arena {
 pub struct EqLocal {
     pub handle: u32,
     pub idx: u32,
-    ring: Ring<Event>,
+    ring: Ring<Packed>,
     chunk: (usize, usize),
     /// The sequence number expected next; its lock serialises consumers.
     next: Mutex<u32>,
@@ -99,7 +97,7 @@ impl EqLocal {
     /// Wakes and refuses every waiter (PtlEQFree, PtlNIFini).
     pub fn end(&self) {
         self.ended.store(true, Ordering::Release);
-        let _ = self.ring.push(&Event { kind: POISON, ..Event::default() });
+        let _ = self.ring.push(&Packed { kind: Packed::POISON, ..Packed::default() });
     }
 
     /// The next event and whether events were dropped before it; `Ok(None)` when empty.
@@ -110,15 +108,15 @@ impl EqLocal {
         let mut next = self.next.lock().unwrap_or_else(|e| e.into_inner());
         match self.ring.pop() {
             None => Ok(None),
-            Some(ev) if ev.kind == POISON => {
+            Some(p) if p.kind == Packed::POISON => {
                 // Leave it for the other waiters.
-                let _ = self.ring.push(&ev);
+                let _ = self.ring.push(&p);
                 Err(PTL_EQ_INVALID)
             }
-            Some(ev) => {
-                let dropped = ev.sequence != *next;
-                *next = ev.sequence.wrapping_add(1);
-                Ok(Some((ev, dropped)))
+            Some(p) => {
+                let dropped = p.sequence != *next;
+                *next = p.sequence.wrapping_add(1);
+                Ok(Some((p.unpack(), dropped)))
             }
         }
     }
@@ -204,7 +202,7 @@ pub fn push(seg: &Seg, g: &Guard<'_>, eq_h: u32, ev: &mut Event) -> bool {
         q.taken_hint = q.pushed.wrapping_sub(queued);
         room = queued < q.count as u64;
     }
-    let pushed = room && ring.push(ev).is_ok();
+    let pushed = room && ring.push(&Packed::pack(ev)).is_ok();
     if pushed {
         q.pushed = q.pushed.wrapping_add(1);
     }
@@ -274,12 +272,12 @@ fn eq_alloc(ni_handle: u32, count: u64, handler: ptl_eq_handler_t, out: *mut u32
     }
     // Room for count events plus consumers between their two ring steps.
     let cap = ((count + 2).next_power_of_two()).max(2) as u32;
-    let bytes = Ring::<Event>::bytes_needed(cap);
+    let bytes = Ring::<Packed>::bytes_needed(cap);
     let off = n.arena.lock().unwrap_or_else(|e| e.into_inner()).alloc(bytes).ok_or(PTL_NO_SPACE)?;
     let release = |n: &Ni| n.arena.lock().unwrap_or_else(|e| e.into_inner()).release(off, bytes);
     // SAFETY: a free chunk of the arena, inside our segment, 64-aligned; nobody can reach
     // it before the row below names it.
-    let ring = match unsafe { Ring::<Event>::init(n.seg.base().add(off), bytes, cap) } {
+    let ring = match unsafe { Ring::<Packed>::init(n.seg.base().add(off), bytes, cap) } {
         Ok(r) => r,
         Err(_) => {
             release(&n);
@@ -457,7 +455,7 @@ fn eq_poll(eq_handles: *mut u32, size: i32, timeout: u32, event: *mut Event, whi
         for q in &qs {
             q.waiters.fetch_add(1, Ordering::AcqRel);
         }
-        let rings: Vec<&Ring<Event>> = qs.iter().map(|q| &q.ring).collect();
+        let rings: Vec<&Ring<Packed>> = qs.iter().map(|q| &q.ring).collect();
         let r = if spin_until(|| rings.iter().any(|r| !r.is_empty()), left) {
             Ok(())
         } else {

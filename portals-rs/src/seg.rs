@@ -36,7 +36,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 pub const MAGIC: u64 = u64::from_le_bytes(*b"snicPTL3");
 /// Layout version: bump on any change below.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 pub const NONE: u32 = u32::MAX;
 pub const HEADER_LEN: usize = 4096;
 /// Entries of the EQ-handler ring.
@@ -440,7 +440,7 @@ impl Seg {
     }
 
     /// The ring of queue row `q` (its offset and length checked against the arena).
-    pub fn eq_ring(&self, q: &EqRow) -> Option<Ring<Event>> {
+    pub fn eq_ring(&self, q: &EqRow) -> Option<Ring<Packed>> {
         let off = q.ring_off as usize;
         let len = q.ring_len as usize;
         let end = off.checked_add(len)?;
@@ -448,7 +448,7 @@ impl Seg {
             return None;
         }
         // SAFETY: inside the arena of the mapping; attach validates the ring header.
-        unsafe { Ring::<Event>::attach(self.base.add(off), len).ok() }
+        unsafe { Ring::<Packed>::attach(self.base.add(off), len).ok() }
     }
 
     /// The EQ-handler ring.

@@ -240,6 +240,103 @@ pub type ptl_event_t = Event;
 // fields), any bit pattern valid.
 unsafe impl softnic_fabric::ring::Pod for Event {}
 
+/// An [`Event`] without its padding, as the event rings hold it: 120 bytes, so that a
+/// ring slot (a sequence word and the entry) is exactly two cache lines, which is what
+/// a deposit moves from the depositing process to the consumer.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Packed {
+    pub kind: u8,
+    pub fail: u8,
+    pub _pad: u16,
+    pub link: u32,
+    pub initiator: ptl_process_id_t,
+    pub uid: u32,
+    pub jid: u32,
+    pub pt_index: u32,
+    pub md_handle: u32,
+    pub match_bits: u64,
+    pub rlength: u64,
+    pub mlength: u64,
+    pub offset: u64,
+    pub hdr_data: u64,
+    pub md_start: u64,
+    pub md_length: u64,
+    pub md_max_size: u64,
+    pub md_user_ptr: u64,
+    pub md_threshold: i32,
+    pub md_options: u32,
+    pub sequence: u32,
+    pub md_eq_handle: u32,
+}
+
+// SAFETY: repr(C) integers only (explicit padding), any bit pattern valid.
+unsafe impl softnic_fabric::ring::Pod for Packed {}
+
+const _: () = assert!(std::mem::size_of::<Packed>() == 120 && std::mem::align_of::<Packed>() == 8);
+
+impl Packed {
+    /// The kind that is no event (wakes waiters of a freed queue).
+    pub const POISON: u8 = u8::MAX;
+
+    pub fn pack(e: &Event) -> Packed {
+        Packed {
+            kind: e.kind.min(254) as u8,
+            fail: e.ni_fail_type.min(255) as u8,
+            _pad: 0,
+            link: e.link,
+            initiator: e.initiator,
+            uid: e.uid,
+            jid: e.jid,
+            pt_index: e.pt_index,
+            md_handle: e.md_handle,
+            match_bits: e.match_bits,
+            rlength: e.rlength,
+            mlength: e.mlength,
+            offset: e.offset,
+            hdr_data: e.hdr_data,
+            md_start: e.md.start,
+            md_length: e.md.length,
+            md_max_size: e.md.max_size,
+            md_user_ptr: e.md.user_ptr,
+            md_threshold: e.md.threshold,
+            md_options: e.md.options,
+            sequence: e.sequence,
+            md_eq_handle: e.md.eq_handle,
+        }
+    }
+
+    pub fn unpack(&self) -> Event {
+        Event {
+            kind: self.kind as u32,
+            initiator: self.initiator,
+            uid: self.uid,
+            jid: self.jid,
+            pt_index: self.pt_index,
+            match_bits: self.match_bits,
+            rlength: self.rlength,
+            mlength: self.mlength,
+            offset: self.offset,
+            md_handle: self.md_handle,
+            md: MdView {
+                start: self.md_start,
+                length: self.md_length,
+                threshold: self.md_threshold,
+                max_size: self.md_max_size,
+                options: self.md_options,
+                user_ptr: self.md_user_ptr,
+                eq_handle: self.md_eq_handle,
+                ..MdView::default()
+            },
+            hdr_data: self.hdr_data,
+            link: self.link,
+            ni_fail_type: self.fail as u32,
+            sequence: self.sequence,
+            ..Event::default()
+        }
+    }
+}
+
 // The layouts of the fact sheet (x86-64 LP64).
 const _: () = {
     use std::mem::{align_of, offset_of, size_of};
