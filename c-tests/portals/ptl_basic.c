@@ -282,6 +282,27 @@ static void threshold_section(void)
     PCHECK_RC(PtlMEUnlink(m), PTL_ME_INVALID);
     PCHECK(PtlMDUnlink(smd));
     drain(eq_i);
+    /* Initiator side: a put's send and its ack each take a unit; the bound MD (threshold
+     * 2, PTL_UNLINK) goes after the ack.  A bound MD made with threshold 0 is used, not
+     * unlinked. */
+    m = post(0x52, buf, 64, PTL_MD_THRESH_INF, PTL_MD_OP_PUT, PTL_RETAIN, &d);
+    ptl_handle_md_t b2, b0;
+    PCHECK(PtlMDBind(ni, md_of(src, 4, 2, 0, eq_i), PTL_UNLINK, &b2));
+    PCHECK(PtlPut(b2, PTL_ACK_REQ, me, PT, 0, 0x52, 0, 0));
+    e = EXPECT(eq_i, PTL_EVENT_SEND_START);
+    CHECK_EQ(e.md.threshold, 1);
+    EXPECT(eq_i, PTL_EVENT_SEND_END);
+    e = EXPECT(eq_i, PTL_EVENT_ACK);
+    CHECK_EQ(e.md.threshold, 0);
+    u = EXPECT(eq_i, PTL_EVENT_UNLINK);
+    CHECK(u.md_handle == b2 && u.link == e.link);
+    PCHECK_RC(PtlMDUnlink(b2), PTL_MD_INVALID);
+    PCHECK(PtlMDBind(ni, md_of(src, 4, 0, 0, eq_i), PTL_UNLINK, &b0));
+    PCHECK(PtlPut(b0, PTL_ACK_REQ, me, PT, 0, 0x52, 0, 0));
+    CHECK_EQ(drain(eq_i), 3);                                 /* SEND_START, SEND_END, ACK */
+    PCHECK(PtlMDUnlink(b0));                                  /* still there */
+    PCHECK(PtlMEUnlink(m));
+    drain(eq_t);
 }
 
 /* Digest 9.5: an ack only when asked, when the initiator's MD has a queue, when the

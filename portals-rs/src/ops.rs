@@ -17,7 +17,7 @@
 use crate::handle;
 use crate::md;
 use crate::ni::{endpoint_key, parse_payload, Lib, Ni, PD};
-use crate::seg::{Guard, Seg, MDF_DOOMED, MDF_UNLINK_OP, MDF_WRITABLE};
+use crate::seg::{Guard, MdRow, Seg, MDF_DOOMED, MDF_SPENT, MDF_UNLINK_OP, MDF_WRITABLE};
 use crate::service::{self, bytes_of, read_pod, LocalSpans, Rep, Req, Span};
 use crate::status::{done, PResult};
 use crate::types::*;
@@ -292,14 +292,25 @@ fn begin(n: &Ni, g: &Guard<'_>, idx: u32, gen: u32, region: Option<(u64, u64)>, 
     if write && m.flags & MDF_WRITABLE == 0 && len > 0 {
         return Err(PTL_MD_ILLEGAL);
     }
-    if counts && m.view.threshold > 0 {
-        m.view.threshold -= 1;
+    if counts {
+        use_unit(m);
     }
     m.pending += 1;
     let s = seg.state(g);
     let link = s.next_link;
     s.next_link = link.wrapping_add(1);
     Ok((mi, link, Mem { pieces, off, len }))
+}
+
+/// Takes one threshold unit of an initiator-side operation (a send, an ack, a reply),
+/// if any is left: these are never refused for the threshold.
+fn use_unit(m: &mut MdRow) {
+    if m.view.threshold > 0 {
+        m.view.threshold -= 1;
+        if m.view.threshold == 0 {
+            m.flags |= MDF_SPENT;
+        }
+    }
 }
 
 /// The end of every operation on our MD row `mi`: busy mark off, then the unlink check
@@ -314,7 +325,7 @@ fn end(seg: &Seg, g: &Guard<'_>, mi: u32, link: u32) -> bool {
         }
         return false;
     }
-    if m.flags & MDF_UNLINK_OP != 0 && m.pending == 0 && m.view.threshold == 0 {
+    if m.flags & MDF_UNLINK_OP != 0 && m.flags & MDF_SPENT != 0 && m.pending == 0 && m.view.threshold == 0 {
         md::unlink_md_with(seg, g, mi, Some(link));
         return true;
     }
@@ -369,9 +380,7 @@ fn put(md_h: u32, region: Option<(u64, u64)>, ack_req: u32, target: ptl_process_
     if let Outcome::Accepted(rep, _) = &outcome {
         if ack_wanted && rep.flags & service::R_ACK != 0 {
             if let Some(m) = seg.md(&g, mi) {
-                if m.view.threshold > 0 {
-                    m.view.threshold -= 1;
-                }
+                use_unit(m);
             }
             // An ack that finds no room is discarded and counted (doc 4.2).
             if !own_event(seg, &g, mi, PTL_EVENT_ACK, target, &req, mem.len, rep.mlength, rep.offset, link, false) {
@@ -423,9 +432,7 @@ fn get(md_h: u32, region: Option<(u64, u64)>, target: ptl_process_id_t, pt: u32,
         own_event(seg, &g, mi, PTL_EVENT_REPLY_END, target, &req, mem.len, mlength, mem.off, link, fail);
         if !fail {
             if let Some(m) = seg.md(&g, mi) {
-                if m.view.threshold > 0 {
-                    m.view.threshold -= 1;
-                }
+                use_unit(m);
             }
         }
     }
@@ -483,9 +490,7 @@ fn getput(get_h: u32, put_h: u32, target: ptl_process_id_t, pt: u32, ac: u32, bi
         own_event(seg, &g, gmi, PTL_EVENT_REPLY_END, target, &req, pmem.len, mlength, 0, plink, failed);
         if !failed {
             if let Some(m) = seg.md(&g, gmi) {
-                if m.view.threshold > 0 {
-                    m.view.threshold -= 1;
-                }
+                use_unit(m);
             }
         }
     }

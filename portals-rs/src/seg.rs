@@ -186,6 +186,9 @@ pub const MDF_UNLINK_NOFIT: u32 = 1 << 1;
 pub const MDF_DOOMED: u32 = 1 << 2;
 /// The memory may be written (checked or registered read-write).
 pub const MDF_WRITABLE: u32 = 1 << 3;
+/// An initiator-side operation used the last threshold unit (so the MD may auto-unlink:
+/// one made or updated with threshold 0 never does).
+pub const MDF_SPENT: u32 = 1 << 4;
 
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
