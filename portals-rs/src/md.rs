@@ -320,17 +320,17 @@ fn attach(me_handle: u32, md: ptl_md_t, unlink_op: u32, unlink_nofit: u32, md_ha
 }
 
 #[no_mangle]
-pub extern "C" fn PtlMDAttach(me_handle: u32, md: ptl_md_t, unlink_op: u32, md_handle: *mut u32) -> i32 {
+pub unsafe extern "C" fn PtlMDAttach(me_handle: u32, md: ptl_md_t, unlink_op: u32, md_handle: *mut u32) -> i32 {
     done("PtlMDAttach", attach(me_handle, md, unlink_op, PTL_RETAIN, md_handle))
 }
 
 #[no_mangle]
-pub extern "C" fn PtlMDAttachNoFit(me_handle: u32, md: ptl_md_t, unlink_op: u32, unlink_nofit: u32, md_handle: *mut u32) -> i32 {
+pub unsafe extern "C" fn PtlMDAttachNoFit(me_handle: u32, md: ptl_md_t, unlink_op: u32, unlink_nofit: u32, md_handle: *mut u32) -> i32 {
     done("PtlMDAttachNoFit", attach(me_handle, md, unlink_op, unlink_nofit, md_handle))
 }
 
 #[no_mangle]
-pub extern "C" fn PtlMDBind(ni_handle: u32, md: ptl_md_t, unlink_op: u32, md_handle: *mut u32) -> i32 {
+pub unsafe extern "C" fn PtlMDBind(ni_handle: u32, md: ptl_md_t, unlink_op: u32, md_handle: *mut u32) -> i32 {
     let r = (|| {
         let n = Lib::ni(ni_handle)?;
         if md_handle.is_null() {

@@ -30,13 +30,16 @@ use std::sync::{Arc, Mutex};
 
 /// A target NI found in a registry.
 pub struct Target {
-    key: (u32, u32, u32),
+    key: TargetKey,
     peer: Arc<Peer>,
     loc: RingLoc,
     nonce: u64,
 }
 
-static TARGETS: Mutex<Option<HashMap<(u32, u32, u32), Arc<Target>>>> = Mutex::new(None);
+/// (job, nid, pid) of a target NI.
+type TargetKey = (u32, u32, u32);
+
+static TARGETS: Mutex<Option<HashMap<TargetKey, Arc<Target>>>> = Mutex::new(None);
 
 /// A thread's request and reply buffers (kept: no allocation per operation).
 struct Bufs {
@@ -55,7 +58,7 @@ pub fn forget_targets() {
     LAST_TARGET.with(|l| *l.borrow_mut() = None);
 }
 
-fn forget(key: (u32, u32, u32)) {
+fn forget(key: TargetKey) {
     if let Some(m) = TARGETS.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
         m.remove(&key);
     }
@@ -286,7 +289,7 @@ fn begin(n: &Ni, g: &Guard<'_>, idx: u32, gen: u32, region: Option<(u64, u64)>, 
     let pieces = md::pieces(seg, g, mi);
     let m = seg.md(g, mi).expect("live");
     let (off, len) = region.unwrap_or((0, m.total));
-    if off.checked_add(len).map_or(true, |e| e > m.total) {
+    if off.checked_add(len).is_none_or(|e| e > m.total) {
         return Err(PTL_MD_ILLEGAL);
     }
     if write && m.flags & MDF_WRITABLE == 0 && len > 0 {
@@ -332,6 +335,7 @@ fn end(seg: &Seg, g: &Guard<'_>, mi: u32, link: u32) -> bool {
     false
 }
 
+#[allow(clippy::too_many_arguments)]
 fn base_req(n: &Ni, op: u32, pt: u32, ac: u32, bits: u64, roff: u64, hdr: u64, rlength: u64) -> Req {
     Req {
         wire: 0x5033_0001,

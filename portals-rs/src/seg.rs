@@ -361,7 +361,7 @@ impl Seg {
     /// # Safety
     /// `base` valid for `len` bytes for the life of the view.
     pub unsafe fn attach(base: *mut u8, len: usize) -> Option<Seg> {
-        if base.is_null() || (base as usize) % 64 != 0 || len < HEADER_LEN {
+        if base.is_null() || !(base as usize).is_multiple_of(64) || len < HEADER_LEN {
             return None;
         }
         // SAFETY: len covers the header.
@@ -405,7 +405,7 @@ impl Seg {
     }
 
     #[allow(clippy::mut_from_ref)]
-    fn row<'a, T>(&'a self, off: usize, size: usize, i: u32, n: u32) -> Option<&'a mut T> {
+    fn row<T>(&self, off: usize, size: usize, i: u32, n: u32) -> Option<&mut T> {
         if i >= n {
             return None;
         }

@@ -87,8 +87,10 @@ pub fn done(func: &'static str, r: PResult<()>) -> i32 {
     })
 }
 
-/// Writes `v` through `p` after a NULL check (`PTL_SEGV`).
+/// Writes `v` through `p` after a NULL check (`PTL_SEGV`).  `p` is the C caller's output
+/// pointer, which the API's contract makes valid when not NULL.
 #[inline]
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn out<T>(p: *mut T, v: T) -> PResult<()> {
     if p.is_null() {
         return Err(PTL_SEGV);
