@@ -10,7 +10,8 @@
 #include <pmi.h>
 #include <unistd.h>
 
-enum { PT_RING = 1, PT_PING = 2, PT_BIG = 3, PT_ACL = 4, PT_SPIN = 5, PT_LATE = 6 };
+enum { PT_RING = 1, PT_PING = 2, PT_BIG = 3, PT_ACL = 4, PT_SPIN = 5, PT_LATE = 6, PT_IOV = 7 };
+#define MID (300 << 10)
 #define BIG (1 << 20)
 
 static int rank, n;
@@ -100,6 +101,11 @@ int main(int argc, char **argv)
         CHECK(id.nid == ids[r].nid && id.pid == ids[r].pid);
         for (int q = 0; q < r; q++) CHECK(ids[q].nid != ids[r].nid || ids[q].pid != ids[r].pid);
     }
+    ptl_nid_t *nmap = malloc(sizeof *nmap * n);
+    ptl_pid_t *pmap = malloc(sizeof *pmap * n);
+    PCHECK(PtlGetNIDMap(ni, nmap, n));
+    PCHECK(PtlGetPIDMap(ni, pmap, n));
+    for (int r = 0; r < n; r++) CHECK(nmap[r] == ids[r].nid && pmap[r] == ids[r].pid);
     unsigned long dist;
     PCHECK(PtlNIDist(ni, ids[right], &dist));
     CHECK_EQ(dist, right == rank ? 0 : ids[right].nid == me.nid ? 1 : 2);
@@ -117,6 +123,15 @@ int main(int argc, char **argv)
     attach(PT_SPIN, ANY_ID, 0, &spin_word, 8, PTL_MD_OP_PUT | PTL_MD_OP_GET | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE | PTL_MD_EVENT_END_DISABLE, PTL_EQ_NONE);
     attach(PT_ACL, ANY_ID, 0, acl, sizeof acl, PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE, eq);
     attach(PT_LATE, ANY_ID, 0, late, sizeof late, PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE, eq);
+    /* An iovec MD of three pieces, the middle one larger than a request carries. */
+    static char ia[100], ic[100];
+    char *ib = malloc(MID);
+    ptl_md_iovec_t tiov[3] = {{ia, 100}, {ib, MID}, {ic, 100}};
+    {
+        ptl_handle_me_t m;
+        PCHECK(PtlMEAttach(ni, PT_IOV, ANY_ID, 0, 0, PTL_RETAIN, PTL_INS_AFTER, &m));
+        PCHECK(PtlMDAttach(m, md_of(tiov, 3, PTL_MD_THRESH_INF, PTL_MD_OP_PUT | PTL_MD_OP_GET | PTL_MD_IOVEC | PTL_MD_MANAGE_REMOTE, eq), PTL_RETAIN, NULL));
+    }
     /* Cookie 1 admits only the left neighbour, on PT_ACL. */
     PCHECK(PtlACEntry(ni, 1, ids[left], PTL_UID_ANY, PTL_JID_ANY, PT_ACL));
     CHECK_EQ(PMI_Barrier(), PMI_SUCCESS);
@@ -273,6 +288,30 @@ int main(int argc, char **argv)
     }
     CHECK(seen[PTL_EVENT_PUT_START] == 1 && seen[PTL_EVENT_PUT_END] == 1 && seen[PTL_EVENT_GET_START] == 1 && seen[PTL_EVENT_GET_END] == 1);
     expect_empty(eq);
+    CHECK_EQ(PMI_Barrier(), PMI_SUCCESS);
+
+    /* Iovecs on both sides: a put of MID+150 bytes from 50 bytes into the right
+     * neighbour's three pieces, read back with a get into two local pieces. */
+    size_t ilen = MID + 150;
+    char *isrc = malloc(ilen), *i1 = malloc(1000), *i2 = malloc(ilen - 1000);
+    for (size_t i = 0; i < ilen; i++) isrc[i] = (char)(i * 11 + rank);
+    ptl_handle_md_t ismd = bind_md(isrc, ilen, ieq), idmd;
+    ptl_md_iovec_t liov[2] = {{i1, 1000}, {i2, ilen - 1000}};
+    PCHECK(PtlMDBind(ni, md_of(liov, 2, PTL_MD_THRESH_INF, PTL_MD_IOVEC, ieq), PTL_RETAIN, &idmd));
+    put_acked(ismd, ids[right], PT_IOV, 0, 50, 5, ilen);
+    PCHECK(PtlGet(idmd, ids[right], PT_IOV, 0, 0, 50));
+    EXPECT(ieq, PTL_EVENT_REPLY_START);
+    re = EXPECT(ieq, PTL_EVENT_REPLY_END);
+    CHECK_EQ(re.mlength, ilen);
+    for (size_t i = 0; i < ilen; i++) {
+        char got_c = i < 1000 ? i1[i] : i2[i - 1000];
+        if (got_c != (char)(i * 11 + rank)) SN_FAIL("iovec byte %zu", i);
+    }
+    CHECK_EQ(PMI_Barrier(), PMI_SUCCESS);
+    CHECK(ia[49] == 0 && ia[50] == (char)left);
+    CHECK(ib[0] == (char)(50 * 11 + left) && ib[MID - 1] == (char)((size_t)(MID + 49) * 11 + left));
+    CHECK(ic[0] == (char)((size_t)(MID + 50) * 11 + left) && ic[99] == (char)((size_t)(MID + 149) * 11 + left));
+    CHECK_EQ(drain(eq), 4);                                   /* PUT_START/END, GET_START/END */
     CHECK_EQ(PMI_Barrier(), PMI_SUCCESS);
 
     PCHECK(PtlNIFini(ni));
