@@ -39,9 +39,11 @@
  *   max_md_iovecs 32 / 256, max_me_list = max_mes, max_getput_md 64 / 4096.
  *   [ptl_basic, ptl_badinput]
  * - Handles are 32-bit: bits 31-30 the kind (NI 0, ME 1, MD 2, EQ 3), 29-16 a
- *   generation, 15-0 the index.  A handle of an unlinked or freed object is
- *   stale and refused (PTL_*_INVALID); 0 and the PTL_*NONE / PTL_INVALID_HANDLE
- *   values are never valid.  [ptl_badinput]
+ *   generation (offset by a random number per NI, so handles of an earlier NI
+ *   of the process do not name the new one's objects), 15-0 the index.  A
+ *   handle of an unlinked or freed object is stale and refused
+ *   (PTL_*_INVALID); 0 and the PTL_*NONE / PTL_INVALID_HANDLE values are never
+ *   valid.  [ptl_badinput]
  * - Execution.  PtlPut, PtlGet and PtlGetPut carry the whole operation out
  *   before they return: the target's access check, match-list walk and
  *   deposit run as the fabric's Portals service on the target's Portals

@@ -258,6 +258,8 @@ static void bad_values(void)
 /* Limits: a small NI runs out of MEs, MDs, EQs, portals and list length. */
 static void limits(void)
 {
+    ptl_handle_me_t old_me;
+    PCHECK(PtlMEAttach(ni, 0, ANY_ID, 0, 0, PTL_RETAIN, PTL_INS_AFTER, &old_me));
     PCHECK(PtlNIFini(ni));
     ptl_handle_ni_t old = ni;
     ptl_ni_limits_t want, got;
@@ -272,6 +274,8 @@ static void limits(void)
     ptl_handle_me_t m[4];
     ptl_handle_eq_t q[3];
     ptl_pt_index_t pt;
+    PCHECK_RC(PtlMEUnlink(old_me), PTL_ME_INVALID);           /* an object of the previous NI */
+    PCHECK_RC(PtlMEInsert(old_me, ANY_ID, 0, 0, PTL_RETAIN, PTL_INS_AFTER, &m[0]), PTL_ME_INVALID);
     PCHECK(PtlMEAttach(ni, 0, ANY_ID, 0, 0, PTL_RETAIN, PTL_INS_AFTER, &m[0]));
     PCHECK(PtlMEAttach(ni, 0, ANY_ID, 0, 0, PTL_RETAIN, PTL_INS_AFTER, &m[1]));
     PCHECK_RC(PtlMEAttach(ni, 0, ANY_ID, 0, 0, PTL_RETAIN, PTL_INS_AFTER, &m[2]), PTL_ME_LIST_TOO_LONG);

@@ -189,7 +189,7 @@ pub fn check_eq_or_none(n: &Ni, h: u32) -> PResult<()> {
 pub fn push(seg: &Seg, g: &Guard<'_>, eq_h: u32, ev: &mut Event) -> bool {
     let Some((idx, gen)) = handle::index_of(eq_h, handle::EQ) else { return false };
     let Some(q) = seg.eq(g, idx) else { return false };
-    if q.state != LIVE || !handle::gen_matches(q.gen, gen) {
+    if q.state != LIVE || !seg.gen_ok(q.gen, gen) {
         return false;
     }
     let seq = q.next_seq;
@@ -302,7 +302,7 @@ fn eq_alloc(ni_handle: u32, count: u64, handler: ptl_eq_handler_t, out: *mut u32
         q.taken_hint = 0;
         q.state = LIVE;
         n.seg.state(&g).stats.eq_alloc += 1;
-        handle::make(handle::EQ, q.gen, idx)
+        n.seg.handle(handle::EQ, q.gen, idx)
     };
     let (idx, _) = handle::index_of(h, handle::EQ).expect("an EQ handle");
     table[idx as usize] = Some(Arc::new(EqLocal {
@@ -494,7 +494,7 @@ fn handler_loop(n: Arc<Ni>) {
             break; // NIFini's wake-up
         }
         let q = n.eqs.read().unwrap_or_else(|e| e.into_inner()).get(note.eq as usize).and_then(|q| q.clone());
-        if let Some(q) = q.filter(|q| handle::gen_matches(note.eq_gen, handle::split(q.handle).1)) {
+        if let Some(q) = q.filter(|q| n.seg.gen_ok(note.eq_gen, handle::split(q.handle).1)) {
             if let Some(f) = q.handler {
                 let mut ev = note.ev;
                 // SAFETY: the application's handler, called with a pointer to a private

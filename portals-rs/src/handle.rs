@@ -3,6 +3,9 @@
 //! ```text
 //! 31..30 kind (NI 0, ME 1, MD 2, EQ 3)   29..16 generation (low 14 bits)   15..0 index
 //! ```
+//! Object handles carry their row's generation plus the NI's random `hbase`
+//! ([`crate::seg::Seg::handle`]), so a handle of an earlier NI does not name a row of a
+//! later one that happens to have the same generation.
 //! Index 0xffff is never allocated, so PTL_INVALID_HANDLE (EQ kind), PTL_HANDLE_NONE (ME
 //! kind) and PTL_EQ_NONE (MD kind), whose low 30 bits are all ones, never name an object;
 //! the NI generation starts at 1, so 0 is never a handle either.  A handle is valid while

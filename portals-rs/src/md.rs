@@ -91,17 +91,17 @@ pub fn active(m: &MdRow) -> bool {
 /// Is `(idx, gen)` a live MD of `n` (not unlinked, not doomed)?
 pub fn md_live(n: &Ni, idx: u32, gen: u32) -> bool {
     let g = n.seg.lock();
-    n.seg.md(&g, idx).is_some_and(|r| live_row(r, gen))
+    n.seg.md(&g, idx).is_some_and(|r| live_row(&n.seg, r, gen))
 }
 
-fn live_row(r: &MdRow, gen: u32) -> bool {
-    r.state == LIVE && handle::gen_matches(r.gen, gen) && r.flags & MDF_DOOMED == 0
+fn live_row(seg: &Seg, r: &MdRow, gen: u32) -> bool {
+    r.state == LIVE && seg.gen_ok(r.gen, gen) && r.flags & MDF_DOOMED == 0
 }
 
 /// MD row of handle bits `(idx, gen)` (`PTL_MD_INVALID` unless live).
 pub fn row_of(seg: &Seg, g: &Guard<'_>, idx: u32, gen: u32) -> PResult<u32> {
     match seg.md(g, idx) {
-        Some(r) if live_row(r, gen) => Ok(idx),
+        Some(r) if live_row(seg, r, gen) => Ok(idx),
         _ => Err(PTL_MD_INVALID),
     }
 }
@@ -121,7 +121,7 @@ pub fn unlink_md_with(seg: &Seg, g: &Guard<'_>, i: u32, link: Option<u32>) {
         return;
     }
     if let Some(link) = link {
-        let mut ev = Event { kind: PTL_EVENT_UNLINK, md_handle: handle::make(handle::MD, m.gen, i), md: m.view, link, initiator: ptl_process_id_t { nid: seg.hdr().nid, pid: seg.hdr().pid }, ..Event::default() };
+        let mut ev = Event { kind: PTL_EVENT_UNLINK, md_handle: seg.handle(handle::MD, m.gen, i), md: m.view, link, initiator: ptl_process_id_t { nid: seg.hdr().nid, pid: seg.hdr().pid }, ..Event::default() };
         let eq = m.view.eq_handle;
         crate::eq::push(seg, g, eq, &mut ev);
     }
@@ -309,7 +309,7 @@ fn attach(me_handle: u32, md: ptl_md_t, unlink_op: u32, unlink_nofit: u32, md_ha
     install(&n.seg, &g, i, p, flags, &mut mem_t);
     let m = n.seg.md(&g, i).expect("allocated");
     m.me = mi;
-    let h = handle::make(handle::MD, m.gen, i);
+    let h = n.seg.handle(handle::MD, m.gen, i);
     n.seg.me(&g, mi).expect("live").md = i;
     drop(g);
     if !md_handle.is_null() {
@@ -343,7 +343,7 @@ pub unsafe extern "C" fn PtlMDBind(ni_handle: u32, md: ptl_md_t, unlink_op: u32,
         let g = n.seg.lock();
         let i = n.seg.alloc_md(&g).ok_or(PTL_NO_SPACE)?;
         install(&n.seg, &g, i, p, flags, &mut mem_t);
-        let h = handle::make(handle::MD, n.seg.md(&g, i).expect("allocated").gen, i);
+        let h = n.seg.handle(handle::MD, n.seg.md(&g, i).expect("allocated").gen, i);
         drop(g);
         // SAFETY: checked non-NULL.
         unsafe { md_handle.write_unaligned(h) };
@@ -499,7 +499,7 @@ pub unsafe extern "C" fn PtlMEMDPost(
         install(&n.seg, &g, i, p, flags, &mut mem_t);
         let m = n.seg.md(&g, i).expect("allocated");
         m.me = mi;
-        let mdh = handle::make(handle::MD, m.gen, i);
+        let mdh = n.seg.handle(handle::MD, m.gen, i);
         n.seg.me(&g, mi).expect("live").md = i;
         drop(g);
         // SAFETY: checked non-NULL.

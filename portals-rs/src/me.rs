@@ -16,7 +16,7 @@ use crate::types::*;
 /// Is `(idx, gen)` a live ME of `n`?
 pub fn me_live(n: &Ni, idx: u32, gen: u32) -> bool {
     let g = n.seg.lock();
-    n.seg.me(&g, idx).is_some_and(|r| r.state == LIVE && handle::gen_matches(r.gen, gen))
+    n.seg.me(&g, idx).is_some_and(|r| r.state == LIVE && n.seg.gen_ok(r.gen, gen))
 }
 
 /// Links ME row `me` into portal `pt`'s list: at the head (`PTL_INS_BEFORE`) or tail
@@ -106,13 +106,13 @@ pub fn create(n: &Ni, g: &Guard<'_>, pt: u32, id: ptl_process_id_t, bits: u64, i
     r.unlink = unlink;
     let gen = r.gen;
     link(seg, g, pt, i, pos, anchor);
-    Ok(handle::make(handle::ME, gen, i))
+    Ok(seg.handle(handle::ME, gen, i))
 }
 
 /// The ME row `idx` of generation bits `gen`, live (`PTL_ME_INVALID` otherwise).
 pub fn row_of(seg: &Seg, g: &Guard<'_>, idx: u32, gen: u32) -> PResult<u32> {
     match seg.me(g, idx) {
-        Some(r) if r.state == LIVE && handle::gen_matches(r.gen, gen) => Ok(idx),
+        Some(r) if r.state == LIVE && seg.gen_ok(r.gen, gen) => Ok(idx),
         _ => Err(PTL_ME_INVALID),
     }
 }
@@ -204,7 +204,7 @@ pub fn dump_me(n: &Ni, g: &Guard<'_>, i: u32) {
     let id = |v: u32| if v == PTL_ANY { "*".to_string() } else { v.to_string() };
     eprintln!(
         "    me {:#x}: match nid {} pid {} bits {:#018x} ignore {:#018x} {}",
-        handle::make(handle::ME, r.gen, i),
+        n.seg.handle(handle::ME, r.gen, i),
         id(r.nid),
         id(r.pid),
         r.match_bits,
@@ -216,7 +216,7 @@ pub fn dump_me(n: &Ni, g: &Guard<'_>, i: u32) {
     } else if let Some(m) = n.seg.md(g, r.md) {
         eprintln!(
             "      md {:#x}: start {:#x} length {} threshold {} options {:#x} offset {} max_size {} eq {:#x}{}",
-            handle::make(handle::MD, m.gen, r.md),
+            n.seg.handle(handle::MD, m.gen, r.md),
             m.view.start,
             m.view.length,
             m.view.threshold,

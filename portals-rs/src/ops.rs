@@ -269,7 +269,7 @@ fn own_event(seg: &Seg, g: &Guard<'_>, mi: u32, kind: u32, peer: ptl_process_id_
         rlength,
         mlength,
         offset,
-        md_handle: handle::make(handle::MD, m.gen, mi),
+        md_handle: seg.handle(handle::MD, m.gen, mi),
         md: m.view,
         hdr_data: if kind == PTL_EVENT_REPLY_START || kind == PTL_EVENT_REPLY_END { 0 } else { req.hdr_data },
         link,

@@ -36,7 +36,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 pub const MAGIC: u64 = u64::from_le_bytes(*b"snicPTL3");
 /// Layout version: bump on any change below.
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 pub const NONE: u32 = u32::MAX;
 pub const HEADER_LEN: usize = 4096;
 /// Entries of the EQ-handler ring.
@@ -103,7 +103,10 @@ pub struct Header {
     pub nonce: u64,
     pub total_len: u64,
     pub arena_len: u64,
-    _pad0: [u8; 8],
+    /// Added to row generations in handles (random per NI), so that a handle of an
+    /// earlier NI of the process never names an object of this one.
+    pub hbase: u32,
+    _pad0: [u8; 4],
     // Line 1.
     pub lim: Limits,
     _pad1: [u8; 32],
@@ -311,6 +314,7 @@ impl Layout {
 pub struct Seg {
     base: *mut u8,
     pub lay: Layout,
+    hbase: u32,
 }
 
 // SAFETY: the segment is shared memory; all access goes through atomics or happens
@@ -329,9 +333,10 @@ impl Seg {
     /// # Safety
     /// `base` valid for `lay.total` bytes, 64-aligned, not yet visible to anyone.
     pub unsafe fn format(base: *mut u8, lay: Layout, id: (u32, u32, u32, u32), nonce: u64) -> Seg {
-        let s = Seg { base, lay };
+        let s = Seg { base, lay, hbase: nonce as u32 };
         // SAFETY: the caller's contract: fresh memory of lay.total bytes.
         let h = unsafe { &mut *(base as *mut Header) };
+        h.hbase = nonce as u32;
         h.version = VERSION;
         h.owner_pid = std::process::id();
         (h.jid, h.nid, h.pid, h.uid) = id;
@@ -370,9 +375,9 @@ impl Seg {
             return None;
         }
         // SAFETY: inside the header; volatile because another process wrote it.
-        let (version, lim, total, arena) = unsafe {
+        let (version, lim, total, arena, hbase) = unsafe {
             use std::ptr::{addr_of, read_volatile as rv};
-            (rv(addr_of!(h.version)), rv(addr_of!(h.lim)), rv(addr_of!(h.total_len)), rv(addr_of!(h.arena_len)))
+            (rv(addr_of!(h.version)), rv(addr_of!(h.lim)), rv(addr_of!(h.total_len)), rv(addr_of!(h.arena_len)), rv(addr_of!(h.hbase)))
         };
         if version != VERSION || !limits_sane(&lim) {
             return None;
@@ -381,7 +386,17 @@ impl Seg {
         if lay.total as u64 != total || lay.total > len {
             return None;
         }
-        Some(Seg { base, lay })
+        Some(Seg { base, lay, hbase })
+    }
+
+    /// The handle of row `idx` (generation `row_gen`) of table `kind`.
+    pub fn handle(&self, kind: u32, row_gen: u32, idx: u32) -> u32 {
+        crate::handle::make(kind, row_gen.wrapping_add(self.hbase), idx)
+    }
+
+    /// Does a row of generation `row_gen` carry a handle's generation bits `h_gen`?
+    pub fn gen_ok(&self, row_gen: u32, h_gen: u32) -> bool {
+        crate::handle::gen_matches(row_gen.wrapping_add(self.hbase), h_gen)
     }
 
     pub fn base(&self) -> *mut u8 {

@@ -400,7 +400,7 @@ fn target_event(seg: &Seg, g: &Guard<'_>, mi: u32, kind: u32, disable: u32, req:
         rlength: req.rlength,
         mlength,
         offset,
-        md_handle: handle::make(handle::MD, m.gen, mi),
+        md_handle: seg.handle(handle::MD, m.gen, mi),
         md: m.view,
         hdr_data: if kind == PTL_EVENT_GET_START || kind == PTL_EVENT_GET_END { 0 } else { req.hdr_data },
         link,
