@@ -273,7 +273,7 @@ int main(int argc, char **argv)
         rv[i].len > SHORT_MAX ? longs++ : shorts++;
     }
     CHECK(n == 1 || (unexpected_seen > 0 && at_once > 0));
-    CHECK(n == 1 || K < 12 || buffers_made > NBUF);            /* short buffers rolled over */
+    CHECK(n == 1 || K < 24 || buffers_made > NBUF);            /* short buffers rolled over */
     CHECK_EQ(PMI_Barrier(), PMI_SUCCESS);
     printf("ptl_mpi: rank %d of %d ok (%d short, %d long, %d unexpected, %d buffers)\n", rank, n, shorts, longs, unexpected_seen, buffers_made);
     PCHECK(PtlNIFini(ni));
