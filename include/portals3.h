@@ -24,10 +24,10 @@
  *   They come from PTL_MY_RID / PTL_NIDMAP / PTL_PIDMAP / PTL_MY_JID (snrun
  *   sets them), else from PMI (mpiexec).  The job id (PtlGetJid) is part of
  *   a process's address: processes of different jobs do not reach each
- *   other.  PtlGetUid is getuid().  [ptl_basic, ptl_runtime]
+ *   other.  PtlGetUid is getuid().  [ptl_basic, ptl_ring, ptl_ref]
  * - When the job spans machines (the network engine runs: several nodes in the
- *   launcher's map, or SOFTNIC_ENGINE=net), the first PtlNIInit of each process
- *   is collective: it ends with a PMI barrier, which makes every rank's network
+ *   launcher's map, or SOFTNIC_ENGINE=net), a PtlNIInit that creates the
+ *   interface is collective: it ends with a PMI barrier, which makes every rank's network
  *   address visible (MPICH's PMI-1 server publishes the key-value space to other
  *   hosts only at barriers).  Every rank must call it, as Portals programs do at
  *   start-up.  On one machine it is not collective.  [ptl_ref_vh2]
@@ -55,18 +55,18 @@
  *   One lock in the target's shared memory serialises its match processing
  *   and its own list/MD calls; a process that dies holding it is detected and
  *   the lock taken over.  Messages between a pair are delivered in order.
- *   [ptl_pair, ptl_threads]
+ *   [ptl_ring, ptl_threads, ptl_death]
  * - Large messages.  On one machine data moves once, straight between the
  *   two buffers, whatever the size.  Across machines data up to 256 KiB
  *   travels with the request; larger puts and gets are matched first (the
  *   START event, threshold and offset are taken), then moved with RDMA into
  *   or out of the matched MD's registered memory, then completed (END event,
- *   ack, auto-unlink).  [ptl_pair]
+ *   ack, auto-unlink).  [ptl_ring]
  * - Target process missing (no NI with that id, process dead, or NI ended):
  *   the initiator's SEND_END (put) or REPLY_START/REPLY_END (get) carries
  *   ni_fail_type PTL_NI_FAIL and mlength 0, no ACK.  A request the target
  *   rejects (access control, no matching MD) is dropped silently and counted
- *   in the target's PTL_SR_DROP_COUNT.  [ptl_pair, ptl_death]
+ *   in the target's PTL_SR_DROP_COUNT.  [ptl_ring, ptl_badinput, ptl_death]
  * - Matching follows the 3.2 walk: MEs without an MD, inactive MDs, MDs that
  *   do not enable the operation and MDs without room (no PTL_MD_TRUNCATE) are
  *   skipped; the match predicate is ((bits ^ me_bits) & ~ignore_bits) == 0.
@@ -92,13 +92,14 @@
  *   (REPLY: the local offset of the data); hdr_data is carried by PUT, SEND,
  *   ACK and GETPUT events; md is the MD after the event.  A failure is an END
  *   event with ni_fail_type PTL_NI_FAIL (3.3 has no *_FAIL kinds).
- *   [ptl_basic, ptl_pair]
+ *   [ptl_basic, ptl_ring]
  * - Event queues hold count events; an event that finds the queue full is
  *   dropped, and the next event returned is PTL_EQ_DROPPED (the gap lies just
  *   before it).  An ACK that finds no room is also counted in
  *   PTL_SR_DROP_COUNT.  PtlEQGet returns PTL_EQ_EMPTY while a thread of the
  *   process waits in PtlEQWait on that queue; each event is returned to
- *   exactly one caller.  PtlEQWait sleeps (futex) until an event arrives;
+ *   exactly one caller.  PtlEQWait spins for SOFTNIC_PTL_SPIN_NS (100000)
+ *   nanoseconds, then sleeps (futex) until an event arrives;
  *   PtlEQFree or PtlNIFini wake it with PTL_EQ_INVALID.  PtlEQWait_timeout
  *   waits at most SOFTNIC_PTL_WAIT_TIMEOUT_MS (1000) milliseconds, then
  *   returns PTL_EQ_EMPTY.  PtlEQPoll: timeout in milliseconds, 0 polls once,
@@ -119,7 +120,7 @@
  * - Access control: entry 0 admits every process of the job with this user
  *   id, any portal; the other entries admit nobody until PtlACEntry sets
  *   them.  A request also names the job (jid) and user (uid) it comes from.
- *   [ptl_pair]
+ *   [ptl_basic, ptl_ring]
  * - Bad arguments: a NULL output pointer is PTL_SEGV; unknown MD option
  *   bits, a threshold below -1, start NULL with a non-zero length, an iovec
  *   MD with more than max_md_iovecs entries, memory that is not mapped (or
@@ -127,21 +128,24 @@
  *   (PtlPutRegion/PtlGetRegion) are PTL_MD_ILLEGAL; a get into read-only
  *   memory is PTL_MD_ILLEGAL; unlink and position values other than the
  *   enumerators are PTL_ME_INVALID for ME calls and PTL_MD_ILLEGAL for MD
- *   calls; a wildcard or an unknown node in a target id is
- *   PTL_PROCESS_INVALID.  [ptl_badinput, null sweep]
+ *   calls; an ack_req other than the two enumerators is PTL_FAIL; an event
+ *   queue of 0 or more than 1048576 events is PTL_NO_SPACE; a wildcard or an
+ *   unknown node in a target id is PTL_PROCESS_INVALID.  [ptl_badinput, null
+ *   sweep]
  * - Status registers: PTL_SR_DROP_COUNT/_LENGTH, _RECV_COUNT/_LENGTH,
  *   _SEND_COUNT/_LENGTH, the _MES_/_MDS_/_EQS_ _ALLOC/_FREED/_MAX/_CUR
  *   families and PTL_SR_MLIST_LEN(i) (the length of portal i's list) and
  *   PTL_SR_MLIST_MAX(i) (its limit); the others are PTL_SR_INDEX_INVALID.
+ *   [ptl_basic]
  * - GetPut: the target MD must enable both puts and gets; at most
  *   max_getput_md bytes; the target's old bytes come back into get_md
  *   (REPLY events), the new ones leave put_md (SEND events), the target logs
- *   GETPUT_START/END.  No ack.
+ *   GETPUT_START/END.  No ack.  [ptl_basic]
  * - PtlProgress validates the handle and returns: progress never needs the
  *   application (so PTL_PROGRESS_THREAD is defined).  PtlNIDist is 0 for
  *   this process, 1 for this node, 2 for another node.  The dump calls print
- *   to stderr.
- * - Threads: every call may be made from any thread.
+ *   to stderr.  [ptl_basic, ptl_ring]
+ * - Threads: every call may be made from any thread.  [ptl_threads]
  */
 #ifndef _PTL3_PORTALS3_H_
 #define _PTL3_PORTALS3_H_
