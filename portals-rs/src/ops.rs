@@ -208,7 +208,9 @@ fn send(n: &Ni, tid: ptl_process_id_t, base: Req, src: Option<&Mem>, dst: Option
 /// then completes it at the target.
 fn two_phase(t: &Target, req: &Req, rep: Rep, extra: &[u8], src: Option<&Mem>, dst: Option<&Mem>) -> Outcome {
     let w = |i: usize| extra.get(i * 8..i * 8 + 8).map_or(0, |b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
-    let segs: Vec<(u64, u64, u64)> = (0..rep.nseg as usize).map(|s| (w(s * 3), w(s * 3 + 1), w(s * 3 + 2))).collect();
+    // As many pieces as the reply really carries, whatever its count says.
+    let nseg = (rep.nseg as usize).min(extra.len() / 24);
+    let segs: Vec<(u64, u64, u64)> = (0..nseg).map(|s| (w(s * 3), w(s * 3 + 1), w(s * 3 + 2))).collect();
     let mut ok = true;
     service::each_piece(&segs, 0, rep.mlength, |key, addr, at, len| {
         let mem = if req.op == service::OP_PUT { src } else { dst };
