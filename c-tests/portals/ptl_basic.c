@@ -471,12 +471,14 @@ static void acl_section(void)
     PCHECK(PtlACEntry(ni, 3, other, PTL_UID_ANY, PTL_JID_ANY, PTL_PT_INDEX_ANY)); /* another process */
     PCHECK(PtlACEntry(ni, 4, ANY_ID, getuid() + 1, PTL_JID_ANY, PTL_PT_INDEX_ANY)); /* another user */
     ptl_sr_value_t drops = status_reg(ni, PTL_SR_DROP_COUNT);
+    PtlNIDebug(ni, PTL_DBG_DROP);                              /* each drop printed (stderr) */
     int cookies[] = {1, 2, 3, 4, 63, 64, 100000};
     for (unsigned i = 0; i < sizeof cookies / sizeof *cookies; i++)
         PCHECK(PtlPut(smd, PTL_ACK_REQ, me, PT, cookies[i], 0xa0, 0, 0));
     PCHECK(PtlPut(smd, PTL_ACK_REQ, me, 32, 0, 0xa0, 0, 0));  /* portal beyond max 31 */
     PCHECK(PtlPut(smd, PTL_ACK_REQ, me, 1000000, 0, 0xa0, 0, 0));
     CHECK_EQ(status_reg(ni, PTL_SR_DROP_COUNT), drops + 9);
+    PtlNIDebug(ni, PTL_DBG_NONE);
     expect_empty(eq_t);
     ptl_event_t e;
     int n = 0;
@@ -696,6 +698,7 @@ static void misc_section(void)
     PCHECK_RC(PtlNIStatus(ni, PTL_SR_MLIST_LEN(32), &v), PTL_SR_INDEX_INVALID);
     PCHECK_RC(PtlNIStatus(ni, PTL_SR_DROP_COUNT, NULL), PTL_SEGV);
     CHECK_EQ(PtlNIDebug(ni, PTL_DBG_DROP | PTL_DBG_API), PTL_DBG_NONE);
+    PCHECK_RC(PtlMEUnlink(0x4000fffe), PTL_ME_INVALID);      /* printed: PTL_DBG_API */
     CHECK_EQ(PtlNIDebug(ni, PTL_DBG_NONE), PTL_DBG_DROP | PTL_DBG_API);
     CHECK_EQ(PtlNIDebug(ni + 1, PTL_DBG_ALL), PTL_DBG_NONE);
     ptl_handle_me_t m;
