@@ -170,9 +170,21 @@ pub fn eq_local(n: &Ni, h: u32) -> PResult<Arc<EqLocal>> {
     t.get(idx as usize).and_then(|q| q.as_ref()).filter(|q| q.handle == h).cloned().ok_or(PTL_EQ_INVALID)
 }
 
+thread_local! {
+    static LAST_EQ: std::cell::RefCell<Option<Arc<EqLocal>>> = const { std::cell::RefCell::new(None) };
+}
+
 fn lookup(h: u32) -> PResult<Arc<EqLocal>> {
+    Lib::check_init()?;
+    // The thread's last queue while it lives (PtlEQWait in a loop takes no lock).
+    let hit = LAST_EQ.with(|c| c.borrow().as_ref().filter(|q| q.handle == h && !q.ended.load(Ordering::Acquire) && !q.ni.ended.load(Ordering::Acquire)).cloned());
+    if let Some(q) = hit {
+        return Ok(q);
+    }
     let (n, _, _) = Lib::of(h, handle::EQ, PTL_EQ_INVALID)?;
-    eq_local(&n, h)
+    let q = eq_local(&n, h)?;
+    LAST_EQ.with(|c| *c.borrow_mut() = Some(q.clone()));
+    Ok(q)
 }
 
 /// Is `h` PTL_EQ_NONE or a live queue of `n`?  (`PTL_EQ_INVALID` otherwise.)
@@ -345,6 +357,7 @@ pub extern "C" fn PtlEQFree(eq_handle: u32) -> i32 {
             slot.take().expect("checked above")
         };
         q.end();
+        LAST_EQ.with(|c| *c.borrow_mut() = None);
         Ok(())
     })();
     done("PtlEQFree", r)

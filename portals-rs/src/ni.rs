@@ -78,6 +78,10 @@ struct State {
 
 static LIB: State = State { init: AtomicBool::new(false), ni: RwLock::new(None), setup: Mutex::new(()), ni_gen: AtomicU32::new(0), debug: AtomicU32::new(0) };
 
+thread_local! {
+    static CURRENT: std::cell::RefCell<Option<Arc<Ni>>> = const { std::cell::RefCell::new(None) };
+}
+
 /// The current NI's debug mask.
 pub fn debug_mask() -> u32 {
     LIB.debug.load(Ordering::Relaxed)
@@ -103,8 +107,14 @@ impl Lib {
     /// The current NI, whatever its handle.
     pub fn current() -> PResult<Arc<Ni>> {
         Self::check_init()?;
+        // The thread's last answer while that NI lives (no lock on the common path).
+        if let Some(n) = CURRENT.with(|c| c.borrow().as_ref().filter(|n| !n.ended.load(Ordering::Acquire)).cloned()) {
+            return Ok(n);
+        }
         let g = LIB.ni.read().unwrap_or_else(|e| e.into_inner());
-        g.as_ref().filter(|n| !n.ended.load(Ordering::Relaxed)).cloned().ok_or(PTL_NI_INVALID)
+        let n = g.as_ref().filter(|n| !n.ended.load(Ordering::Relaxed)).cloned().ok_or(PTL_NI_INVALID)?;
+        CURRENT.with(|c| *c.borrow_mut() = Some(n.clone()));
+        Ok(n)
     }
 
     /// The NI named by `h` (`PTL_NO_INIT`, `PTL_NI_INVALID`).
@@ -333,6 +343,7 @@ fn ni_init(interface: u32, pid: u32, desired: Option<&ptl_ni_limits_t>, actual: 
 /// when the last reference does.
 fn end_ni(n: &Arc<Ni>) {
     n.ended.store(true, Ordering::Release);
+    CURRENT.with(|c| *c.borrow_mut() = None);
     {
         let _g = n.seg.lock();
         n.seg.hdr().alive.store(0, Ordering::Release);
