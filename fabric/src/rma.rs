@@ -21,12 +21,16 @@
 //! (inside [`Ring::push`]); a target that takes the entry with the ring's Acquire load sees
 //! all data the initiator put before posting.  That is sufficient on one machine.
 //!
-//! **Peer death.**  Checked through a pidfd, at most every [`DEATH_CHECK_NS`] as told by
-//! the coarse monotonic clock (a few ns to read, where the precise one costs ~40 ns in a
-//! VM, on every operation): an operation issued later than [`death_detect_bound`] after
-//! the peer died fails with `PeerDead`; one issued sooner completes into the dead
-//! process's memory (which we still map), like a packet in flight.  Nothing ever blocks
-//! on a dead peer.
+//! **Peer death.**  A peer's life lock ([`crate::node::LIFE_OFF`]: a robust mutex its
+//! setup thread holds for life, whose word the kernel marks when that thread dies) is
+//! read on every operation: while it shows a live owner the peer is alive, for the price
+//! of one load.  Otherwise (the peer died, or its setup thread ended before it) the peer
+//! is probed through a pidfd, at most every [`DEATH_CHECK_NS`] as told by the coarse
+//! monotonic clock: an operation issued later than [`death_detect_bound`] after the peer
+//! died fails with `PeerDead` (in practice at once: a peer whose lock was clean until it
+//! died is probed on the first operation after); one issued sooner completes into the dead process's
+//! memory (which we still map), like a packet in flight.  Nothing ever blocks on a dead
+//! peer.
 //!
 //! **Fallback regions** (pages that could not be rebound, see [`crate::mem`]): put/get use
 //! `process_vm_writev/readv`; atomics return `Err(Unsupported)`.
@@ -80,6 +84,9 @@ pub struct Peer {
     pidfd: i32,
     dead: AtomicBool,
     last_check: AtomicU64,
+    /// The peer's life lock showed a dead owner while the peer lived on (its setup thread
+    /// ended): liveness is probed by time instead.
+    life_lock_useless: AtomicBool,
     /// Mappings of the peer's backings, indexed by backing row: the lock-free read side
     /// (null or a `Cached` owned by `backs`) and the mutex-protected write side.
     fast: Box<[AtomicPtr<Cached>]>,
@@ -150,7 +157,7 @@ impl Peer {
             return Ok(p.clone());
         }
         let p = if r == n.peer_ref() {
-            Peer { r, is_self: true, _ctl_map: None, ctl: n.ctl(), pidfd: -1, dead: AtomicBool::new(false), last_check: AtomicU64::new(0), fast: empty_fast(), backs: Mutex::new(Backs::default()), net: None }
+            Peer { r, is_self: true, _ctl_map: None, ctl: n.ctl(), pidfd: -1, dead: AtomicBool::new(false), last_check: AtomicU64::new(0), life_lock_useless: AtomicBool::new(false), fast: empty_fast(), backs: Mutex::new(Backs::default()), net: None }
         } else {
             if !crate::registry::pid_alive(r.pid, Some(r.starttime)) {
                 return Err(Error::PeerDead);
@@ -160,7 +167,7 @@ impl Peer {
             ctl.check(r.pid, r.starttime)?;
             // SAFETY: pidfd_open takes a pid and flags; returns a new fd or -1.
             let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, r.pid, 0) } as i32;
-            Peer { r, is_self: false, _ctl_map: Some(map), ctl, pidfd, dead: AtomicBool::new(false), last_check: AtomicU64::new(now_ns()), fast: empty_fast(), backs: Mutex::new(Backs::default()), net: None }
+            Peer { r, is_self: false, _ctl_map: Some(map), ctl, pidfd, dead: AtomicBool::new(false), last_check: AtomicU64::new(now_ns()), life_lock_useless: AtomicBool::new(false), fast: empty_fast(), backs: Mutex::new(Backs::default()), net: None }
         };
         let p = Arc::new(p);
         let mut peers = PEERS.lock().unwrap_or_else(|e| e.into_inner());
@@ -233,12 +240,18 @@ impl Peer {
             pidfd: -1,
             dead: AtomicBool::new(false),
             last_check: AtomicU64::new(0),
+            life_lock_useless: AtomicBool::new(true),
             fast: Box::new([]),
             backs: Mutex::new(Backs::default()),
             net: Some(remote),
         });
         c.insert((node, id.slot), p.clone());
         Ok(p)
+    }
+
+    /// Is this peer this process?
+    pub fn is_self(&self) -> bool {
+        self.is_self
     }
 
     /// Is this peer reached through the network engine?
@@ -314,6 +327,19 @@ impl Peer {
         }
         if self.dead.load(Ordering::Relaxed) {
             return Err(Error::PeerDead);
+        }
+        if !self.life_lock_useless.load(Ordering::Relaxed) {
+            if self.ctl.surely_alive() {
+                return Ok(());
+            }
+            // The lock's owner thread ended: the process died (see it at once), or only
+            // that thread did, and then the lock tells nothing from now on: probe by time.
+            if !self.is_alive() {
+                return Err(Error::PeerDead);
+            }
+            self.life_lock_useless.store(true, Ordering::Relaxed);
+            self.last_check.store(now_ns(), Ordering::Relaxed);
+            return Ok(());
         }
         let now = now_ns();
         if now.wrapping_sub(self.last_check.load(Ordering::Relaxed)) >= DEATH_CHECK_NS {
