@@ -27,6 +27,11 @@ $(BUILD)/tests/portals/ptl_ref: c-tests/portals/ptl_ref.c $(wildcard $(BUILD)/in
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_TEST) -DP3_NAL='<p3nal_utcp.h>' -o $@ $< $(LDFLAGS_TEST) -lportals3 -lportals3-utcp
 
+# A Portals program that is also an MPI program.
+$(BUILD)/tests/portals/ptl_with_mpi: c-tests/portals/ptl_with_mpi.c $(wildcard c-tests/portals/*.h) $(wildcard $(BUILD)/include/*.h)
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CFLAGS_TEST) -o $@ $< $(LDFLAGS_TEST) -lportals
+
 # uTofu programs are MPI programs, as the guide's are (ids are exchanged through MPI).
 MPICC ?= mpicc
 CC_utofu := $(MPICC)
