@@ -188,6 +188,26 @@ pub static TUNABLES: &[Tunable] = &[
                refuses to expose its memory).",
     },
     Tunable {
+        name: "SOFTNIC_PTL_WAIT_TIMEOUT_MS",
+        default: "1000",
+        help: "Portals: milliseconds PtlEQWait_timeout waits for an event before it \
+               returns PTL_EQ_EMPTY.",
+    },
+    Tunable {
+        name: "SOFTNIC_PTL_SPIN_NS",
+        default: "100000",
+        help: "Portals: nanoseconds PtlEQWait (and PtlEQPoll) spin on an empty event queue, \
+               checking it after every pause instruction, before they sleep on its futex.",
+    },
+    Tunable {
+        name: "SOFTNIC_PTL_EQ_MEM",
+        default: "67108864",
+        help: "Portals: bytes of shared memory per network interface for the event \
+               queues (128 bytes per event of capacity, each queue rounded up to a \
+               power of two); PtlEQAlloc gives PTL_NO_SPACE beyond it. Only the pages \
+               queues touch are allocated.",
+    },
+    Tunable {
         name: "DMAPP_ABORT_ON_ERROR",
         default: "0",
         help: "If true, DMAPP aborts (dumping core) instead of returning an error \
