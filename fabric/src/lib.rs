@@ -16,6 +16,7 @@
 
 pub mod error;
 pub mod sync;
+pub mod spin;
 pub mod env;
 pub mod log;
 pub mod shm;

@@ -123,6 +123,10 @@ fn find(nic: &Nic, addr: u32, id: u32) -> Option<NodeRef> {
     None
 }
 
+/// VCE ids: 1..=MAX_CE_IDS, taken from per-process blocks of ID_BLOCK (see GNI_CeCreate).
+const MAX_CE_IDS: u32 = 1 << 20;
+const ID_BLOCK: u32 = MAX_CE_IDS / softnic_fabric::registry::NPROC as u32;
+
 #[no_mangle]
 pub unsafe extern "C" fn GNI_CeCreate(nic_hndl: gni_nic_handle_t, ce_hndl: *mut gni_ce_handle_t) -> gni_return_t {
     let Ok(nic) = NICS.get(nic_hndl as *const c_void) else { return GNI_RC_INVALID_PARAM };
@@ -131,12 +135,19 @@ pub unsafe extern "C" fn GNI_CeCreate(nic_hndl: gni_nic_handle_t, ce_hndl: *mut 
     }
     let Ok(node) = Node::create(MAX_CHILDREN, nic.address) else { return GNI_RC_ERROR_NOMEM };
     let at = node.at();
-    // The first free id on this NIC address (ids are unique there, per domain).
-    let mut id = 1u32;
-    let published = loop {
+    // A free id on this NIC address (ids are unique there, per domain).  Each process
+    // takes ids from its own block (by its registry slot), moving on with every VCE it
+    // creates, so an id a process has just destroyed is not at once another process's:
+    // a contributor still naming the old VCE gets an error, not a stranger's VCE.
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let Ok(me) = softnic_fabric::node::get() else { return GNI_RC_ERROR_RESOURCE };
+    let start = me.proc_id().slot.wrapping_mul(ID_BLOCK).wrapping_add(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % ID_BLOCK);
+    let mut tries = 0u32;
+    let (id, published) = loop {
+        let id = 1 + (start.wrapping_add(tries) % MAX_CE_IDS);
         match registry::publish(registry::api::UGNI_CE, &ce_key(nic.cdm.ptag, nic.cdm.cookie, nic.address, id), &node_words(&at)) {
-            Ok(p) => break p,
-            Err(softnic_fabric::Error::Exists) if id < 1 << 20 => id += 1,
+            Ok(p) => break (id, p),
+            Err(softnic_fabric::Error::Exists) if tries < MAX_CE_IDS => tries += 1,
             Err(_) => return GNI_RC_ERROR_RESOURCE,
         }
     };

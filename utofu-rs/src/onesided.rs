@@ -23,7 +23,7 @@ use crate::stadd::{self, Fault};
 use crate::status::{done, out, UResult};
 use crate::topo::{canonical, VcqAddr};
 use crate::types::*;
-use crate::vcq::{self, lock, Notice, Target, Tcq, Vcq, PD};
+use crate::vcq::{self, Notice, Target, Tcq, Vcq, PD};
 use softnic_fabric::atomic::{AmoOp, AmoWidth};
 use softnic_fabric::mem::MemKey;
 use std::ffi::c_void;
@@ -596,7 +596,7 @@ pub(crate) fn service(_me: &std::sync::Arc<softnic_fabric::rma::Peer>, req: &[u8
 
 /// Executes `ops` on `v` in order, all or nothing with respect to TOQ space.
 fn exec(v: &Vcq, ops: &[Op], cbdata: usize) -> UResult<()> {
-    let mut q = lock(&v.tcq);
+    let mut q = v.tcq.lock();
     if q.tcq.len() + v.silent_pending() + ops.len() > TOQ_DEPTH {
         return Err(UTOFU_ERR_BUSY);
     }
@@ -863,7 +863,7 @@ pub unsafe extern "C" fn utofu_poll_tcq(h: usize, flags: u64, cbdata: *mut *mut 
         if v.queued.load(Ordering::Acquire) == 0 {
             return Err(UTOFU_ERR_NOT_FOUND);
         }
-        let mut q = lock(&v.tcq);
+        let mut q = v.tcq.lock();
         let e = q.tcq.pop_front();
         v.queued.store(q.tcq.len(), Ordering::Release);
         drop(q);

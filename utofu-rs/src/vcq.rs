@@ -22,6 +22,7 @@ use once_cell::sync::Lazy;
 use softnic_fabric::mem::{self, MemKey, RingLoc, SharedMem};
 use softnic_fabric::registry::{self, api, EndpointId};
 use softnic_fabric::ring::Ring;
+use softnic_fabric::spin::SpinLock;
 use softnic_fabric::rma::{self, Peer, PinnedRing, RegionView};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{fence, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -171,7 +172,9 @@ pub struct Vcq {
     endpoint: EndpointId,
     cq_claim: Option<EndpointId>,
     pub regs: Mutex<Regs>,
-    pub tcq: Mutex<Queue>,
+    /// The queue (TOQ accounting, TCQ entries, target caches): taken by every start
+    /// call and poll, so a spin lock (one locked instruction per call).
+    pub tcq: SpinLock<Queue>,
     /// Completions nobody asked to hear of (successful, without TCQ_NOTICE) are counted
     /// here instead of queued: `issued` is advanced under the `tcq` lock, `reaped` by
     /// any poll_tcq (a TOQ slot is free again once a poll_tcq has run after its
@@ -565,7 +568,7 @@ fn create(tni: u16, cmp: Option<u16>, flags: u64) -> UResult<usize> {
         endpoint,
         cq_claim: own_claim,
         regs: Mutex::new(Regs { next_free: NUM_STAGS as usize, ..Default::default() }),
-        tcq: Mutex::new(Queue::default()),
+        tcq: SpinLock::new(Queue::default()),
         silent_issued: AtomicU64::new(0),
         held: Mutex::new(Held::default()),
         silent_reaped: AtomicU64::new(0),
@@ -616,7 +619,7 @@ fn free(h: usize) -> UResult<()> {
     drop(shared);
     forget_target(v.id);
     {
-        let mut q = lock(&v.tcq);
+        let mut q = v.tcq.lock();
         q.last = None;
         q.pins.clear();
     }
@@ -751,7 +754,7 @@ pub unsafe extern "C" fn utofu_query_vcq_id(vcq_hdl: usize, vcq_id: *mut u64) ->
 #[no_mangle]
 pub unsafe extern "C" fn utofu_query_num_unread_tcq(vcq_hdl: usize, count: *mut usize) -> i32 {
     let r = get(vcq_hdl).and_then(|v| {
-        let unread = |o: &Vcq| lock(&o.tcq).tcq.len() + o.silent_pending();
+        let unread = |o: &Vcq| o.tcq.lock().tcq.len() + o.silent_pending();
         let n = if v.exclusive { unread(v) } else { on_cq(v.addr.tni, v.addr.cq).iter().map(|o| unread(o)).sum() };
         out(count, n)
     });
