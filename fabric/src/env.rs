@@ -173,6 +173,14 @@ pub static TUNABLES: &[Tunable] = &[
                refuses to expose its memory).",
     },
     Tunable {
+        name: "SOFTNIC_SISCI_NODE_ID",
+        default: "",
+        help: "SISCI node id of the process (1..65535, not 252), for SISCI programs started \
+               without a launcher, e.g. SOFTNIC_SISCI_NODE_ID=8 ./client 4. Unset: 4*(n+1) \
+               for the launcher's node n (SOFTNIC_NODE_ID, set per -N group by snrun, or \
+               PMI's process mapping), skipping 252; 4 without a launcher.",
+    },
+    Tunable {
         name: "DMAPP_ABORT_ON_ERROR",
         default: "0",
         help: "If true, DMAPP aborts (dumping core) instead of returning an error \

@@ -1,3 +1,39 @@
-//! libsisci.so: Dolphin SISCI over the softnic fabric
+//! libsisci.so: Dolphin SISCI (the current DIS API) over the softnic fabric.
 //!
-//! Not built yet: this library exports no symbols until its issue lands.
+//! The model (decisions in include/sisci_api.h's top comment):
+//! - [`node`]: node ids, the node-wide namespaces in the node registry, and how another
+//!   node's objects are found and reached.
+//! - [`pool`]: control blocks, the shared memory through which others act on our objects;
+//!   [`service`]: everything done at the target of a remote operation, one handler that
+//!   runs at the initiator on one machine and in the owner's progress thread across
+//!   machines.
+//! - [`desc`]: SCIInitialize/SCIOpen and the per-device resource limits.
+//! - [`segment`] (local segments), [`remote`] (connections), [`map`] (maps, sequences,
+//!   PIO copies), [`shadow`] (maps of memory on another machine), [`broadcast`]
+//!   (reflective memory), [`dma`], [`intr`] (interrupts and data interrupts).
+//! - [`events`]: the callback thread.  [`query`]: SCIQuery and friends.
+//! - [`status`]: errors and the three exported names of each function; [`consts`]: the
+//!   flags as data objects; [`unsupported`]: what is not implemented, and why.
+
+pub mod types;
+pub mod status;
+pub mod handles;
+pub mod node;
+pub mod pool;
+pub mod service;
+pub mod events;
+pub mod desc;
+pub mod segment;
+pub mod usermem;
+pub mod broadcast;
+pub mod remote;
+pub mod shadow;
+pub mod map;
+pub mod dma;
+pub mod intr;
+pub mod query;
+pub mod consts;
+pub mod unsupported;
+
+/// Registers the SISCI service with the fabric (idempotent).
+pub fn service_init() {}
