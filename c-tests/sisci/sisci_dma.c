@@ -152,38 +152,48 @@ int main(int argc, char **argv)
     FAILS(SCI_ERR_OUT_OF_RANGE, SCIStartDmaTransferVec(dq, ls, rs, 4, v, NULL, NULL, 0, &err));
     CHECK_EQ(SCIDMAQueueState(dq), SCI_DMAQUEUE_DONE);    /* refused starts change nothing */
 
-    /* 5. One transfer at a time: a second start while POSTED is refused; a slow
-     *    callback transfer keeps the queue POSTED long enough to see it. */
+    /* 5. One transfer at a time: a second start while POSTED is refused.  A 64 MiB
+     *    callback transfer into a segment of our own node (connections to the local node
+     *    are allowed) keeps the queue POSTED long enough to see it. */
     PMI_Barrier();
     {
         int before = cb_calls;
         sci_dma_queue_t big;
-        sci_local_segment_t bigseg;
+        sci_local_segment_t src, dst;
         size_t blen = 64u << 20;
-        OK(SCICreateSegment(sd, &bigseg, SEG_ID + 50 + rank, blen, NULL, NULL, SCI_FLAG_PRIVATE, &err));
-        OK(SCIPrepareSegment(bigseg, 0, 0, &err));
+        OK(SCICreateSegment(sd, &src, SEG_ID + 50 + rank, blen, NULL, NULL, SCI_FLAG_PRIVATE, &err));
+        OK(SCIPrepareSegment(src, 0, 0, &err));
+        OK(SCICreateSegment(sd, &dst, SEG_ID + 60 + rank, blen, NULL, NULL, 0, &err));
+        OK(SCIPrepareSegment(dst, 0, 0, &err));
+        OK(SCISetSegmentAvailable(dst, 0, 0, &err));
+        sci_remote_segment_t loop;
+        OK(SCIConnectSegment(sd, &loop, nodes[rank], SEG_ID + 60 + rank, 0, NULL, NULL, SCI_INFINITE_TIMEOUT, 0, &err));
         OK(SCICreateDMAQueue(sd, &big, 0, 1, 0, &err));
-        /* 64 MiB against our own small remote window is out of range ... */
-        FAILS(SCI_ERR_OUT_OF_RANGE, SCIStartDmaTransfer(big, bigseg, rs, 0, blen, 0, NULL, NULL, 0, &err));
-        /* ... so move 64 MiB as 64 pieces of the window through program memory */
+        FAILS(SCI_ERR_OUT_OF_RANGE, SCIStartDmaTransfer(big, src, rs, 0, blen, 0, NULL, NULL, 0, &err));
         cb_queue = big;
+        int posted = 0;
         for (int round = 0; round < 2; round++) {
-            OK(SCIStartDmaTransfer(big, bigseg, rs, 0, segsize, 0, dma_done, (void *)&cb_calls, SCI_FLAG_USE_CALLBACK, &err));
-            sci_dma_queue_state_t s = SCIDMAQueueState(big);
-            if (s == SCI_DMAQUEUE_POSTED) {
-                FAILS(SCI_ERR_ILLEGAL_OPERATION, SCIStartDmaTransfer(big, bigseg, rs, 0, 8, 0, NULL, NULL, 0, &err));
-                FAILS(SCI_ERR_ILLEGAL_OPERATION, SCIRemoveDMAQueue(big, 0, &err));
+            OK(SCIStartDmaTransfer(big, src, loop, 0, blen, 0, dma_done, (void *)&cb_calls, SCI_FLAG_USE_CALLBACK, &err));
+            if (SCIDMAQueueState(big) == SCI_DMAQUEUE_POSTED) {
+                posted++;
+                FAILS(SCI_ERR_ILLEGAL_OPERATION, SCIStartDmaTransfer(big, src, loop, 0, 8, 0, NULL, NULL, 0, &err));
                 FAILS(SCI_ERR_ILLEGAL_OPERATION, SCIWaitForDMAQueue(big, 0, 0, &err));  /* a callback is active */
+                FAILS(SCI_ERR_ILLEGAL_OPERATION, SCIRemoveDMAQueue(big, 0, &err));
+                FAILS(SCI_ERR_BUSY, SCIRemoveSegment(src, 0, &err));     /* in use by the transfer */
             }
             await_calls(before + round + 1);
+            CHECK_EQ(cb_status, SCI_ERR_OK);
             CHECK_EQ(SCIDMAQueueState(big), SCI_DMAQUEUE_DONE);
             /* A final state: wait and abort are no-ops. */
             CHECK_EQ(SCIWaitForDMAQueue(big, 0, 0, &err), SCI_DMAQUEUE_DONE);
             CHECK_EQ(err, SCI_ERR_OK);
             OK(SCIAbortDMAQueue(big, 0, &err));
         }
+        CHECK(posted > 0);
         OK(SCIRemoveDMAQueue(big, 0, &err));
-        OK(SCIRemoveSegment(bigseg, 0, &err));
+        OK(SCIDisconnectSegment(loop, 0, &err));
+        OK(SCIRemoveSegment(src, 0, &err));
+        OK(SCIRemoveSegment(dst, 0, &err));
     }
 
     /* 6. Abort: right after the start (it ends ABORTED, or DONE if it won the race). */
