@@ -47,6 +47,9 @@ pub struct Map {
     pub size: usize,
     pub readonly: bool,
     _view: Option<softnic_fabric::rma::RegionView>,
+    /// Our own segment when we map it through a connection to ourselves (the map points
+    /// into its memory, which must outlive the segment's removal like a peer's mapping).
+    _keep: Option<Arc<LocalSeg>>,
     pub shadow: Option<Shadow>,
     pub seqs: AtomicU32,
 }
@@ -166,7 +169,7 @@ fn map_local(h: usize, out_map: *mut usize, offset: usize, size: usize, flags: u
     }
     // SAFETY: offset + size <= len: inside the segment's memory.
     let ptr = unsafe { d.ptr.add(offset) };
-    let m = Map { handle: 0, of: Of::Local(s), ptr, offset, size, readonly: flags & SCI_FLAG_READONLY_MAP != 0, _view: None, shadow: None, seqs: AtomicU32::new(0) };
+    let m = Map { handle: 0, of: Of::Local(s), ptr, offset, size, readonly: flags & SCI_FLAG_READONLY_MAP != 0, _view: None, _keep: None, shadow: None, seqs: AtomicU32::new(0) };
     publish(m, out_map)
 }
 
@@ -186,6 +189,7 @@ fn map_remote(h: usize, out_map: *mut usize, offset: usize, size: usize, flags: 
     s.maps.fetch_add(1, Ordering::AcqRel);
     let r = (|| {
         let readonly = flags & SCI_FLAG_READONLY_MAP != 0;
+        let keep = if s.owner.pid() == std::process::id() as i32 { s.data_loc.as_ref().and_then(segment::by_loc) } else { None };
         let (ptr, view, shadow) = match s.data_loc {
             Some(loc) if !s.owner.is_remote() => {
                 let v = softnic_fabric::rma::map_region(&s.owner, &loc).map_err(|e| reach_err(e, SCI_ERR_NOT_CONNECTED))?;
@@ -205,7 +209,7 @@ fn map_remote(h: usize, out_map: *mut usize, offset: usize, size: usize, flags: 
                 (sh.ptr(), None, Some(sh))
             }
         };
-        let m = Map { handle: 0, of: Of::Remote(s.clone()), ptr, offset, size, readonly, _view: view, shadow, seqs: AtomicU32::new(0) };
+        let m = Map { handle: 0, of: Of::Remote(s.clone()), ptr, offset, size, readonly, _view: view, _keep: keep, shadow, seqs: AtomicU32::new(0) };
         publish(m, out_map)
     })();
     if r.is_err() {

@@ -443,6 +443,13 @@ impl LocalSeg {
 /// call of this process).
 static ORPHANS: Mutex<Vec<Arc<LocalSeg>>> = Mutex::new(Vec::new());
 
+/// This process's segment whose memory is at `loc` (a connection of ours to our own
+/// segment maps it in place, so the map must keep the segment's memory alive).
+pub fn by_loc(loc: &RingLoc) -> Option<Arc<LocalSeg>> {
+    let hit = |s: &Arc<LocalSeg>| s.data.get().is_some_and(|d| d.loc.as_ref() == Some(loc));
+    SEGS.all().into_iter().find(hit).or_else(|| ORPHANS.lock().unwrap_or_else(|e| e.into_inner()).iter().find(|s| hit(s)).cloned())
+}
+
 pub fn sweep_orphans() {
     let mut o = ORPHANS.lock().unwrap_or_else(|e| e.into_inner());
     o.retain(|s| {
