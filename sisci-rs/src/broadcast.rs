@@ -21,8 +21,8 @@ use std::sync::Mutex;
 /// Groups this process created (their memory stays for the process's life).
 static MINE: Mutex<Vec<(u32, Data)>> = Mutex::new(Vec::new());
 
-fn payload(creator_node: u32, size: usize, d: &Data) -> [u8; 48] {
-    let mut p = [0u8; 48];
+fn payload(creator_node: u32, size: usize, d: &Data) -> [u8; 56] {
+    let mut p = [0u8; 56];
     let loc = d.loc.unwrap_or(RingLoc { backing: 0, backing_gen: 0, offset: 0, len: 0 });
     for (i, w) in loc.to_words().iter().enumerate() {
         p[8 * i..8 * i + 8].copy_from_slice(&w.to_le_bytes());
@@ -30,6 +30,7 @@ fn payload(creator_node: u32, size: usize, d: &Data) -> [u8; 48] {
     p[24..32].copy_from_slice(&(size as u64).to_le_bytes());
     p[32..40].copy_from_slice(&d.key.to_u64().to_le_bytes());
     p[40..44].copy_from_slice(&creator_node.to_le_bytes());
+    p[48..56].copy_from_slice(&d.addr.to_le_bytes());
     p
 }
 
@@ -48,7 +49,7 @@ pub fn join(id: u32, size: usize) -> R<Data> {
                     Ok(v) => v,
                     Err(_) => continue,
                 };
-                return Ok(Data::mapped(view, size, MemKey::from_u64(w(32)), loc));
+                return Ok(Data::mapped(view, size, MemKey::from_u64(w(32)), w(48), loc));
             }
             Err(softnic_fabric::Error::NotFound) => {
                 let d = alloc_data(size)?;
@@ -68,8 +69,8 @@ pub fn join(id: u32, size: usize) -> R<Data> {
     Err(SCI_ERR_NOSPC)
 }
 
-/// The node whose broadcast segment `id` created the group on this machine.
-pub fn creator(id: u32) -> Option<u32> {
+/// The process holding group `id`'s memory on this machine.
+pub fn group_owner(id: u32) -> Option<std::sync::Arc<Peer>> {
     let e = registry::lookup(api::SISCI, &node::group_key(id)).ok()?;
-    Some(u32::from_le_bytes(e.payload[40..44].try_into().expect("4 bytes")))
+    Peer::open(e.peer).ok()
 }

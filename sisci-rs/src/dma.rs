@@ -152,9 +152,9 @@ fn run(q: &Queue, job: &Job) -> (u32, SciErr) {
             let buf = unsafe { std::slice::from_raw_parts_mut(base.add(p.loff + done), n) };
             let raddr = p.rseg.data_addr + (p.roff + done) as u64;
             let r = if p.read {
-                softnic_fabric::rma::get(&p.rseg.owner, p.rseg.data_key, raddr, buf, PD)
+                softnic_fabric::rma::get(&p.rseg.data_owner, p.rseg.data_key, raddr, buf, PD)
             } else {
-                softnic_fabric::rma::put(&p.rseg.owner, p.rseg.data_key, raddr, buf, PD)
+                softnic_fabric::rma::put(&p.rseg.data_owner, p.rseg.data_key, raddr, buf, PD)
             };
             if let Err(e) = r {
                 softnic_fabric::sn_debug!("SISCI", "DMA to node {} segment {}: {}", p.rseg.node, p.rseg.id, e);

@@ -189,14 +189,14 @@ fn map_remote(h: usize, out_map: *mut usize, offset: usize, size: usize, flags: 
     s.maps.fetch_add(1, Ordering::AcqRel);
     let r = (|| {
         let readonly = flags & SCI_FLAG_READONLY_MAP != 0;
-        let keep = if s.owner.pid() == std::process::id() as i32 { s.data_loc.as_ref().and_then(segment::by_loc) } else { None };
+        let keep = if s.data_owner.pid() == std::process::id() as i32 { s.data_loc.as_ref().and_then(segment::by_loc) } else { None };
         let (ptr, view, shadow) = match s.data_loc {
-            Some(loc) if !s.owner.is_remote() => {
-                let v = softnic_fabric::rma::map_region(&s.owner, &loc).map_err(|e| reach_err(e, SCI_ERR_NOT_CONNECTED))?;
+            Some(loc) if !s.data_owner.is_remote() => {
+                let v = softnic_fabric::rma::map_region(&s.data_owner, &loc).map_err(|e| reach_err(e, SCI_ERR_NOT_CONNECTED))?;
                 if (v.len() as u64) < (offset + size) as u64 {
                     return Err(SCI_ERR_OUT_OF_RANGE);
                 }
-                if readonly && s.owner.pid() != std::process::id() as i32 {
+                if readonly && s.data_owner.pid() != std::process::id() as i32 {
                     // SAFETY: the whole view is our own mapping of the owner's memfd.
                     unsafe { libc::mprotect(v.as_ptr() as *mut c_void, v.len(), libc::PROT_READ) };
                 }

@@ -32,6 +32,9 @@ pub struct RemoteSeg {
     pub handle: usize,
     pub desc: Arc<Desc>,
     pub owner: Arc<Peer>,
+    /// The process whose memory the segment is: the owner, except for a broadcast
+    /// segment, whose memory is its group's (see crate::broadcast).
+    pub data_owner: Arc<Peer>,
     pub node: u32,
     pub id: u32,
     pub size: usize,
@@ -64,7 +67,7 @@ pub fn rseg(h: usize) -> R<Arc<RemoteSeg>> {
 impl RemoteSeg {
     /// Is the connection still good (owner alive, connection not withdrawn)?
     pub fn healthy(&self) -> bool {
-        !self.withdrawn.load(Ordering::Relaxed) && self.owner.seems_alive()
+        !self.withdrawn.load(Ordering::Relaxed) && self.owner.seems_alive() && self.data_owner.seems_alive()
     }
 
     /// The next event for the program: queued owner events first, then a lost owner
@@ -159,6 +162,7 @@ fn connect_in(d: &Arc<Desc>, segment: *mut usize, node_id: u32, id: u32, adapter
         handle: 0,
         desc: d.clone(),
         owner: owner.clone(),
+        data_owner: owner.clone(),
         node: node_id,
         id,
         size: 0,
@@ -209,6 +213,15 @@ fn connect_in(d: &Arc<Desc>, segment: *mut usize, node_id: u32, id: u32, adapter
         obj.flags = (r.u32()? & SCI_FLAG_BROADCAST) | (flags & SCI_FLAG_USE_CALLBACK);
         Ok(())
     })();
+    if parsed.is_ok() && obj.flags & SCI_FLAG_BROADCAST != 0 && !owner.is_remote() {
+        match crate::broadcast::group_owner(id) {
+            Some(p) => obj.data_owner = p,
+            None => {
+                disconnect_now(&obj);
+                return Err(SCI_ERR_NO_SUCH_SEGMENT);
+            }
+        }
+    }
     if parsed.is_err() {
         disconnect_now(&obj);
         return Err(SCI_ERR_SYSTEM);

@@ -47,6 +47,9 @@ pub struct Data {
     pub ptr: *mut u8,
     pub len: usize,
     pub key: MemKey,
+    /// The memory's address in the process that registered it under `key` (differs from
+    /// `ptr` for memory of another process mapped here).
+    pub addr: u64,
     /// Where peers on this machine map it (None: registered user memory that spans
     /// several fabric backings, which only DMA and SCIMemCpy can reach).
     pub loc: Option<RingLoc>,
@@ -62,12 +65,12 @@ unsafe impl Sync for Data {}
 
 impl Data {
     /// Another process's memory mapped here.
-    pub fn mapped(view: softnic_fabric::rma::RegionView, len: usize, key: MemKey, loc: RingLoc) -> Data {
-        Data { ptr: view.as_ptr(), len, key, loc: Some(loc), own: None, registered: false, _view: Some(view) }
+    pub fn mapped(view: softnic_fabric::rma::RegionView, len: usize, key: MemKey, addr: u64, loc: RingLoc) -> Data {
+        Data { ptr: view.as_ptr(), len, key, addr, loc: Some(loc), own: None, registered: false, _view: Some(view) }
     }
     /// A non-owning twin of `d` (whose owner keeps the memory).
     pub fn alias(d: &Data) -> Data {
-        Data { ptr: d.ptr, len: d.len, key: d.key, loc: d.loc, own: None, registered: false, _view: None }
+        Data { ptr: d.ptr, len: d.len, key: d.key, addr: d.addr, loc: d.loc, own: None, registered: false, _view: None }
     }
 }
 
@@ -285,7 +288,7 @@ pub fn alloc_data(size: usize) -> R<Data> {
         }
     };
     let loc = m.ring_loc(0, m.len()).ok();
-    Ok(Data { ptr: m.as_ptr(), len: size, key, loc, own: Some(m), registered: true, _view: None })
+    Ok(Data { ptr: m.as_ptr(), len: size, key, addr: m.as_ptr() as u64, loc, own: Some(m), registered: true, _view: None })
 }
 
 fn write_header(s: &LocalSeg) {
@@ -302,7 +305,7 @@ fn write_data_header(s: &LocalSeg) {
     match s.data.get() {
         Some(d) => {
             b.word(H_DATA_KEY).store(d.key.to_u64(), Ordering::Relaxed);
-            b.word(H_DATA_ADDR).store(d.ptr as u64, Ordering::Relaxed);
+            b.word(H_DATA_ADDR).store(d.addr, Ordering::Relaxed);
             b.set_loc(H_DATA_LOC, &d.loc.unwrap_or(RingLoc { backing: 0, backing_gen: 0, offset: 0, len: 0 }));
         }
         None => {
@@ -639,7 +642,7 @@ fn attach_memory(addr: *mut c_void, size: usize, h: usize, readonly: bool) -> R<
         })?, true)
     };
     let loc = if registered { crate::usermem::loc_of(addr as usize, size) } else { None };
-    let d = Data { ptr: addr as *mut u8, len: size, key, loc, own: None, registered, _view: None };
+    let d = Data { ptr: addr as *mut u8, len: size, key, addr: addr as u64, loc, own: None, registered, _view: None };
     if s.data.set(d).is_err() {
         return Err(SCI_ERR_ILLEGAL_OPERATION);
     }
@@ -692,7 +695,7 @@ fn attach(sd: usize, segment: *mut usize, id: u32, size_out: *mut usize, cb: CbL
         let size = blk.word(H_SIZE).load(Ordering::Relaxed) as usize;
         let data_loc = blk.get_loc(H_DATA_LOC);
         let dview = softnic_fabric::rma::map_region(&peer, &data_loc).map_err(|_| SCI_ERR_NO_SUCH_SEGMENT)?;
-        let data = Data { ptr: dview.as_ptr(), len: size, key: MemKey::from_u64(blk.word(H_DATA_KEY).load(Ordering::Relaxed)), loc: Some(data_loc), own: None, registered: false, _view: Some(dview) };
+        let data = Data { ptr: dview.as_ptr(), len: size, key: MemKey::from_u64(blk.word(H_DATA_KEY).load(Ordering::Relaxed)), addr: blk.word(H_DATA_ADDR).load(Ordering::Relaxed), loc: Some(data_loc), own: None, registered: false, _view: Some(dview) };
         let ring = blk.attach_ring::<Event>(64)?;
         let owner_flags = blk.word(H_FLAGS).load(Ordering::Relaxed) as u32;
         let cell = OnceLock::new();

@@ -60,7 +60,7 @@ impl Shadow {
         if p == libc::MAP_FAILED {
             return Err(SCI_ERR_NOSPC);
         }
-        let sh = Shadow { owner: s.owner.clone(), key: s.data_key, base: s.data_addr + offset as u64, size, buf: p as *mut u8, maplen, twin: Mutex::new(vec![0u8; size]) };
+        let sh = Shadow { owner: s.data_owner.clone(), key: s.data_key, base: s.data_addr + offset as u64, size, buf: p as *mut u8, maplen, twin: Mutex::new(vec![0u8; size]) };
         sh.refresh()?;
         Ok(sh)
     }
