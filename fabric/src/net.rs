@@ -28,6 +28,12 @@
 //! address), so it can never wait on the application.  Requests from one initiator to one
 //! target are executed in issue order (one ordered connection, one serving thread).
 //!
+//! **Services and lookups.**  A request may also run an API library's service handler on
+//! this process as target ([`crate::rma::Peer::call`]: Portals matching, SISCI interrupts)
+//! or look a key up in this node's registry for another node ([`Engine::lookup`]); both
+//! are served by the progress thread like the rest, so handlers must never wait on
+//! another remote operation.
+//!
 //! **Failure.**  A send that fails, or a reply that does not come within
 //! `SOFTNIC_NET_TIMEOUT_MS`, marks the peer dead: its operations then fail with
 //! `PeerDead` at once.
@@ -95,6 +101,10 @@ enum Op {
     Expose = 15,
     /// One-way, target to initiator: an exposed registration ended, drop its window.
     Revoke = 16,
+    /// Run a service handler (`a`: its id) on this process as target ([`crate::rma::Peer::call`]).
+    Call = 17,
+    /// Look a key up in this node's registry (`a`: the API id; body: the key).
+    Lookup = 18,
 }
 
 impl Op {
@@ -116,6 +126,8 @@ impl Op {
             14 => Op::PutCompound,
             15 => Op::Expose,
             16 => Op::Revoke,
+            17 => Op::Call,
+            18 => Op::Lookup,
             _ => return None,
         })
     }
@@ -618,11 +630,18 @@ impl Engine {
     /// Reads the records of the ranks not read yet; returns the entry of (node, slot) if
     /// known, and whether some rank has not published yet.
     fn read_directory(&self, node: u32, slot: u32) -> Result<(Option<(u32, Vec<u8>)>, bool)> {
-        let size = crate::bootstrap::size().unwrap_or(1) as usize;
         let mut d = self.directory.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(f) = d.by_proc.get(&(node, slot)) {
             return Ok((Some(f.clone()), false));
         }
+        let pending = self.read_records(&mut d)?;
+        Ok((d.by_proc.get(&(node, slot)).cloned(), pending))
+    }
+
+    /// Reads the records of the ranks not read yet into `d`; true while some rank has not
+    /// published.
+    fn read_records(&self, d: &mut Directory) -> Result<bool> {
+        let size = crate::bootstrap::size().unwrap_or(1) as usize;
         d.read.resize(size, false);
         let mut pending = false;
         for r in 0..size {
@@ -640,7 +659,17 @@ impl Engine {
                 Err(e) => return Err(e),
             }
         }
-        Ok((d.by_proc.get(&(node, slot)).cloned(), pending))
+        Ok(pending)
+    }
+
+    /// The published processes of node `node` (by slot), and whether some rank has not
+    /// published yet.
+    fn procs_on(&self, node: u32) -> Result<(Vec<ProcId>, bool)> {
+        let mut d = self.directory.lock().unwrap_or_else(|e| e.into_inner());
+        let pending = self.read_records(&mut d)?;
+        let mut on: Vec<ProcId> = d.by_proc.iter().filter(|((n, _), _)| *n == node).map(|(&(_, slot), &(gen, _))| ProcId { slot, gen }).collect();
+        on.sort_by_key(|p| p.slot);
+        Ok((on, pending))
     }
 
     fn insert_addr(&self, name: &[u8]) -> Result<fi_addr_t> {
@@ -1042,6 +1071,23 @@ fn serve(op: Op, h: &Hdr, body: &[u8]) -> Result<Vec<u8>> {
                 off += 24 + ((len + 7) & !7);
             }
             live.put_compound(&pieces, flag, notify, h.c).map(|_| Vec::new())
+        }
+        Op::Call => {
+            let f = crate::rma::service(h.a as u32).ok_or(Error::Unsupported)?;
+            let mut reply = Vec::new();
+            f(&me, body, &mut reply)?;
+            if reply.len() > MAX_DATA {
+                return Err(Error::InvalidArg);
+            }
+            Ok(reply)
+        }
+        Op::Lookup => {
+            let ep = crate::registry::lookup(h.a as u32, body)?;
+            let mut out = Vec::with_capacity(8 + ep.payload.len());
+            out.extend_from_slice(&ep.owner.slot.to_le_bytes());
+            out.extend_from_slice(&ep.owner.gen.to_le_bytes());
+            out.extend_from_slice(&ep.payload);
+            Ok(out)
         }
         // Handled by the engine before `serve`.
         Op::Reply | Op::Expose | Op::Revoke => Err(Error::InvalidArg),
@@ -1462,6 +1508,52 @@ impl Engine {
 
     pub fn region_notify(&self, to: &Arc<Remote>, loc: [u64; 3], off: usize) -> Result<()> {
         self.call(to, Op::RegionNotify, loc[0], loc[1], loc[2], &[&(off as u64).to_le_bytes()]).map(|_| ())
+    }
+
+    /// Runs service `id` at `to` (see [`crate::rma::Peer::call`]); its reply.
+    pub fn call_service(&self, to: &Arc<Remote>, id: u32, req: &[u8]) -> Result<Vec<u8>> {
+        self.call(to, Op::Call, id as u64, 0, 0, &[req])
+    }
+
+    /// Looks (`api`, `key`) up in the registry of node `node`, asking its processes this
+    /// engine knows in turn until one answers (they share that registry, so one answer is
+    /// the node's).  Waits, up to the timeout, while the node has no known process and
+    /// some rank has not published yet.  `NotFound`, `PeerDead` (none answered).
+    pub fn lookup(&'static self, node: u32, api: u32, key: &[u8]) -> Result<(ProcId, [u8; crate::registry::PAYLOAD_LEN])> {
+        let deadline = Instant::now() + self.timeout;
+        let procs = loop {
+            let (on, pending) = self.procs_on(node)?;
+            if !on.is_empty() {
+                break on;
+            }
+            if !pending || Instant::now() >= deadline {
+                return Err(Error::NotFound);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let mut last = Error::PeerDead;
+        for id in procs {
+            let r = match self.remote(node, id, 32) {
+                Ok(r) if !r.is_dead() => r,
+                Ok(_) => continue,
+                Err(e) => {
+                    last = e;
+                    continue;
+                }
+            };
+            match self.call(&r, Op::Lookup, api as u64, 0, 0, &[key]) {
+                Ok(d) if d.len() >= 8 + crate::registry::PAYLOAD_LEN => {
+                    let w = |i: usize| u32::from_le_bytes(d[i..i + 4].try_into().expect("4 bytes"));
+                    let mut payload = [0u8; crate::registry::PAYLOAD_LEN];
+                    payload.copy_from_slice(&d[8..8 + crate::registry::PAYLOAD_LEN]);
+                    return Ok((ProcId { slot: w(0), gen: w(4) }, payload));
+                }
+                Ok(_) => return Err(Error::Os(libc::EIO)),
+                Err(Error::PeerDead) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last)
     }
 
     pub fn post_event(&self, to: &Arc<Remote>, loc: [u64; 3], entry: &[u8], overrun: bool) -> Result<bool> {

@@ -24,8 +24,8 @@ use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 
 pub const CTL_MAGIC: u64 = 0x5346_4e43_544c_0001; // "SFNCTL" + layout 1
 /// Layout version: 2 added `RegEntry::notify` (uGNI dst_cq of a registration); 3 added
-/// the registry id and the node address to the header.
-pub const CTL_VERSION: u32 = 3;
+/// the registry id and the node address to the header; 4 the life lock at [`LIFE_OFF`].
+pub const CTL_VERSION: u32 = 4;
 /// Registration-table rows per process.
 pub const NREG: usize = 4096;
 /// Backing-table rows per process.
@@ -95,11 +95,27 @@ pub(crate) const LIVE: u32 = 1;
 pub(crate) const DETACHED: u32 = 2;
 pub(crate) const NO_BACKING: u32 = u32::MAX;
 
+/// The **life lock**: a process-shared robust mutex that the thread setting up the
+/// fabric locks and never unlocks.  Its lock word holds that thread's id; when the thread
+/// ends (the process exits, is killed, or execs) the kernel sets FUTEX_OWNER_DIED in it
+/// while tearing the thread down, before the process can be reaped.  Peers read the word
+/// on every operation ([`Ctl::surely_alive`]): one load, where a liveness probe costs a
+/// clock read and, at times, a system call.  A word without a clean owner (that thread
+/// ended while the process goes on, or a C library that lays the mutex out otherwise)
+/// proves nothing, and peers fall back to probing.  Second cache line: written twice per
+/// process life.
+pub(crate) const LIFE_OFF: usize = 64;
+/// glibc's mutex starts with its lock word (the owner's thread id for a robust mutex).
+const FUTEX_OWNER_DIED: u32 = 0x4000_0000;
+const FUTEX_TID_MASK: u32 = 0x3fff_ffff;
+const PTHREAD_MUTEX_ROBUST: libc::c_int = 1;
+
 pub(crate) const REG_OFF: usize = 4096;
 pub(crate) const BACK_OFF: usize = REG_OFF + NREG * 64;
 pub const CTL_LEN: usize = BACK_OFF + NBACK * 64;
 // Tables start page aligned so a peer could map them separately later.
 const _: () = assert!(REG_OFF % 4096 == 0 && BACK_OFF % 4096 == 0);
+const _: () = assert!(LIFE_OFF + std::mem::size_of::<libc::pthread_mutex_t>() <= REG_OFF);
 
 /// A view of a control segment (ours or a peer's).
 #[derive(Clone, Copy)]
@@ -125,6 +141,16 @@ impl Ctl {
         (i < NBACK).then(|| unsafe { &*(self.base.add(BACK_OFF + i * 64) as *const BackEntry) })
     }
     /// Checks magic, version and identity of a peer's segment.
+    /// True when the life lock (see [`LIFE_OFF`]) shows its owner thread alive: then the
+    /// process is.  False proves nothing (probe instead).
+    #[inline]
+    pub fn surely_alive(&self) -> bool {
+        // SAFETY: LIFE_OFF is inside the mapped control segment, 4-aligned; the word is
+        // written by the owner's C library and the kernel, so it is read atomically.
+        let w = unsafe { (*(self.base.add(LIFE_OFF) as *const AtomicU32)).load(Ordering::Relaxed) };
+        w & FUTEX_OWNER_DIED == 0 && w & FUTEX_TID_MASK != 0
+    }
+
     pub fn check(&self, pid: i32, starttime: u64) -> Result<()> {
         let h = self.hdr();
         if h.magic != CTL_MAGIC || h.version != CTL_VERSION || h.nreg != NREG as u32 || h.nback != NBACK as u32 {
@@ -200,6 +226,28 @@ pub(crate) fn debug(msg: &str) {
     crate::sn_debug!("fabric", "{}", msg)
 }
 
+/// Initialises and locks the life lock of our fresh control segment (see [`LIFE_OFF`]).
+/// Failure only costs peers the fast liveness check.
+fn take_life_lock(ctl: &Ctl) {
+    // SAFETY: the mutex lives in our segment (aligned, inside, zeroed, not yet shared);
+    // the attribute is initialised before use and destroyed after.
+    unsafe {
+        let m = ctl.base.add(LIFE_OFF) as *mut libc::pthread_mutex_t;
+        let mut a: libc::pthread_mutexattr_t = std::mem::zeroed();
+        if libc::pthread_mutexattr_init(&mut a) != 0 {
+            return;
+        }
+        let ok = libc::pthread_mutexattr_setpshared(&mut a, libc::PTHREAD_PROCESS_SHARED) == 0
+            && libc::pthread_mutexattr_setrobust(&mut a, PTHREAD_MUTEX_ROBUST) == 0
+            && libc::pthread_mutex_init(m, &a) == 0
+            && libc::pthread_mutex_lock(m) == 0;
+        libc::pthread_mutexattr_destroy(&mut a);
+        if !ok {
+            debug("no life lock: peers probe this process's liveness");
+        }
+    }
+}
+
 /// This process's fabric, set up on first call.
 pub fn get() -> Result<&'static Node> {
     let n = NODE.get_or_try_init(|| {
@@ -216,6 +264,7 @@ pub fn get() -> Result<&'static Node> {
         h.nback = NBACK as u32;
         h.node_addr = AtomicU32::new(NO_NODE_ADDR);
         let ctl = Ctl { base: seg.map.ptr() };
+        take_life_lock(&ctl);
         // Per-process starting generations, so a key minted by another process (or an
         // earlier run) rarely validates here by accident.
         let seed = (starttime ^ (pid as u64).rotate_left(17) ^ seg.ino.rotate_left(40)).wrapping_mul(0x9e37_79b9_7f4a_7c15);

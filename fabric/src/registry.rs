@@ -116,6 +116,8 @@ pub struct EndpointId {
 pub struct Endpoint {
     pub id: EndpointId,
     pub peer: PeerRef,
+    /// The owner's registry id (what [`crate::rma::Peer::at`] takes).
+    pub owner: ProcId,
     pub payload: [u8; PAYLOAD_LEN],
 }
 
@@ -585,7 +587,8 @@ impl Attached {
                     }
                     return Err(Error::NotFound);
                 }
-                return Ok(Endpoint { id: EndpointId { slot: e as u32, gen: r.gen }, peer: self.peer_of(owner), payload: r.payload });
+                let owner_id = ProcId { slot: owner as u32, gen: p.gen };
+                return Ok(Endpoint { id: EndpointId { slot: e as u32, gen: r.gen }, peer: self.peer_of(owner), owner: owner_id, payload: r.payload });
             }
         }
         Err(Error::NotFound)

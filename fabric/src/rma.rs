@@ -21,12 +21,16 @@
 //! (inside [`Ring::push`]); a target that takes the entry with the ring's Acquire load sees
 //! all data the initiator put before posting.  That is sufficient on one machine.
 //!
-//! **Peer death.**  Checked through a pidfd, at most every [`DEATH_CHECK_NS`] as told by
-//! the coarse monotonic clock (a few ns to read, where the precise one costs ~40 ns in a
-//! VM, on every operation): an operation issued later than [`death_detect_bound`] after
-//! the peer died fails with `PeerDead`; one issued sooner completes into the dead
-//! process's memory (which we still map), like a packet in flight.  Nothing ever blocks
-//! on a dead peer.
+//! **Peer death.**  A peer's life lock ([`crate::node::LIFE_OFF`]: a robust mutex its
+//! setup thread holds for life, whose word the kernel marks when that thread dies) is
+//! read on every operation: while it shows a live owner the peer is alive, for the price
+//! of one load.  Otherwise (the peer died, or its setup thread ended before it) the peer
+//! is probed through a pidfd, at most every [`DEATH_CHECK_NS`] as told by the coarse
+//! monotonic clock: an operation issued later than [`death_detect_bound`] after the peer
+//! died fails with `PeerDead` (in practice at once: a peer whose lock was clean until it
+//! died is probed on the first operation after); one issued sooner completes into the dead process's
+//! memory (which we still map), like a packet in flight.  Nothing ever blocks on a dead
+//! peer.
 //!
 //! **Fallback regions** (pages that could not be rebound, see [`crate::mem`]): put/get use
 //! `process_vm_writev/readv`; atomics return `Err(Unsupported)`.
@@ -80,6 +84,9 @@ pub struct Peer {
     pidfd: i32,
     dead: AtomicBool,
     last_check: AtomicU64,
+    /// The peer's life lock showed a dead owner while the peer lived on (its setup thread
+    /// ended): liveness is probed by time instead.
+    life_lock_useless: AtomicBool,
     /// Mappings of the peer's backings, indexed by backing row: the lock-free read side
     /// (null or a `Cached` owned by `backs`) and the mutex-protected write side.
     fast: Box<[AtomicPtr<Cached>]>,
@@ -150,7 +157,7 @@ impl Peer {
             return Ok(p.clone());
         }
         let p = if r == n.peer_ref() {
-            Peer { r, is_self: true, _ctl_map: None, ctl: n.ctl(), pidfd: -1, dead: AtomicBool::new(false), last_check: AtomicU64::new(0), fast: empty_fast(), backs: Mutex::new(Backs::default()), net: None }
+            Peer { r, is_self: true, _ctl_map: None, ctl: n.ctl(), pidfd: -1, dead: AtomicBool::new(false), last_check: AtomicU64::new(0), life_lock_useless: AtomicBool::new(false), fast: empty_fast(), backs: Mutex::new(Backs::default()), net: None }
         } else {
             if !crate::registry::pid_alive(r.pid, Some(r.starttime)) {
                 return Err(Error::PeerDead);
@@ -160,7 +167,7 @@ impl Peer {
             ctl.check(r.pid, r.starttime)?;
             // SAFETY: pidfd_open takes a pid and flags; returns a new fd or -1.
             let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, r.pid, 0) } as i32;
-            Peer { r, is_self: false, _ctl_map: Some(map), ctl, pidfd, dead: AtomicBool::new(false), last_check: AtomicU64::new(now_ns()), fast: empty_fast(), backs: Mutex::new(Backs::default()), net: None }
+            Peer { r, is_self: false, _ctl_map: Some(map), ctl, pidfd, dead: AtomicBool::new(false), last_check: AtomicU64::new(now_ns()), life_lock_useless: AtomicBool::new(false), fast: empty_fast(), backs: Mutex::new(Backs::default()), net: None }
         };
         let p = Arc::new(p);
         let mut peers = PEERS.lock().unwrap_or_else(|e| e.into_inner());
@@ -233,6 +240,7 @@ impl Peer {
             pidfd: -1,
             dead: AtomicBool::new(false),
             last_check: AtomicU64::new(0),
+            life_lock_useless: AtomicBool::new(true),
             fast: Box::new([]),
             backs: Mutex::new(Backs::default()),
             net: Some(remote),
@@ -314,6 +322,19 @@ impl Peer {
         }
         if self.dead.load(Ordering::Relaxed) {
             return Err(Error::PeerDead);
+        }
+        if !self.life_lock_useless.load(Ordering::Relaxed) {
+            if self.ctl.surely_alive() {
+                return Ok(());
+            }
+            // The lock's owner thread ended: the process died (see it at once), or only
+            // that thread did, and then the lock tells nothing from now on: probe by time.
+            if !self.is_alive() {
+                return Err(Error::PeerDead);
+            }
+            self.life_lock_useless.store(true, Ordering::Relaxed);
+            self.last_check.store(now_ns(), Ordering::Relaxed);
+            return Ok(());
         }
         let now = now_ns();
         if now.wrapping_sub(self.last_check.load(Ordering::Relaxed)) >= DEATH_CHECK_NS {
@@ -1248,5 +1269,96 @@ pub(crate) mod region_serve {
         // SAFETY: in bounds, aligned (checked).
         unsafe { &*(p as *const crate::wait::WaitWords) }.notify();
         Ok(())
+    }
+}
+
+// ---- services ------------------------------------------------------------------------
+//
+// Some target-side work is more than a put or an atomic: Portals walks the target's match
+// list and deposits into the entry it picks, SISCI triggers an interrupt.  An API library
+// writes such work once, as a service handler operating on a target Peer's memory, and
+// runs it with [`Peer::call`]: in the calling process when the target is on this node
+// (the handler maps the target's shared memory, so the target takes no part, as with
+// every one-sided operation), and in the target's network progress thread, with the
+// target as itself, when the target is reached through the network engine.  The handler
+// is the same code either way; it cannot tell who runs it.
+//
+// A handler must be short and must never wait for another remote operation: two progress
+// threads waiting on each other's handlers would deadlock.  Work the initiator must do
+// afterwards (its own completion event, copying reply data) it does after `call` returns.
+
+/// A service handler: operates on `target`'s memory for the request `req` and appends its
+/// answer to `reply` (at most [`MAX_CALL`] bytes).
+pub type Service = fn(target: &Arc<Peer>, req: &[u8], reply: &mut Vec<u8>) -> Result<()>;
+
+/// Most bytes in a service request or reply.
+pub const MAX_CALL: usize = net::MAX_DATA;
+
+/// Service ids are small (the API ids of [`crate::registry::api`]).
+const NSERVICE: usize = 256;
+
+/// Registered handlers by id (a `Service` as usize; 0 = none).  A plain table: `call`
+/// reads it without a lock on every operation.
+static SERVICES: [std::sync::atomic::AtomicUsize; NSERVICE] = [const { std::sync::atomic::AtomicUsize::new(0) }; NSERVICE];
+
+/// Registers the handler of service `id` (an id of [`crate::registry::api`], < 256) in
+/// this process; a later registration replaces it.  `InvalidArg` for an id out of range.
+pub fn register_service(id: u32, f: Service) -> Result<()> {
+    let slot = SERVICES.get(id as usize).ok_or(Error::InvalidArg)?;
+    slot.store(f as usize, Ordering::Release);
+    Ok(())
+}
+
+/// The handler of service `id` registered in this process.
+pub(crate) fn service(id: u32) -> Option<Service> {
+    let f = SERVICES.get(id as usize)?.load(Ordering::Acquire);
+    // SAFETY: non-zero values are `Service` function pointers stored by register_service.
+    (f != 0).then(|| unsafe { std::mem::transmute::<usize, Service>(f) })
+}
+
+impl Peer {
+    /// Runs service `id` with this peer as its target (see the section comment above):
+    /// here when the peer is on this node, in the peer's progress thread when it is
+    /// reached through the network engine.  Errors: `InvalidArg` (a request over
+    /// [`MAX_CALL`]), `Unsupported` (no handler for `id` where it must run), `PeerDead`
+    /// (gone, or no answer within `SOFTNIC_NET_TIMEOUT_MS`), and the handler's own.
+    pub fn call(self: &Arc<Self>, id: u32, req: &[u8], reply: &mut Vec<u8>) -> Result<()> {
+        if req.len() > MAX_CALL {
+            return Err(Error::InvalidArg);
+        }
+        if let Some(r) = &self.net {
+            let d = net::engine()?.call_service(r, id, req)?;
+            reply.extend_from_slice(&d);
+            return Ok(());
+        }
+        self.check_alive()?;
+        let f = service(id).ok_or(Error::Unsupported)?;
+        let start = reply.len();
+        f(self, req, reply)?;
+        if reply.len() - start > MAX_CALL {
+            // The same limit as across nodes, so that a program cannot depend on one engine.
+            reply.truncate(start);
+            return Err(Error::InvalidArg);
+        }
+        Ok(())
+    }
+
+    /// The endpoint published under (`api`, `key`) in the node registry of node `node`, and
+    /// its owner reached through the right engine.  The registry asked is this machine's
+    /// when `node` is on it (virtual nodes of one machine share one registry, so their
+    /// keys must name the node), else that of `node`, through one of its processes the
+    /// network engine knows.  `NotFound` when nothing is published under the key (or no
+    /// process of `node` is known once every rank of the job has published), `PeerDead`.
+    pub fn lookup(node: u32, api: u32, key: &[u8]) -> Result<(Arc<Peer>, [u8; crate::registry::PAYLOAD_LEN])> {
+        match net::running() {
+            Some(e) if e.node != node => {
+                let (id, payload) = e.lookup(node, api, key)?;
+                Ok((Peer::at(node, id, 32)?, payload))
+            }
+            _ => {
+                let ep = crate::registry::lookup(api, key)?;
+                Ok((Peer::at(node, ep.owner, 32)?, ep.payload))
+            }
+        }
     }
 }

@@ -606,6 +606,39 @@ fn dead_peer_is_an_error_not_a_hang() {
     assert_eq!(Peer::open(r2).err(), Some(Error::PeerDead));
 }
 
+#[test]
+fn death_is_seen_at_once_through_the_life_lock() {
+    let _g = serial();
+    let mut k = Kid::spawn();
+    let peer = Peer::open(k.peer_ref()).unwrap();
+    let (key, a, _) = k.reg("heap_small", 0, 4096, "rw", 1);
+    rma::put(&peer, key, a, &[1, 2, 3], 1).unwrap();
+    assert!(peer.seems_alive());
+    k.child.kill().unwrap();
+    k.child.wait().unwrap();
+    // No waiting for a probe interval: the kernel marked the life lock when the process
+    // died, so the very next operation looks at the process itself.
+    assert_eq!(rma::put(&peer, key, a, &[1, 2, 3], 1), Err(Error::PeerDead));
+}
+
+#[test]
+fn a_process_whose_setup_thread_ended_is_still_alive() {
+    let _g = serial();
+    let mut k = Kid::spawn_env(&[("SELFTEST_SETUP_THREAD", "1")]);
+    let peer = Peer::open(k.peer_ref()).unwrap();
+    let (key, a, _) = k.reg("heap_small", 0, 4096, "rw", 1);
+    // Across several probe intervals: its life lock proves nothing, the probes say alive.
+    let t = Instant::now();
+    while t.elapsed() < rma::death_detect_bound() * 3 {
+        rma::put(&peer, key, a, &[4, 5, 6], 1).unwrap();
+        std::thread::sleep(Duration::from_micros(50));
+    }
+    assert_eq!(k.ok(&format!("peek {}", a)), vec![0x06_05_04]);
+    k.finish();
+    std::thread::sleep(rma::death_detect_bound() + Duration::from_millis(1));
+    assert_eq!(rma::put(&peer, key, a, &[1], 1), Err(Error::PeerDead));
+}
+
 fn uniq_dir(tag: &str) -> String {
     format!("/tmp/softnic-test-{}-{}", tag, std::process::id())
 }

@@ -27,6 +27,7 @@ use crate::vcq::{self, lock, Notice, Tcq, Vcq, PD};
 use softnic_fabric::atomic::{AmoOp, AmoWidth};
 use softnic_fabric::mem::MemKey;
 use std::ffi::c_void;
+use std::sync::atomic::Ordering;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
@@ -85,6 +86,7 @@ impl Op {
 const DESC_MAGIC: u64 = 0xd5;
 const FLAG_FIELD: u64 = (1 << 36) - 1;
 
+#[inline(always)]
 fn check_flags(flags: u64) -> UResult<()> {
     if flags & !ONESIDED_FLAGS_KNOWN != 0 {
         return Err(UTOFU_ERR_INVALID_FLAGS);
@@ -96,6 +98,7 @@ fn check_flags(flags: u64) -> UResult<()> {
     Ok(())
 }
 
+#[inline(always)]
 fn common(rmt: u64, edata: u64, flags: u64, kind: Kind) -> UResult<Op> {
     check_flags(flags)?;
     if edata > MAX_EDATA {
@@ -448,14 +451,26 @@ fn run(v: &Vcq, op: &Op, q: &mut vcq::Queue) -> i32 {
 /// Executes `ops` on `v` in order, all or nothing with respect to TOQ space.
 fn exec(v: &Vcq, ops: &[Op], cbdata: usize) -> UResult<()> {
     let mut q = lock(&v.tcq);
-    if q.tcq.len() + ops.len() > TOQ_DEPTH {
+    if q.tcq.len() + v.silent_pending() + ops.len() > TOQ_DEPTH {
         return Err(UTOFU_ERR_BUSY);
     }
     let q = &mut *q;
+    let mut silent = 0;
     for op in ops {
         let rc = run(v, op, q);
-        q.tcq.push_back(Tcq { cbdata, rc, notify: op.flags & UTOFU_ONESIDED_FLAG_TCQ_NOTICE != 0 });
+        let notify = op.flags & UTOFU_ONESIDED_FLAG_TCQ_NOTICE != 0;
+        if rc == UTOFU_SUCCESS && !notify {
+            silent += 1;
+        } else {
+            q.tcq.push_back(Tcq { cbdata, rc, notify });
+        }
     }
+    if silent > 0 {
+        // Only advanced under the lock: a load and a store, no locked instruction.
+        let issued = v.silent_issued.load(Ordering::Relaxed);
+        v.silent_issued.store(issued.wrapping_add(silent), Ordering::Release);
+    }
+    v.queued.store(q.tcq.len(), Ordering::Release);
     Ok(())
 }
 
@@ -464,8 +479,14 @@ fn start(func: &'static str, h: usize, ops: UResult<Vec<Op>>, cbdata: *mut c_voi
     done(func, r)
 }
 
+#[inline(always)]
 fn start1(func: &'static str, h: usize, op: UResult<Op>, cbdata: *mut c_void) -> i32 {
-    let r = vcq::get(h).and_then(|v| exec(v, std::slice::from_ref(&op?), cbdata as usize));
+    // Borrowed where it was built: moving an Op out of its Result copies it through a
+    // store-forwarding stall on this hot path.
+    let r = vcq::get(h).and_then(|v| match &op {
+        Ok(o) => exec(v, std::slice::from_ref(o), cbdata as usize),
+        Err(rc) => Err(*rc),
+    });
     done(func, r)
 }
 
@@ -490,6 +511,7 @@ fn prepare(func: &'static str, h: usize, ops: UResult<Vec<Op>>, desc: *mut c_voi
 // ---- exported: start functions -----------------------------------------------------------
 
 /// One block of a put or get (the common case, without a Vec).
+#[inline(always)]
 fn transfer1(kind: Kind, rmt: u64, lcl: u64, rmts: u64, len: usize, edata: u64, flags: u64) -> UResult<Op> {
     let base = common(rmt, edata, flags, kind)?;
     if len > MAX_PUTGET {
@@ -691,14 +713,18 @@ pub unsafe extern "C" fn utofu_poll_tcq(h: usize, flags: u64, cbdata: *mut *mut 
         if cbdata.is_null() {
             return Err(UTOFU_ERR_INVALID_POINTER);
         }
-        let mut q = lock(&v.tcq);
-        while let Some(e) = q.tcq.pop_front() {
-            if e.notify || e.rc != UTOFU_SUCCESS {
-                out(cbdata, e.cbdata as *mut c_void)?;
-                return if e.rc == UTOFU_SUCCESS { Ok(()) } else { Err(e.rc) };
-            }
+        v.reap_silent();
+        if v.queued.load(Ordering::Acquire) == 0 {
+            return Err(UTOFU_ERR_NOT_FOUND);
         }
-        Err(UTOFU_ERR_NOT_FOUND)
+        let mut q = lock(&v.tcq);
+        let e = q.tcq.pop_front();
+        v.queued.store(q.tcq.len(), Ordering::Release);
+        drop(q);
+        // Every queued entry is reported (successes with TCQ_NOTICE, and errors).
+        let Some(e) = e else { return Err(UTOFU_ERR_NOT_FOUND) };
+        out(cbdata, e.cbdata as *mut c_void)?;
+        if e.rc == UTOFU_SUCCESS { Ok(()) } else { Err(e.rc) }
     })();
     done("utofu_poll_tcq", r)
 }

@@ -172,6 +172,16 @@ pub struct Vcq {
     cq_claim: Option<EndpointId>,
     pub regs: Mutex<Regs>,
     pub tcq: Mutex<Queue>,
+    /// Completions nobody asked to hear of (successful, without TCQ_NOTICE) are counted
+    /// here instead of queued: `issued` is advanced under the `tcq` lock, `reaped` by
+    /// any poll_tcq (a TOQ slot is free again once a poll_tcq has run after its
+    /// operation, as when the entry was queued).  A race between two polls can only
+    /// move `reaped` back, which a later poll undoes: it never frees a slot twice.
+    pub silent_issued: AtomicU64,
+    pub silent_reaped: AtomicU64,
+    /// `tcq.tcq.len()`, readable without the lock: a poll_tcq that finds 0 returns
+    /// without locking.
+    pub queued: AtomicUsize,
 }
 
 /// The TCQ of a VCQ and, under the same lock, the target its operations went to last
@@ -196,6 +206,20 @@ pub struct PutPin {
 impl Vcq {
     pub fn blk(&self) -> *const u8 {
         self.block.as_ptr()
+    }
+
+    /// Silent completions whose TOQ slots no poll_tcq has freed yet.
+    pub fn silent_pending(&self) -> usize {
+        let issued = self.silent_issued.load(Ordering::Acquire);
+        issued.wrapping_sub(self.silent_reaped.load(Ordering::Relaxed)).min(TOQ_DEPTH as u64) as usize
+    }
+
+    /// Frees the TOQ slots of the silent completions issued so far (any poll_tcq).
+    pub fn reap_silent(&self) {
+        let issued = self.silent_issued.load(Ordering::Acquire);
+        if self.silent_reaped.load(Ordering::Relaxed) != issued {
+            self.silent_reaped.store(issued, Ordering::Relaxed);
+        }
     }
 
     /// The MRQ overflowed: the documented fatal asynchronous error.
@@ -488,6 +512,9 @@ fn create(tni: u16, cmp: Option<u16>, flags: u64) -> UResult<usize> {
         cq_claim: own_claim,
         regs: Mutex::new(Regs { next_free: NUM_STAGS as usize, ..Default::default() }),
         tcq: Mutex::new(Queue::default()),
+        silent_issued: AtomicU64::new(0),
+        silent_reaped: AtomicU64::new(0),
+        queued: AtomicUsize::new(0),
     });
     softnic_fabric::sn_debug!("uTofu", "VCQ {:#x}: TNI {} CQ {} component {}{}", id, tni, cq, cmp, if exclusive { " (exclusive)" } else { "" });
     SLOTS[(h & 0xffff) - 1].store(Box::into_raw(v), Ordering::Release);
@@ -647,7 +674,8 @@ pub unsafe extern "C" fn utofu_query_vcq_id(vcq_hdl: usize, vcq_id: *mut u64) ->
 #[no_mangle]
 pub unsafe extern "C" fn utofu_query_num_unread_tcq(vcq_hdl: usize, count: *mut usize) -> i32 {
     let r = get(vcq_hdl).and_then(|v| {
-        let n = if v.exclusive { lock(&v.tcq).tcq.len() } else { on_cq(v.addr.tni, v.addr.cq).iter().map(|o| lock(&o.tcq).tcq.len()).sum() };
+        let unread = |o: &Vcq| lock(&o.tcq).tcq.len() + o.silent_pending();
+        let n = if v.exclusive { unread(v) } else { on_cq(v.addr.tni, v.addr.cq).iter().map(|o| unread(o)).sum() };
         out(count, n)
     });
     done("utofu_query_num_unread_tcq", r)

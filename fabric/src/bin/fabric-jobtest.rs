@@ -7,6 +7,11 @@
 //!   buffer, fetch-adds a counter on rank 0, gets its left neighbour's tag back; checks all.
 //! - `spin`: rank 1 spins on a plain memory word, never calling the library, until rank 0's
 //!   put lands; then it stores an acknowledgement that rank 0 reads with gets.
+//! - `service`: every rank registers a test service and publishes a shared region under
+//!   a key naming its node and rank; every rank finds every rank's region with
+//!   `Peer::lookup` by (node, key) and calls the service on it (which counts the call in
+//!   the region and answers with the owner's rank), then checks the errors: unknown key,
+//!   service not registered, request too long.
 //! - `crash segv|exit|abort`: every rank registers memory and publishes an endpoint; then
 //!   the last rank fails that way while the others sleep.  snrun must end the job with
 //!   that status and nothing may remain in the per-user shared-memory directory.
@@ -185,6 +190,84 @@ fn spin(rank: u32, size: u32) {
     ok!(bootstrap::barrier(), "barrier");
 }
 
+const SVC_RANK: usize = 8;
+
+/// The test service: counts the call in the target's region and answers with the words
+/// [old count, owner's rank, tag ^ 0x5a5a].  Request: [region location (3 words), tag].
+fn test_service(target: &Arc<Peer>, req: &[u8], reply: &mut Vec<u8>) -> softnic_fabric::Result<()> {
+    let w = |i: usize| req.get(i * 8..i * 8 + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap())).ok_or(softnic_fabric::Error::InvalidArg);
+    let loc = mem::RingLoc::from_words([w(0)?, w(1)?, w(2)?]);
+    let region = rma::Region::open(target, &loc)?;
+    if region.is_remote() {
+        die("a service handler was given a target it must reach through the network", ());
+    }
+    let mut old = region.load_u64(0)?;
+    while let Err(cur) = region.cas_u64(0, old, old + 1)? {
+        old = cur;
+    }
+    for v in [old, region.load_u64(SVC_RANK)?, w(3)? ^ 0x5a5a] {
+        reply.extend_from_slice(&v.to_le_bytes());
+    }
+    Ok(())
+}
+
+fn service(rank: u32, size: u32) {
+    use softnic_fabric::Error;
+    ok!(rma::register_service(registry::api::TEST, test_service), "register_service");
+    let shared = ok!(mem::alloc_shared(4096), "alloc_shared");
+    // SAFETY: 4096 fresh bytes we own; the counter word is only touched atomically.
+    unsafe { std::ptr::write_volatile(shared.as_ptr().add(SVC_RANK) as *mut u64, rank as u64) };
+    let loc = ok!(shared.ring_loc(0, 64), "ring_loc");
+    let words: Vec<u8> = loc.to_words().iter().flat_map(|w| w.to_le_bytes()).collect();
+    let node = ok!(bootstrap::node_id(rank), "node_id");
+    ok!(registry::publish(registry::api::TEST, format!("svc-{node}-{rank}").as_bytes(), &words), "publish");
+    ok!(bootstrap::barrier(), "barrier");
+    for p in 0..size {
+        let pn = ok!(bootstrap::node_id(p), "node_id");
+        let (peer, payload) = ok!(Peer::lookup(pn, registry::api::TEST, format!("svc-{pn}-{p}").as_bytes()), "Peer::lookup");
+        let mut req = payload[..24].to_vec();
+        let tag = 1000 + rank as u64 * 10 + p as u64;
+        req.extend_from_slice(&tag.to_le_bytes());
+        let mut reply = Vec::new();
+        ok!(peer.call(registry::api::TEST, &req, &mut reply), "call");
+        let r = |i: usize| u64::from_le_bytes(reply[i * 8..i * 8 + 8].try_into().unwrap());
+        if reply.len() != 24 || r(0) >= size as u64 || r(1) != p as u64 || r(2) != tag ^ 0x5a5a {
+            die("service reply", (p, reply));
+        }
+        // Through the network engine exactly when it carries the job and the peer is on
+        // another node (another machine: virtual nodes of one machine share memory), or
+        // when SOFTNIC_ENGINE=net sends everything but ourselves through it.
+        let via_net = match (softnic_fabric::net::mode(), softnic_fabric::net::running()) {
+            (softnic_fabric::net::Mode::Net, _) => p != rank,
+            (_, Some(_)) => pn != node,
+            (_, None) => false,
+        };
+        if peer.is_remote() != via_net {
+            die("engine of the looked-up peer", (p, peer.is_remote()));
+        }
+        match peer.call(0xfe, &req, &mut reply) {
+            Err(Error::Unsupported) => {}
+            r => die("call of a service nobody registered", r),
+        }
+        match peer.call(registry::api::TEST, &vec![0u8; rma::MAX_CALL + 1], &mut reply) {
+            Err(Error::InvalidArg) => {}
+            r => die("call with a request over MAX_CALL", r),
+        }
+    }
+    let nowhere = format!("svc-{node}-none");
+    match Peer::lookup(node, registry::api::TEST, nowhere.as_bytes()) {
+        Err(Error::NotFound) => {}
+        r => die("lookup of a key nobody published", r.map(|_| ())),
+    }
+    ok!(bootstrap::barrier(), "barrier");
+    // SAFETY: the counter word, written only atomically by the callers (all done: barrier).
+    let count = unsafe { (*(shared.as_ptr() as *const AtomicU64)).load(Ordering::Acquire) };
+    if count != size as u64 {
+        die("calls counted in this rank's region", count);
+    }
+    ok!(bootstrap::barrier(), "barrier");
+}
+
 fn crash(rank: u32, size: u32, how: &str) {
     let buf = vec![0u8; 1 << 16];
     ok!(mem::register(buf.as_ptr() as usize, buf.len(), Access::ReadWrite, PD), "register");
@@ -221,8 +304,9 @@ fn main() {
     match mode {
         "ring" => ring(rank, size, args.get(2).map(String::as_str).unwrap_or("heap")),
         "spin" => spin(rank, size),
+        "service" => service(rank, size),
         "crash" => crash(rank, size, args.get(2).map(String::as_str).unwrap_or("")),
-        _ => die("usage: fabric-jobtest ring|spin|crash segv|exit|abort", mode),
+        _ => die("usage: fabric-jobtest ring|spin|service|crash segv|exit|abort", mode),
     }
     println!("fabric-jobtest {mode}: rank {rank} ok");
 }
