@@ -3,7 +3,9 @@
  * number, other nodes have their own; SCI_FLAG_AUTO_ID gives distinct ids per node,
  * which the ranks exchange (PMI_Allgather) and everybody connects to everybody's;
  * the owner's callback counts every connection; broadcast segments (one per node, same
- * id) share what a broadcast map or a SCI_FLAG_BROADCAST DMA writes. */
+ * id) share what a broadcast map or a SCI_FLAG_BROADCAST DMA writes.  Usage:
+ * sisci_nodes [machine] ("machine": leave reflective memory out, for jobs spread over
+ * machines, where it reaches only the writer's machine). */
 #include "stest.h"
 
 static volatile int connects;
@@ -14,8 +16,9 @@ static sci_callback_action_t on_conn(void *arg, sci_local_segment_t s, sci_segme
     return SCI_CALLBACK_CONTINUE;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    int broadcast = !(argc > 1 && strcmp(argv[1], "machine") == 0);
     int rank, size;
     unsigned int *nodes;
     OK(SCIInitialize(0, &err));
@@ -75,7 +78,7 @@ int main(void)
     }
 
     /* Reflective memory: the first rank of every node makes broadcast segment 950. */
-    int leader = rank == 0 || nodes[rank - 1] != nodes[rank];
+    int leader = broadcast && (rank == 0 || nodes[rank - 1] != nodes[rank]);
     sci_local_segment_t bc;
     sci_map_t bm;
     volatile uint64_t *b = NULL;
@@ -87,7 +90,7 @@ int main(void)
         OK(SCISetSegmentAvailable(bc, 0, 0, &err));
     }
     PMI_Barrier();
-    if (rank == size - 1) {
+    if (broadcast && rank == size - 1) {
         sci_remote_segment_t all;
         sci_map_t am;
         OK(SCIConnectSegment(sd, &all, DIS_BROADCAST_NODEID_GROUP_ALL, 950, 0, NULL, NULL, SCI_INFINITE_TIMEOUT, SCI_FLAG_BROADCAST, &err));

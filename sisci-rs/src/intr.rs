@@ -474,6 +474,7 @@ fn connect(data: bool, sd: usize, intr: *mut usize, node_id: u32, adapter: u32, 
 fn trigger(h: usize, flags: u32) -> R<()> {
     check_flags(flags, 0)?;
     let ri = RINTS.get(h).ok_or(SCI_ERR_ILLEGAL_PARAMETER)?;
+    crate::map::flush_shadows();
     let mut res = Ok(());
     for c in &ri.targets {
         let req = Msg::op(INT_TRIGGER).u64(c.key.to_u64()).u64(c.addr);
@@ -503,6 +504,7 @@ fn trigger_data(h: usize, data: *mut c_void, len: u32, flags: u32) -> R<()> {
         // SAFETY: the program's buffer of `len` bytes.
         unsafe { std::slice::from_raw_parts(data as *const u8, len as usize) }
     };
+    crate::map::flush_shadows();
     let mut res = Ok(());
     for c in &ri.targets {
         let start = Instant::now();

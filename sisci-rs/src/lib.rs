@@ -35,5 +35,13 @@ pub mod query;
 pub mod consts;
 pub mod unsupported;
 
-/// Registers the SISCI service with the fabric (idempotent).
-pub fn service_init() {}
+/// Registers the SISCI service with the fabric (idempotent): from then on this process
+/// serves other machines' operations on its objects (and, on this machine, initiators
+/// run the same handler themselves).
+pub fn service_init() {
+    let _ = softnic_fabric::rma::register_service(softnic_fabric::registry::api::SISCI, service::serve);
+    // Joins the node fabric now (and, in a job spread over machines, starts the network
+    // engine, which publishes this process's address): peers of other machines find it
+    // from the program's first collective on (PMI_Barrier, MPI_Init, ...) on.
+    let _ = softnic_fabric::node::get();
+}

@@ -61,6 +61,9 @@ unsafe impl Sync for Map {}
 
 impl Drop for Map {
     fn drop(&mut self) {
+        if self.shadow.is_some() {
+            SHADOWS.fetch_sub(1, Ordering::AcqRel);
+        }
         match &self.of {
             Of::Local(s) => s.maps.fetch_sub(1, Ordering::AcqRel),
             Of::Remote(s) => s.maps.fetch_sub(1, Ordering::AcqRel),
@@ -69,6 +72,22 @@ impl Drop for Map {
 }
 
 pub static MAPS: Table<Map> = Table::new(4);
+
+/// Shadow maps alive in this process (see crate::shadow).
+static SHADOWS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Ships what the program stored through shadow maps: a trigger must not overtake the
+/// data stored before it (on the hardware the interrupt write follows the data writes).
+pub fn flush_shadows() {
+    if SHADOWS.load(Ordering::Acquire) == 0 {
+        return;
+    }
+    for m in MAPS.all() {
+        if m.shadow.is_some() {
+            let _ = m.flush();
+        }
+    }
+}
 
 pub fn map(h: usize) -> R<Arc<Map>> {
     MAPS.get(h).ok_or(SCI_ERR_ILLEGAL_PARAMETER)
@@ -206,6 +225,7 @@ fn map_remote(h: usize, out_map: *mut usize, offset: usize, size: usize, flags: 
             }
             _ => {
                 let sh = Shadow::new(&s, offset, size)?;
+                SHADOWS.fetch_add(1, Ordering::AcqRel);
                 (sh.ptr(), None, Some(sh))
             }
         };

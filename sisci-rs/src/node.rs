@@ -18,7 +18,7 @@
 use crate::status::*;
 use crate::types::*;
 use once_cell::sync::OnceCell;
-use softnic_fabric::registry::{self, api};
+use softnic_fabric::registry::api;
 use softnic_fabric::rma::Peer;
 use softnic_fabric::Result as FResult;
 use std::sync::Arc;
@@ -171,18 +171,33 @@ pub fn group_key(id: u32) -> [u8; 8] {
 
 // ---- reaching another node's objects ----------------------------------------------------
 
-/// The object published under `key` by node `node`, and its owner as a peer.
-/// `NotFound` when none.
+/// The object published under `key` by node `node`, and its owner as a peer (through
+/// the network engine when the node is another machine).  `NotFound` when none.  A node
+/// id outside the launcher's numbering (given by SOFTNIC_SISCI_NODE_ID) is looked for on
+/// this machine.
 pub fn lookup(node: u32, key: &[u8]) -> FResult<(Arc<Peer>, [u8; 64])> {
-    let _ = node;
-    let e = registry::lookup(api::SISCI, key)?;
-    let p = Peer::open(e.peer)?;
-    Ok((p, e.payload))
+    let fnode = if node == my_node() { my_fabric_node() } else { fabric_of_sisci(node).unwrap_or(my_fabric_node()) };
+    Peer::lookup(fnode, api::SISCI, key)
 }
 
-/// Runs the SISCI service (crate::service) for `target`.
+/// Runs the SISCI service (crate::service) with `target` as its target: here on its
+/// shared memory when it is on this machine, in its progress thread otherwise.
 pub fn call(target: &Arc<Peer>, req: &[u8], reply: &mut Vec<u8>) -> FResult<()> {
-    crate::service::serve(target, req, reply)
+    target.call(api::SISCI, req, reply)
+}
+
+/// Is `peer` alive?  On this machine the fabric knows at once; a process reached
+/// through the network engine is asked (a no-op service call, answered by its progress
+/// thread; one that is gone fails within SOFTNIC_NET_TIMEOUT_MS).
+pub fn probe(peer: &Arc<Peer>) -> bool {
+    if !peer.is_remote() {
+        return peer.is_alive();
+    }
+    if !peer.is_alive() {
+        return false;
+    }
+    let mut reply = Vec::new();
+    !matches!(call(peer, &crate::service::Msg::op(crate::service::PING).u64(0).u64(0).0, &mut reply), Err(softnic_fabric::Error::PeerDead))
 }
 
 /// This process as an importer names itself to owners: fabric node and registry id.

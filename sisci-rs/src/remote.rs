@@ -54,6 +54,7 @@ pub struct RemoteSeg {
     /// The owner told us to disconnect (or forced it).
     pub withdrawn: AtomicBool,
     lost: AtomicBool,
+    last_probe: Mutex<Option<std::time::Instant>>,
     pub removed: AtomicBool,
     cb: Mutex<Option<(CbRemoteSegment, usize)>>,
 }
@@ -87,11 +88,28 @@ impl RemoteSeg {
             }
             return Some((reason, (ev[0] >> 32) as u32));
         }
-        if !self.owner.is_alive() && !self.lost.swap(true, Ordering::AcqRel) {
+        if !self.lost.load(Ordering::Acquire) && !self.owner_alive() && !self.lost.swap(true, Ordering::AcqRel) {
             self.withdrawn.store(true, Ordering::Relaxed);
             return Some((SCI_CB_LOST, SCI_ERR_NOT_CONNECTED));
         }
         None
+    }
+}
+
+impl RemoteSeg {
+    /// The owner's liveness, probed at most every SWEEP_EVERY across machines.
+    fn owner_alive(&self) -> bool {
+        if !self.owner.is_remote() {
+            return self.owner.is_alive();
+        }
+        let now = std::time::Instant::now();
+        let mut last = self.last_probe.lock().unwrap_or_else(|e| e.into_inner());
+        if last.is_some_and(|t| now.duration_since(t) < SWEEP_EVERY) {
+            return self.owner.is_alive();
+        }
+        *last = Some(now);
+        drop(last);
+        node::probe(&self.owner)
     }
 }
 
@@ -150,7 +168,10 @@ fn connect(sd: usize, segment: *mut usize, node_id: u32, id: u32, adapter: u32, 
 #[allow(clippy::too_many_arguments)]
 fn connect_in(d: &Arc<Desc>, segment: *mut usize, node_id: u32, id: u32, adapter: u32, cb: CbRemoteSegment, arg: *mut c_void, flags: u32) -> R<()> {
     crate::segment::sweep_orphans();
-    let (owner, p) = node::lookup(node_id, &node::seg_key(node_id, id)).map_err(|e| reach_err(e, SCI_ERR_NO_SUCH_SEGMENT))?;
+    let (owner, p) = node::lookup(node_id, &node::seg_key(node_id, id)).map_err(|e| {
+        softnic_fabric::sn_debug!("SISCI", "SCIConnectSegment: segment {} of node {}: {}", id, node_id, e);
+        reach_err(e, SCI_ERR_NO_SUCH_SEGMENT)
+    })?;
     let p = parse_payload(&p);
     if (flags & SCI_FLAG_BROADCAST != 0) && p.flags & SCI_FLAG_BROADCAST == 0 {
         return Err(SCI_ERR_NO_SUCH_SEGMENT);
@@ -181,6 +202,7 @@ fn connect_in(d: &Arc<Desc>, segment: *mut usize, node_id: u32, id: u32, adapter
         dma: AtomicU32::new(0),
         withdrawn: AtomicBool::new(false),
         lost: AtomicBool::new(false),
+        last_probe: Mutex::new(None),
         removed: AtomicBool::new(false),
         cb: Mutex::new(None),
     };
@@ -197,7 +219,10 @@ fn connect_in(d: &Arc<Desc>, segment: *mut usize, node_id: u32, id: u32, adapter
         .loc(&ring_loc)
         .u64(obj.cookie)
         .u32(adapter);
-    let (st, reply) = service::request(&owner, req).map_err(|e| reach_err(e, SCI_ERR_NO_SUCH_SEGMENT))?;
+    let (st, reply) = service::request(&owner, req).map_err(|e| {
+        softnic_fabric::sn_debug!("SISCI", "SCIConnectSegment: node {} segment {}: {}", node_id, id, e);
+        reach_err(e, SCI_ERR_NO_SUCH_SEGMENT)
+    })?;
     if st != SCI_ERR_OK {
         return Err(st);
     }
@@ -213,7 +238,7 @@ fn connect_in(d: &Arc<Desc>, segment: *mut usize, node_id: u32, id: u32, adapter
         obj.flags = (r.u32()? & SCI_FLAG_BROADCAST) | (flags & SCI_FLAG_USE_CALLBACK);
         Ok(())
     })();
-    if parsed.is_ok() && obj.flags & SCI_FLAG_BROADCAST != 0 && !owner.is_remote() {
+    if parsed.is_ok() && obj.flags & SCI_FLAG_BROADCAST != 0 {
         match crate::broadcast::group_owner(id) {
             Some(p) => obj.data_owner = p,
             None => {

@@ -186,7 +186,7 @@ pub fn sweep_records(blk: &Block) -> Vec<(u32, u32)> {
         let w2 = blk.rec(i, 16).load(Ordering::Relaxed);
         let id = ProcId { slot: w2 as u32, gen: (w2 >> 32) as u32 };
         let alive = match node::peer_at((w1 >> 32) as u32, id) {
-            Ok(p) => p.is_alive(),
+            Ok(p) => node::probe(&p),
             Err(softnic_fabric::Error::StaleHandle) | Err(softnic_fabric::Error::PeerDead) | Err(softnic_fabric::Error::InvalidHandle) => false,
             Err(_) => true,
         };

@@ -17,6 +17,7 @@
 //! INT_DISCONNECT  block key, block address, record, record generation
 //! INT_TRIGGER     block key, block address
 //! DATA_TRIGGER    block key, block address, length, payload
+//! PING            (block key, block address: ignored)
 //! ```
 //! Segment state word: bit 0 available, 1 prepared, 2 removed, 3 callback armed, 4 shared,
 //! 5 creator gone, 32..47 connections.  Interrupt state word: 0..39 pending triggers, 60 counting,
@@ -37,6 +38,8 @@ pub const INT_CONNECT: u8 = 3;
 pub const INT_DISCONNECT: u8 = 4;
 pub const INT_TRIGGER: u8 = 5;
 pub const DATA_TRIGGER: u8 = 6;
+/// No operation: answers OK (a liveness probe across machines).
+pub const PING: u8 = 7;
 
 pub const SEG_AVAILABLE: u64 = 1 << 0;
 pub const SEG_PREPARED: u64 = 1 << 1;
@@ -166,6 +169,7 @@ pub fn serve(target: &Arc<Peer>, req: &[u8], reply: &mut Vec<u8>) -> FResult<()>
         INT_DISCONNECT => int_disconnect(&t, &mut r),
         INT_TRIGGER => int_trigger(&t),
         DATA_TRIGGER => data_trigger(&t, &mut r),
+        PING => Ok(Msg::default()),
         _ => return Err(FErr::InvalidArg),
     };
     match out {
