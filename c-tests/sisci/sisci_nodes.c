@@ -2,7 +2,8 @@
  * (snrun -N k): on each node exactly one process gets a given segment id or interrupt
  * number, other nodes have their own; SCI_FLAG_AUTO_ID gives distinct ids per node,
  * which the ranks exchange (PMI_Allgather) and everybody connects to everybody's;
- * the owner's callback counts every connection; broadcast segments (one per node, same
+ * the owner's callback counts every connection; program memory exported with
+ * SCIRegisterSegmentMemory is mapped in place; broadcast segments (one per node, same
  * id) share what a broadcast map or a SCI_FLAG_BROADCAST DMA writes.  Usage:
  * sisci_nodes [machine] ("machine": leave reflective memory out, for jobs spread over
  * machines, where it reaches only the writer's machine). */
@@ -75,6 +76,39 @@ int main(int argc, char **argv)
     while (__atomic_load_n(&connects, __ATOMIC_SEQ_CST) < size - 1) {
         if (st_now() > end) SN_FAIL("%d connect callbacks, want %d", connects, size - 1);
         usleep(1000);
+    }
+
+    /* Program memory exported (SCIRegisterSegmentMemory): the next rank maps it and
+     * stores into it.  On one machine the map is the owner's memory itself, so the store
+     * is there without any barrier; across machines SCIStoreBarrier ships it. */
+    {
+        sci_local_segment_t us;
+        uint64_t *mem = aligned_alloc(4096, 16384);
+        memset(mem, 0, 16384);
+        OK(SCICreateSegment(sd, &us, 1200 + rank, 16384, NULL, NULL, SCI_FLAG_EMPTY, &err));
+        OK(SCIRegisterSegmentMemory(mem, 16384, us, 0, &err));
+        OK(SCIPrepareSegment(us, 0, 0, &err));
+        OK(SCISetSegmentAvailable(us, 0, 0, &err));
+        int to = (rank + 1) % size;
+        sci_remote_segment_t urs = st_connect(sd, nodes[to], 1200 + to, NULL, NULL, 0, 30);
+        sci_map_t um;
+        volatile uint64_t *u = SCIMapRemoteSegment(urs, &um, 0, 16384, NULL, 0, &err);
+        CHECK_EQ(err, SCI_ERR_OK);
+        u[1000] = 0x5eed0000u + (unsigned)rank;
+        if (!broadcast) {
+            sci_sequence_t s;
+            OK(SCICreateMapSequence(um, &s, 0, &err));
+            SCIStoreBarrier(s, 0);
+            OK(SCIRemoveSequence(s, 0, &err));
+        }
+        PMI_Barrier();
+        int from = (rank + size - 1) % size;
+        CHECK_EQ(mem[1000], 0x5eed0000u + (unsigned)from);
+        OK(SCIUnmapSegment(um, 0, &err));
+        OK(SCIDisconnectSegment(urs, 0, &err));
+        PMI_Barrier();
+        OK(SCIRemoveSegment(us, 0, &err));
+        free(mem);
     }
 
     /* Reflective memory: the first rank of every node makes broadcast segment 950. */

@@ -641,7 +641,7 @@ fn attach_memory(addr: *mut c_void, size: usize, h: usize, readonly: bool) -> R<
             _ => SCI_ERR_NOSPC,
         })?, true)
     };
-    let loc = if registered { crate::usermem::loc_of(addr as usize, size) } else { None };
+    let loc = if registered { crate::usermem::loc_of(key) } else { None };
     let d = Data { ptr: addr as *mut u8, len: size, key, addr: addr as u64, loc, own: None, registered, _view: None };
     if s.data.set(d).is_err() {
         return Err(SCI_ERR_ILLEGAL_OPERATION);
