@@ -77,3 +77,10 @@ all: $(BUILD)/tests/sisci/sisci_threads_mt
 $(BUILD)/tests/sisci/sisci_threads_mt: c-tests/sisci/sisci_threads.c $(wildcard c-tests/sisci/*.h) $(wildcard $(BUILD)/include/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_TEST) -pthread -D_REENTRANT -o $@ $< $(LDFLAGS_TEST) -lsisci -lpmi
+
+# Every flag and query constant of sisci_api.h against the data objects of libsisci.so.
+all: $(BUILD)/tests/sisci/sisci_consts
+$(BUILD)/tests/sisci/sisci_consts: c-tests/sisci/gen-consts.py $(BUILD)/include/sisci_api.h
+	@mkdir -p $(dir $@)
+	python3 c-tests/sisci/gen-consts.py $(BUILD)/include/sisci_api.h > $@.c
+	$(CC) $(CFLAGS_TEST) -o $@ $@.c $(LDFLAGS_TEST) -lsisci -ldl
