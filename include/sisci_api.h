@@ -6,8 +6,142 @@
  * (pkg-config sisci).  The headers are also installed under include/dis/,
  * as the vendor installs them.
  *
- * How this implementation behaves where the reference is silent is listed
- * below (completed as the library grows).
+ * Flags and query codes are macros with today's values where they are known
+ * (the values Dolphin's current header gives); the others are ours, distinct
+ * among the flags each function takes.  libsisci.so also exports every one of
+ * them as a const unsigned int object, under its name and under SISCI 1.10's
+ * _SISCI_PUBLIC_CONST_<name>, and every function under three names: its own,
+ * _SISCI_PUBLIC_FUNC_ST_<name> (what this header makes calls reference) and
+ * _SISCI_PUBLIC_FUNC_MT_<name> (the same with _REENTRANT, i.e. gcc -pthread).
+ * SISCI 1.10 functions that today's API dropped are kept with their 1.10
+ * prototypes (sizes and offsets unsigned int), see the end of this file.
+ *
+ * How this implementation behaves where the reference is silent:
+ *
+ * - Nodes.  A process's node id is SOFTNIC_SISCI_NODE_ID when set (programs
+ *   started without a launcher: SOFTNIC_SISCI_NODE_ID=4 ./server & and
+ *   SOFTNIC_SISCI_NODE_ID=8 ./client 4); otherwise 4*(n+1) for the launcher's
+ *   node n (snrun -N k makes nodes of k ranks: 4, 8, 12, ...; PMI's process
+ *   mapping under mpiexec or srun), skipping 252; 4 without a launcher.  All
+ *   processes of a node share its segment ids and interrupt numbers, claimed
+ *   in the node registry (SCI_ERR_SEGMENTID_USED whoever holds them).  Nodes
+ *   of one machine reach each other through shared memory, nodes of other
+ *   machines through the network engine; SCI_LOCAL_HOST names this node.  A
+ *   node exists (SCIProbeNode) when the launcher's job has it, or always
+ *   without a launcher.  Adapter names: "node<id>", this host's name, "local".
+ * - One adapter per node, number 0; 1..15 are SCI_ERR_NO_SUCH_ADAPTERNO, 16
+ *   and up SCI_ERR_ILLEGAL_ADAPTERNO.  Its link is always up (SCI_CB_LOST is
+ *   the only link event: a segment's owner died).
+ * - Handles are opaque tagged values, never dereferenced: NULL, forged, stale
+ *   and other kinds' handles are SCI_ERR_ILLEGAL_PARAMETER.  *error is always
+ *   written (a NULL error pointer is tolerated).  Flags a function does not
+ *   take are SCI_ERR_ILLEGAL_FLAG; nothing changes when a call fails.
+ * - Limits: 32 resources of each kind per virtual device (SCI_ERR_NOSPC
+ *   beyond); 96 connections per segment or interrupt
+ *   (SCI_ERR_CONNECTION_REFUSED beyond); SCI_FLAG_AUTO_ID tries
+ *   [id, id + 128]; interrupts without SCI_FLAG_FIXED_INTNO get the lowest
+ *   free number from 0x10000 (plain and data interrupts are separate
+ *   namespaces); up to 8 creators share a SCI_FLAG_SHARED_INT number (a
+ *   connection reaches the sharers that existed when it was made); segments
+ *   of any size up to the machine's memory, zero-filled, with no alignment
+ *   rules (a size of 0 is SCI_ERR_SIZE_ALIGNMENT, for maps too).
+ * - Segments.  create -> prepare -> available <-> unavailable -> remove, as
+ *   documented.  SCIConnectSegment makes one attempt and never waits (its
+ *   timeout is ignored): a segment that does not exist or is not available is
+ *   SCI_ERR_NO_SUCH_SEGMENT, and programs retry.  Connections to the local
+ *   node are allowed.  SCIRemoveSegment, SCIDisconnectSegment,
+ *   SCIUnmapSegment and SCIClose are SCI_ERR_BUSY while something depends on
+ *   them (connections, maps, sequences, DMA transfers in flight, resources);
+ *   connections of processes that died are dropped first, each reported to
+ *   the owner as SCI_CB_DISCONNECT.  SCI_FLAG_NOTIFY sends every importer
+ *   SCI_CB_DISCONNECT (status SCI_ERR_OK); SCI_FLAG_FORCE_DISCONNECT also
+ *   drops the connections (and SCI_FLAG_FORCE_REMOVE on removal), after which
+ *   importers' maps stay readable, their sequences say NOT_RETRIABLE and
+ *   their transfers fail.  An owner that dies is reported once to each
+ *   importer as SCI_CB_LOST with status SCI_ERR_NOT_CONNECTED.  Up to 64
+ *   owner events queue per segment (older ones are dropped when nobody takes
+ *   them).  SCI_CB_CONNECT is not delivered on the importer's side.
+ * - Shared segments: the creator's SCIRemoveSegment while others are attached
+ *   is its detach, the segment stays until the last user removes it; events
+ *   of a shared segment go to one of its users.
+ * - Program memory (SCIRegisterSegmentMemory, SCIAttachPhysicalMemory with a
+ *   CPU address) must be mapped (writable unless SCI_FLAG_READONLY_USER_MEM)
+ *   and 4-byte aligned; it is made shareable in place, and peers on this
+ *   machine map it like library memory.  SCIAttachPhysicalMemory without a
+ *   CPU address (a bus address only devices reach) is SCI_ERR_NOT_SUPPORTED.
+ * - Maps of this machine's segments are the owner's memory: loads and stores
+ *   are PIO, coherent; SCIFlush, SCIStoreBarrier and SCICheckSequence are full
+ *   fences.  SCI_FLAG_READONLY_MAP protects a map of another process's
+ *   segment (SCIMemCpy into one is SCI_ERR_ACCESS); SCI_FLAG_FIXED_MAP_ADDR's
+ *   address is not used; LOCK_OPERATION, CONDITIONAL_INTERRUPT_MAP and
+ *   UNCONDITIONAL_DATA_INTERRUPT_MAP are SCI_ERR_FLAG_NOT_IMPLEMENTED.  Map
+ *   and segment addresses (SCIGetMapPhysAddr, SCIQuery) are opaque non-zero
+ *   tokens.
+ * - Maps of a segment on another machine are shadows (a coherent pointer into
+ *   another machine's memory cannot exist): a private copy of the window,
+ *   filled when the map is made.  Stores reach the owner, as whole 8-byte
+ *   words in address order, at the next SCIFlush, SCIStoreBarrier,
+ *   SCIStartSequence, SCICheckSequence (unless SCI_FLAG_NO_FLUSH and
+ *   SCI_FLAG_NO_STORE_BARRIER), SCIUnmapSegment, SCITriggerInterrupt or
+ *   SCITriggerDataInterrupt (so an interrupt never overtakes the data stored
+ *   before it); loads see the owner's memory as of the map or the last
+ *   SCIStartSequence / SCICheckSequence, which refresh the copy after shipping
+ *   (a program spinning on a flag in such a map calls one of them in its
+ *   loop).  SCIMemCpy, SCIMemWrite and DMA always go to the owner.
+ * - Reflective memory: all broadcast segments with one id on one machine share
+ *   one memory (the group's), so a store through a broadcast map, or a DMA
+ *   with SCI_FLAG_BROADCAST, is seen by every member of that machine at once,
+ *   the writer's own node included; it does not reach other machines.  A
+ *   member larger than its group is SCI_ERR_OUT_OF_RANGE.
+ * - DMA moves data with the fabric's one-sided engine (a copy between the two
+ *   mappings on one machine, libfabric across machines).  Without
+ *   SCI_FLAG_USE_CALLBACK a transfer runs within its start call (POSTED while
+ *   it runs, then DONE or ERROR); with it, on the library's DMA thread, which
+ *   then calls the callback (SCI_ERR_OK, SCI_ERR_TRANSFER_FAILED, or
+ *   SCI_ERR_CANCELLED after SCIAbortDMAQueue).  Data moves in pieces of 1 MiB;
+ *   an abort takes effect between pieces and SCIAbortDMAQueue returns once
+ *   the queue left POSTED.  SCIWaitForDMAQueue on a transfer started with a
+ *   callback is SCI_ERR_ILLEGAL_OPERATION.  Remote segments need not be
+ *   mapped; vectors have 1..DIS_DMA_MAX_VECLEN entries whose flags are 0;
+ *   maxEntries bounds SISCI 1.10's SCIEnqueueDMATransfer (SCI_ERR_MAX_ENTRIES)
+ *   and must be at least 1.  DMA channels are bookkeeping: 4 channels of each
+ *   type (ADAPTER, GLOBAL, SYSTEM; DONTCARE means ADAPTER; SLAVE and
+ *   TRANSPARENT are SCI_ERR_DMA_NOT_AVAILABLE) per process, exclusive unless
+ *   SCI_FLAG_DMA_CHANNEL_SHARED; only SYSTEM channels take
+ *   SCIPrepare*SegmentForDMA.
+ * - Interrupts: plain interrupts coalesce (at least one event per burst, the
+ *   last trigger never lost); SCI_FLAG_COUNTING_INT on either side makes one
+ *   event per trigger.  Data interrupts carry up to 4096 bytes (more is
+ *   SCI_ERR_OUT_OF_RANGE), queue up to 32 messages per interrupt in order (a
+ *   trigger meeting a full queue retries for up to 10 s, then
+ *   SCI_ERR_TIMEOUT); a message longer than the waiter's buffer is
+ *   SCI_ERR_OUT_OF_RANGE with *length set to its size and stays first in
+ *   line.  SCIRemoveInterrupt and SCIRemoveDataInterrupt are SCI_ERR_BUSY
+ *   (nothing changes: call again later) while a live process is connected;
+ *   they wake waiters with SCI_ERR_CANCELLED.  A trigger whose interrupt or
+ *   owner is gone is SCI_ERR_NOT_CONNECTED.  SCI_FLAG_BROADCAST on
+ *   SCIConnectDataInterrupt reaches every node of the job that has the number.
+ * - Callbacks run in one library thread per process, started by the first
+ *   SCI_FLAG_USE_CALLBACK (segments, connections, interrupts; DMA callbacks
+ *   run on the DMA thread), one at a time and with no library lock held, so a
+ *   callback may call the library, remove its own object or start the next
+ *   transfer.  Waits (SCIWaitFor*) are SCI_ERR_ILLEGAL_OPERATION while a
+ *   callback is armed; they sleep (futexes), and a signal does not end them.
+ * - Across machines, a process becomes known to the others once the launcher
+ *   has published its address, which needs a collective of the job after its
+ *   SCIInitialize (PMI_Barrier, PMI_Allgather, ...).  A process on another
+ *   machine that dies is noticed within SOFTNIC_NET_TIMEOUT_MS.
+ * - Queries: SCI_Q_ADAPTER results are unsigned int (node id, 1 for
+ *   CONFIGURED and the link states, 4096 DATAINT_MAX_LENGTH, 4
+ *   MCAST_MAX_GROUPS, 1 MiB DMA_MTU, alignments 1, ...); an unknown
+ *   sub-command is SCI_ERR_ILLEGAL_PARAMETER, an unknown command
+ *   SCI_ERR_ILLEGAL_QUERY; strings are truncated to the buffer and always
+ *   NUL-terminated.
+ * - Not available without hardware: SmartIO (SCI_ERR_NOT_IMPLEMENTED, the
+ *   reference's code for a system without it; SCIGetDeviceList finds no
+ *   devices), adapter registers (SCIGet/SetCSRRegister, SCIGet/SetLocalCSR),
+ *   SCIConnectSCISpace, and SISCI 1.10's physical DMA, conditional
+ *   interrupts and asynchronous block transfers (SCI_ERR_NOT_SUPPORTED).
  */
 #ifndef _SISCI_API_H
 #define _SISCI_API_H
