@@ -111,8 +111,11 @@ int main(int argc, char **argv)
         free(mem);
     }
 
-    /* Reflective memory: the first rank of every node makes broadcast segment 950. */
-    int leader = broadcast && (rank == 0 || nodes[rank - 1] != nodes[rank]);
+    /* Reflective memory: the first rank of every node but the last makes broadcast
+     * segment 950. */
+    /* (The writer's own node has no member when there are several nodes: a broadcast
+     * connection reaches the machine's group from any node.) */
+    int leader = broadcast && (rank == 0 || nodes[rank - 1] != nodes[rank]) && (nodes[rank] != nodes[size - 1] || nodes[0] == nodes[size - 1]);
     sci_local_segment_t bc;
     sci_map_t bm;
     volatile uint64_t *b = NULL;

@@ -74,3 +74,9 @@ pub fn group_owner(id: u32) -> Option<std::sync::Arc<Peer>> {
     let e = registry::lookup(api::SISCI, &node::group_key(id)).ok()?;
     Peer::open(e.peer).ok()
 }
+
+/// The node whose broadcast segment created group `id` on this machine.
+pub fn creator_node(id: u32) -> Option<u32> {
+    let e = registry::lookup(api::SISCI, &node::group_key(id)).ok()?;
+    Some(u32::from_le_bytes(e.payload[40..44].try_into().expect("4 bytes")))
+}

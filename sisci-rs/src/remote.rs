@@ -153,7 +153,13 @@ fn connect(sd: usize, segment: *mut usize, node_id: u32, id: u32, adapter: u32, 
         if node_id != DIS_BROADCAST_NODEID_GROUP_ALL {
             return Err(SCI_ERR_ILLEGAL_NODEID);
         }
-        node::my_node()
+        // A member on this node, else the node that created the machine's group.
+        let me = node::my_node();
+        if node::lookup(me, &node::seg_key(me, id)).is_ok() {
+            me
+        } else {
+            crate::broadcast::creator_node(id).unwrap_or(me)
+        }
     } else {
         node::node_arg(node_id)?
     };
