@@ -268,7 +268,7 @@ fn remove(data: bool, h: usize, flags: u32) -> R<()> {
     check_flags(flags, 0)?;
     let table = if data { &DINTS } else { &INTS };
     let i = table.get(h).ok_or(SCI_ERR_ILLEGAL_PARAMETER)?;
-    let dead = sweep_records(&i.blk).len() as u64;
+    let dead = sweep_records(&i.blk).iter().filter(|g| g.counted).count() as u64;
     if dead > 0 {
         i.blk.word(H_CONNS).fetch_sub(dead, Ordering::AcqRel);
     }

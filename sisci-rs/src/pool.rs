@@ -24,7 +24,10 @@
 //! 152   location of the object's ring (3 words), 176 attachments of a shared segment
 //! 256   the object's ring (events or wake-ups), up to 2048
 //! 2048  connection records: 96 x 64 bytes
-//!          +0 state (0 free, 1 being claimed, gen<<8|2 live)  +8 importer node, fabric node
+//!          +0 state: 0 free; claimer<<8|1 being claimed, claimer<<8|3 counted and being
+//!             filled (claimer: registry slot and generation of the claiming process,
+//!             so the owner frees what a claimer that died left); gen<<8|2 live
+//!          +8 importer node, fabric node
 //!          +16 importer registry slot, generation  +24 importer event ring (3 words)
 //!          +48 importer's handle (echoed in events)  +56 adapter
 //! ```
@@ -64,8 +67,18 @@ pub const REC_LEN: usize = 64;
 pub const NREC: usize = (BLOCK - REC_OFF) / REC_LEN;
 
 pub const REC_FREE: u64 = 0;
-pub const REC_CLAIMING: u64 = 1;
+/// Being claimed by the process named in the word (the connection not yet counted).
+pub const REC_CLAIMED: u64 = 1;
+/// Live: bits 8..55 the connection's generation.
 pub const REC_LIVE: u64 = 2;
+/// Counted, being filled, by the process named in the word.
+pub const REC_COUNTED: u64 = 3;
+
+/// The claimer part of a CLAIMED/COUNTED record word: registry slot (bits 8..23) and
+/// generation (bits 32..63) of the process doing the claim.
+pub fn rec_claimer(slot: u32, gen: u32) -> u64 {
+    ((slot as u64 & 0xffff) << 8) | ((gen as u64) << 32)
+}
 
 /// One block.  Dropping it ends its registration (if [`Block::retire`] has not) and
 /// returns the memory, zeroed, to the pool.

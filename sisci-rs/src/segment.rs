@@ -135,12 +135,13 @@ impl LocalSeg {
     /// Drops connections whose importer process is gone, reporting each as
     /// SCI_CB_DISCONNECT.
     pub fn sweep_dead(&self) {
-        if self.connections() == 0 {
-            return;
-        }
-        for (node, adapter) in sweep_records(&self.blk) {
-            self.blk.word(H_STATE).fetch_sub(SEG_CONN_ONE, Ordering::AcqRel);
-            self.push_local([SCI_CB_DISCONNECT as u64 | (node as u64) << 32, adapter as u64]);
+        for g in sweep_records(&self.blk) {
+            if g.counted {
+                self.blk.word(H_STATE).fetch_sub(SEG_CONN_ONE, Ordering::AcqRel);
+            }
+            if let Some((node, adapter)) = g.live {
+                self.push_local([SCI_CB_DISCONNECT as u64 | (node as u64) << 32, adapter as u64]);
+            }
         }
     }
 
@@ -174,24 +175,50 @@ impl LocalSeg {
     }
 }
 
-/// Frees the live records of `blk` whose importer process is gone; (node, adapter) of each.
-pub fn sweep_records(blk: &Block) -> Vec<(u32, u32)> {
+/// A record freed by [`sweep_records`].
+pub struct Gone {
+    /// The connection had been counted (the object's count must drop by one).
+    pub counted: bool,
+    /// A live connection: its importer's node and adapter (report SCI_CB_DISCONNECT).
+    pub live: Option<(u32, u32)>,
+}
+
+/// Frees the records of `blk` whose process is gone: live connections of importers that
+/// died, and records a claimer died in the middle of filling (see crate::service).
+pub fn sweep_records(blk: &Block) -> Vec<Gone> {
     let mut gone = Vec::new();
     for i in 0..NREC {
         let st = blk.rec(i, 0).load(Ordering::Acquire);
-        if st & 0xff != REC_LIVE {
-            continue;
-        }
-        let w1 = blk.rec(i, 8).load(Ordering::Relaxed);
-        let w2 = blk.rec(i, 16).load(Ordering::Relaxed);
-        let id = ProcId { slot: w2 as u32, gen: (w2 >> 32) as u32 };
-        let alive = match node::peer_at((w1 >> 32) as u32, id) {
-            Ok(p) => node::probe(&p),
-            Err(softnic_fabric::Error::StaleHandle) | Err(softnic_fabric::Error::PeerDead) | Err(softnic_fabric::Error::InvalidHandle) => false,
-            Err(_) => true,
+        let g = match st & 0xff {
+            REC_LIVE => {
+                let w1 = blk.rec(i, 8).load(Ordering::Relaxed);
+                let w2 = blk.rec(i, 16).load(Ordering::Relaxed);
+                let id = ProcId { slot: w2 as u32, gen: (w2 >> 32) as u32 };
+                let alive = match node::peer_at((w1 >> 32) as u32, id) {
+                    Ok(p) => node::probe(&p),
+                    Err(softnic_fabric::Error::StaleHandle) | Err(softnic_fabric::Error::PeerDead) | Err(softnic_fabric::Error::InvalidHandle) => false,
+                    Err(_) => true,
+                };
+                if alive {
+                    continue;
+                }
+                Gone { counted: true, live: Some((w1 as u32, blk.rec(i, 56).load(Ordering::Relaxed) as u32)) }
+            }
+            REC_CLAIMED | REC_COUNTED => {
+                // A claimer runs on this machine (the owner's own progress thread claims
+                // for other machines): the fabric knows whether it still lives.
+                let id = ProcId { slot: ((st >> 8) & 0xffff) as u32, gen: (st >> 32) as u32 };
+                match softnic_fabric::rma::Peer::by_id(id, 32) {
+                    Ok(p) if p.is_alive() => continue,
+                    Ok(_) | Err(softnic_fabric::Error::StaleHandle) | Err(softnic_fabric::Error::PeerDead) | Err(softnic_fabric::Error::InvalidHandle) => {}
+                    Err(_) => continue,
+                }
+                Gone { counted: st & 0xff == REC_COUNTED, live: None }
+            }
+            _ => continue,
         };
-        if !alive && blk.rec(i, 0).compare_exchange(st, REC_FREE, Ordering::AcqRel, Ordering::Acquire).is_ok() {
-            gone.push((w1 as u32, blk.rec(i, 56).load(Ordering::Relaxed) as u32));
+        if blk.rec(i, 0).compare_exchange(st, REC_FREE, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+            gone.push(g);
         }
     }
     gone
@@ -826,5 +853,39 @@ sisci_export! {
 sisci_export! {
     fn SCIAttachLocalSegment(sd: usize, segment: *mut usize, segmentId: u32, size: *mut usize, callback: CbLocalSegment, callbackArg: *mut c_void, flags: u32, error: *mut SciErr) {
         done("SCIAttachLocalSegment", error, attach(sd, segment, segmentId, size, callback, callbackArg, flags))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The owner's sweep frees what dead processes left: a live connection of a dead
+    /// importer (counted, reported), a record a claimer died filling (counted or not);
+    /// it keeps what live processes hold.
+    #[test]
+    fn sweep_frees_what_the_dead_left() {
+        let blk = pool::alloc().unwrap();
+        let me = softnic_fabric::node::get().unwrap().proc_id();
+        let fnode = node::my_fabric_node();
+        let dead = ProcId { slot: 500, gen: 0xdead_beef };
+        let set = |i: usize, st: u64, imp: ProcId| {
+            blk.rec(i, 8).store(7 | (fnode as u64) << 32, Ordering::Relaxed);
+            blk.rec(i, 16).store(imp.slot as u64 | (imp.gen as u64) << 32, Ordering::Relaxed);
+            blk.rec(i, 0).store(st, Ordering::Release);
+        };
+        set(0, pool::rec_claimer(dead.slot, dead.gen) | REC_CLAIMED, me);
+        set(1, pool::rec_claimer(me.slot, me.gen) | REC_COUNTED, me);
+        set(2, 5 << 8 | REC_LIVE, me);
+        set(3, 6 << 8 | REC_LIVE, dead);
+        set(4, pool::rec_claimer(dead.slot, dead.gen) | REC_COUNTED, me);
+        let g = sweep_records(&blk);
+        assert_eq!(g.len(), 3);
+        assert!(!g[0].counted && g[0].live.is_none());
+        assert!(g[1].counted && g[1].live == Some((7, 0)));
+        assert!(g[2].counted && g[2].live.is_none());
+        for (i, free) in [(0, true), (1, false), (2, false), (3, true), (4, true)] {
+            assert_eq!(blk.rec(i, 0).load(Ordering::Relaxed) == REC_FREE, free, "record {i}");
+        }
     }
 }

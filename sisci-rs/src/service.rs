@@ -258,23 +258,38 @@ impl Target<'_> {
         self.live.post_event(&l, &ev, true)?;
         Ok(())
     }
-    /// Claims a free connection record for `imp`; its generation.
-    fn claim(&self, imp: &Importer, extra: &[u64]) -> FResult<Option<(usize, u64)>> {
-        for i in 0..NREC {
-            if self.cas(REC_OFF + i * REC_LEN, REC_FREE, REC_CLAIMING)? {
-                let gen = self.add(H_CONN_GEN, 1)?.wrapping_add(1) & ((1 << 48) - 1);
-                let mut b = Vec::with_capacity(48);
-                b.extend_from_slice(&(imp.node as u64 | (imp.fnode as u64) << 32).to_le_bytes());
-                b.extend_from_slice(&(imp.slot as u64 | (imp.gen as u64) << 32).to_le_bytes());
-                for w in extra {
-                    b.extend_from_slice(&w.to_le_bytes());
-                }
-                self.live.put(self.key, pool::rec_addr(self.blk, i, 8), &b, PD)?;
-                self.live.store_u64(self.key, pool::rec_addr(self.blk, i, 0), gen << 8 | REC_LIVE, PD)?;
-                return Ok(Some((i, gen)));
-            }
+    /// Claims a free connection record in the name of the process running this handler
+    /// (the initiator on this machine, the owner itself across machines), then takes the
+    /// connection by `count` (which checks the object's state and counts it: an error
+    /// gives the record back), then fills the record for `imp` and makes it live; its
+    /// index and generation.  Each step leaves the record in a state that says who is
+    /// working on it, so a process that dies half-way is cleaned up by the owner's sweep
+    /// (crate::segment::sweep_records) instead of leaving a connection for ever.
+    fn claim(&self, imp: &Importer, extra: &[u64], count: impl FnOnce() -> std::result::Result<(), Fail>) -> std::result::Result<(usize, u64), Fail> {
+        let me = softnic_fabric::node::get()?.proc_id();
+        let who = pool::rec_claimer(me.slot, me.gen);
+        let Some(i) = (0..NREC).find_map(|i| match self.cas(REC_OFF + i * REC_LEN, REC_FREE, who | REC_CLAIMED) {
+            Ok(true) => Some(Ok(i)),
+            Ok(false) => None,
+            Err(e) => Some(Err(e)),
+        }).transpose()? else {
+            return Err(Fail::Sci(SCI_ERR_CONNECTION_REFUSED));
+        };
+        if let Err(e) = count() {
+            self.live.store_u64(self.key, pool::rec_addr(self.blk, i, 0), REC_FREE, PD)?;
+            return Err(e);
         }
-        Ok(None)
+        self.live.store_u64(self.key, pool::rec_addr(self.blk, i, 0), who | REC_COUNTED, PD)?;
+        let gen = self.add(H_CONN_GEN, 1)?.wrapping_add(1) & ((1 << 48) - 1);
+        let mut b = Vec::with_capacity(48);
+        b.extend_from_slice(&(imp.node as u64 | (imp.fnode as u64) << 32).to_le_bytes());
+        b.extend_from_slice(&(imp.slot as u64 | (imp.gen as u64) << 32).to_le_bytes());
+        for w in extra {
+            b.extend_from_slice(&w.to_le_bytes());
+        }
+        self.live.put(self.key, pool::rec_addr(self.blk, i, 8), &b, PD)?;
+        self.live.store_u64(self.key, pool::rec_addr(self.blk, i, 0), gen << 8 | REC_LIVE, PD)?;
+        Ok((i, gen))
     }
     /// Frees record `i` if it is still the connection of generation `gen`.
     fn release(&self, i: usize, gen: u64) -> FResult<bool> {
@@ -296,26 +311,19 @@ fn seg_connect(t: &Target, r: &mut Rd) -> Out {
     let adapter = r.u32()?;
     t.check_magic()?;
     let avail = 1u64 << adapter.min(15);
-    let s = loop {
+    let mut seen = 0;
+    let w = ring.to_words();
+    let (rec, gen) = t.claim(&imp, &[w[0], w[1], w[2], cookie, adapter as u64], || loop {
         let s = t.load(H_STATE)?;
         if s & SEG_REMOVED != 0 || s & avail == 0 {
             return Err(Fail::Sci(SCI_ERR_NO_SUCH_SEGMENT));
         }
-        if (s & SEG_CONN_MASK) >> 32 >= NREC as u64 {
-            return Err(Fail::Sci(SCI_ERR_CONNECTION_REFUSED));
-        }
         if t.cas(H_STATE, s, s + SEG_CONN_ONE)? {
-            break s;
+            seen = s;
+            return Ok(());
         }
-    };
-    let w = ring.to_words();
-    let (rec, gen) = match t.claim(&imp, &[w[0], w[1], w[2], cookie, adapter as u64])? {
-        Some(x) => x,
-        None => {
-            t.add(H_STATE, -(SEG_CONN_ONE as i64))?;
-            return Err(Fail::Sci(SCI_ERR_CONNECTION_REFUSED));
-        }
-    };
+    })?;
+    let s = seen;
     let hdr = t.read(H_SIZE, H_DOORBELL - H_SIZE)?;
     let h = |off: usize| u64::from_le_bytes(hdr[off - H_SIZE..off - H_SIZE + 8].try_into().expect("8 bytes"));
     let flags = h(H_FLAGS) as u32;
@@ -346,14 +354,13 @@ fn int_connect(t: &Target, r: &mut Rd) -> Out {
     let imp = importer(r)?;
     let counting = r.u32()? != 0;
     t.check_magic()?;
-    if t.load(H_STATE)? & INT_REMOVED != 0 {
-        return Err(Fail::Sci(SCI_ERR_NO_SUCH_INTNO));
-    }
-    let (rec, gen) = match t.claim(&imp, &[])? {
-        Some(x) => x,
-        None => return Err(Fail::Sci(SCI_ERR_CONNECTION_REFUSED)),
-    };
-    t.add(H_CONNS, 1)?;
+    let (rec, gen) = t.claim(&imp, &[], || {
+        if t.load(H_STATE)? & INT_REMOVED != 0 {
+            return Err(Fail::Sci(SCI_ERR_NO_SUCH_INTNO));
+        }
+        t.add(H_CONNS, 1)?;
+        Ok(())
+    })?;
     if counting {
         t.amo(H_STATE, AmoOp::Or(INT_COUNTING))?;
     }
