@@ -27,8 +27,10 @@
  *   in the node registry (SCI_ERR_SEGMENTID_USED whoever holds them).  Nodes
  *   of one machine reach each other through shared memory, nodes of other
  *   machines through the network engine; SCI_LOCAL_HOST names this node.  A
- *   node exists (SCIProbeNode) when the launcher's job has it, or always
- *   without a launcher.  Adapter names: "node<id>", this host's name, "local".
+ *   node exists when the launcher's job has it, or always without a launcher;
+ *   SCIProbeNode and connects to a node that does not exist answer
+ *   SCI_ERR_NO_SUCH_NODEID at once.  Adapter names: "node<id>", this host's
+ *   name, "local".
  * - One adapter per node, number 0; 1..15 are SCI_ERR_NO_SUCH_ADAPTERNO, 16
  *   and up SCI_ERR_ILLEGAL_ADAPTERNO.  Its link is always up (SCI_CB_LOST is
  *   the only link event: a segment's owner died).

@@ -47,6 +47,15 @@ int main(int argc, char **argv)
         if (seg != 1 || in != 1) SN_FAIL("node %u: %d segment owners and %d interrupt owners of id 900", nodes[r], seg, in);
     }
 
+    /* A node the job does not have: SCI_ERR_NO_SUCH_NODEID at once (no retry loop). */
+    sci_remote_segment_t none;
+    sci_remote_interrupt_t inone;
+    FAILS(SCI_ERR_NO_SUCH_NODEID, SCIConnectSegment(sd, &none, 4 * (unsigned)(size + 2), 900, 0, NULL, NULL, SCI_INFINITE_TIMEOUT, 0, &err));
+    FAILS(SCI_ERR_NO_SUCH_NODEID, SCIConnectInterrupt(sd, &inone, 4 * (unsigned)(size + 2), 0, 900, SCI_INFINITE_TIMEOUT, 0, &err));
+    CHECK_EQ(SCIProbeNode(sd, 0, 4 * (unsigned)(size + 2), 0, &err), 0);
+    CHECK_EQ(err, SCI_ERR_NO_SUCH_NODEID);
+    CHECK_EQ(SCIProbeNode(sd, 0, nodes[size - 1], 0, &err), 1);
+
     /* AUTO_ID from 1000: distinct on each node; everyone connects to everyone's. */
     sci_local_segment_t mine;
     sci_map_t mm;

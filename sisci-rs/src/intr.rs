@@ -436,7 +436,11 @@ fn connect(data: bool, sd: usize, intr: *mut usize, node_id: u32, adapter: u32, 
     let nodes: Vec<u32> = if data && flags & SCI_FLAG_BROADCAST != 0 {
         crate::node::job_nodes()
     } else {
-        vec![node::node_arg(node_id)?]
+        let n = node::node_arg(node_id)?;
+        if !node::node_exists(n) {
+            return Err(SCI_ERR_NO_SUCH_NODEID);
+        }
+        vec![n]
     };
     let kind = if data { Kind::RemoteDataInterrupt } else { Kind::RemoteInterrupt };
     d.acquire(kind)?;

@@ -163,6 +163,9 @@ fn connect(sd: usize, segment: *mut usize, node_id: u32, id: u32, adapter: u32, 
     } else {
         node::node_arg(node_id)?
     };
+    if !node::node_exists(node_id) {
+        return Err(SCI_ERR_NO_SUCH_NODEID);
+    }
     d.acquire(Kind::RemoteSegment)?;
     let r = connect_in(&d, segment, node_id, id, adapter, cb, arg, flags);
     if r.is_err() {
