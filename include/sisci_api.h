@@ -64,8 +64,9 @@
  *   owner events queue per segment (older ones are dropped when nobody takes
  *   them).  SCI_CB_CONNECT is not delivered on the importer's side.
  * - Shared segments: the creator's SCIRemoveSegment while others are attached
- *   is its detach, the segment stays until the last user removes it; events
- *   of a shared segment go to one of its users.
+ *   is its detach, the segment stays until the last user removes it (or the
+ *   creator's process ends); events of a shared segment go to one of its
+ *   users.
  * - Program memory (SCIRegisterSegmentMemory, SCIAttachPhysicalMemory with a
  *   CPU address) must be mapped (writable unless SCI_FLAG_READONLY_USER_MEM)
  *   and 4-byte aligned; it is made shareable in place, and peers on this

@@ -296,7 +296,7 @@ fn start_vec(dq: usize, lseg: usize, rseg: usize, len: usize, vec: *const DisDma
     let rs = remote::rseg(rseg)?;
     start_flags(flags, &rs)?;
     let ls = segment::seg(lseg)?;
-    if len == 0 || len > DIS_DMA_MAX_VECLEN || vec.is_null() {
+    if len == 0 || len > DIS_DMA_MAX_VECLEN || vec.is_null() || vec as usize % std::mem::align_of::<DisDmaVec>() != 0 {
         return Err(SCI_ERR_ILLEGAL_PARAMETER);
     }
     // SAFETY: the program's array of `len` entries.

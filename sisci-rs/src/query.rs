@@ -108,7 +108,8 @@ fn dma_mode(flags: u32) -> R<()> {
 
 fn query(command: u32, data: *mut c_void, flags: u32) -> R<()> {
     desc::initialized()?;
-    if data.is_null() {
+    // Every query structure starts with a pointer or a 64-bit word.
+    if data.is_null() || data as usize % 8 != 0 {
         return Err(SCI_ERR_ILLEGAL_PARAMETER);
     }
     match command {
