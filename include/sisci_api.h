@@ -88,9 +88,18 @@
  *   SCI_FLAG_NO_STORE_BARRIER), SCIUnmapSegment, SCITriggerInterrupt or
  *   SCITriggerDataInterrupt (so an interrupt never overtakes the data stored
  *   before it); loads see the owner's memory as of the map or the last
- *   SCIStartSequence / SCICheckSequence, which refresh the copy after shipping
- *   (a program spinning on a flag in such a map calls one of them in its
- *   loop).  SCIMemCpy, SCIMemWrite and DMA always go to the owner.
+ *   SCIStartSequence / SCICheckSequence, which refresh the copy after
+ *   shipping.  In between, a library thread does the same every
+ *   SOFTNIC_SISCI_SHADOW_US microseconds (default 1000; less often for large
+ *   windows), so flags polled or stored without those calls still move, with
+ *   that delay.  A background pass is not ordered with the program's own
+ *   stores: between data and the flag behind it a writer calls SCIFlush or
+ *   SCIStoreBarrier (as write combining on the real hardware requires), and a
+ *   reader, having seen the flag change, calls SCIStartSequence (or reads with
+ *   SCIMemCpy) before it reads the data.  Only changed words travel, and a
+ *   refresh never replaces a word stored but not yet shipped: on a word two
+ *   nodes store, the last writer wins.  SCIMemCpy, SCIMemWrite and DMA always
+ *   go to the owner.
  * - Reflective memory: all broadcast segments with one id on one machine share
  *   one memory (the group's), so a store through a broadcast map, or a DMA
  *   with SCI_FLAG_BROADCAST, is seen by every member of that machine at once,

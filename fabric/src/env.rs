@@ -181,6 +181,15 @@ pub static TUNABLES: &[Tunable] = &[
                PMI's process mapping), skipping 252; 4 without a launcher.",
     },
     Tunable {
+        name: "SOFTNIC_SISCI_SHADOW_US",
+        default: "1000",
+        help: "Microseconds between background passes over SISCI maps of memory on another \
+               machine (shadow copies): each pass ships the program's stores and reloads the \
+               copy, so flags polled or stored without SCIFlush/sequence calls still move. \
+               Windows over 100 KB are passed over less often (100 MB/s each at most). 0: \
+               only at SCIFlush, SCIStoreBarrier, sequences, triggers and SCIUnmapSegment.",
+    },
+    Tunable {
         name: "DMAPP_ABORT_ON_ERROR",
         default: "0",
         help: "If true, DMAPP aborts (dumping core) instead of returning an error \

@@ -50,7 +50,7 @@ pub struct Map {
     /// Our own segment when we map it through a connection to ourselves (the map points
     /// into its memory, which must outlive the segment's removal like a peer's mapping).
     _keep: Option<Arc<LocalSeg>>,
-    pub shadow: Option<Shadow>,
+    pub shadow: Option<Arc<Shadow>>,
     pub seqs: AtomicU32,
 }
 
