@@ -8,6 +8,8 @@ LIBS_dmapp  := -ldmapp -lugni -lpmi
 LIBS_utofu  := -ltofutop -ltofucom
 LIBS_sisci  := -lsisci -lpmi
 LIBS_portals:= -lportals -lpmi
+# MPI programs that also use our libraries (the PMI relay); built with mpicc.
+LIBS_mpi    := -ldmapp -lugni -lpmi
 
 SRCS := $(wildcard c-tests/*/*.c)
 SRCS := $(filter-out c-tests/common/%,$(SRCS))
@@ -22,6 +24,7 @@ $(BUILD)/tests/%: c-tests/%.c $(wildcard c-tests/common/*.h) $(wildcard $(BUILD)
 # uTofu programs are MPI programs, as the guide's are (ids are exchanged through MPI).
 MPICC ?= mpicc
 CC_utofu := $(MPICC)
+CC_mpi := $(MPICC)
 
 # The uTofu seed samples, compiled unchanged with mpicc.
 UTOFU_SAMPLES := $(patsubst $(SHARED)/samples/utofu/%.c,$(BUILD)/examples/utofu/%,$(wildcard $(SHARED)/samples/utofu/*.c))

@@ -16,10 +16,25 @@
  * How this implementation behaves where the guide is silent:
  *
  * - Nodes: a process's node is SOFTNIC_NODE_ID (set by snrun; each -N group
- *   is one virtual node), else node 0.  Node n has coordinates
- *   A = n%2, B = (n/2)%3, C = (n/6)%2, X/Y/Z = the bytes of n/12.  No PMI is
- *   used, so programs run under any MPI launcher or none.  All processes
- *   reach each other through the machine's node fabric.
+ *   is one virtual node), else the launcher's node of its rank (mpiexec,
+ *   srun), else node 0 (no launcher).  Node n has coordinates
+ *   A = n%2, B = (n/2)%3, C = (n/6)%2, X/Y/Z = the bytes of n/12.
+ * - The launcher: the program's MPI owns its PMI connection, so the library
+ *   uses it only when it is loaded (before main, hence before MPI_Init): MPI
+ *   is then given a socket to an in-process relay and our client keeps the
+ *   launcher's connection, so both share it.  A job over several machines
+ *   exchanges network addresses there, every rank taking part (so
+ *   libtofucom must be linked, not dlopen()ed after MPI_Init, in such jobs).
+ *   Under snrun, or without a launcher, nothing is asked of anyone.
+ * - Machines: processes of one machine reach each other through its node
+ *   fabric (shared memory); a VCQ or VBG on another machine is reached through
+ *   the network engine, where its owner's progress thread performs the
+ *   operation's target side (STADD checks, data, remote notice) itself.
+ *   Operations are the same; a remote notice for a VCQ with an operation of
+ *   its own in flight to another machine waits until that operation's local
+ *   notice is queued (the peer may react to our remote notice before our
+ *   reply arrives).  A peer machine that stops answering gives MRQ_PEER after
+ *   SOFTNIC_NET_TIMEOUT_MS.
  * - CQs: a process takes one shared CQ per TNI at its first free-mode VCQ
  *   there, preferring CQ (local rank % 9) when the launcher names the local
  *   rank (MPI_LOCALRANKID, SOFTNIC_LOCAL_RANK, SLURM_LOCALID,

@@ -60,6 +60,12 @@ pub fn node_id(rank: u32) -> Result<u32> {
     pmi::with_client(|c| c.job.node_id(rank).ok_or(Error::InvalidArg))
 }
 
+/// This rank's node id as already learnt from the launcher, without connecting (None
+/// when no connection was made: see [`crate::pmi::known_job`]).
+pub fn known_node() -> Option<u32> {
+    pmi::known_job(|j| j.node_id(j.rank)).flatten()
+}
+
 /// Number of distinct nodes (highest node id + 1).
 pub fn num_nodes() -> Result<u32> {
     pmi::with_client(|c| Ok(c.job.num_nodes()))

@@ -130,6 +130,14 @@ pub static TUNABLES: &[Tunable] = &[
                where SLURM_STEP_ID is set; PMI-1 under snrun and MPICH's mpiexec).",
     },
     Tunable {
+        name: "SOFTNIC_PMI_RELAY",
+        default: "1",
+        help: "1: in an MPI program started with PMI_FD, a library loaded before main gives \
+               MPI's own PMI client a socket to an in-process relay and keeps the \
+               launcher connection for itself (two clients on one connection corrupt each \
+               other; Slurm refuses a second init).  0: no relay.",
+    },
+    Tunable {
         name: "SOFTNIC_ENGINE",
         default: "auto",
         help: "Which engine reaches other processes: auto (shared memory on this node, the \

@@ -10,7 +10,8 @@
 //! - [`rma`]: the one-sided engine (put, get, atomics, remote events) on peer memory.
 //! - [`net`] (over [`ofi`], libfabric loaded at run time): the network engine, the second
 //!   engine behind [`rma::Peer`] for processes on other nodes.
-//! - [`pmi`] and [`bootstrap`]: PMI-1 client and the job bootstrap built on it.
+//! - [`pmi`] and [`bootstrap`]: PMI-1 client and the job bootstrap built on it;
+//!   [`pmi_relay`]: the application's MPI shares our launcher connection.
 //! - [`env`], [`log`]: tunables registry and `SOFTNIC_LOG`.
 
 pub mod error;
@@ -29,7 +30,18 @@ pub mod reduce;
 pub mod coll;
 pub mod net;
 pub mod pmi;
+pub mod pmi_relay;
 pub mod bootstrap;
 pub mod node;
 
 pub use error::{Error, Result};
+
+/// Runs when the fabric is loaded, before the program's `main`: an MPI program shares
+/// its launcher connection with us through the PMI relay (see [`pmi_relay`]).
+extern "C" fn at_load() {
+    pmi_relay::share_with_application();
+}
+
+#[used]
+#[link_section = ".init_array"]
+static AT_LOAD: extern "C" fn() = at_load;

@@ -364,6 +364,8 @@ impl Rma<'_> {
 struct Directory {
     by_proc: HashMap<(u32, u32), (u32, Vec<u8>)>,
     read: Vec<bool>,
+    /// Every rank's record has been read.
+    complete: bool,
 }
 
 static ENGINE: OnceCell<Engine> = OnceCell::new();
@@ -395,6 +397,48 @@ static PMI_IS_THE_APPLICATIONS: AtomicBool = AtomicBool::new(false);
 /// See [`PMI_IS_THE_APPLICATIONS`]; call before the fabric is first used.
 pub fn leave_pmi_to_application() {
     PMI_IS_THE_APPLICATIONS.store(true, Ordering::Relaxed);
+}
+
+/// For API libraries whose programs are MPI programs (uTofu), called once when the
+/// library is loaded, before the program's `main` and so before its `MPI_Init`.  Where
+/// the process has MPI and a launcher connection, the fabric has set up the PMI relay
+/// when it was loaded ([`crate::pmi_relay`]), so our libraries and MPI share it.  Then,
+/// when the launcher spreads the job over several nodes (or `SOFTNIC_ENGINE=net`), it
+/// starts the engine, publishes its address, fences (every rank loads the library, so
+/// every rank takes part) and reads every rank's address.  `learnt(rank, node of each
+/// rank)` is told the job first.  Without a launcher, or under `SOFTNIC_ENGINE=shm`
+/// (snrun), it does nothing; without MPI it leaves PMI to be opened when first needed.
+/// A library loaded with dlopen after `MPI_Init` must not call this.
+pub fn start_before_application(learnt: impl FnOnce(u32, &[u32])) {
+    if mode() == Mode::Shm || !crate::pmi::launcher_present() {
+        leave_pmi_to_application();
+        return;
+    }
+    if !crate::pmi_relay::relaying() {
+        // No MPI here (or no relay possible): keep away from the connection until a
+        // library call needs it, as before.
+        leave_pmi_to_application();
+        return;
+    }
+    let nodes = crate::bootstrap::num_nodes().unwrap_or(1);
+    if let Some((rank, map)) = crate::pmi::known_job(|j| (j.rank, (0..j.size).map(|r| j.node_id(r).unwrap_or(0)).collect::<Vec<u32>>())) {
+        learnt(rank, &map);
+    }
+    if mode() == Mode::Net || nodes > 1 {
+        // Setting the node fabric up starts the engine for such a job (on_fabric_ready).
+        if let Err(err) = crate::node::get() {
+            crate::sn_warn!("network engine", "no node fabric: {}", err);
+            return;
+        }
+        match running() {
+            Some(e) => {
+                if let Err(err) = crate::bootstrap::kvs_fence().and_then(|_| e.read_all()) {
+                    crate::sn_warn!("network engine", "exchanging addresses at load time failed: {}", err);
+                }
+            }
+            None => crate::sn_warn!("network engine", "not started: other nodes will be unreachable"),
+        }
+    }
 }
 
 /// Called once the node fabric is up: starts the engine when the job needs it (several
@@ -642,6 +686,9 @@ impl Engine {
     /// published.
     fn read_records(&self, d: &mut Directory) -> Result<bool> {
         let size = crate::bootstrap::size().unwrap_or(1) as usize;
+        if d.complete {
+            return Ok(false);
+        }
         d.read.resize(size, false);
         let mut pending = false;
         for r in 0..size {
@@ -659,7 +706,20 @@ impl Engine {
                 Err(e) => return Err(e),
             }
         }
+        // Everyone's record is known: never ask the launcher again (it may belong to the
+        // application by now).
+        d.complete = !pending;
         Ok(pending)
+    }
+
+    /// Reads every rank's record (after a fence, all are there), so that nothing need be
+    /// asked of the launcher later.
+    fn read_all(&self) -> Result<()> {
+        let mut d = self.directory.lock().unwrap_or_else(|e| e.into_inner());
+        if self.read_records(&mut d)? {
+            return Err(Error::Bootstrap); // a rank had not published before the fence
+        }
+        Ok(())
     }
 
     /// The published processes of node `node` (by slot), and whether some rank has not

@@ -196,6 +196,10 @@ struct Wire {
 }
 
 impl Wire {
+    fn new(f: File) -> Wire {
+        Wire { f, buf: Vec::new() }
+    }
+
     fn send(&mut self, line: &str) -> Result<()> {
         log_debug(&format!("-> {}", line));
         let mut msg = Vec::with_capacity(line.len() + 1);
@@ -378,7 +382,7 @@ impl Client {
             unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
             // SAFETY: the launcher handed this descriptor to us; from now on
             // this client owns it (it is closed at PMI_Finalize).
-            wire = Wire { f: unsafe { File::from_raw_fd(fd) }, buf: Vec::new() };
+            wire = Wire::new(unsafe { File::from_raw_fd(fd) });
         } else if let Some(port) = port_env.as_deref() {
             let s = TcpStream::connect(port.trim()).map_err(|e| {
                 log_error(&format!("cannot connect to PMI_PORT={}: {}", port, e));
@@ -386,7 +390,7 @@ impl Client {
             })?;
             let _ = s.set_nodelay(true);
             // SAFETY: the descriptor comes straight from the stream we own.
-            wire = Wire { f: unsafe { File::from_raw_fd(s.into_raw_fd()) }, buf: Vec::new() };
+            wire = Wire::new(unsafe { File::from_raw_fd(s.into_raw_fd()) });
             let id = env_int("PMI_ID").ok_or_else(|| {
                 log_error("PMI_PORT set without PMI_ID");
                 Error::Bootstrap
@@ -626,6 +630,19 @@ impl Client {
                 .and_then(|s| s.iter().find(|(k, _)| k == key))
                 .map(|(_, v)| v.clone())),
         }
+    }
+
+    /// A key as a PMI-1 client asks for it: `PMI_*` keys (`PMI_process_mapping`) are job
+    /// attributes under PMI-2, anything else is [`Client::get`].
+    pub fn job_value(&mut self, kvs: &str, key: &str) -> Result<Option<String>> {
+        if self.v2 && key.starts_with("PMI_") {
+            self.check_kvs(kvs)?;
+        }
+        if let (Transport::Wire(w), true, true) = (&mut self.t, self.v2, key.starts_with("PMI_")) {
+            let r = w.call2(&[("cmd", "info-getjobattr"), ("key", key)], "info-getjobattr-response")?;
+            return Ok(found(&r).then(|| r.get("value").unwrap_or("").to_string()));
+        }
+        self.get(kvs, key)
     }
 
     /// Entry `idx` of `kvs` (server order): `Ok(Some((key, val, next_idx)))`, or
@@ -945,6 +962,17 @@ extern "C" fn finalize_at_exit() {
             st.client = None;
         }
     }
+}
+
+/// The job as already learnt from the launcher, without connecting (None before the
+/// first connection, or in a singleton that has not started one).
+pub fn known_job<R>(f: impl FnOnce(&Job) -> R) -> Option<R> {
+    lock().client.as_ref().map(|c| f(&c.job))
+}
+
+/// Whether the environment names a launcher connection (PMI-1 or PMI-2).
+pub fn launcher_present() -> bool {
+    std::env::var_os("PMI_FD").is_some() || std::env::var_os("PMI_PORT").is_some()
 }
 
 /// Whether [`finalize`] has run.

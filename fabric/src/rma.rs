@@ -249,6 +249,11 @@ impl Peer {
         Ok(p)
     }
 
+    /// Is this peer this process?
+    pub fn is_self(&self) -> bool {
+        self.is_self
+    }
+
     /// Is this peer reached through the network engine?
     pub fn is_remote(&self) -> bool {
         self.net.is_some()

@@ -2,14 +2,15 @@
 //! coordinates, paths and hops, and the node topology libtofucom.so builds its ids on.
 //!
 //! **Nodes and coordinates.**  A process's node is `SOFTNIC_NODE_ID` (snrun sets it per
-//! virtual node), else 0; node `n` has A = n%2, B = (n/2)%3, C = (n/6)%2 and X/Y/Z = the
+//! virtual node), else the launcher's node of its rank when libtofucom.so could ask the
+//! launcher at load time (a job over several machines), else 0; node `n` has A = n%2, B = (n/2)%3, C = (n/6)%2 and X/Y/Z = the
 //! bytes of n/12 (twelve nodes share X, Y, Z as in a Tofu unit).
 //!
 //! **Mapinfo** (the opaque job map; ours): `u32` magic, `u32` process count, then the
 //! node of every rank as `u32`.  `jtofu_create_mapinfo_by_envvars` builds it from the
 //! launcher's environment — process count from `PMI_SIZE` (snrun, MPICH),
-//! `OMPI_COMM_WORLD_SIZE` or `SLURM_NTASKS`; nodes from `SOFTNIC_NODE_MAP` (a comma list)
-//! or blocks of `SOFTNIC_RANKS_PER_NODE` / `MPI_LOCALNRANKS` /
+//! `OMPI_COMM_WORLD_SIZE` or `SLURM_NTASKS`; nodes from `SOFTNIC_NODE_MAP` (a comma list),
+//! the launcher's map learnt at load time, or blocks of `SOFTNIC_RANKS_PER_NODE` / `MPI_LOCALNRANKS` /
 //! `OMPI_COMM_WORLD_LOCAL_SIZE` ranks (all on one node when none is set) — and
 //! `jtofu_initialize` with a NULL mapinfo uses it.
 //!
@@ -39,10 +40,27 @@ const MAP_MAGIC: u32 = 0x4a54_4f46; // "JTOF"
 /// Sizes of the A, B, C axes.
 pub const ABC: [u8; 3] = [2, 3, 2];
 
-/// This process's node index.
+/// The job's nodes as the launcher told libtofucom.so when it was loaded (rank ->
+/// node), when the job was started by a launcher it could ask (see utofu.h).
+static LAUNCHER_NODES: OnceLock<(u32, Vec<u32>)> = OnceLock::new();
+
+/// Records what the launcher said about the job: this process's rank and the node of
+/// every rank.  Called once, by libtofucom.so when it is loaded, before anything asks.
+pub fn set_launcher_nodes(rank: u32, nodes: Vec<u32>) {
+    let _ = LAUNCHER_NODES.set((rank, nodes));
+}
+
+/// This process's node index: `SOFTNIC_NODE_ID`, else the launcher's node of this rank,
+/// else 0.
 pub fn node_index() -> u32 {
     static NODE: OnceLock<u32> = OnceLock::new();
-    *NODE.get_or_init(|| std::env::var("SOFTNIC_NODE_ID").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(0))
+    *NODE.get_or_init(|| {
+        std::env::var("SOFTNIC_NODE_ID")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .or_else(|| LAUNCHER_NODES.get().and_then(|(r, n)| n.get(*r as usize).copied()))
+            .unwrap_or(0)
+    })
 }
 
 /// Coordinates (X, Y, Z, A, B, C) of node `n`.
@@ -72,6 +90,9 @@ fn nodes_from_env() -> Vec<u32> {
         if v.len() == size as usize {
             return v;
         }
+    }
+    if let Some((_, n)) = LAUNCHER_NODES.get().filter(|(_, n)| n.len() == size as usize) {
+        return n.clone();
     }
     let per = env_u32(&["SOFTNIC_RANKS_PER_NODE", "MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE"]).unwrap_or(size).max(1);
     (0..size).map(|r| r / per).collect()

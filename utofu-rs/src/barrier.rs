@@ -164,7 +164,9 @@ fn word(p: *const u8, off: usize) -> &'static AtomicU64 {
 
 struct Mailbox {
     peer: Arc<Peer>,
-    view: RegionView,
+    /// The owner's block mapped here, or None when the owner is reached through the
+    /// network engine (its uTofu service then delivers the packet: [`serve_packet`]).
+    view: Option<RegionView>,
     slot: usize,
 }
 
@@ -172,43 +174,85 @@ static MAILBOXES: Lazy<Mutex<HashMap<u64, Arc<Mailbox>, IdHash>>> = Lazy::new(||
 
 fn mailbox(id: u64) -> Option<Arc<Mailbox>> {
     if let Some(m) = lock(&MAILBOXES).get(&id) {
-        if word(m.view.as_ptr(), m.slot * SLOT_BYTES).load(Ordering::Acquire) == id && m.peer.seems_alive() {
+        let same = m.view.as_ref().map_or(true, |v| word(v.as_ptr(), m.slot * SLOT_BYTES).load(Ordering::Acquire) == id);
+        if same && m.peer.seems_alive() {
             return Some(m.clone());
         }
     }
     lock(&MAILBOXES).remove(&id);
     let a = VbgAddr::decode(id)?;
-    let ep = registry::lookup(api::UTOFU, &key(b"tofuBG", &a.coords, &[a.tni as u8, a.bg as u8])).ok()?;
-    let mut w = [0u64; 3];
-    for (i, x) in w.iter_mut().enumerate() {
-        *x = u64::from_le_bytes(ep.payload[i * 8..i * 8 + 8].try_into().ok()?);
-    }
-    let peer = Peer::open(ep.peer).ok()?;
-    let view = rma::map_region(&peer, &RingLoc::from_words(w)).ok()?;
+    let node = topo::node_at(&a.coords)?;
+    let (peer, payload) = Peer::lookup(node, api::UTOFU, &key(b"tofuBG", &a.coords, &[a.tni as u8, a.bg as u8])).ok()?;
     let slot = slot_of(a.tni, a.bg);
-    if view.len() < BLOCK_BYTES || word(view.as_ptr(), slot * SLOT_BYTES).load(Ordering::Acquire) != id {
-        return None;
-    }
+    let view = if peer.is_remote() {
+        None
+    } else {
+        let mut w = [0u64; 3];
+        for (i, x) in w.iter_mut().enumerate() {
+            *x = u64::from_le_bytes(payload[i * 8..i * 8 + 8].try_into().ok()?);
+        }
+        let view = rma::map_region(&peer, &RingLoc::from_words(w)).ok()?;
+        if view.len() < BLOCK_BYTES || word(view.as_ptr(), slot * SLOT_BYTES).load(Ordering::Acquire) != id {
+            return None;
+        }
+        Some(view)
+    };
     let m = Arc::new(Mailbox { peer, view, slot });
     lock(&MAILBOXES).insert(id, m.clone());
     Some(m)
 }
 
-/// Tries to deliver `v` of `round` to VBG `to`: Ok(true) delivered, Ok(false) its slot
-/// is still full (retry later), Err when the VBG does not exist.
-fn send(to: u64, round: u64, v: &Val) -> Result<bool, ()> {
-    let m = mailbox(to).ok_or(())?;
-    let base = m.slot * SLOT_BYTES + 64 + (round as usize & 1) * 64;
-    let p = m.view.as_ptr();
+/// Writes `v` of `round` into slot `slot` of the block at `p` unless the round's place
+/// is still full (false then).
+fn deliver(p: *const u8, slot: usize, round: u64, v: &Val) -> bool {
+    let base = slot * SLOT_BYTES + 64 + (round as usize & 1) * 64;
     if word(p, base).load(Ordering::Acquire) != 0 {
-        return Ok(false);
+        return false;
     }
     word(p, base + 8).store(v.hdr, Ordering::Relaxed);
     for i in 0..6 {
         word(p, base + 16 + 8 * i).store(v.data[i], Ordering::Relaxed);
     }
     word(p, base).store(round + 1, Ordering::Release);
-    Ok(true)
+    true
+}
+
+/// Tries to deliver `v` of `round` to VBG `to`: Ok(true) delivered, Ok(false) its slot
+/// is still full (retry later), Err when the VBG does not exist.
+fn send(to: u64, round: u64, v: &Val) -> Result<bool, ()> {
+    let m = mailbox(to).ok_or(())?;
+    if let Some(view) = &m.view {
+        return Ok(deliver(view.as_ptr(), m.slot, round, v));
+    }
+    let mut req = Vec::with_capacity(80);
+    for w in [crate::onesided::SVC_PACKET, to, round, v.hdr].iter().chain(v.data.iter()) {
+        req.extend_from_slice(&w.to_le_bytes());
+    }
+    let mut reply = Vec::new();
+    match m.peer.call(api::UTOFU, &req, &mut reply) {
+        Ok(()) => Ok(reply.first().copied().unwrap_or(0) != 0),
+        Err(_) => {
+            lock(&MAILBOXES).remove(&to);
+            Err(())
+        }
+    }
+}
+
+/// The uTofu service's side of [`send`] from another machine: the packet for one of
+/// this node's VBGs.  Reply: one byte, 1 when delivered, 0 when its place is full;
+/// `NotFound` when no such VBG exists here.
+pub(crate) fn serve_packet(req: &[u8], reply: &mut Vec<u8>) -> softnic_fabric::Result<()> {
+    use softnic_fabric::Error;
+    let w = |k: usize| req.get(k * 8..k * 8 + 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))).ok_or(Error::InvalidArg);
+    let (to, round) = (w(1)?, w(2)?);
+    let mut v = Val { hdr: w(3)?, data: [0; 6] };
+    for (i, d) in v.data.iter_mut().enumerate() {
+        *d = w(4 + i)?;
+    }
+    let m = mailbox(to).ok_or(Error::NotFound)?;
+    let view = m.view.as_ref().ok_or(Error::NotFound)?; // not on this node
+    reply.push(deliver(view.as_ptr(), m.slot, round, &v) as u8);
+    Ok(())
 }
 
 /// Takes the packet of `round` from our own VBG's mailbox.
@@ -313,7 +357,6 @@ fn new_round(gr: &mut Group) {
 
 fn block_loc(st: &mut State) -> UResult<(RingLoc, *const u8)> {
     if st.block.is_none() {
-        softnic_fabric::net::leave_pmi_to_application();
         st.block = Some(mem::alloc_shared(BLOCK_BYTES).map_err(|_| UTOFU_ERR_OUT_OF_MEMORY)?);
     }
     let b = st.block.as_ref().expect("set");

@@ -15,8 +15,16 @@
 //!   owners' shared memory).
 //! - [`status`]: return codes, the per-thread last error, the C-side helpers.
 //!
-//! No PMI is used (the application's MPI owns the launcher connection): node identity
-//! comes from the launcher's environment and everything else from the node fabric.
+//! **The launcher.**  The application's MPI owns the launcher connection.  We use it
+//! once, when the library is loaded (before `main`, so before `MPI_Init`): to learn the
+//! job's nodes and, when they are several machines, to exchange network addresses
+//! ([`softnic_fabric::net::start_before_application`]); then it is the application's.
+//! Under snrun, or with no launcher at all, node identity comes from the environment
+//! and everything else from the node fabric.
+//!
+//! **Across machines** a target VCQ or VBG that is not on this machine is reached
+//! through the network engine: its owner runs the operation's target side itself (the
+//! uTofu service, [`onesided::service`]) with the same checks as on one machine.
 
 pub mod types;
 pub mod status;
@@ -25,3 +33,13 @@ pub mod vcq;
 pub mod stadd;
 pub mod onesided;
 pub mod barrier;
+
+/// Runs when the library is loaded (see the module doc).
+extern "C" fn at_load() {
+    let _ = softnic_fabric::rma::register_service(softnic_fabric::registry::api::UTOFU, onesided::service);
+    softnic_fabric::net::start_before_application(|rank, nodes| tofutop::set_launcher_nodes(rank, nodes.to_vec()));
+}
+
+#[used]
+#[link_section = ".init_array"]
+static AT_LOAD: extern "C" fn() = at_load;

@@ -23,7 +23,7 @@ use crate::stadd::{self, Fault};
 use crate::status::{done, out, UResult};
 use crate::topo::{canonical, VcqAddr};
 use crate::types::*;
-use crate::vcq::{self, lock, Notice, Tcq, Vcq, PD};
+use crate::vcq::{self, lock, Notice, Target, Tcq, Vcq, PD};
 use softnic_fabric::atomic::{AmoOp, AmoWidth};
 use softnic_fabric::mem::MemKey;
 use std::ffi::c_void;
@@ -333,15 +333,14 @@ fn run(v: &Vcq, op: &Op, q: &mut vcq::Queue) -> i32 {
     }
     let rid = canonical(op.rmt);
     let ltype = local_type(op.kind);
-    let end = |s: u64| if op.kind.is_armw() { s } else { s.wrapping_add(op.len as u64) };
-    let lcl_field = if op.kind == Kind::Get { end(op.lcl_stadd) } else { 0 };
+    let lcl_field = if op.kind == Kind::Get { end_of(op, op.lcl_stadd) } else { 0 };
     let mrq_err = |rc: i32| {
-        v.push_local(&notice(ltype, rc, rid, op.edata, 0, lcl_field, end(op.rmt_stadd)));
+        v.push_local(&notice(ltype, rc, rid, op.edata, 0, lcl_field, end_of(op, op.rmt_stadd)));
         UTOFU_SUCCESS
     };
     // The local side of a put is read while sending: its faults are TCQ errors.
     let mut src: &[u8] = &[];
-    let mut dst_addr = 0u64;
+    let mut dst: &mut [u8] = &mut [];
     match op.kind {
         Kind::Put => match stadd::resolve(v.blk(), v.id, v.addr.cmp, op.lcl_stadd, op.len) {
             // SAFETY: inside a live registration of ours (checked), which stays mapped.
@@ -353,7 +352,8 @@ fn run(v: &Vcq, op: &Op, q: &mut vcq::Queue) -> i32 {
         Kind::PutPb => src = &op.pb[..op.len],
         Kind::Get => match stadd::resolve(v.blk(), v.id, v.addr.cmp, op.lcl_stadd, op.len) {
             Ok((row, _)) if row.readonly => return mrq_err(UTOFU_ERR_MRQ_LCL_MEMORY),
-            Ok((_, a)) => dst_addr = a,
+            // SAFETY: our live registration, writable (checked), which stays mapped.
+            Ok((_, a)) => dst = unsafe { std::slice::from_raw_parts_mut(a as *mut u8, op.len) },
             Err(f) => return mrq_err(lcl_fault(f)),
         },
         _ => {}
@@ -361,24 +361,82 @@ fn run(v: &Vcq, op: &Op, q: &mut vcq::Queue) -> i32 {
     if matches!(op.kind, Kind::Put | Kind::PutPb) && op.len > 0 && put_pinned(v, op, rid, src, &q.pins) {
         return UTOFU_SUCCESS;
     }
-    let last = &mut q.last;
-    let t = match vcq::target_cached(last, rid) {
-        Ok(t) => t,
+    let t = match vcq::target_cached(&mut q.last, rid) {
+        Ok(t) => t.clone(),
         Err(rc) => return mrq_err(rc),
     };
-    let tcmp = ((rid >> 38) & 7) as u16;
-    let (row, addr) = match stadd::resolve(t.blk(), rid, tcmp, op.rmt_stadd, op.len) {
-        Ok(x) => x,
-        Err(f) => return mrq_err(rmt_fault(f)),
+    // Dropped when run returns, after the operation's local notice (any outcome).
+    let _hold = matches!(t.site, vcq::Site::Remote).then(|| v.hold_remote_notices());
+    let landed = match t.site {
+        vcq::Site::Mapped { .. } => at_target(&t, op, v.id, src, dst, lcl_field),
+        vcq::Site::Remote => remote(&t, op, v.id, src, dst, lcl_field),
     };
+    let landed = match landed {
+        Ok(l) => l,
+        Err(rc) => return mrq_err(rc),
+    };
+    if let Some((key, base, len)) = landed.region {
+        if matches!(op.kind, Kind::Put | Kind::PutPb) && !q.pins.iter().any(|p| p.rid == rid && p.tag == op.rmt_stadd >> 36) {
+            // Pin the region for the next puts (regions the fabric cannot pin stay unpinned).
+            if let Ok(pin) = softnic_fabric::rma::Pinned::new(&t.peer, key, base, len as usize, true, PD) {
+                let e = vcq::PutPin { rid, tag: op.rmt_stadd >> 36, pin };
+                if q.pins.len() < PUT_PINS {
+                    q.pins.push(e);
+                } else {
+                    let i = q.next_pin % PUT_PINS;
+                    q.pins[i] = e;
+                    q.next_pin = q.next_pin.wrapping_add(1);
+                }
+            }
+        }
+    }
+    if op.flags & UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE != 0 {
+        let value = if op.kind.is_armw() { landed.old } else { 0 };
+        v.push_local(&notice(ltype, 0, rid, op.edata, value, lcl_field, end_of(op, op.rmt_stadd)));
+    }
+    if let Some(n) = landed.remote_notice {
+        notify_target(&t, &n);
+    }
+    UTOFU_SUCCESS
+}
+
+/// The end of an operation's range from `s` (ARMW notices carry the address itself).
+fn end_of(op: &Op, s: u64) -> u64 {
+    if op.kind.is_armw() {
+        s
+    } else {
+        s.wrapping_add(op.len as u64)
+    }
+}
+
+/// What an operation's target side did.
+struct Landed {
+    /// The value an ARMW found.
+    old: u64,
+    /// The target region (registration key, base, length) when the target is mapped
+    /// here, for the put fast path's pin.
+    region: Option<(MemKey, u64, u64)>,
+    /// The remote notice to queue at the target once the local one is queued (None
+    /// when not asked for, or when the target queued it itself).
+    remote_notice: Option<Notice>,
+}
+
+/// The target side of `op` on the mapped target `t`: resolves the remote STADD range in
+/// the target's table, checks access, moves the data (`src` for a put, into `dst` for a
+/// get) or applies the ARMW, and makes the remote notice (`from`: the initiator VCQ's
+/// id) for the caller to queue with [`notify_target`].  Runs in the initiator when it maps the target's block, and in the target itself
+/// (the uTofu service) when the initiator reaches it through the network engine: the
+/// same checks and the same order (data, then notice) either way.  Errs with the MRQ
+/// code of the failure; nothing was written then.
+fn at_target(t: &Target, op: &Op, from: u64, src: &[u8], dst: &mut [u8], lcl_field: u64) -> Result<Landed, i32> {
+    let rid = t.id;
+    let tcmp = ((rid >> 38) & 7) as u16;
+    let (row, addr) = stadd::resolve(t.blk(), rid, tcmp, op.rmt_stadd, op.len).map_err(rmt_fault)?;
     if row.readonly && op.kind != Kind::Get {
-        return mrq_err(UTOFU_ERR_MRQ_RMT_MEMORY);
+        return Err(UTOFU_ERR_MRQ_RMT_MEMORY);
     }
     // target_cached probed liveness (rate-limited) a moment ago.
-    let live = match t.peer.live_probed() {
-        Ok(l) => l,
-        Err(_) => return mrq_err(UTOFU_ERR_MRQ_PEER),
-    };
+    let live = t.peer.live_probed().map_err(|_| UTOFU_ERR_MRQ_PEER)?;
     let key = MemKey::from_u64(row.key);
     let mut old = 0u64;
     let r = match op.kind {
@@ -390,14 +448,10 @@ fn run(v: &Vcq, op: &Op, q: &mut vcq::Queue) -> i32 {
         }
         Kind::Put | Kind::PutPb => live.put(key, addr, src, PD),
         Kind::Get if op.len == 0 => Ok(()),
-        Kind::Get => {
-            // SAFETY: our live registration, writable (checked above).
-            let dst = unsafe { std::slice::from_raw_parts_mut(dst_addr as *mut u8, op.len) };
-            live.get(key, addr, dst, PD)
-        }
+        Kind::Get => live.get(key, addr, dst, PD),
         _ => {
             if addr % op.len as u64 != 0 {
-                return mrq_err(UTOFU_ERR_MRQ_RMT_STADD);
+                return Err(UTOFU_ERR_MRQ_RMT_STADD);
             }
             let (width, mask) = if op.len == 4 { (AmoWidth::I32, 0xffff_ffffu64) } else { (AmoWidth::I64, u64::MAX) };
             let (val, cmp) = (op.value & mask, op.old & mask);
@@ -412,40 +466,132 @@ fn run(v: &Vcq, op: &Op, q: &mut vcq::Queue) -> i32 {
             live.atomic(key, addr, width, a, PD).map(|o| old = o & mask)
         }
     };
-    if let Err(e) = r {
-        return mrq_err(fabric_fault(e));
-    }
-    if matches!(op.kind, Kind::Put | Kind::PutPb) && !q.pins.iter().any(|p| p.rid == rid && p.tag == op.rmt_stadd >> 36) {
-        // Pin the region for the next puts (regions the fabric cannot pin stay unpinned).
-        if let Ok(pin) = softnic_fabric::rma::Pinned::new(&t.peer, key, row.base, row.len as usize, true, PD) {
-            let e = vcq::PutPin { rid, tag: op.rmt_stadd >> 36, pin };
-            if q.pins.len() < PUT_PINS {
-                q.pins.push(e);
-            } else {
-                let i = q.next_pin % PUT_PINS;
-                q.pins[i] = e;
-                q.next_pin = q.next_pin.wrapping_add(1);
-            }
+    r.map_err(fabric_fault)?;
+    let remote_notice = (op.flags & UTOFU_ONESIDED_FLAG_REMOTE_MRQ_NOTICE != 0).then(|| notice(local_type(op.kind) + 1, 0, from, op.edata, 0, lcl_field, end_of(op, op.rmt_stadd)));
+    Ok(Landed { old, region: Some((key, row.base, row.len)), remote_notice })
+}
+
+/// Queues the remote notice of an operation `at_target` carried out on `t` (after the
+/// initiator's local notice, when the initiator runs it).
+fn notify_target(t: &Target, n: &Notice) {
+    let vcq::Site::Mapped { ring, .. } = &t.site else { return };
+    if t.peer.is_self() {
+        // Our own VCQ, for an initiator here or on another machine: in order with what
+        // our own operations on it are waiting to queue.
+        if let Some(own) = vcq::by_id(t.id) {
+            own.push_remote_notice(n);
+            return;
         }
     }
-    if op.flags & UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE != 0 {
-        let value = if op.kind.is_armw() { old } else { 0 };
-        v.push_local(&notice(ltype, 0, rid, op.edata, value, lcl_field, end(op.rmt_stadd)));
+    let pushed = t.peer.live_probed().and_then(|live| ring.check(live).map(|ring| {
+        if ring.push(n).is_err() {
+            t.mark_overflow();
+        }
+    }));
+    if pushed.is_err() {
+        // The target's memory moved under the pin (it freed the VCQ meanwhile) or it
+        // died: the notice has nowhere to go, as on hardware.
+        softnic_fabric::sn_debug!("uTofu", "remote notice for {:#x} dropped: the VCQ went away", t.id);
     }
-    if op.flags & UTOFU_ONESIDED_FLAG_REMOTE_MRQ_NOTICE != 0 {
-        let n = notice(ltype + 1, 0, v.id, op.edata, 0, lcl_field, end(op.rmt_stadd));
-        match t.ring.check(live) {
-            Ok(ring) => {
-                if ring.push(&n).is_err() {
-                    t.mark_overflow();
-                }
-            }
-            // The target's memory moved under the pin (it freed the VCQ meanwhile): the
-            // notice has nowhere to go, as on hardware.
-            Err(_) => softnic_fabric::sn_debug!("uTofu", "remote notice for {:#x} dropped: the VCQ went away", rid),
+}
+
+// ---- the target side across machines ----------------------------------------------------
+//
+// A target on another machine runs `at_target` itself: the initiator sends the operation
+// as a request of the uTofu service (rma::Peer::call), the target's network progress
+// thread resolves the VCQ and the STADD in its own tables and answers with the MRQ code,
+// the ARMW's old value and a get's data.  Transfers longer than one request are pieces
+// in order, each checking the whole rest of the range first (so a range that runs out
+// fails before anything is written), the remote notice with the last piece.
+
+/// Service request kinds.
+const SVC_OP: u64 = 1;
+pub(crate) const SVC_PACKET: u64 = 2;
+/// Header words of an operation request.
+const OP_WORDS: usize = 12;
+/// Most data bytes in one piece.
+const PIECE: usize = softnic_fabric::rma::MAX_CALL - 8 * (OP_WORDS + 4);
+
+fn remote(t: &Target, op: &Op, from: u64, src: &[u8], dst: &mut [u8], lcl_field: u64) -> Result<Landed, i32> {
+    let pieces = if op.kind.is_armw() || op.len == 0 { 1 } else { op.len.div_ceil(PIECE) };
+    let mut old = 0;
+    let mut reply = Vec::new();
+    for i in 0..pieces {
+        let off = i * PIECE;
+        let n = if op.kind.is_armw() { op.len } else { (op.len - off).min(PIECE) };
+        let last = i + 1 == pieces;
+        let flags = if last { op.flags } else { op.flags & !UTOFU_ONESIDED_FLAG_REMOTE_MRQ_NOTICE };
+        let rest = (op.len - off.min(op.len)) as u64;
+        let words = [SVC_OP, t.id, from, op.kind as u64, flags, op.edata as u64, op.rmt_stadd.wrapping_add(off as u64), n as u64, op.value, op.old, op.armw as u64 | lcl_field << 8, rest];
+        debug_assert_eq!(words.len(), OP_WORDS);
+        let mut req = Vec::with_capacity(8 * OP_WORDS + if matches!(op.kind, Kind::Put | Kind::PutPb) { n } else { 0 });
+        words.iter().for_each(|w| req.extend_from_slice(&w.to_le_bytes()));
+        if matches!(op.kind, Kind::Put | Kind::PutPb) {
+            req.extend_from_slice(&src[off..off + n]);
+        }
+        reply.clear();
+        t.peer.call(softnic_fabric::registry::api::UTOFU, &req, &mut reply).map_err(fabric_fault)?;
+        let word = |k: usize| reply.get(k * 8..k * 8 + 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
+        let (Some(rc), Some(o)) = (word(0), word(1)) else { return Err(UTOFU_ERR_MRQ_OTHER) };
+        if rc != 0 {
+            return Err(rc as i64 as i32);
+        }
+        old = o;
+        if op.kind == Kind::Get {
+            let data = reply.get(16..16 + n).ok_or(UTOFU_ERR_MRQ_OTHER)?;
+            dst[off..off + n].copy_from_slice(data);
         }
     }
-    UTOFU_SUCCESS
+    Ok(Landed { old, region: None, remote_notice: None })
+}
+
+/// The uTofu service (registered when the first VCQ is created): the target side of
+/// operations from other machines, and barrier packets (see `barrier`).
+pub(crate) fn service(_me: &std::sync::Arc<softnic_fabric::rma::Peer>, req: &[u8], reply: &mut Vec<u8>) -> softnic_fabric::Result<()> {
+    use softnic_fabric::Error;
+    let word = |k: usize| req.get(k * 8..k * 8 + 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))).ok_or(Error::InvalidArg);
+    match word(0)? {
+        SVC_OP => {}
+        SVC_PACKET => return crate::barrier::serve_packet(req, reply),
+        _ => return Err(Error::InvalidArg),
+    }
+    let kind = Kind::from(word(3)?).ok_or(Error::InvalidArg)?;
+    let n = word(7)? as usize;
+    let extra = word(10)?;
+    let op = Op { kind, flags: word(4)?, edata: word(5)? as u8, rmt: word(1)?, rmt_stadd: word(6)?, lcl_stadd: 0, len: n, value: word(8)?, old: word(9)?, armw: extra as u8, pb: [0; 32] };
+    let (from, lcl_field, rest) = (word(2)?, extra >> 8, word(11)?);
+    let data = &req[8 * OP_WORDS..];
+    let src: &[u8] = if matches!(kind, Kind::Put | Kind::PutPb) { data.get(..n).ok_or(Error::InvalidArg)? } else { &[] };
+    if n > PIECE && !kind.is_armw() {
+        return Err(Error::InvalidArg);
+    }
+    let mut got = vec![0u8; if kind == Kind::Get { n } else { 0 }];
+    let r = (|| {
+        let t = vcq::target(canonical(op.rmt))?;
+        if !matches!(t.site, vcq::Site::Mapped { .. }) {
+            return Err(UTOFU_ERR_MRQ_PEER); // not ours to serve
+        }
+        if !kind.is_armw() && rest > n as u64 {
+            // The whole rest of a longer transfer must fit before its first piece lands.
+            let tcmp = ((t.id >> 38) & 7) as u16;
+            stadd::resolve(t.blk(), t.id, tcmp, op.rmt_stadd, rest as usize).map_err(rmt_fault)?;
+        }
+        let landed = at_target(&t, &op, from, src, &mut got, lcl_field)?;
+        if let Some(n) = &landed.remote_notice {
+            notify_target(&t, n);
+        }
+        Ok(landed)
+    })();
+    let (rc, old) = match r {
+        Ok(l) => (0i64, l.old),
+        Err(rc) => (rc as i64, 0),
+    };
+    reply.extend_from_slice(&(rc as u64).to_le_bytes());
+    reply.extend_from_slice(&old.to_le_bytes());
+    if rc == 0 {
+        reply.extend_from_slice(&got);
+    }
+    Ok(())
 }
 
 /// Executes `ops` on `v` in order, all or nothing with respect to TOQ space.

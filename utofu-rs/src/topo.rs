@@ -18,7 +18,7 @@ const PATH_BITS: u64 = 0xf << 41;
 pub use tofutop::ABC;
 
 /// This process's node and the coordinates of a node: jTofu's topology (libtofutop).
-pub use tofutop::{coords_of, node_index};
+pub use tofutop::{coords_of, node_at, node_index};
 
 pub fn my_coords() -> [u8; 6] {
     coords_of(node_index())

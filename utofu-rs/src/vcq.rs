@@ -178,6 +178,9 @@ pub struct Vcq {
     /// operation, as when the entry was queued).  A race between two polls can only
     /// move `reaped` back, which a later poll undoes: it never frees a slot twice.
     pub silent_issued: AtomicU64,
+    /// Remote notices held back while an operation of this VCQ is in flight to another
+    /// machine (see [`Vcq::push_remote_notice`]).
+    pub held: Mutex<Held>,
     pub silent_reaped: AtomicU64,
     /// `tcq.tcq.len()`, readable without the lock: a poll_tcq that finds 0 returns
     /// without locking.
@@ -203,7 +206,50 @@ pub struct PutPin {
     pub pin: softnic_fabric::rma::Pinned,
 }
 
+/// See [`Vcq::push_remote_notice`].
+#[derive(Default)]
+pub struct Held {
+    in_flight: u32,
+    notices: Vec<Notice>,
+}
+
+/// Holds a VCQ's incoming remote notices until dropped (see [`Vcq::hold_remote_notices`]).
+pub struct HoldGuard<'a>(&'a Vcq);
+
+impl Drop for HoldGuard<'_> {
+    fn drop(&mut self) {
+        let mut h = lock(&self.0.held);
+        h.in_flight -= 1;
+        if h.in_flight == 0 {
+            for n in std::mem::take(&mut h.notices) {
+                self.0.push_local(&n);
+            }
+        }
+    }
+}
+
 impl Vcq {
+    /// Called before an operation goes to another machine; the guard is dropped once its
+    /// local notice is queued.  Until then remote notices for this VCQ wait: a peer that
+    /// reacts to the operation's remote notice must not have its own notice seen here
+    /// before the operation's local one (on one machine the initiator queues both
+    /// notices itself, in that order).
+    pub fn hold_remote_notices(&self) -> HoldGuard<'_> {
+        lock(&self.held).in_flight += 1;
+        HoldGuard(self)
+    }
+
+    /// Queues a remote notice that arrived for this VCQ from another machine (the uTofu
+    /// service runs it), or holds it while an operation of ours is in flight.
+    pub fn push_remote_notice(&self, n: &Notice) {
+        let mut h = lock(&self.held);
+        if h.in_flight > 0 {
+            h.notices.push(*n);
+        } else {
+            self.push_local(n);
+        }
+    }
+
     pub fn blk(&self) -> *const u8 {
         self.block.as_ptr()
     }
@@ -342,6 +388,15 @@ pub fn get(h: usize) -> UResult<&'static Vcq> {
     Ok(v)
 }
 
+/// This process's live VCQ with (canonical) id `id`.
+pub fn by_id(id: u64) -> Option<&'static Vcq> {
+    SLOTS.iter().find_map(|s| {
+        let p = s.load(Ordering::Acquire);
+        // SAFETY: published Vcqs are never deallocated.
+        (!p.is_null()).then(|| unsafe { &*p }).filter(|v| v.id == id && v.handle.load(Ordering::Relaxed) != 0)
+    })
+}
+
 /// Reserves a slot: the handle the new VCQ will have.
 fn reserve(t: &mut Table) -> UResult<usize> {
     let slot = (0..MAX_VCQS).find(|&i| SLOTS[i].load(Ordering::Relaxed).is_null() && t.gens.get(i).map_or(true, |g| g & 1 == 0)).ok_or(UTOFU_ERR_OUT_OF_RESOURCE)?;
@@ -421,7 +476,6 @@ fn create(tni: u16, cmp: Option<u16>, flags: u64) -> UResult<usize> {
     if flags & UTOFU_VCQ_FLAG_SESSION_MODE != 0 {
         return Err(UTOFU_ERR_NOT_SUPPORTED);
     }
-    softnic_fabric::net::leave_pmi_to_application();
     softnic_fabric::node::get().map_err(|_| UTOFU_ERR_FATAL)?;
     let exclusive = flags & UTOFU_VCQ_FLAG_EXCLUSIVE != 0;
     // Pick (cq, cmp) and the claim that holds the CQ.
@@ -513,6 +567,7 @@ fn create(tni: u16, cmp: Option<u16>, flags: u64) -> UResult<usize> {
         regs: Mutex::new(Regs { next_free: NUM_STAGS as usize, ..Default::default() }),
         tcq: Mutex::new(Queue::default()),
         silent_issued: AtomicU64::new(0),
+        held: Mutex::new(Held::default()),
         silent_reaped: AtomicU64::new(0),
         queued: AtomicUsize::new(0),
     });
@@ -577,25 +632,41 @@ fn free(h: usize) -> UResult<()> {
 
 // ---- remote VCQs ----------------------------------------------------------------------
 
-/// A VCQ as an initiator reaches it.
+/// A VCQ as an initiator reaches it: its block mapped here (same machine), or its
+/// owner reached through the network engine, which then runs each operation's target
+/// side itself (the uTofu service, see `onesided`).
 pub struct Target {
     pub id: u64,
     pub peer: Arc<Peer>,
-    view: RegionView,
-    pub ring: PinnedRing<Notice>,
+    pub site: Site,
+}
+
+pub enum Site {
+    Mapped { view: RegionView, ring: PinnedRing<Notice> },
+    Remote,
 }
 
 impl Target {
+    /// The mapped block (`Site::Mapped` only).
     pub fn blk(&self) -> *const u8 {
-        self.view.as_ptr()
+        match &self.site {
+            Site::Mapped { view, .. } => view.as_ptr(),
+            Site::Remote => std::ptr::null(),
+        }
     }
-    /// Is the VCQ still the one we resolved (not freed)?
+    /// Is the VCQ still the one we resolved (not freed)?  A remote one is checked by
+    /// its owner on every operation.
     #[inline]
     pub fn live(&self) -> bool {
-        word(self.blk(), H_ID).load(Ordering::Acquire) == self.id
+        match &self.site {
+            Site::Mapped { view, .. } => word(view.as_ptr(), H_ID).load(Ordering::Acquire) == self.id,
+            Site::Remote => true,
+        }
     }
     pub fn mark_overflow(&self) {
-        mark_overflow(self.blk());
+        if let Site::Mapped { view, .. } = &self.site {
+            mark_overflow(view.as_ptr());
+        }
     }
 }
 
@@ -616,7 +687,8 @@ pub fn target_cached(last: &mut Option<Arc<Target>>, id: u64) -> UResult<&Arc<Ta
     Ok(last.as_ref().expect("set above"))
 }
 
-/// The target of a (canonical) VCQ id, or `MRQ_PEER` when no live VCQ has it.
+/// The target of a (canonical) VCQ id, or `MRQ_PEER` when no live VCQ has it.  The
+/// VCQ's coordinates name its node; the node registry there names its owner.
 pub fn target(id: u64) -> UResult<Arc<Target>> {
     if let Some(t) = lock(&TARGETS).get(&id) {
         if t.live() && t.peer.seems_alive() {
@@ -625,20 +697,25 @@ pub fn target(id: u64) -> UResult<Arc<Target>> {
     }
     forget_target(id);
     let a = VcqAddr::decode(id).ok_or(UTOFU_ERR_MRQ_PEER)?;
-    let ep = registry::lookup(api::UTOFU, &vcq_key(&a)).map_err(|_| UTOFU_ERR_MRQ_PEER)?;
-    let mut w = [0u64; 3];
-    for (i, x) in w.iter_mut().enumerate() {
-        *x = u64::from_le_bytes(ep.payload[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
-    }
-    let loc = RingLoc::from_words(w);
-    let peer = Peer::open(ep.peer).map_err(|_| UTOFU_ERR_MRQ_PEER)?;
-    let view = rma::map_region(&peer, &loc).map_err(|_| UTOFU_ERR_MRQ_PEER)?;
-    if view.len() < RING_OFF || word(view.as_ptr(), 0).load(Ordering::Acquire) != BLK_MAGIC {
-        return Err(UTOFU_ERR_MRQ_PEER);
-    }
-    let ring_loc = RingLoc { offset: loc.offset + RING_OFF as u64, len: loc.len - RING_OFF as u64, ..loc };
-    let ring = PinnedRing::new(&peer, &ring_loc).map_err(|_| UTOFU_ERR_MRQ_PEER)?;
-    let t = Arc::new(Target { id, peer, view, ring });
+    let node = topo::node_at(&a.coords).ok_or(UTOFU_ERR_MRQ_PEER)?;
+    let (peer, payload) = Peer::lookup(node, api::UTOFU, &vcq_key(&a)).map_err(|_| UTOFU_ERR_MRQ_PEER)?;
+    let site = if peer.is_remote() {
+        Site::Remote
+    } else {
+        let mut w = [0u64; 3];
+        for (i, x) in w.iter_mut().enumerate() {
+            *x = u64::from_le_bytes(payload[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+        }
+        let loc = RingLoc::from_words(w);
+        let view = rma::map_region(&peer, &loc).map_err(|_| UTOFU_ERR_MRQ_PEER)?;
+        if view.len() < RING_OFF || word(view.as_ptr(), 0).load(Ordering::Acquire) != BLK_MAGIC {
+            return Err(UTOFU_ERR_MRQ_PEER);
+        }
+        let ring_loc = RingLoc { offset: loc.offset + RING_OFF as u64, len: loc.len - RING_OFF as u64, ..loc };
+        let ring = PinnedRing::new(&peer, &ring_loc).map_err(|_| UTOFU_ERR_MRQ_PEER)?;
+        Site::Mapped { view, ring }
+    };
+    let t = Arc::new(Target { id, peer, site });
     if !t.live() {
         return Err(UTOFU_ERR_MRQ_PEER);
     }
