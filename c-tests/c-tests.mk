@@ -87,3 +87,8 @@ $(BUILD)/tests/sisci/sisci_consts: c-tests/sisci/gen-consts.py $(BUILD)/include/
 	@mkdir -p $(dir $@)
 	python3 c-tests/sisci/gen-consts.py $(BUILD)/include/sisci_api.h > $@.c
 	$(CC) $(CFLAGS_TEST) -o $@ $@.c $(LDFLAGS_TEST) -lsisci -ldl
+
+# An MPI program that uses SISCI (c-tests/mpi.list).
+$(BUILD)/tests/mpi/mpi_sisci: c-tests/mpi/mpi_sisci.c $(wildcard c-tests/common/*.h) $(wildcard $(BUILD)/include/*.h)
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CFLAGS_TEST) -o $@ $< $(LDFLAGS_TEST) -lsisci -lpthread

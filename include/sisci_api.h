@@ -139,10 +139,12 @@
  *   callback may call the library, remove its own object or start the next
  *   transfer.  Waits (SCIWaitFor*) are SCI_ERR_ILLEGAL_OPERATION while a
  *   callback is armed; they sleep (futexes), and a signal does not end them.
- * - Across machines, a process becomes known to the others once the launcher
- *   has published its address, which needs a collective of the job after its
- *   SCIInitialize (PMI_Barrier, PMI_Allgather, ...).  A process on another
- *   machine that dies is noticed within SOFTNIC_NET_TIMEOUT_MS.
+ * - Across machines, a process must be known to the others through the
+ *   launcher.  In an MPI program every rank's address is exchanged when
+ *   libsisci is loaded (before main, so MPI's own collectives need not carry
+ *   it); in a program without MPI, from its first PMI collective after
+ *   SCIInitialize on (PMI_Barrier, PMI_KVS_Fence, PMI_Allgather).  A process
+ *   on another machine that dies is noticed within SOFTNIC_NET_TIMEOUT_MS.
  * - Queries: SCI_Q_ADAPTER results are unsigned int (node id, 1 for
  *   CONFIGURED and the link states, 4096 DATAINT_MAX_LENGTH, 4
  *   MCAST_MAX_GROUPS, 1 MiB DMA_MTU, alignments 1, ...); an unknown

@@ -45,3 +45,22 @@ pub fn service_init() {
     // from the program's first collective on (PMI_Barrier, MPI_Init, ...) on.
     let _ = softnic_fabric::node::get();
 }
+
+/// Runs when the library is loaded, before `main`.  In an MPI program (the fabric relays
+/// the launcher connection between MPI and us) spread over several machines, the
+/// network engine is started and every rank's address exchanged now, in a fence every
+/// rank takes part in (every rank loads the library): MPI's own collectives never pass
+/// through PMI, so a process that first joined at SCIInitialize would stay unknown to
+/// the other machines.  Programs without MPI publish at SCIInitialize and are found
+/// from their next PMI collective on; under snrun or without a launcher nothing happens.
+extern "C" fn at_load() {
+    use softnic_fabric::net;
+    if net::mode() != net::Mode::Shm && softnic_fabric::pmi::launcher_present() && softnic_fabric::pmi_relay::relaying() {
+        let _ = softnic_fabric::rma::register_service(softnic_fabric::registry::api::SISCI, service::serve);
+        net::start_before_application(|_, _| {});
+    }
+}
+
+#[used]
+#[link_section = ".init_array"]
+static AT_LOAD: extern "C" fn() = at_load;
