@@ -23,11 +23,12 @@ LDFLAGS_TEST := -L$(BUILD)/lib -Wl,-rpath,$(BUILD)/lib
 
 # Vendor libraries we ship: cargo artefact -> staged file name (soname) and dev symlink.
 # An API library is listed here once its issue has landed.
-STAGED_LIBS := libpmi.so:libpmi.so.0 libugni.so:libugni.so.0 libdmapp.so:libdmapp.so.1 libtofutop.so:libtofutop.so libtofucom.so:libtofucom.so libsisci.so:libsisci.so
-# Other names programs link by: the guide prints -ltofufocom.
-LIB_ALIASES := libtofufocom.so:libtofucom.so
+STAGED_LIBS := libpmi.so:libpmi.so.0 libugni.so:libugni.so.0 libdmapp.so:libdmapp.so.1 libtofutop.so:libtofutop.so libtofucom.so:libtofucom.so libportals.so:libportals.so libsisci.so:libsisci.so
+# Other names programs link by: the guide prints -ltofufocom; Portals reference-implementation
+# programs link -lportals3 -lportals3-utcp (one library here, so one instance of its state).
+LIB_ALIASES := libtofufocom.so:libtofucom.so libportals3.so:libportals.so libportals3-utcp.so:libportals.so
 # sheet:header:library checked by check-abi
-ABI_CHECKS  := pmi.md:pmi.h:libpmi.so gni.md:gni_pub.h:libugni.so dmapp.md:dmapp.h:libdmapp.so utofu.md:utofu.h:libtofucom.so jtofu.md:jtofu.h:libtofutop.so sisci.md:sisci_api.h:libsisci.so
+ABI_CHECKS  := pmi.md:pmi.h:libpmi.so gni.md:gni_pub.h:libugni.so dmapp.md:dmapp.h:libdmapp.so utofu.md:utofu.h:libtofucom.so jtofu.md:jtofu.h:libtofutop.so portals3.md:portals3.h:libportals.so sisci.md:sisci_api.h:libsisci.so
 # Checks a header fails on purpose (abi-check --ignore), by header (dots as underscores):
 # sisci_api.h is today's SISCI (size_t sizes and offsets, 64-bit sci_ioaddr_t and
 # sci_query_map_t.data) where the sheet's sections A-F record the 1.10 header.
@@ -50,6 +51,7 @@ stage: build
 	@mkdir -p $(BUILD)/include $(BUILD)/lib/pkgconfig $(BUILD)/bin $(BUILD)/libexec
 	@cp -f include/*.h $(BUILD)/include/ 2>/dev/null || true
 	@mkdir -p $(BUILD)/include/dis && cp -f include/dis/*.h $(BUILD)/include/dis/
+	@for d in p3rt p3api; do mkdir -p $(BUILD)/include/$$d && cp -f include/$$d/*.h $(BUILD)/include/$$d/; done
 	@$(PUT) $(REL)/libsoftnic_fabric.so $(BUILD)/lib/libsoftnic_fabric.so
 	@for f in $(RUST_SYSROOT_LIB)/libstd-*.so; do $(PUT) $$f $(BUILD)/lib/$$(basename $$f); done
 	@for pair in $(STAGED_LIBS); do \

@@ -78,6 +78,14 @@ SISCI_GOALS = [
      1048576, ">=", 0.9, ("floor", "memcpy_bw")),
 ]
 
+# Issue 12: Portals (put ping-pong with events waited in PtlEQWait).
+PORTALS_GOALS = [
+    ("Portals put ping-pong 8 B <= 1.0 x MPICH ping-pong 8 B", ("softnic-portals", "put_pingpong"), ("mpich", "pingpong"),
+     8, "<=", 1.0, ("floor", "pingpong")),
+    ("Portals put 1 MiB >= 0.9 x UCX put bandwidth", ("softnic-portals", "put_bw"), ("ucx", "put_bw"),
+     1048576, ">=", 0.9, ("floor", "memcpy_bw")),
+]
+
 # Issue 11: the network engine (two virtual hosts, loopback), beside the peers over tcp.
 NET_GOALS = [
     ("uGNI FMA put ping-pong 8 B over the network <= 1.3 x fi_pingpong 8 B", ("softnic-ugni-net", "fma_put_pingpong"),
@@ -273,6 +281,7 @@ def write(outdir):
     md += ["## Goals (issue 10: uTofu)", ""] + goals(series, metric, UTOFU_GOALS)
     md += ["## Goals (issue 13: SISCI)", ""] + goals(series, metric, SISCI_GOALS)
     md += ["## Goals (issue 11: network engine, two virtual hosts over loopback)", ""] + goals(series, metric, NET_GOALS)
+    md += ["## Goals (issue 12: Portals)", ""] + goals(series, metric, PORTALS_GOALS)
     md += ["## Latency", ""] + value_table(series, metric, ("half_rtt_us", "us"))
     md += ["## Bandwidth", ""] + value_table(series, metric, ("GBps",))
     md += ["## Message rate", ""] + value_table(series, metric, ("Mmsgps",))

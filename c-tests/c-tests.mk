@@ -21,6 +21,17 @@ $(BUILD)/tests/%: c-tests/%.c $(wildcard c-tests/common/*.h) $(wildcard $(BUILD)
 	@mkdir -p $(dir $@)
 	$(or $(CC_$(firstword $(subst /, ,$*))),$(CC)) $(CFLAGS_TEST) -o $@ $< $(LDFLAGS_TEST) $(LIBS_$(firstword $(subst /, ,$*))) -lpthread
 
+# One Portals test is built the way reference-implementation programs are: the NAL header
+# through P3_NAL, linked with the reference library names, without libpmi.
+$(BUILD)/tests/portals/ptl_ref: c-tests/portals/ptl_ref.c $(wildcard $(BUILD)/include/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_TEST) -DP3_NAL='<p3nal_utcp.h>' -o $@ $< $(LDFLAGS_TEST) -lportals3 -lportals3-utcp
+
+# A Portals program that is also an MPI program.
+$(BUILD)/tests/portals/ptl_with_mpi: c-tests/portals/ptl_with_mpi.c $(wildcard c-tests/portals/*.h) $(wildcard $(BUILD)/include/*.h)
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CFLAGS_TEST) -o $@ $< $(LDFLAGS_TEST) -lportals
+
 # uTofu programs are MPI programs, as the guide's are (ids are exchanged through MPI).
 MPICC ?= mpicc
 CC_utofu := $(MPICC)
@@ -42,7 +53,9 @@ $(BUILD)/examples/dmapp_put: $(SHARED)/samples/dmapp/dmapp_put.c $(wildcard $(BU
 # Null sweeps: every function of a fact sheet called with all-zero arguments
 # (c-tests/tools/gen-null-sweep.py); generated from ../shared/abi at build time.
 SWEEP_GEN := c-tests/tools/gen-null-sweep.py
-SWEEPS := $(BUILD)/tests/sweep/gni_null_sweep $(BUILD)/tests/sweep/dmapp_null_sweep $(BUILD)/tests/sweep/pmi_null_sweep $(BUILD)/tests/sweep/utofu_null_sweep $(BUILD)/tests/sweep/sisci_null_sweep
+SWEEPS := $(BUILD)/tests/sweep/gni_null_sweep $(BUILD)/tests/sweep/dmapp_null_sweep $(BUILD)/tests/sweep/pmi_null_sweep $(BUILD)/tests/sweep/utofu_null_sweep \
+          $(BUILD)/tests/sweep/portals_null_sweep $(BUILD)/tests/sweep/portals_null_sweep_init \
+          $(BUILD)/tests/sweep/sisci_null_sweep
 all: $(SWEEPS)
 
 $(BUILD)/tests/sweep/gni_null_sweep: $(SWEEP_GEN) $(SHARED)/abi/gni.md $(BUILD)/include/gni_pub.h
@@ -92,3 +105,14 @@ $(BUILD)/tests/sisci/sisci_consts: c-tests/sisci/gen-consts.py $(BUILD)/include/
 $(BUILD)/tests/mpi/mpi_sisci: c-tests/mpi/mpi_sisci.c $(wildcard c-tests/common/*.h) $(wildcard $(BUILD)/include/*.h)
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CFLAGS_TEST) -o $@ $< $(LDFLAGS_TEST) -lsisci -lpthread
+
+# Portals: the sweep as generated (every call before PtlInit), and the same calls with the
+# library and an NI initialised first (sweep_init.inc), where they meet the argument checks.
+$(BUILD)/tests/sweep/portals_null_sweep: $(SWEEP_GEN) $(SHARED)/abi/portals3.md $(BUILD)/include/portals3.h
+	@mkdir -p $(dir $@)
+	python3 $(SWEEP_GEN) $(SHARED)/abi/portals3.md portals3.h Ptl int PTL_OK > $@.c
+	$(CC) $(CFLAGS_TEST) -Wno-unused-value -o $@ $@.c $(LDFLAGS_TEST) -lportals
+
+$(BUILD)/tests/sweep/portals_null_sweep_init: $(BUILD)/tests/sweep/portals_null_sweep c-tests/portals/sweep_init.inc
+	{ echo '#include "$(abspath c-tests/portals/sweep_init.inc)"'; cat $<.c; } > $@.c
+	$(CC) $(CFLAGS_TEST) -Wno-unused-value -o $@ $@.c $(LDFLAGS_TEST) -lportals

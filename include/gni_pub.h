@@ -24,6 +24,17 @@
  * fork shares registered pages with its parent.  Under valgrind, memcheck sees
  * the registered bytes as defined.
  *
+ * Completion: a post to a process on this machine completes during the call
+ * (data moved, events queued when it returns).  Across machines, FMA, AMO and
+ * CQ-write posts complete during the call too (one network round trip); an
+ * RDMA PUT or GET of 16 KiB or more without a REMOTE event travels in the
+ * background (libfabric RMA, SOFTNIC_NET_RMA_DEPTH pieces in flight) and its
+ * events come when it has arrived, so many can be in flight at once; until
+ * then the endpoint counts it in flight (GNI_EpUnbind answers NOT_DONE), and
+ * the descriptor and local buffer stay the caller's, as uGNI requires.  A
+ * peer machine that does not complete it within SOFTNIC_NET_TIMEOUT_MS gives
+ * a transaction error.
+ *
  * Routing (how programs use the API, as on the hardware): a transaction reaches
  * its target by (remote NIC address, remote memory handle).  A memory handle
  * names its owning process by itself, so the remote_id given to GNI_EpBind may

@@ -1,4 +1,5 @@
-/* Checks the environment snrun gives each rank, and prints the job-wide part
+/* Checks the environment snrun gives each rank (PMI, uGNI, softnic and Portals
+ * runtime variables), and prints the job-wide part
  * as one "JOBWIDE ..." line so the caller can check all ranks agree.
  * Usage: envcheck [ranks-per-node]     (as given to snrun -N; default: all)
  * EXPECT_PTAG / EXPECT_COOKIE: values PMI_GNI_* must have (pass-through test). */
@@ -54,7 +55,22 @@ int main(int argc, char **argv)
     if (getenv("EXPECT_PTAG")) CHECK_EQ(ptag, atol(getenv("EXPECT_PTAG")));
     if (getenv("EXPECT_COOKIE")) CHECK_EQ(cookie, atol(getenv("EXPECT_COOKIE")));
 
-    printf("JOBWIDE job=%s size=%ld ptag=%ld cookie=%ld dev=0\n", job, size, ptag, cookie);
+    /* The Portals runtime's variables: this rank, every rank's NID (node) and PID
+     * (index on the node), the job id. */
+    CHECK_EQ(num("PTL_MY_RID"), rank);
+    const char *nm = need("PTL_NIDMAP"), *pm = need("PTL_PIDMAP");
+    long jid = num("PTL_MY_JID");
+    CHECK(jid > 0 && jid != 0xffffffffL);
+    for (long r = 0; r < size; r++) {
+        char *e1, *e2;
+        long nid = strtol(nm, &e1, 10), pid = strtol(pm, &e2, 10);
+        CHECK_EQ(nid, r / ppn);
+        CHECK_EQ(pid, r % ppn);
+        CHECK(*e1 == (r + 1 < size ? ':' : '\0') && *e2 == *e1);
+        nm = e1 + (*e1 != 0);
+        pm = e2 + (*e2 != 0);
+    }
+    printf("JOBWIDE job=%s size=%ld ptag=%ld cookie=%ld dev=0 ptl_jid=%ld nidmap=%s pidmap=%s\n", job, size, ptag, cookie, jid, getenv("PTL_NIDMAP"), getenv("PTL_PIDMAP"));
     printf("RANK %ld ok\n", rank);
     return 0;
 }

@@ -173,6 +173,13 @@ pub static TUNABLES: &[Tunable] = &[
                before it sleeps in the provider's wait object.",
     },
     Tunable {
+        name: "SOFTNIC_NET_RMA_DEPTH",
+        default: "16",
+        help: "Pieces (of up to 1 MiB) of asynchronous network-engine RMA in flight per \
+               process, each with a bounce buffer kept for reuse: bulk transfers to other \
+               machines (uGNI RDMA) are pipelined this deep.",
+    },
+    Tunable {
         name: "SOFTNIC_NET_RMA",
         default: "1",
         help: "0 turns off RMA in the network engine (libfabric writes and reads straight \
@@ -196,6 +203,26 @@ pub static TUNABLES: &[Tunable] = &[
                copy, so flags polled or stored without SCIFlush/sequence calls still move. \
                Windows over 100 KB are passed over less often (100 MB/s each at most). 0: \
                only at SCIFlush, SCIStoreBarrier, sequences, triggers and SCIUnmapSegment.",
+    },
+    Tunable {
+        name: "SOFTNIC_PTL_WAIT_TIMEOUT_MS",
+        default: "1000",
+        help: "Portals: milliseconds PtlEQWait_timeout waits for an event before it \
+               returns PTL_EQ_EMPTY.",
+    },
+    Tunable {
+        name: "SOFTNIC_PTL_SPIN_NS",
+        default: "100000",
+        help: "Portals: nanoseconds PtlEQWait (and PtlEQPoll) spin on an empty event queue, \
+               checking it after every pause instruction, before they sleep on its futex.",
+    },
+    Tunable {
+        name: "SOFTNIC_PTL_EQ_MEM",
+        default: "67108864",
+        help: "Portals: bytes of shared memory per network interface for the event \
+               queues (128 bytes per event of capacity, each queue rounded up to a \
+               power of two); PtlEQAlloc gives PTL_NO_SPACE beyond it. Only the pages \
+               queues touch are allocated.",
     },
     Tunable {
         name: "DMAPP_ABORT_ON_ERROR",
@@ -417,7 +444,8 @@ mod tests {
     fn describe_lists_every_tunable() {
         let d = describe();
         for t in TUNABLES {
-            let line = d.lines().find(|l| l.trim_start().starts_with(t.name)).unwrap_or_else(|| panic!("{} missing", t.name));
+            // The whole name (SOFTNIC_NET_RMA is a prefix of SOFTNIC_NET_RMA_DEPTH).
+            let line = d.lines().find(|l| l.split_whitespace().next() == Some(t.name)).unwrap_or_else(|| panic!("{} missing", t.name));
             assert!(line.contains(&format!("(default: {})", t.default)), "{line}");
         }
         assert!(d.contains("Nanoseconds to spin on a shared word"), "help text is printed");

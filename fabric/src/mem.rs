@@ -342,11 +342,7 @@ fn query_maps(lo: usize, hi: usize) -> Option<Vec<Vma>> {
     if MISSING.load(Ordering::Relaxed) {
         return None;
     }
-    // SAFETY: a NUL-terminated path; closed below.
-    let fd = unsafe { libc::open(c"/proc/self/maps".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return None;
-    }
+    let fd = maps_fd()?;
     let mut out = Vec::new();
     let mut name = [0u8; 4096];
     let mut addr = lo;
@@ -392,9 +388,35 @@ fn query_maps(lo: usize, hi: usize) -> Option<Vec<Vma>> {
         });
         addr = q.vma_end as usize;
     };
-    // SAFETY: our descriptor.
-    unsafe { libc::close(fd) };
     result
+}
+
+/// This process's `/proc/self/maps`, opened once and kept for the PROCMAP_QUERY ioctls
+/// (opening it costs several microseconds of path walk, more than the query; the ioctl
+/// keeps no file position, so threads share the descriptor).  The word holds the pid with
+/// the descriptor: a forked child (which inherits its parent's, naming the parent's
+/// memory) opens its own.
+fn maps_fd() -> Option<i32> {
+    static MAPS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(u64::MAX);
+    let pid = std::process::id() as u64;
+    let cur = MAPS.load(Ordering::Acquire);
+    if cur != u64::MAX && cur >> 32 == pid {
+        return Some(cur as u32 as i32);
+    }
+    // SAFETY: a NUL-terminated path.
+    let fd = unsafe { libc::open(c"/proc/self/maps".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return None;
+    }
+    match MAPS.compare_exchange(cur, (pid << 32) | fd as u32 as u64, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => Some(fd),
+        Err(now) => {
+            // Another thread stored one first: use it.
+            // SAFETY: ours, never published.
+            unsafe { libc::close(fd) };
+            (now != u64::MAX && now >> 32 == pid).then_some(now as u32 as i32)
+        }
+    }
 }
 
 /// Whether `[addr, addr+len)` is mapped readable without holes (None if not: a hole or a

@@ -53,7 +53,7 @@ use crate::{Error, Result};
 use once_cell::sync::OnceCell;
 use std::collections::HashMap;
 use std::ffi::{c_void, CString};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -247,16 +247,86 @@ struct Call {
     /// completion, which may come after the waiter gave up (timeout, peer death), so
     /// the call (kept alive by the context the provider holds) owns it, not the caller.
     bounce: Mutex<Vec<u8>>,
+    /// A piece of an asynchronous operation: completing it may complete the operation
+    /// (nobody waits on `done` then).
+    piece: Option<Piece>,
+}
+
+/// Completion of an asynchronous operation ([`Engine::put_async`], [`Engine::get_async`]):
+/// run once, by whichever thread handles the last piece's completion (or the peer's
+/// death), with no engine lock held.  It must not wait for another remote operation.
+pub type Done = Box<dyn FnOnce(Result<()>) + Send>;
+
+/// An asynchronous operation in pieces.
+struct Async {
+    remaining: AtomicUsize,
+    /// The first error code (0: none).
+    error: std::sync::atomic::AtomicI32,
+    done: Mutex<Option<Done>>,
+}
+
+/// One piece of an [`Async`] operation.
+struct Piece {
+    op: Arc<Async>,
+    req: u64,
+    /// A read's destination in the caller's memory (address, length): the bounce buffer
+    /// is copied there when the piece completes.
+    read_into: Option<(usize, usize)>,
+    /// Set by whoever finishes the piece first (its completion, or the peer's death).
+    finished: AtomicBool,
+    /// When the peer is taken as dead if the piece has not completed (a frozen peer never
+    /// acknowledges it: see [`Engine::expire_async`]).
+    deadline: Instant,
+}
+
+impl Piece {
+    /// Finishes this piece with `status` (0: success); the last piece completes the
+    /// operation.  Only the first call counts.
+    fn finish(&self, status: i32, bounce: &[u8]) {
+        if self.finished.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        // Its place in the depth limit is free now, even if a dead peer's provider never
+        // hands the piece back.
+        if let Some(e) = running() {
+            e.async_in_flight.fetch_sub(1, Ordering::AcqRel);
+        }
+        if status == 0 {
+            if let Some((addr, len)) = self.read_into {
+                // SAFETY: the caller of get_async keeps its destination valid until the
+                // operation completes, which is not before this piece is done.
+                unsafe { std::ptr::copy_nonoverlapping(bounce.as_ptr(), addr as *mut u8, len.min(bounce.len())) };
+            }
+        } else {
+            let _ = self.op.error.compare_exchange(0, status, Ordering::AcqRel, Ordering::Acquire);
+        }
+        if self.op.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+            let done = self.op.done.lock().unwrap_or_else(|e| e.into_inner()).take();
+            let err = self.op.error.load(Ordering::Acquire);
+            if let Some(d) = done {
+                d(if err == 0 { Ok(()) } else { Err(code_err(err)) });
+            }
+        }
+    }
 }
 
 /// An RMA operation completed (`err` 0) or failed: completes its call as a reply does,
-/// handing the bounce buffer back as the reply's data.
+/// handing the bounce buffer back as the reply's data (a piece of an asynchronous
+/// operation finishes that piece instead, and its buffer goes back to the pool).
 fn rma_done(ctx: *mut c_void, err: i32) {
     // SAFETY: RMA contexts are `Arc::into_raw(call) | RMA_TAG` (see `Engine::rma_one`), and the
     // provider reports each operation once: this takes back the reference it held.
     let call = unsafe { Arc::from_raw((ctx as usize & !RMA_TAG) as *const Call) };
     let data = std::mem::take(&mut *call.bounce.lock().unwrap_or_else(|e| e.into_inner()));
     let status = if err == 0 { 0 } else { err_code(Error::Os(libc::EIO)) };
+    if let Some(p) = &call.piece {
+        p.finish(status, &data);
+        if let Some(e) = running() {
+            e.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&p.req);
+            e.give_back(data);
+        }
+        return;
+    }
     *call.done.lock().unwrap_or_else(|e| e.into_inner()) = Some((status, data));
     call.cv.notify_all();
 }
@@ -334,6 +404,9 @@ pub struct Engine {
     max_rma: usize,
     /// RMA bounce buffers kept for reuse (fresh ones would fault their pages in each time).
     bounces: Mutex<Vec<Vec<u8>>>,
+    /// Pieces of asynchronous operations in flight (at most `async_max`).
+    async_in_flight: AtomicUsize,
+    async_max: usize,
 }
 
 /// One of our registrations registered with the provider for peers' RMA.
@@ -591,6 +664,8 @@ impl Engine {
             next_rkey: AtomicU64::new(1),
             max_rma: if max_msg == 0 { RMA_CHUNK } else { max_msg.min(RMA_CHUNK) },
             bounces: Mutex::new(Vec::new()),
+            async_in_flight: AtomicUsize::new(0),
+            async_max: (crate::env::get_u64("SOFTNIC_NET_RMA_DEPTH") as usize).max(1),
         };
         for _ in 0..NRECV {
             e.post_recv(Box::new(RecvBuf { data: vec![0u8; RECV_LEN] }))?;
@@ -820,7 +895,7 @@ impl Engine {
         for d in data {
             buf.extend_from_slice(d);
         }
-        let call = Arc::new(Call { to: to.clone(), done: Mutex::new(None), cv: Condvar::new(), bounce: Mutex::new(Vec::new()) });
+        let call = Arc::new(Call { to: to.clone(), done: Mutex::new(None), cv: Condvar::new(), bounce: Mutex::new(Vec::new()), piece: None });
         self.pending.lock().unwrap_or_else(|e| e.into_inner()).insert(req, call.clone());
         if let Err(e) = self.send(to.addr, buf, Some(to.clone())) {
             self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&req);
@@ -871,6 +946,11 @@ impl Engine {
             ids.iter().filter_map(|k| p.remove(k)).collect()
         };
         for c in failed {
+            if let Some(p) = &c.piece {
+                // The provider may still hold the piece's bounce buffer (the call owns it).
+                p.finish(err_code(Error::PeerDead), &[]);
+                continue;
+            }
             *c.done.lock().unwrap_or_else(|e| e.into_inner()) = Some((err_code(Error::PeerDead), Vec::new()));
             c.cv.notify_all();
         }
@@ -947,6 +1027,22 @@ impl Engine {
         }
     }
 
+    /// Takes the peers of asynchronous pieces past their deadline as dead (which fails
+    /// their operations): nobody waits on such a piece with a timeout of its own.
+    fn expire_async(&self) {
+        let now = Instant::now();
+        let late: Vec<Arc<Remote>> = {
+            let p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            p.values().filter(|c| c.piece.as_ref().is_some_and(|pc| pc.deadline <= now)).map(|c| c.to.clone()).collect()
+        };
+        for r in late {
+            if !r.is_dead() {
+                crate::sn_warn!("network engine", "RMA to node {} slot {} not completed within {:?}: peer taken as dead", r.node, r.id.slot, self.timeout);
+                self.mark_dead(&r);
+            }
+        }
+    }
+
     fn progress_loop(&'static self) {
         // Real-time priority when allowed: a target that spins on its memory (as one-sided
         // programs do) keeps its core busy, and only a thread that preempts it at once can
@@ -956,7 +1052,14 @@ impl Engine {
         let rt = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } == 0;
         crate::sn_debug!("network engine", "progress thread {}", if rt { "at real-time priority" } else { "at normal priority" });
         let mut last = Instant::now();
+        let mut expired = Instant::now();
         loop {
+            if expired.elapsed() >= Duration::from_millis(50) {
+                expired = Instant::now();
+                if self.async_in_flight.load(Ordering::Relaxed) > 0 {
+                    self.expire_async();
+                }
+            }
             if self.progress_once() {
                 last = Instant::now();
                 continue;
@@ -1347,14 +1450,111 @@ impl Engine {
         }
         let iov = libc::iovec { iov_base: bounce.as_mut_ptr() as *mut c_void, iov_len: len };
         // Moving the Vec into the call keeps its heap buffer (and `iov`) where it is.
-        let call = Arc::new(Call { to: to.clone(), done: Mutex::new(None), cv: Condvar::new(), bounce: Mutex::new(bounce) });
+        let call = Arc::new(Call { to: to.clone(), done: Mutex::new(None), cv: Condvar::new(), bounce: Mutex::new(bounce), piece: None });
         let req = self.next_req.fetch_add(1, Ordering::Relaxed);
         // Pending like a request, so that `mark_dead` wakes the waiter too.
         self.pending.lock().unwrap_or_else(|e| e.into_inner()).insert(req, call.clone());
+        if let Err(e) = self.post_rma(to, w, addr, &iov, write_op(&io), &call) {
+            self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&req);
+            return Err(e);
+        }
+        let r = self.reply(to, req, &call);
+        self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&req);
+        let data = r?;
+        if let Rma::Read(d) = io {
+            d.copy_from_slice(data.get(..len).ok_or(Error::Os(libc::EIO))?);
+        }
+        self.give_back(data);
+        Ok(())
+    }
+
+    /// Keeps a bounce buffer for reuse (up to one per asynchronous piece in flight).
+    fn give_back(&self, b: Vec<u8>) {
+        let mut pool = self.bounces.lock().unwrap_or_else(|e| e.into_inner());
+        if pool.len() < RMA_POOL.max(self.async_max) && b.capacity() > 0 {
+            pool.push(b);
+        }
+    }
+
+    /// Starts a put of `src` into `to`'s registration `key` at `addr` as RMA pieces that
+    /// travel together (up to `SOFTNIC_NET_RMA_DEPTH` pieces in flight per process), and
+    /// returns; `done` runs once every piece has arrived (or one failed, or the peer
+    /// died).  The data is copied before this returns.  `Err(done)` when RMA cannot carry
+    /// it (no RMA, outside the window the target exposed, read-only): nothing started,
+    /// and the caller uses the synchronous path, which reports the exact error.
+    pub fn put_async(&self, to: &Arc<Remote>, key: u64, addr: u64, src: &[u8], pd: u64, done: Done) -> std::result::Result<(), Done> {
+        match self.rma_fits(to, key, addr, src.len(), true, pd) {
+            Some(w) if !src.is_empty() => {
+                self.rma_async(to, &w, addr, src.len(), Ok(src), done);
+                Ok(())
+            }
+            _ => Err(done),
+        }
+    }
+
+    /// As [`Engine::put_async`] for a get into `dst` (`dst_len` bytes at that address),
+    /// which the caller keeps valid until `done` runs.
+    ///
+    /// # Safety
+    /// `dst` is valid for writes of `dst_len` bytes until `done` has run.
+    pub unsafe fn get_async(&self, to: &Arc<Remote>, key: u64, addr: u64, dst: *mut u8, dst_len: usize, pd: u64, done: Done) -> std::result::Result<(), Done> {
+        match self.rma_fits(to, key, addr, dst_len, false, pd) {
+            Some(w) if dst_len > 0 => {
+                self.rma_async(to, &w, addr, dst_len, Err(dst as usize), done);
+                Ok(())
+            }
+            _ => Err(done),
+        }
+    }
+
+    /// Issues the pieces of an asynchronous operation (`io`: the bytes to write, or the
+    /// address to read into).
+    fn rma_async(&self, to: &Arc<Remote>, w: &Window, addr: u64, len: usize, io: std::result::Result<&[u8], usize>, done: Done) {
+        let n = len.div_ceil(self.max_rma);
+        let op = Arc::new(Async { remaining: AtomicUsize::new(n), error: std::sync::atomic::AtomicI32::new(0), done: Mutex::new(Some(done)) });
+        for i in 0..n {
+            let off = i * self.max_rma;
+            let k = (len - off).min(self.max_rma);
+            // Bounded depth: wait for earlier pieces (driving the provider ourselves).
+            while self.async_in_flight.load(Ordering::Acquire) >= self.async_max && !to.is_dead() {
+                if !self.progress_once() {
+                    std::hint::spin_loop();
+                }
+            }
+            let req = self.next_req.fetch_add(1, Ordering::Relaxed);
+            let piece = Piece { op: op.clone(), req, read_into: io.err().map(|d| (d + off, k)), finished: AtomicBool::new(false), deadline: Instant::now() + self.timeout };
+            let mut bounce = self.bounces.lock().unwrap_or_else(|e| e.into_inner()).pop().unwrap_or_default();
+            match io {
+                Ok(src) => {
+                    bounce.clear();
+                    bounce.extend_from_slice(&src[off..off + k]);
+                }
+                Err(_) => bounce.resize(k, 0),
+            }
+            let iov = libc::iovec { iov_base: bounce.as_mut_ptr() as *mut c_void, iov_len: k };
+            let call = Arc::new(Call { to: to.clone(), done: Mutex::new(None), cv: Condvar::new(), bounce: Mutex::new(bounce), piece: Some(piece) });
+            // Counted from here; finishing the piece (whoever does it) uncounts it.
+            self.async_in_flight.fetch_add(1, Ordering::AcqRel);
+            if to.is_dead() {
+                call.piece.as_ref().expect("set").finish(err_code(Error::PeerDead), &[]);
+                continue;
+            }
+            self.pending.lock().unwrap_or_else(|e| e.into_inner()).insert(req, call.clone());
+            let a = addr + off as u64; // inside the window: cannot overflow
+            if let Err(e) = self.post_rma(to, w, a, &iov, io.is_ok(), &call) {
+                self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&req);
+                call.piece.as_ref().expect("set").finish(err_code(e), &[]);
+            }
+        }
+    }
+
+    /// Posts one RMA operation for `call` (whose context reference the provider then
+    /// holds until the completion).
+    fn post_rma(&self, to: &Arc<Remote>, w: &Window, addr: u64, iov: &libc::iovec, write: bool, call: &Arc<Call>) -> Result<()> {
         let raw = Arc::into_raw(call.clone());
-        let rma_iov = ofi::fi_rma_iov { addr: if self.fi.virt_addr { addr } else { addr - w.base }, len, key: w.rkey };
+        let rma_iov = ofi::fi_rma_iov { addr: if self.fi.virt_addr { addr } else { addr - w.base }, len: iov.iov_len, key: w.rkey };
         let msg = ofi::fi_msg_rma {
-            msg_iov: &iov,
+            msg_iov: iov,
             desc: std::ptr::null_mut(),
             iov_count: 1,
             addr: to.addr,
@@ -1365,41 +1565,28 @@ impl Engine {
         };
         let deadline = Instant::now() + self.timeout;
         loop {
-            // SAFETY: `msg` and what it points to live across the call (the provider copies
-            // the descriptors); the bounce buffer lives until the completion (owned by the
-            // call, whose reference the context holds).
+            // SAFETY: as in `rma_one`: the descriptors live across the call, the buffer
+            // until the completion (owned by the call whose reference the context holds).
             let rc = unsafe {
                 let ops = (*self.fi.ep).rma;
-                let f = if write_op(&io) { (*ops).writemsg } else { (*ops).readmsg };
-                let flags = if write_op(&io) { ofi::FI_COMPLETION | ofi::FI_DELIVERY_COMPLETE } else { ofi::FI_COMPLETION };
+                let f = if write { (*ops).writemsg } else { (*ops).readmsg };
+                let flags = if write { ofi::FI_COMPLETION | ofi::FI_DELIVERY_COMPLETE } else { ofi::FI_COMPLETION };
                 match f {
                     Some(f) => f(self.fi.ep, &msg, flags),
                     None => -libc::ENOSYS as isize,
                 }
             };
             if rc == 0 {
-                break;
+                return Ok(());
             }
             if rc as isize != -ofi::FI_EAGAIN || Instant::now() > deadline {
                 // SAFETY: not posted: the context's reference is ours again.
                 drop(unsafe { Arc::from_raw(raw) });
-                self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&req);
                 crate::sn_debug!("network engine", "RMA to node {} slot {} not posted: {}", to.node, to.id.slot, self.fi.lib.strerror(rc as i64));
                 return Err(Error::Os(libc::EIO));
             }
             self.progress_once();
         }
-        let r = self.reply(to, req, &call);
-        self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&req);
-        let data = r?;
-        if let Rma::Read(d) = io {
-            d.copy_from_slice(data.get(..len).ok_or(Error::Os(libc::EIO))?);
-        }
-        let mut pool = self.bounces.lock().unwrap_or_else(|e| e.into_inner());
-        if pool.len() < RMA_POOL {
-            pool.push(data);
-        }
-        Ok(())
     }
 }
 

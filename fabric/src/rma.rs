@@ -254,6 +254,29 @@ impl Peer {
         self.is_self
     }
 
+    /// A put that travels asynchronously through the network engine (see
+    /// [`net::Engine::put_async`]): `Ok` when started (`done` runs at completion),
+    /// `Err(done)` untouched when the peer is not reached through the network engine or
+    /// RMA cannot carry this put (then use the synchronous operations).
+    pub fn put_async(&self, key: MemKey, addr: u64, src: &[u8], pd: u64, done: net::Done) -> std::result::Result<(), net::Done> {
+        match (&self.net, net::running()) {
+            (Some(r), Some(e)) => e.put_async(r, key.to_u64(), addr, src, pd, done),
+            _ => Err(done),
+        }
+    }
+
+    /// As [`Peer::put_async`] for a get into `dst_len` bytes at `dst`.
+    ///
+    /// # Safety
+    /// `dst` stays valid for writes of `dst_len` bytes until `done` has run.
+    pub unsafe fn get_async(&self, key: MemKey, addr: u64, dst: *mut u8, dst_len: usize, pd: u64, done: net::Done) -> std::result::Result<(), net::Done> {
+        match (&self.net, net::running()) {
+            // SAFETY: passed on from our caller.
+            (Some(r), Some(e)) => unsafe { e.get_async(r, key.to_u64(), addr, dst, dst_len, pd, done) },
+            _ => Err(done),
+        }
+    }
+
     /// Is this peer reached through the network engine?
     pub fn is_remote(&self) -> bool {
         self.net.is_some()

@@ -227,6 +227,12 @@ impl Job {
         // shared memory, not the network engine (unless the user asks for it).
         let engine_shm = !has("SOFTNIC_ENGINE");
         let port = self.listener.as_ref().and_then(|l| l.local_addr().ok()).map(|a| a.port());
+        // The Portals runtime's view of the job (p3rt.h): every rank's NID (its node)
+        // and PID (its index on the node), and the job id libportals derives from the
+        // job name when these are absent (PMI under mpiexec).
+        let nidmap = (0..o.n).map(|r| map.node_of(r).to_string()).collect::<Vec<_>>().join(":");
+        let pidmap = (0..o.n).map(|r| map.local_rank(r).to_string()).collect::<Vec<_>>().join(":");
+        let ptl_jid = ((ptag as u32) << 16) | (cookie >> 16);
         // Ranks read a terminal only as rank 0 and only when it is not a tty:
         // ranks run in their own process group, so reading a tty would stop them.
         let stdin_tty = unsafe { libc::isatty(0) } == 1;
@@ -243,7 +249,11 @@ impl Job {
                 .env("SOFTNIC_LOCAL_SIZE", map.local_size(r).to_string())
                 .env("SOFTNIC_NODE_ID", node.to_string())
                 .env("SOFTNIC_RANKS_PER_NODE", map.per_node.to_string())
-                .env("ALPS_APP_PE", r.to_string());
+                .env("ALPS_APP_PE", r.to_string())
+                .env("PTL_MY_RID", r.to_string())
+                .env("PTL_NIDMAP", &nidmap)
+                .env("PTL_PIDMAP", &pidmap)
+                .env("PTL_MY_JID", ptl_jid.to_string());
             if gni_ptag {
                 cmd.env("PMI_GNI_PTAG", ptag.to_string());
             }

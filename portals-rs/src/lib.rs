@@ -1,3 +1,35 @@
-//! libportals.so: Portals 3.2 over the softnic fabric
+//! libportals.so: Portals 3 (the 3.2 specification's semantics, the 3.3 reference
+//! implementation's ABI) over the softnic fabric.
 //!
-//! Not built yet: this library exports no symbols until its issue lands.
+//! The model (decisions in include/portals3.h's top comment):
+//! - [`ni`]: the library and its one network interface; [`runtime`]: process ids and
+//!   the rank runtime of p3rt.h.
+//! - [`seg`]: an NI's shared state (portal table, match entries, MDs, event queues,
+//!   access control, status registers) in library-owned shared memory, under one lock
+//!   ([`lock`]) that survives a holder's death; published in the node registry so that
+//!   initiators find it.
+//! - [`me`], [`md`], [`eq`], [`acl`]: the object calls, on that state.
+//! - [`service`]: the target side of every operation, written once as the fabric's
+//!   Portals service: run by the initiator on this machine, by the target's progress
+//!   thread across machines.  [`ops`]: the initiator side (PtlPut, PtlGet, PtlGetPut...).
+//! - [`handle`], [`types`], [`status`]: handles, C types, codes and strings.
+//!
+//! Nothing here is a stub: every function of the fact sheet is implemented.
+
+// The exported functions are `unsafe extern "C"` where they follow the caller's
+// pointers; their contract is the C API's, documented in include/portals3.h.
+#![allow(clippy::missing_safety_doc)]
+
+pub mod types;
+pub mod status;
+pub mod handle;
+pub mod lock;
+pub mod seg;
+pub mod runtime;
+pub mod ni;
+pub mod eq;
+pub mod me;
+pub mod md;
+pub mod acl;
+pub mod service;
+pub mod ops;

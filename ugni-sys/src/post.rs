@@ -5,7 +5,9 @@
 //! target's registered memory mapped into its address space.  A post therefore completes
 //! *during* the call: when it returns SUCCESS the data is at its destination and every
 //! requested event is queued.  Programs cannot tell (posts are documented non-blocking and
-//! completion is only learned from events), and it makes three things simple:
+//! completion is only learned from events), and it makes three things simple (the one
+//! exception, bulk RDMA to another machine, travels in the background: see
+//! `post_async`):
 //! - **Ordering** (`dlvr_mode`): delivery is in order per endpoint for every mode (stricter
 //!   than `GNI_DLVMODE_PERFORMANCE` allows, which is permitted); `GNI_RDMAMODE_FENCE` is
 //!   implied.  `dlvr_mode` and `rdma_mode` are accepted and otherwise ignored.
@@ -266,7 +268,7 @@ fn decode(engine: Engine, d: &gni_post_descriptor_t, nic: &Nic) -> Result<Op, gn
 }
 
 /// Descriptor tokens of one post: at most a LOCAL and a GLOBAL event (no allocation).
-#[derive(Default)]
+#[derive(Default, Clone, Copy)]
 struct Tokens {
     t: [(u32, bool); 2],
     n: usize,
@@ -361,10 +363,10 @@ pub(crate) fn remote_event(peer: Live<'_>, key: MemKey, pd: u64, entry: u64) {
 
 
 fn post(engine: Engine, ep_h: gni_ep_handle_t, desc: *mut gni_post_descriptor_t) -> gni_return_t {
-    EPS.with(ep_h as *const _, |ep| post_on(engine, ep, desc)).unwrap_or(GNI_RC_INVALID_PARAM)
+    EPS.with(ep_h as *const _, |ep| post_on(engine, ep, ep_h, desc)).unwrap_or(GNI_RC_INVALID_PARAM)
 }
 
-fn post_on(engine: Engine, ep: &Ep, desc: *mut gni_post_descriptor_t) -> gni_return_t {
+fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_descriptor_t) -> gni_return_t {
     let api = engine.api();
     if desc.is_null() || ep.nic.is_detached() {
         return GNI_RC_INVALID_PARAM;
@@ -483,10 +485,17 @@ fn post_on(engine: Engine, ep: &Ep, desc: *mut gni_post_descriptor_t) -> gni_ret
     let result: Result<(), Status> = match target {
         Err(s) => Err(s),
         Ok((peer, words)) => {
+            let unlocked = peer.is_some();
             let peer = match peer {
                 Some(p) => p,
                 None => &*guard.as_ref().expect("held").binding.as_ref().and_then(|b| b.route.as_ref()).expect("routed").1,
             };
+            if unlocked && engine == Engine::Rdma && !want_remote && peer.is_remote() {
+                let cq = if d.src_cq_hndl.is_null() { ep.cq.clone() } else { CQS.get(d.src_cq_hndl as *const _).ok() };
+                if let Some(rc) = post_async(api, ep_h, peer, words, &d, &op, pd, desc, cq, tokens, local_data) {
+                    return rc;
+                }
+            }
             // route() probed the peer; one liveness verdict for the whole post
             // (payload, flag, REMOTE event).
             let event = want_remote.then(|| cqe::make(cqe::SRC_REMOTE, cqe::TYPE_POST, Status::Ok, 0, remote_data as u64));
@@ -512,7 +521,20 @@ fn post_on(engine: Engine, ep: &Ep, desc: *mut gni_post_descriptor_t) -> gni_ret
         }
     };
     drop(guard);
+    complete(api, &ep.nic, cq, desc, tokens, local_data, error_words(&d), result);
+    GNI_RC_SUCCESS
+}
 
+/// What a transaction error report says of the post (remote address, length, handle).
+fn error_words(d: &gni_post_descriptor_t) -> [u64; 4] {
+    let rh = d.remote_mem_hndl;
+    [d.remote_addr, d.length, rh.qword1, rh.qword2]
+}
+
+/// Queues a finished post's local events: one per token, or, after a transaction error,
+/// the error event (on the CQ a GLOBAL event would use, even for a SILENT post).
+#[allow(clippy::too_many_arguments)]
+fn complete(api: &str, nic: &Nic, cq: Option<&Cq>, desc: *mut gni_post_descriptor_t, mut tokens: Tokens, local_data: u32, error_words: [u64; 4], result: Result<(), Status>) {
     match result {
         Ok(()) => {
             if let Some(cq) = cq {
@@ -523,8 +545,7 @@ fn post_on(engine: Engine, ep: &Ep, desc: *mut gni_post_descriptor_t) -> gni_ret
         }
         Err(status) => {
             softnic_fabric::sn_debug!(api, "transaction error: {}", status.describe());
-            let rh = d.remote_mem_hndl;
-            crate::errors::report_transaction_error(&ep.nic, status, [d.remote_addr, d.length, rh.qword1, rh.qword2]);
+            crate::errors::report_transaction_error(nic, status, error_words);
             match cq {
                 Some(cq) => {
                     if tokens.is_empty() {
@@ -541,7 +562,48 @@ fn post_on(engine: Engine, ep: &Ep, desc: *mut gni_post_descriptor_t) -> gni_ret
             }
         }
     }
-    GNI_RC_SUCCESS
+}
+
+/// Bulk RDMA to another machine travels asynchronously: the data goes out in pieces
+/// that are all in flight together (the network engine's RMA), the post returns, and the
+/// local events (or the transaction error) are queued when the last piece has arrived,
+/// from whichever thread sees that.  The EP counts the post in flight until then
+/// (EpUnbind answers NOT_DONE), and the caller's descriptor and local memory stay the
+/// caller's until the event, as uGNI requires.  Segmented handles, REMOTE events and
+/// anything RMA cannot carry take the synchronous path (None is returned then).
+#[allow(clippy::too_many_arguments)]
+fn post_async(api: &'static str, ep_h: gni_ep_handle_t, peer: &softnic_fabric::rma::Peer, words: [u64; 2], d: &gni_post_descriptor_t, op: &Op, pd: u64, desc: *mut gni_post_descriptor_t, cq: Option<Arc<Cq>>, tokens: Tokens, local_data: u32) -> Option<gni_return_t> {
+    let rm = RemoteMem::open(peer, words, pd).ok().filter(|rm| rm.is_plain())?;
+    let ep = EPS.get(ep_h as *const _).ok()?;
+    let words4 = error_words(d);
+    let desc_addr = desc as usize;
+    let finish = move |r: softnic_fabric::Result<()>| {
+        {
+            let mut st = ep.state();
+            st.in_flight = st.in_flight.saturating_sub(1);
+        }
+        complete(api, &ep.nic, cq.as_deref(), desc_addr as *mut gni_post_descriptor_t, tokens, local_data, words4, r.map_err(Status::from_fabric));
+    };
+    let started = match *op {
+        Op::Put { len, sync: None } => {
+            // SAFETY: the caller's registered source of `length` bytes (checked at post
+            // time); copied before put_async returns.
+            let src = unsafe { std::slice::from_raw_parts(d.local_addr as *const u8, len as usize) };
+            peer.put_async(rm.notify_key(), d.remote_addr, src, pd, Box::new(finish))
+        }
+        // SAFETY: checked by `check_local`: inside a writable registration of ours, which
+        // the caller keeps until the post's event (the contract of every post).
+        Op::Get { len, flag: None } => unsafe { peer.get_async(rm.notify_key(), d.remote_addr, d.local_addr as *mut u8, len as usize, pd, Box::new(finish)) },
+        _ => return None,
+    };
+    match started {
+        Ok(()) => Some(GNI_RC_SUCCESS),
+        Err(not_started) => {
+            // Never run: the EP count stays with the synchronous path, which drops it.
+            drop(not_started);
+            None
+        }
+    }
 }
 
 /// Starts an FMA PUT, PUT_W_SYNCFLAG, GET, GET_W_FLAG, AMO or AMO_W_FLAG (module doc).

@@ -1,0 +1,137 @@
+/* softnic Portals benchmarks: `snrun -n 2 bench/pin.sh portals_bench <benchmark>`
+ * (process ids from the Portals runtime, PMI barriers between sizes).
+ *
+ *   put_pingpong  PtlPut of N bytes (no ack) into the peer's MD; the receiver waits for
+ *                 its PUT_END with PtlEQWait and answers the same way; 8 B - 64 KiB;
+ *                 half the round trip
+ *   get_lat       PtlGet of N bytes from the peer's MD, waiting for REPLY_END with
+ *                 PtlEQWait: a blocking get; 8 B - 64 KiB; time per get
+ *   put_bw        a window of 64 PtlPut of N bytes (fewer above 4 MiB) into the peer's
+ *                 MD, the last one acknowledged, then that ACK with PtlEQWait;
+ *                 4 KiB - 64 MiB
+ *
+ * Rank 0 is the origin; rank 1 only answers the ping-pong or waits in PMI_Barrier.
+ * The receiving MD uses remotely managed offsets (every put lands at offset 0). */
+#include "bench.h"
+#include <pmi.h>
+#include <portals3.h>
+
+#define LIB "softnic-portals"
+#define PT 4
+
+static const char *bench_name = "init";
+static int me;
+static ptl_handle_ni_t ni;
+static ptl_handle_eq_t eq, seq;
+static ptl_handle_md_t smd;
+static ptl_process_id_t peer;
+static uint8_t *buf;          /* send half [0, BENCH_MAX_BW), receive half after it */
+
+static void fail(const char *what, int rc)
+{
+    char msg[256];
+    snprintf(msg, sizeof msg, "%s returned %s on rank %d", what, PtlErrorStr((unsigned)rc), me);
+    bench_skip_line(LIB, bench_name, msg);
+    fprintf(stderr, "portals_bench %s: %s\n", bench_name, msg);
+    PMI_Abort(BENCH_SKIP_EXIT, msg);
+    exit(BENCH_SKIP_EXIT);
+}
+
+#define P(call) do { int rc_ = (call); if (rc_ != PTL_OK) fail(#call, rc_); } while (0)
+
+/* Waits (PtlEQWait) for an event of `kind` on `q`. */
+static void wait_kind(ptl_handle_eq_t q, ptl_event_kind_t kind)
+{
+    ptl_event_t ev;
+    do {
+        int rc = PtlEQWait(q, &ev);
+        if (rc != PTL_OK) fail("PtlEQWait", rc);
+    } while (ev.type != kind);
+}
+
+static void pp_send(size_t size)
+{
+    P(PtlPutRegion(smd, 0, size, PTL_NO_ACK_REQ, peer, PT, 0, 0, 0, 0));
+}
+
+static void pp_wait(size_t size)
+{
+    (void)size;
+    wait_kind(eq, PTL_EVENT_PUT_END);
+}
+
+static void get_op(size_t size)
+{
+    P(PtlGetRegion(smd, 0, size, peer, PT, 0, 0, 0));
+    wait_kind(seq, PTL_EVENT_REPLY_END);
+}
+
+static void bw_issue(size_t size, long j)
+{
+    long w = bench_bw_window(size);
+    P(PtlPutRegion(smd, 0, size, j == w - 1 ? PTL_ACK_REQ : PTL_NO_ACK_REQ, peer, PT, 0, 0, 0, 0));
+}
+
+static void bw_complete(size_t size)
+{
+    (void)size;
+    wait_kind(seq, PTL_EVENT_ACK);
+}
+
+static void sync_all(void)
+{
+    if (PMI_Barrier() != PMI_SUCCESS) fail("PMI_Barrier", PTL_FAIL);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: portals_bench put_pingpong|get_lat|put_bw\n");
+        return 2;
+    }
+    bench_name = argv[1];
+    int spawned, n, maxif;
+    PMI_Init(&spawned);
+    PMI_Get_rank(&me);
+    PMI_Get_size(&n);
+    if (n != 2) fail("PMI_Get_size (need 2 ranks)", PTL_FAIL);
+    P(PtlInit(&maxif));
+    P(PtlNIInit(PTL_IFACE_DEFAULT, PTL_PID_ANY, NULL, NULL, &ni));
+    P(PtlSetRank(ni, (unsigned)-1, (unsigned)-1));
+    P(PtlGetRankId(ni, (unsigned)(1 - me), &peer));
+    buf = aligned_alloc(4096, 2 * (size_t)BENCH_MAX_BW);
+    memset(buf, 0, 2 * (size_t)BENCH_MAX_BW);
+    P(PtlEQAlloc(ni, 1024, PTL_EQ_HANDLER_NONE, &eq));
+    P(PtlEQAlloc(ni, 1024, PTL_EQ_HANDLER_NONE, &seq));
+    ptl_md_t md;
+    memset(&md, 0, sizeof md);
+    md.start = buf + BENCH_MAX_BW;
+    md.length = BENCH_MAX_BW;
+    md.threshold = PTL_MD_THRESH_INF;
+    md.options = PTL_MD_OP_PUT | PTL_MD_OP_GET | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE;
+    md.eq_handle = eq;
+    ptl_process_id_t any = { PTL_NID_ANY, PTL_PID_ANY };
+    ptl_handle_me_t meh;
+    P(PtlMEAttach(ni, PT, any, 0, 0, PTL_RETAIN, PTL_INS_AFTER, &meh));
+    P(PtlMDAttach(meh, md, PTL_RETAIN, NULL));
+    md.start = buf;
+    md.options = PTL_MD_EVENT_START_DISABLE;
+    md.eq_handle = seq;
+    P(PtlMDBind(ni, md, PTL_RETAIN, &smd));
+    sync_all();
+
+    if (!strcmp(bench_name, "put_pingpong")) {
+        bench_pingpong_run(me, LIB, "put_pingpong", bench_lat_sizes, BENCH_NELEM(bench_lat_sizes), pp_send, pp_wait, sync_all, NULL);
+    } else if (!strcmp(bench_name, "get_lat")) {
+        bench_op_lat_sizes(me, LIB, "get_lat", get_op, sync_all);
+    } else if (!strcmp(bench_name, "put_bw")) {
+        bench_bw_run(me, LIB, "put_bw", bw_issue, bw_complete, sync_all);
+    } else {
+        fprintf(stderr, "portals_bench: unknown benchmark %s\n", bench_name);
+        return 2;
+    }
+    P(PtlNIFini(ni));
+    PtlFini();
+    PMI_Finalize();
+    return 0;
+}

@@ -1,0 +1,493 @@
+//! The library and its network interface: PtlInit/PtlFini, PtlNIInit/PtlNIFini, the
+//! identity calls, status registers, PtlNIDist, PtlNIHandle.
+//!
+//! One interface per process.  Its shared state is an NI segment ([`crate::seg`]) in
+//! library-owned shared memory, published in the node registry under (job, nid, pid)
+//! with the segment's location, so that initiators find it ([`crate::ops`]).
+
+use crate::eq::{Arena, EqLocal};
+use crate::handle;
+use crate::md::MdMem;
+use crate::runtime::{self, Runtime};
+use crate::seg::{self, Layout, Limits, Seg};
+use crate::status::{done, out, ret, PResult};
+use crate::types::*;
+use softnic_fabric::mem::{self, RingLoc, SharedMem};
+use softnic_fabric::registry::{self, EndpointId};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+/// Limits: (default, maximum) per `ptl_ni_limits_t` field.
+pub const LIM_MES: (u32, u32) = (8192, 65534);
+pub const LIM_MDS: (u32, u32) = (8192, 65534);
+pub const LIM_EQS: (u32, u32) = (256, 4096);
+pub const LIM_AC: (u32, u32) = (63, 1023);
+pub const LIM_PT: (u32, u32) = (255, 1023);
+pub const LIM_IOV: (u32, u32) = (32, 256);
+pub const LIM_GETPUT: (u32, u32) = (64, 4096);
+
+/// The protection-domain key of every Portals registration (the job id already keeps
+/// jobs apart; this keeps other APIs' keys out).
+pub const PD: u64 = u64::from_le_bytes(*b"PTL3sn\0\0");
+
+/// This process's interface.
+pub struct Ni {
+    pub handle: u32,
+    pub id: ptl_process_id_t,
+    pub uid: u32,
+    pub jid: u32,
+    pub limits: ptl_ni_limits_t,
+    /// The job's NIDs (sorted): a target elsewhere names no process.
+    pub nodes: Vec<u32>,
+    pub seg: Seg,
+    /// Where peers find the segment, and its instance.
+    pub loc: RingLoc,
+    pub nonce: u64,
+    mem: Mutex<Option<SharedMem>>,
+    endpoint: Mutex<Option<EndpointId>>,
+    /// Set by PtlNIFini: handles of this NI are refused from then on.
+    pub ended: AtomicBool,
+    /// Process-local side of the event queues, by row.
+    pub eqs: RwLock<Vec<Option<Arc<EqLocal>>>>,
+    pub arena: Mutex<Arena>,
+    /// Registrations held by each MD row.
+    pub md_mem: Mutex<Vec<MdMem>>,
+    pub rt: Mutex<Runtime>,
+    pub handler_thread: Mutex<bool>,
+}
+
+impl Drop for Ni {
+    fn drop(&mut self) {
+        // The last user is gone (queues and waiters included): give the memory back.
+        // Peers that still map the segment keep their mapping.
+        if let Some(m) = self.mem.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = mem::free_shared(m);
+        }
+    }
+}
+
+struct State {
+    init: AtomicBool,
+    ni: RwLock<Option<Arc<Ni>>>,
+    /// Serialises PtlNIInit/PtlNIFini/PtlFini.
+    setup: Mutex<()>,
+    ni_gen: AtomicU32,
+    /// PtlNIDebug's mask of the current NI, readable without a lookup.
+    debug: AtomicU32,
+}
+
+static LIB: State = State { init: AtomicBool::new(false), ni: RwLock::new(None), setup: Mutex::new(()), ni_gen: AtomicU32::new(0), debug: AtomicU32::new(0) };
+
+thread_local! {
+    static CURRENT: std::cell::RefCell<Option<Arc<Ni>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The current NI's debug mask.
+pub fn debug_mask() -> u32 {
+    LIB.debug.load(Ordering::Relaxed)
+}
+
+pub fn set_debug_mask(m: u32) {
+    LIB.debug.store(m, Ordering::Relaxed);
+}
+
+/// The library's entry points for the other modules.
+pub struct Lib;
+
+impl Lib {
+    /// `PTL_NO_INIT` before PtlInit / after PtlFini.
+    pub fn check_init() -> PResult<()> {
+        if LIB.init.load(Ordering::Acquire) {
+            Ok(())
+        } else {
+            Err(PTL_NO_INIT)
+        }
+    }
+
+    /// The current NI, whatever its handle.
+    pub fn current() -> PResult<Arc<Ni>> {
+        Self::check_init()?;
+        // The thread's last answer while that NI lives (no lock on the common path).
+        if let Some(n) = CURRENT.with(|c| c.borrow().as_ref().filter(|n| !n.ended.load(Ordering::Acquire)).cloned()) {
+            return Ok(n);
+        }
+        let g = LIB.ni.read().unwrap_or_else(|e| e.into_inner());
+        let n = g.as_ref().filter(|n| !n.ended.load(Ordering::Relaxed)).cloned().ok_or(PTL_NI_INVALID)?;
+        CURRENT.with(|c| *c.borrow_mut() = Some(n.clone()));
+        Ok(n)
+    }
+
+    /// The NI named by `h` (`PTL_NO_INIT`, `PTL_NI_INVALID`).
+    pub fn ni(h: u32) -> PResult<Arc<Ni>> {
+        let n = Self::current()?;
+        if n.handle != h {
+            return Err(PTL_NI_INVALID);
+        }
+        Ok(n)
+    }
+
+    /// The NI an object handle of `kind` belongs to (its index and generation bits are
+    /// the caller's to check), or `bad` for a handle of another kind.
+    pub fn of(h: u32, kind: u32, bad: i32) -> PResult<(Arc<Ni>, u32, u32)> {
+        Self::check_init()?;
+        let (idx, gen) = handle::index_of(h, kind).ok_or(bad)?;
+        let n = Self::current().map_err(|e| if e == PTL_NI_INVALID { bad } else { e })?;
+        Ok((n, idx, gen))
+    }
+}
+
+fn clamp(v: i32, (def, max): (u32, u32)) -> u32 {
+    if v <= 0 {
+        def
+    } else {
+        (v as u32).min(max)
+    }
+}
+
+fn limits_from(desired: Option<&ptl_ni_limits_t>) -> Limits {
+    let d = desired.copied().unwrap_or_default();
+    let mes = clamp(d.max_mes, LIM_MES);
+    Limits {
+        mes,
+        mds: clamp(d.max_mds, LIM_MDS),
+        eqs: clamp(d.max_eqs, LIM_EQS),
+        ac: clamp(d.max_ac_index, LIM_AC),
+        pt: clamp(d.max_pt_index, LIM_PT),
+        iov: clamp(d.max_md_iovecs, LIM_IOV),
+        me_list: clamp(d.max_me_list, (mes, mes)).min(mes),
+        getput: clamp(d.max_getput_md, LIM_GETPUT),
+    }
+}
+
+fn limits_to_c(l: &Limits) -> ptl_ni_limits_t {
+    ptl_ni_limits_t {
+        max_mes: l.mes as i32,
+        max_mds: l.mds as i32,
+        max_eqs: l.eqs as i32,
+        max_ac_index: l.ac as i32,
+        max_pt_index: l.pt as i32,
+        max_md_iovecs: l.iov as i32,
+        max_me_list: l.me_list as i32,
+        max_getput_md: l.getput as i32,
+    }
+}
+
+/// The registry key of NI (jid, nid, pid).
+pub fn endpoint_key(jid: u32, nid: u32, pid: u32) -> [u8; 14] {
+    let mut k = [0u8; 14];
+    k[..2].copy_from_slice(b"P3");
+    k[2..6].copy_from_slice(&jid.to_le_bytes());
+    k[6..10].copy_from_slice(&nid.to_le_bytes());
+    k[10..14].copy_from_slice(&pid.to_le_bytes());
+    k
+}
+
+/// What the registry entry carries: the segment's location, its instance, the uid.
+pub fn endpoint_payload(loc: &RingLoc, nonce: u64, uid: u32) -> [u8; 40] {
+    let mut p = [0u8; 40];
+    for (i, w) in loc.to_words().iter().enumerate() {
+        p[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
+    }
+    p[24..32].copy_from_slice(&nonce.to_le_bytes());
+    p[32..36].copy_from_slice(&uid.to_le_bytes());
+    p
+}
+
+pub fn parse_payload(p: &[u8]) -> (RingLoc, u64) {
+    let w = |i: usize| u64::from_le_bytes(p[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+    (RingLoc::from_words([w(0), w(1), w(2)]), w(3))
+}
+
+/// A random 64-bit value (NI instances, the process nonce).
+pub fn random_u64() -> u64 {
+    let mut v = 0u64;
+    // SAFETY: writes 8 bytes into v.
+    let n = unsafe { libc::getrandom(&mut v as *mut u64 as *mut libc::c_void, 8, 0) };
+    if n != 8 {
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: a valid out pointer.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+        v = (ts.tv_nsec as u64) ^ ((std::process::id() as u64) << 32) ^ (ts.tv_sec as u64).rotate_left(17);
+    }
+    v | 1
+}
+
+#[no_mangle]
+pub extern "C" fn PtlInit(max_interfaces: *mut i32) -> i32 {
+    let r = (|| {
+        out(max_interfaces, 1)?;
+        // The Portals service runs target-side work for initiators (here on this machine,
+        // in this process's progress thread for other machines).
+        softnic_fabric::rma::register_service(registry::api::PORTALS, crate::service::serve).map_err(|_| PTL_FAIL)?;
+        LIB.init.store(true, Ordering::Release);
+        Ok(())
+    })();
+    done("PtlInit", r)
+}
+
+#[no_mangle]
+pub extern "C" fn PtlFini() {
+    let _s = LIB.setup.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(n) = LIB.ni.write().unwrap_or_else(|e| e.into_inner()).take() {
+        end_ni(&n);
+    }
+    LIB.init.store(false, Ordering::Release);
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PtlNIInit(interface: u32, pid: u32, desired: *mut ptl_ni_limits_t, actual: *mut ptl_ni_limits_t, ni_handle: *mut u32) -> i32 {
+    // SAFETY: NULL or the caller's limits.
+    let desired = unsafe { desired.as_ref() };
+    done("PtlNIInit", ni_init(interface, pid, desired, actual, ni_handle))
+}
+
+fn ni_init(interface: u32, pid: u32, desired: Option<&ptl_ni_limits_t>, actual: *mut ptl_ni_limits_t, ni_handle: *mut u32) -> PResult<()> {
+    Lib::check_init()?;
+    if interface != PTL_IFACE_UTCP0 && interface != PTL_IFACE_IBNG0 {
+        return Err(PTL_IFACE_INVALID);
+    }
+    if ni_handle.is_null() {
+        return Err(PTL_SEGV);
+    }
+    let _s = LIB.setup.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(n) = LIB.ni.read().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        // Repeated initialisation: the existing interface (a conflicting pid is refused).
+        if pid != PTL_PID_ANY && pid != n.id.pid {
+            return Err(PTL_PID_INVALID);
+        }
+        if !actual.is_null() {
+            out(actual, n.limits)?;
+        }
+        return out(ni_handle, n.handle);
+    }
+    let ids = runtime::discover().map_err(|_| PTL_FAIL)?;
+    let my_pid = if pid == PTL_PID_ANY { ids.my_pid() } else { pid };
+    let nid = ids.my_nid();
+    let jid = runtime::jid_override().unwrap_or(ids.jid);
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    let lim = limits_from(desired);
+    let arena = softnic_fabric::env::get_u64("SOFTNIC_PTL_EQ_MEM").clamp(1 << 16, 1 << 40) as usize;
+    let lay = Layout::new(lim, arena).ok_or(PTL_NO_SPACE)?;
+    let shm = mem::alloc_shared(lay.total).map_err(|_| PTL_NO_SPACE)?;
+    let loc = match shm.ring_loc(0, lay.total) {
+        Ok(l) => l,
+        Err(_) => {
+            let _ = mem::free_shared(shm);
+            return Err(PTL_NO_SPACE);
+        }
+    };
+    let nonce = random_u64();
+    // SAFETY: fresh zeroed shared memory of lay.total bytes, page aligned, ours.
+    let seg = unsafe { Seg::format(shm.as_ptr(), lay, (jid, nid, my_pid, uid), nonce) };
+    {
+        // Access control entry 0: every process of this job and user, any portal.
+        let g = seg.lock();
+        if let Some(a) = seg.ac(&g, 0) {
+            *a = seg::AcRow { valid: 1, nid: PTL_NID_ANY, pid: PTL_PID_ANY, uid, jid, pt: PTL_PT_INDEX_ANY, ..Default::default() };
+        }
+    }
+    let ep = match registry::publish(registry::api::PORTALS, &endpoint_key(jid, nid, my_pid), &endpoint_payload(&loc, nonce, uid)) {
+        Ok(e) => e,
+        Err(e) => {
+            let _ = mem::free_shared(shm);
+            return Err(if e == softnic_fabric::Error::Exists { PTL_PID_INVALID } else { PTL_NO_SPACE });
+        }
+    };
+    let gen = LIB.ni_gen.fetch_add(1, Ordering::Relaxed).wrapping_add(1) & handle::GEN_MASK;
+    let gen = if gen == 0 { 1 } else { gen };
+    let limits = limits_to_c(&lim);
+    let n = Arc::new(Ni {
+        handle: handle::make(handle::NI, gen, 0),
+        id: ptl_process_id_t { nid, pid: my_pid },
+        uid,
+        jid,
+        limits,
+        nodes: {
+            let mut v = ids.nids.clone();
+            v.push(nid);
+            v.sort_unstable();
+            v.dedup();
+            v
+        },
+        seg,
+        loc,
+        nonce,
+        mem: Mutex::new(Some(shm)),
+        endpoint: Mutex::new(Some(ep)),
+        ended: AtomicBool::new(false),
+        eqs: RwLock::new((0..lim.eqs).map(|_| None).collect()),
+        arena: Mutex::new(Arena::new(lay.arena, lay.arena_len)),
+        md_mem: Mutex::new((0..lim.mds).map(|_| MdMem::default()).collect()),
+        rt: Mutex::new(Runtime::from_ids(&ids)),
+        handler_thread: Mutex::new(false),
+    });
+    // Across machines every rank's network address must be visible before anyone sends,
+    // and MPICH's PMI-1 server publishes the KVS to other hosts only at a barrier: there
+    // PtlNIInit is collective (every rank calls it, as Portals programs do at start-up).
+    if softnic_fabric::net::running().is_some() && softnic_fabric::bootstrap::kvs_fence().is_err() {
+        softnic_fabric::sn_warn!("Portals", "PtlNIInit: the PMI barrier that publishes network addresses failed");
+    }
+    softnic_fabric::sn_debug!("Portals", "PtlNIInit: nid {} pid {} jid {} ({} MEs, {} MDs, {} EQs)", nid, my_pid, jid, lim.mes, lim.mds, lim.eqs);
+    set_debug_mask(0);
+    let h = n.handle;
+    *LIB.ni.write().unwrap_or_else(|e| e.into_inner()) = Some(n.clone());
+    if !actual.is_null() {
+        out(actual, limits)?;
+    }
+    out(ni_handle, h)
+}
+
+/// Ends an NI: refuses further requests (alive = 0 under the lock), leaves the
+/// registry, wakes waiters, releases memory registrations.  The segment itself goes
+/// when the last reference does.
+fn end_ni(n: &Arc<Ni>) {
+    n.ended.store(true, Ordering::Release);
+    CURRENT.with(|c| *c.borrow_mut() = None);
+    {
+        let _g = n.seg.lock();
+        n.seg.hdr().alive.store(0, Ordering::Release);
+    }
+    if let Some(ep) = n.endpoint.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        let _ = registry::unpublish(ep);
+    }
+    for q in n.eqs.write().unwrap_or_else(|e| e.into_inner()).iter_mut() {
+        if let Some(q) = q.take() {
+            q.end();
+        }
+    }
+    crate::eq::stop_handlers(n);
+    crate::md::release_all(n);
+    crate::ops::forget_targets();
+    crate::service::forget_own_views();
+}
+
+#[no_mangle]
+pub extern "C" fn PtlNIFini(ni_handle: u32) -> i32 {
+    let r = (|| {
+        let _s = LIB.setup.lock().unwrap_or_else(|e| e.into_inner());
+        let n = Lib::ni(ni_handle)?;
+        *LIB.ni.write().unwrap_or_else(|e| e.into_inner()) = None;
+        end_ni(&n);
+        Ok(())
+    })();
+    done("PtlNIFini", r)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PtlNIStatus(ni_handle: u32, register_index: u32, status: *mut u64) -> i32 {
+    let r = (|| {
+        let n = Lib::ni(ni_handle)?;
+        if status.is_null() {
+            return Err(PTL_SEGV);
+        }
+        let v = status_register(&n, register_index)?;
+        out(status, v)
+    })();
+    done("PtlNIStatus", r)
+}
+
+fn status_register(n: &Ni, sr: u32) -> PResult<u64> {
+    let g = n.seg.lock();
+    let h = n.seg.state(&g);
+    let s = &h.stats;
+    let lim = n.seg.lay.lim;
+    // PTL_SR_MLIST_LEN(i) / PTL_SR_MLIST_MAX(i): bit 31, the portal in bits 16-30.
+    if sr & (1 << 31) != 0 {
+        let pt = (sr >> 16) & 0x7fff;
+        let row = n.seg.pt(&g, pt).ok_or(PTL_SR_INDEX_INVALID)?;
+        return match sr & 0xffff {
+            PTL_SR_MES_CUR => Ok(row.len as u64),
+            PTL_SR_MES_MAX => Ok(lim.me_list as u64),
+            _ => Err(PTL_SR_INDEX_INVALID),
+        };
+    }
+    Ok(match sr {
+        PTL_SR_DROP_COUNT => s.drop_count,
+        PTL_SR_DROP_LENGTH => s.drop_length,
+        PTL_SR_RECV_COUNT => h.hot.recv_count,
+        PTL_SR_RECV_LENGTH => h.hot.recv_length,
+        PTL_SR_SEND_COUNT => h.hot.send_count,
+        PTL_SR_SEND_LENGTH => h.hot.send_length,
+        PTL_SR_MES_ALLOC => s.me_alloc,
+        PTL_SR_MES_FREED => s.me_freed,
+        PTL_SR_MES_MAX => lim.mes as u64,
+        PTL_SR_MES_CUR => s.me_alloc - s.me_freed,
+        PTL_SR_MDS_ALLOC => s.md_alloc,
+        PTL_SR_MDS_FREED => s.md_freed,
+        PTL_SR_MDS_MAX => lim.mds as u64,
+        PTL_SR_MDS_CUR => s.md_alloc - s.md_freed,
+        PTL_SR_EQS_ALLOC => s.eq_alloc,
+        PTL_SR_EQS_FREED => s.eq_freed,
+        PTL_SR_EQS_MAX => lim.eqs as u64,
+        PTL_SR_EQS_CUR => s.eq_alloc - s.eq_freed,
+        _ => return Err(PTL_SR_INDEX_INVALID),
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PtlNIDist(ni_handle: u32, process: ptl_process_id_t, distance: *mut std::ffi::c_ulong) -> i32 {
+    let r = (|| {
+        let n = Lib::ni(ni_handle)?;
+        if distance.is_null() {
+            return Err(PTL_SEGV);
+        }
+        if process.nid == PTL_NID_ANY || process.pid == PTL_PID_ANY {
+            return Err(PTL_PROCESS_INVALID);
+        }
+        crate::ops::check_nid(&n, process.nid)?;
+        let d = if process == n.id {
+            0
+        } else if process.nid == n.id.nid {
+            1
+        } else {
+            2
+        };
+        out(distance, d)
+    })();
+    done("PtlNIDist", r)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PtlNIHandle(handle: u32, ni_handle: *mut u32) -> i32 {
+    let r = (|| {
+        Lib::check_init()?;
+        let (kind, gen, idx) = handle::split(handle);
+        let n = Lib::current().map_err(|e| if e == PTL_NI_INVALID { PTL_HANDLE_INVALID } else { e })?;
+        let ok = match kind {
+            handle::NI => handle == n.handle,
+            handle::ME => crate::me::me_live(&n, idx, gen),
+            handle::MD => crate::md::md_live(&n, idx, gen),
+            _ => crate::eq::eq_local(&n, handle).is_ok(),
+        };
+        if !ok {
+            return Err(PTL_HANDLE_INVALID);
+        }
+        out(ni_handle, n.handle)
+    })();
+    done("PtlNIHandle", r)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PtlGetUid(ni_handle: u32, uid: *mut u32) -> i32 {
+    done("PtlGetUid", Lib::ni(ni_handle).and_then(|n| out(uid, n.uid)))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PtlGetId(ni_handle: u32, id: *mut ptl_process_id_t) -> i32 {
+    done("PtlGetId", Lib::ni(ni_handle).and_then(|n| out(id, n.id)))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PtlGetJid(ni_handle: u32, jid: *mut u32) -> i32 {
+    done("PtlGetJid", Lib::ni(ni_handle).and_then(|n| out(jid, n.jid)))
+}
+
+/// PtlProgress: progress never needs the application; the handle is checked.
+#[no_mangle]
+pub extern "C" fn PtlProgress(handle: u32, _timeout: u32) -> i32 {
+    let mut ni = 0u32;
+    // SAFETY: a valid out pointer.
+    let rc = unsafe { PtlNIHandle(handle, &mut ni) };
+    ret("PtlProgress", rc)
+}

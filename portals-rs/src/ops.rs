@@ -1,0 +1,535 @@
+//! The initiator side: PtlPut, PtlPutRegion, PtlGet, PtlGetRegion, PtlGetPut, and how
+//! a target is found.
+//!
+//! Each operation runs whole while its call does: the initiator's MD is checked and its
+//! SEND_START logged (and the MD marked busy, so PtlMDUnlink says PTL_MD_IN_USE), the
+//! target side runs as the fabric's Portals service ([`crate::service`]), then the
+//! initiator logs what remains (SEND_END, ACK, REPLY_START/END) and does the MD's
+//! threshold and unlink bookkeeping.  One operation after the other on one thread is
+//! therefore delivered in order.
+//!
+//! **Targets** are found in the node registry of the target's node under (job, nid,
+//! pid) (`rma::Peer::lookup`: this machine's registry, or the node's through the network
+//! engine) and cached; an answer that the NI is gone (or a lookup that finds nothing)
+//! drops the cache entry, retries once, and otherwise fails the operation with
+//! PTL_NI_FAIL in its END event.
+
+use crate::handle;
+use crate::md;
+use crate::ni::{endpoint_key, parse_payload, Lib, Ni, PD};
+use crate::seg::{Guard, MdRow, Seg, MDF_DOOMED, MDF_SPENT, MDF_UNLINK_OP, MDF_WRITABLE};
+use crate::service::{self, bytes_of, read_pod, LocalSpans, Rep, Req, Span};
+use crate::status::{done, PResult};
+use crate::types::*;
+use softnic_fabric::mem::{MemKey, RingLoc};
+use softnic_fabric::registry;
+use softnic_fabric::rma::{self, Peer};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// A target NI found in a registry.
+pub struct Target {
+    key: TargetKey,
+    peer: Arc<Peer>,
+    loc: RingLoc,
+    nonce: u64,
+}
+
+/// (job, nid, pid) of a target NI.
+type TargetKey = (u32, u32, u32);
+
+static TARGETS: Mutex<Option<HashMap<TargetKey, Arc<Target>>>> = Mutex::new(None);
+
+/// A thread's request and reply buffers (kept: no allocation per operation).
+struct Bufs {
+    req: Vec<u8>,
+    reply: Vec<u8>,
+}
+
+thread_local! {
+    static LAST_TARGET: RefCell<Option<Arc<Target>>> = const { RefCell::new(None) };
+    static BUFS: RefCell<Bufs> = const { RefCell::new(Bufs { req: Vec::new(), reply: Vec::new() }) };
+}
+
+/// Forgets every cached target (PtlNIFini).
+pub fn forget_targets() {
+    *TARGETS.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    LAST_TARGET.with(|l| *l.borrow_mut() = None);
+}
+
+fn forget(key: TargetKey) {
+    if let Some(m) = TARGETS.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+        m.remove(&key);
+    }
+    LAST_TARGET.with(|l| *l.borrow_mut() = None);
+}
+
+/// The target NI `id` of our job, None when there is none.
+fn resolve(n: &Ni, id: ptl_process_id_t) -> Option<Arc<Target>> {
+    let key = (n.jid, id.nid, id.pid);
+    if let Some(t) = LAST_TARGET.with(|l| l.borrow().as_ref().filter(|t| t.key == key).cloned()) {
+        return Some(t);
+    }
+    if let Some(t) = TARGETS.lock().unwrap_or_else(|e| e.into_inner()).as_ref().and_then(|m| m.get(&key).cloned()) {
+        LAST_TARGET.with(|l| *l.borrow_mut() = Some(t.clone()));
+        return Some(t);
+    }
+    let t = if id == n.id {
+        Target { key, peer: Peer::this().ok()?, loc: n.loc, nonce: n.nonce }
+    } else {
+        let (peer, payload) = Peer::lookup(id.nid, registry::api::PORTALS, &endpoint_key(n.jid, id.nid, id.pid)).ok()?;
+        let (loc, nonce) = parse_payload(&payload);
+        Target { key, peer, loc, nonce }
+    };
+    let t = Arc::new(t);
+    TARGETS.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashMap::new).insert(key, t.clone());
+    LAST_TARGET.with(|l| *l.borrow_mut() = Some(t.clone()));
+    Some(t)
+}
+
+/// A target id names no process: a wildcard, or a node the job does not have.
+pub fn check_target(n: &Ni, id: ptl_process_id_t) -> PResult<()> {
+    if id.nid == PTL_NID_ANY || id.pid == PTL_PID_ANY {
+        return Err(PTL_PROCESS_INVALID);
+    }
+    check_nid(n, id.nid)
+}
+
+pub fn check_nid(n: &Ni, nid: u32) -> PResult<()> {
+    if n.nodes.binary_search(&nid).is_err() {
+        return Err(PTL_PROCESS_INVALID);
+    }
+    Ok(())
+}
+
+/// What became of a request.
+enum Outcome {
+    Accepted(Rep, Vec<u8>),
+    Dropped,
+    /// No such target NI, or it could not be reached.
+    Failed,
+}
+
+/// The initiator's memory for one operation: its MD's pieces and the part used.
+struct Mem {
+    pieces: md::Pieces,
+    off: u64,
+    len: u64,
+}
+
+impl Mem {
+    fn span(&self) -> Span {
+        Span { ptr: self.pieces.as_ptr(), n: self.pieces.len(), off: self.off }
+    }
+}
+
+fn empty_span() -> Span {
+    Span { ptr: std::ptr::null(), n: 0, off: 0 }
+}
+
+/// Runs `req` at target `tid` (one retry when a cached target turned out stale).
+fn send(n: &Ni, tid: ptl_process_id_t, base: Req, src: Option<&Mem>, dst: Option<&Mem>, inline: Option<&[u8]>) -> Outcome {
+    for attempt in 0..2 {
+        let Some(t) = resolve(n, tid) else { return Outcome::Failed };
+        let mut req = base;
+        req.tgt_jid = t.key.0;
+        req.tgt_nid = t.key.1;
+        req.tgt_pid = t.key.2;
+        req.ni_loc = t.loc.to_words();
+        req.ni_nonce = t.nonce;
+        req.proc_nonce = service::proc_nonce();
+        let spans = LocalSpans { src: src.map_or_else(empty_span, Mem::span), dst: dst.map_or_else(empty_span, Mem::span) };
+        let local = !t.peer.is_remote() && inline.is_none();
+        if local {
+            req.flags |= service::F_LOCAL;
+            req.local = &spans as *const LocalSpans as u64;
+        }
+        let r = BUFS.with(|b| {
+            let mut b = b.borrow_mut();
+            let Bufs { req: buf, reply } = &mut *b;
+            reply.clear();
+            let r = if local {
+                // Data moves in place: the request is just its header.
+                t.peer.call(registry::api::PORTALS, bytes_of(&req), reply)
+            } else {
+                buf.clear();
+                let data_len = match (inline, src) {
+                    (Some(d), _) => Some(d.len()),
+                    (None, Some(s)) if req.op == service::OP_PUT && s.len as usize <= service::INLINE_MAX => Some(s.len as usize),
+                    _ => None,
+                };
+                if data_len.is_some() {
+                    req.flags |= service::F_INLINE;
+                }
+                buf.extend_from_slice(bytes_of(&req));
+                match (inline, src) {
+                    (Some(d), _) => buf.extend_from_slice(d),
+                    (None, Some(s)) if data_len.is_some() => {
+                        let at = buf.len();
+                        buf.resize(at + s.len as usize, 0);
+                        service::local_parts(&s.span(), 0, s.len, |d, p| buf[at + d as usize..at + d as usize + p.len()].copy_from_slice(p));
+                    }
+                    _ => {}
+                }
+                t.peer.call(registry::api::PORTALS, buf, reply)
+            };
+            r.map(|_| (read_pod::<Rep>(reply), reply.get(service::REP_LEN..).map(|x| x.to_vec()).unwrap_or_default()))
+        });
+        let (rep, extra) = match r {
+            Ok((Some(rep), extra)) => (rep, extra),
+            Ok((None, _)) => return Outcome::Failed,
+            Err(e) => {
+                softnic_fabric::sn_debug!("Portals", "request to nid {} pid {} failed: {}", tid.nid, tid.pid, e);
+                forget(t.key);
+                if attempt == 0 && matches!(e, softnic_fabric::Error::StaleHandle | softnic_fabric::Error::NotFound) {
+                    continue;
+                }
+                return Outcome::Failed;
+            }
+        };
+        return match rep.status {
+            service::ST_ACCEPTED if rep.flags & service::R_TWO_PHASE != 0 => two_phase(&t, &req, rep, &extra, src, dst),
+            service::ST_ACCEPTED => Outcome::Accepted(rep, extra),
+            service::ST_DROPPED => Outcome::Dropped,
+            _ => {
+                forget(t.key);
+                if attempt == 0 {
+                    continue;
+                }
+                Outcome::Failed
+            }
+        };
+    }
+    Outcome::Failed
+}
+
+/// Moves a large transfer's data into or out of the target pieces named by `extra`,
+/// then completes it at the target.
+fn two_phase(t: &Target, req: &Req, rep: Rep, extra: &[u8], src: Option<&Mem>, dst: Option<&Mem>) -> Outcome {
+    let w = |i: usize| extra.get(i * 8..i * 8 + 8).map_or(0, |b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
+    // As many pieces as the reply really carries, whatever its count says.
+    let nseg = (rep.nseg as usize).min(extra.len() / 24);
+    let segs: Vec<(u64, u64, u64)> = (0..nseg).map(|s| (w(s * 3), w(s * 3 + 1), w(s * 3 + 2))).collect();
+    let mut ok = true;
+    service::each_piece(&segs, 0, rep.mlength, |key, addr, at, len| {
+        let mem = if req.op == service::OP_PUT { src } else { dst };
+        let Some(mem) = mem else {
+            ok = false;
+            return;
+        };
+        service::local_parts(&mem.span(), at, len, |d, p| {
+            if !ok {
+                return;
+            }
+            let r = if req.op == service::OP_PUT { rma::put(&t.peer, MemKey::from_u64(key), addr + d, p, PD) } else { rma::get(&t.peer, MemKey::from_u64(key), addr + d, p, PD) };
+            ok = r.is_ok();
+        });
+    });
+    let mut c = *req;
+    c.op = service::OP_COMPLETE | (req.op << 8);
+    c.flags = (req.flags & service::F_ACK) | if ok { 0 } else { service::F_FAILED };
+    c.local = 0;
+    c.token = rep.token;
+    c.link = rep.link;
+    c.offset = rep.offset;
+    c.mlength = rep.mlength;
+    let mut reply = Vec::new();
+    let done = t.peer.call(registry::api::PORTALS, bytes_of(&c), &mut reply).ok().and_then(|_| read_pod::<Rep>(&reply));
+    let mut fin = rep;
+    fin.flags &= !(service::R_TWO_PHASE | service::R_ACK);
+    match done {
+        Some(d) if d.status == service::ST_ACCEPTED => fin.flags |= d.flags & service::R_ACK,
+        _ => ok = false,
+    }
+    if !ok {
+        fin.flags |= service::R_FAILED;
+    }
+    Outcome::Accepted(fin, Vec::new())
+}
+
+/// An initiator event about our MD row `mi` (lock held).
+#[allow(clippy::too_many_arguments)]
+fn own_event(seg: &Seg, g: &Guard<'_>, mi: u32, kind: u32, peer: ptl_process_id_t, req: &Req, rlength: u64, mlength: u64, offset: u64, link: u32, fail: bool) -> bool {
+    let Some(m) = seg.md(g, mi) else { return false };
+    let disable = match kind {
+        PTL_EVENT_SEND_START | PTL_EVENT_REPLY_START => PTL_MD_EVENT_START_DISABLE,
+        PTL_EVENT_SEND_END | PTL_EVENT_REPLY_END => PTL_MD_EVENT_END_DISABLE,
+        _ => 0,
+    };
+    if m.view.options & disable != 0 {
+        return true;
+    }
+    let h = seg.hdr();
+    let mut ev = Event {
+        kind,
+        initiator: peer,
+        uid: h.uid,
+        jid: h.jid,
+        pt_index: req.pt_index,
+        match_bits: req.match_bits,
+        rlength,
+        mlength,
+        offset,
+        md_handle: seg.handle(handle::MD, m.gen, mi),
+        md: m.view,
+        hdr_data: if kind == PTL_EVENT_REPLY_START || kind == PTL_EVENT_REPLY_END { 0 } else { req.hdr_data },
+        link,
+        ni_fail_type: if fail { PTL_NI_FAIL } else { PTL_NI_OK },
+        ..Event::default()
+    };
+    let eqh = m.view.eq_handle;
+    crate::eq::push(seg, g, eqh, &mut ev)
+}
+
+/// Phase A of every operation on our MD `(idx, gen)`: checks, the region, the
+/// threshold unit of a send, the busy mark.  Returns the row, the operation's link and
+/// the memory.
+fn begin(n: &Ni, g: &Guard<'_>, idx: u32, gen: u32, region: Option<(u64, u64)>, write: bool, counts: bool) -> PResult<(u32, u32, Mem)> {
+    let seg = &n.seg;
+    let mi = md::row_of(seg, g, idx, gen)?;
+    let pieces = md::pieces(seg, g, mi);
+    let m = seg.md(g, mi).expect("live");
+    let (off, len) = region.unwrap_or((0, m.total));
+    if off.checked_add(len).is_none_or(|e| e > m.total) {
+        return Err(PTL_MD_ILLEGAL);
+    }
+    if write && m.flags & MDF_WRITABLE == 0 && len > 0 {
+        return Err(PTL_MD_ILLEGAL);
+    }
+    if counts {
+        use_unit(m);
+    }
+    m.pending += 1;
+    let s = seg.state(g);
+    let link = s.next_link;
+    s.next_link = link.wrapping_add(1);
+    Ok((mi, link, Mem { pieces, off, len }))
+}
+
+/// Takes one threshold unit of an initiator-side operation (a send, an ack, a reply),
+/// if any is left: these are never refused for the threshold.
+fn use_unit(m: &mut MdRow) {
+    if m.view.threshold > 0 {
+        m.view.threshold -= 1;
+        if m.view.threshold == 0 {
+            m.flags |= MDF_SPENT;
+        }
+    }
+}
+
+/// The end of every operation on our MD row `mi`: busy mark off, then the unlink check
+/// (lock held).  True when the MD went (the caller reaps).
+fn end(seg: &Seg, g: &Guard<'_>, mi: u32, link: u32) -> bool {
+    let Some(m) = seg.md(g, mi) else { return false };
+    m.pending = m.pending.saturating_sub(1);
+    if m.flags & MDF_DOOMED != 0 {
+        if m.pending == 0 {
+            md::bury(seg, g, mi);
+            return true;
+        }
+        return false;
+    }
+    if m.flags & MDF_UNLINK_OP != 0 && m.flags & MDF_SPENT != 0 && m.pending == 0 && m.view.threshold == 0 {
+        md::unlink_md_with(seg, g, mi, Some(link));
+        return true;
+    }
+    false
+}
+
+#[allow(clippy::too_many_arguments)]
+fn base_req(n: &Ni, op: u32, pt: u32, ac: u32, bits: u64, roff: u64, hdr: u64, rlength: u64) -> Req {
+    Req {
+        wire: 0x5033_0001,
+        op,
+        init_nid: n.id.nid,
+        init_pid: n.id.pid,
+        init_uid: n.uid,
+        init_jid: n.jid,
+        pt_index: pt,
+        ac_index: ac,
+        match_bits: bits,
+        roffset: roff,
+        hdr_data: hdr,
+        rlength,
+        ..Req::default()
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn put(md_h: u32, region: Option<(u64, u64)>, ack_req: u32, target: ptl_process_id_t, pt: u32, ac: u32, bits: u64, roff: u64, hdr: u64) -> PResult<()> {
+    let (n, idx, gen) = Lib::of(md_h, handle::MD, PTL_MD_INVALID)?;
+    if ack_req > PTL_NO_ACK_REQ {
+        return Err(PTL_FAIL);
+    }
+    check_target(&n, target)?;
+    let seg = &n.seg;
+    let (mi, link, mem, ack_wanted) = {
+        let g = seg.lock();
+        let (mi, link, mem) = begin(&n, &g, idx, gen, region, false, true)?;
+        let ack_wanted = ack_req == PTL_ACK_REQ && seg.md(&g, mi).expect("live").view.eq_handle != PTL_EQ_NONE;
+        let base = base_req(&n, service::OP_PUT, pt, ac, bits, roff, hdr, mem.len);
+        own_event(seg, &g, mi, PTL_EVENT_SEND_START, n.id, &base, mem.len, mem.len, mem.off, link, false);
+        let st = &mut seg.state(&g).hot;
+        st.send_count += 1;
+        st.send_length = st.send_length.wrapping_add(mem.len);
+        (mi, link, mem, ack_wanted)
+    };
+    let mut req = base_req(&n, service::OP_PUT, pt, ac, bits, roff, hdr, mem.len);
+    if ack_wanted {
+        req.flags |= service::F_ACK;
+    }
+    let outcome = send(&n, target, req, Some(&mem), None, None);
+    let g = seg.lock();
+    let failed = matches!(outcome, Outcome::Failed) || matches!(&outcome, Outcome::Accepted(r, _) if r.flags & service::R_FAILED != 0);
+    own_event(seg, &g, mi, PTL_EVENT_SEND_END, n.id, &req, mem.len, mem.len, mem.off, link, failed);
+    if let Outcome::Accepted(rep, _) = &outcome {
+        if ack_wanted && rep.flags & service::R_ACK != 0 {
+            if let Some(m) = seg.md(&g, mi) {
+                use_unit(m);
+            }
+            // An ack that finds no room is discarded and counted (doc 4.2).
+            if !own_event(seg, &g, mi, PTL_EVENT_ACK, target, &req, mem.len, rep.mlength, rep.offset, link, false) {
+                seg.state(&g).stats.drop_count += 1;
+            }
+        }
+    }
+    let gone = end(seg, &g, mi, link);
+    drop(g);
+    if gone {
+        md::reap(&n);
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn get(md_h: u32, region: Option<(u64, u64)>, target: ptl_process_id_t, pt: u32, ac: u32, bits: u64, roff: u64) -> PResult<()> {
+    let (n, idx, gen) = Lib::of(md_h, handle::MD, PTL_MD_INVALID)?;
+    check_target(&n, target)?;
+    let seg = &n.seg;
+    let (mi, link, mem) = {
+        let g = seg.lock();
+        begin(&n, &g, idx, gen, region, true, false)?
+    };
+    let req = base_req(&n, service::OP_GET, pt, ac, bits, roff, 0, mem.len);
+    let outcome = send(&n, target, req, None, Some(&mem), None);
+    let (got, fail) = match &outcome {
+        Outcome::Accepted(rep, extra) => {
+            let mut fail = rep.flags & service::R_FAILED != 0;
+            if rep.flags & service::R_DATA != 0 {
+                // Inline data: into our pieces.
+                if (extra.len() as u64) < rep.mlength {
+                    fail = true;
+                } else {
+                    service::local_parts(&mem.span(), 0, rep.mlength.min(mem.len), |d, p| {
+                        let l = p.len();
+                        p.copy_from_slice(&extra[d as usize..d as usize + l]);
+                    });
+                }
+            }
+            (Some(rep.mlength), fail)
+        }
+        Outcome::Dropped => (None, false),
+        Outcome::Failed => (Some(0), true),
+    };
+    let g = seg.lock();
+    if let Some(mlength) = got {
+        own_event(seg, &g, mi, PTL_EVENT_REPLY_START, target, &req, mem.len, mlength, mem.off, link, false);
+        own_event(seg, &g, mi, PTL_EVENT_REPLY_END, target, &req, mem.len, mlength, mem.off, link, fail);
+        if !fail {
+            if let Some(m) = seg.md(&g, mi) {
+                use_unit(m);
+            }
+        }
+    }
+    let gone = end(seg, &g, mi, link);
+    drop(g);
+    if gone {
+        md::reap(&n);
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn getput(get_h: u32, put_h: u32, target: ptl_process_id_t, pt: u32, ac: u32, bits: u64, roff: u64, hdr: u64) -> PResult<()> {
+    let (n, gidx, ggen) = Lib::of(get_h, handle::MD, PTL_MD_INVALID)?;
+    let (pidx, pgen) = handle::index_of(put_h, handle::MD).ok_or(PTL_MD_INVALID)?;
+    check_target(&n, target)?;
+    let seg = &n.seg;
+    let (gmi, plink, pmi, gmem, pmem) = {
+        let g = seg.lock();
+        md::row_of(seg, &g, gidx, ggen)?;
+        md::row_of(seg, &g, pidx, pgen)?;
+        if seg.md(&g, pidx).expect("live").total > n.seg.lay.lim.getput as u64 {
+            return Err(PTL_MD_ILLEGAL);
+        }
+        let (pmi, plink, pmem) = begin(&n, &g, pidx, pgen, None, false, true)?;
+        let (gmi, _glink, gmem) = match begin(&n, &g, gidx, ggen, None, true, false) {
+            Ok(x) => x,
+            Err(e) => {
+                end(seg, &g, pmi, plink);
+                return Err(e);
+            }
+        };
+        let base = base_req(&n, service::OP_GETPUT, pt, ac, bits, roff, hdr, pmem.len);
+        own_event(seg, &g, pmi, PTL_EVENT_SEND_START, n.id, &base, pmem.len, pmem.len, 0, plink, false);
+        (gmi, plink, pmi, gmem, pmem)
+    };
+    let mut data = vec![0u8; pmem.len as usize];
+    service::local_parts(&pmem.span(), 0, pmem.len, |d, p| data[d as usize..d as usize + p.len()].copy_from_slice(p));
+    let req = base_req(&n, service::OP_GETPUT, pt, ac, bits, roff, hdr, pmem.len);
+    let outcome = send(&n, target, req, None, None, Some(&data));
+    let g = seg.lock();
+    let failed = matches!(outcome, Outcome::Failed) || matches!(&outcome, Outcome::Accepted(r, _) if r.flags & service::R_FAILED != 0);
+    own_event(seg, &g, pmi, PTL_EVENT_SEND_END, n.id, &req, pmem.len, pmem.len, 0, plink, failed);
+    let reply = match &outcome {
+        Outcome::Accepted(rep, old) => Some((rep.mlength.min(gmem.len).min(old.len() as u64), old)),
+        Outcome::Failed => Some((0, &data)),
+        Outcome::Dropped => None,
+    };
+    if let Some((mlength, old)) = reply {
+        service::local_parts(&gmem.span(), 0, mlength, |d, p| {
+            let l = p.len();
+            p.copy_from_slice(&old[d as usize..d as usize + l]);
+        });
+        own_event(seg, &g, gmi, PTL_EVENT_REPLY_START, target, &req, pmem.len, mlength, 0, plink, false);
+        own_event(seg, &g, gmi, PTL_EVENT_REPLY_END, target, &req, pmem.len, mlength, 0, plink, failed);
+        if !failed {
+            if let Some(m) = seg.md(&g, gmi) {
+                use_unit(m);
+            }
+        }
+    }
+    let mut gone = end(seg, &g, pmi, plink);
+    gone |= end(seg, &g, gmi, plink);
+    drop(g);
+    if gone {
+        md::reap(&n);
+    }
+    Ok(())
+}
+
+#[no_mangle]
+pub extern "C" fn PtlPut(md_handle: u32, ack_req: u32, target_id: ptl_process_id_t, pt_index: u32, ac_index: u32, match_bits: u64, remote_offset: u64, hdr_data: u64) -> i32 {
+    done("PtlPut", put(md_handle, None, ack_req, target_id, pt_index, ac_index, match_bits, remote_offset, hdr_data))
+}
+
+#[no_mangle]
+pub extern "C" fn PtlPutRegion(md_handle: u32, local_offset: u64, length: u64, ack_req: u32, target_id: ptl_process_id_t, pt_index: u32, ac_index: u32, match_bits: u64, remote_offset: u64, hdr_data: u64) -> i32 {
+    done("PtlPutRegion", put(md_handle, Some((local_offset, length)), ack_req, target_id, pt_index, ac_index, match_bits, remote_offset, hdr_data))
+}
+
+#[no_mangle]
+pub extern "C" fn PtlGet(md_handle: u32, target_id: ptl_process_id_t, pt_index: u32, ac_index: u32, match_bits: u64, remote_offset: u64) -> i32 {
+    done("PtlGet", get(md_handle, None, target_id, pt_index, ac_index, match_bits, remote_offset))
+}
+
+#[no_mangle]
+pub extern "C" fn PtlGetRegion(md_handle: u32, local_offset: u64, length: u64, target_id: ptl_process_id_t, pt_index: u32, ac_index: u32, match_bits: u64, remote_offset: u64) -> i32 {
+    done("PtlGetRegion", get(md_handle, Some((local_offset, length)), target_id, pt_index, ac_index, match_bits, remote_offset))
+}
+
+#[no_mangle]
+pub extern "C" fn PtlGetPut(get_md_handle: u32, put_md_handle: u32, target_id: ptl_process_id_t, pt_index: u32, ac_index: u32, match_bits: u64, remote_offset: u64, hdr_data: u64) -> i32 {
+    done("PtlGetPut", getput(get_md_handle, put_md_handle, target_id, pt_index, ac_index, match_bits, remote_offset, hdr_data))
+}
