@@ -169,7 +169,8 @@ int main(int argc, char **argv)
         sci_remote_segment_t loop;
         OK(SCIConnectSegment(sd, &loop, nodes[rank], SEG_ID + 60 + rank, 0, NULL, NULL, SCI_INFINITE_TIMEOUT, 0, &err));
         OK(SCICreateDMAQueue(sd, &big, 0, 1, 0, &err));
-        FAILS(SCI_ERR_OUT_OF_RANGE, SCIStartDmaTransfer(big, src, rs, 0, blen, 0, NULL, NULL, 0, &err));
+        size_t rsz = SCIGetRemoteSegmentSize(rs), roff = rsz >= blen ? rsz - blen + 8 : 0;
+        FAILS(SCI_ERR_OUT_OF_RANGE, SCIStartDmaTransfer(big, src, rs, 0, blen, roff, NULL, NULL, 0, &err));
         cb_queue = big;
         int posted = 0;
         for (int round = 0; round < 2; round++) {
