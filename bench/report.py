@@ -12,7 +12,7 @@ import json
 import os
 import sys
 
-OURS = ("softnic-ugni", "softnic-dmapp", "softnic-utofu", "softnic-ugni-net")
+OURS = ("softnic-ugni", "softnic-dmapp", "softnic-utofu", "softnic-sisci", "softnic-ugni-net")
 
 # (our series, [peer series]) compared at equal sizes.  Latency: ours / peer, < 1 is
 # faster than the peer.  Bandwidth and rate: ours / peer, > 1 is faster.
@@ -37,6 +37,10 @@ COMPARE = [
     (("softnic-utofu", "armw_fadd_lat"), [("mpich", "fadd_lat"), ("floor", "amo_lat")]),
     (("softnic-utofu", "put_bw"), [("ucx", "put_bw"), ("mpich", "put_bw"), ("libfabric-shm", "write_bw"),
                                    ("floor", "memcpy_bw")]),
+    (("softnic-sisci", "pio_pingpong"), PINGPONG_PEERS),
+    (("softnic-sisci", "dma_bw"), [("ucx", "put_bw"), ("mpich", "put_bw"), ("libfabric-shm", "write_bw"),
+                                   ("floor", "memcpy_bw")]),
+    (("softnic-sisci", "intr_lat"), [("mpich", "pingpong")]),
     (("softnic-ugni-net", "fma_put_pingpong"), [("libfabric-tcp", "fi_pingpong"), ("ucx-tcp", "put_lat")]),
     (("softnic-ugni-net", "put_event_pingpong"), [("libfabric-tcp", "fi_pingpong"), ("ucx-tcp", "put_lat")]),
     (("softnic-ugni-net", "rdma_put_bw"), [("ucx-tcp", "put_bw"), ("libfabric-tcp", "write_bw")]),
@@ -63,6 +67,14 @@ UTOFU_GOALS = [
     ("uTofu ARMW fetch-add <= 1.0 x MPICH fetch-and-op", ("softnic-utofu", "armw_fadd_lat"), ("mpich", "fadd_lat"),
      8, "<=", 1.0, ("floor", "amo_lat")),
     ("uTofu put 1 MiB >= 0.9 x UCX put bandwidth", ("softnic-utofu", "put_bw"), ("ucx", "put_bw"),
+     1048576, ">=", 0.9, ("floor", "memcpy_bw")),
+]
+
+# Issue 13: SISCI, beside the same peers.
+SISCI_GOALS = [
+    ("SISCI PIO ping-pong 8 B <= 1.5 x the shared-memory floor ping-pong 8 B", ("softnic-sisci", "pio_pingpong"),
+     ("floor", "pingpong"), 8, "<=", 1.5, ("floor", "pingpong")),
+    ("SISCI DMA 1 MiB >= 0.9 x UCX put bandwidth", ("softnic-sisci", "dma_bw"), ("ucx", "put_bw"),
      1048576, ">=", 0.9, ("floor", "memcpy_bw")),
 ]
 
@@ -267,6 +279,7 @@ def write(outdir):
                "; ".join("%s: %s" % (k, ", ".join(x)) for k, x in sorted(lanes.items())) + ".", ""]
     md += ["## Goals (issue 5)", ""] + goals(series, metric)
     md += ["## Goals (issue 10: uTofu)", ""] + goals(series, metric, UTOFU_GOALS)
+    md += ["## Goals (issue 13: SISCI)", ""] + goals(series, metric, SISCI_GOALS)
     md += ["## Goals (issue 11: network engine, two virtual hosts over loopback)", ""] + goals(series, metric, NET_GOALS)
     md += ["## Goals (issue 12: Portals)", ""] + goals(series, metric, PORTALS_GOALS)
     md += ["## Latency", ""] + value_table(series, metric, ("half_rtt_us", "us"))

@@ -54,7 +54,8 @@ $(BUILD)/examples/dmapp_put: $(SHARED)/samples/dmapp/dmapp_put.c $(wildcard $(BU
 # (c-tests/tools/gen-null-sweep.py); generated from ../shared/abi at build time.
 SWEEP_GEN := c-tests/tools/gen-null-sweep.py
 SWEEPS := $(BUILD)/tests/sweep/gni_null_sweep $(BUILD)/tests/sweep/dmapp_null_sweep $(BUILD)/tests/sweep/pmi_null_sweep $(BUILD)/tests/sweep/utofu_null_sweep \
-          $(BUILD)/tests/sweep/portals_null_sweep $(BUILD)/tests/sweep/portals_null_sweep_init
+          $(BUILD)/tests/sweep/portals_null_sweep $(BUILD)/tests/sweep/portals_null_sweep_init \
+          $(BUILD)/tests/sweep/sisci_null_sweep
 all: $(SWEEPS)
 
 $(BUILD)/tests/sweep/gni_null_sweep: $(SWEEP_GEN) $(SHARED)/abi/gni.md $(BUILD)/include/gni_pub.h
@@ -77,6 +78,33 @@ $(BUILD)/tests/sweep/utofu_null_sweep: $(SWEEP_GEN) $(SHARED)/abi/utofu.md $(BUI
 	@mkdir -p $(dir $@)
 	python3 $(SWEEP_GEN) $(SHARED)/abi/utofu.md utofu.h utofu_ int UTOFU_SUCCESS > $@.c
 	$(CC) $(CFLAGS_TEST) -Wno-unused-value -o $@ $@.c $(LDFLAGS_TEST) -ltofucom
+
+# SISCI reports through a trailing sci_error_t *error (out:sci_error_t); its handles are
+# sci_*_t pointer typedefs.  The sheet's 1.10 prototypes and today's (section G) are both
+# swept.
+$(BUILD)/tests/sweep/sisci_null_sweep: $(SWEEP_GEN) $(SHARED)/abi/sisci.md $(BUILD)/include/sisci_api.h
+	@mkdir -p $(dir $@)
+	python3 $(SWEEP_GEN) $(SHARED)/abi/sisci.md sisci_api.h SCI out:sci_error_t SCI_ERR_OK '' '^sci_(desc|local_segment|remote_segment|map|sequence|dma_queue|dma_channel|local_interrupt|remote_interrupt|local_data_interrupt|remote_data_interrupt|smartio_device|block_transfer)_t$$' > $@.c
+	$(CC) $(CFLAGS_TEST) -Wno-unused-value -o $@ $@.c $(LDFLAGS_TEST) -lsisci
+
+# One SISCI test built as a threaded program (-pthread defines _REENTRANT): it calls the
+# multithreaded symbol names (_SISCI_PUBLIC_FUNC_MT_*).
+all: $(BUILD)/tests/sisci/sisci_threads_mt
+$(BUILD)/tests/sisci/sisci_threads_mt: c-tests/sisci/sisci_threads.c $(wildcard c-tests/sisci/*.h) $(wildcard $(BUILD)/include/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_TEST) -pthread -D_REENTRANT -o $@ $< $(LDFLAGS_TEST) -lsisci -lpmi
+
+# Every flag and query constant of sisci_api.h against the data objects of libsisci.so.
+all: $(BUILD)/tests/sisci/sisci_consts
+$(BUILD)/tests/sisci/sisci_consts: c-tests/sisci/gen-consts.py $(BUILD)/include/sisci_api.h
+	@mkdir -p $(dir $@)
+	python3 c-tests/sisci/gen-consts.py $(BUILD)/include/sisci_api.h > $@.c
+	$(CC) $(CFLAGS_TEST) -o $@ $@.c $(LDFLAGS_TEST) -lsisci -ldl
+
+# An MPI program that uses SISCI (c-tests/mpi.list).
+$(BUILD)/tests/mpi/mpi_sisci: c-tests/mpi/mpi_sisci.c $(wildcard c-tests/common/*.h) $(wildcard $(BUILD)/include/*.h)
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CFLAGS_TEST) -o $@ $< $(LDFLAGS_TEST) -lsisci -lpthread
 
 # Portals: the sweep as generated (every call before PtlInit), and the same calls with the
 # library and an NI initialised first (sweep_init.inc), where they meet the argument checks.

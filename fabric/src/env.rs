@@ -188,6 +188,23 @@ pub static TUNABLES: &[Tunable] = &[
                refuses to expose its memory).",
     },
     Tunable {
+        name: "SOFTNIC_SISCI_NODE_ID",
+        default: "",
+        help: "SISCI node id of the process (1..65535, not 252), for SISCI programs started \
+               without a launcher, e.g. SOFTNIC_SISCI_NODE_ID=8 ./client 4. Unset: 4*(n+1) \
+               for the launcher's node n (SOFTNIC_NODE_ID, set per -N group by snrun, or \
+               PMI's process mapping), skipping 252; 4 without a launcher.",
+    },
+    Tunable {
+        name: "SOFTNIC_SISCI_SHADOW_US",
+        default: "1000",
+        help: "Microseconds between background passes over SISCI maps of memory on another \
+               machine (shadow copies): each pass ships the program's stores and reloads the \
+               copy, so flags polled or stored without SCIFlush/sequence calls still move. \
+               Windows over 100 KB are passed over less often (100 MB/s each at most). 0: \
+               only at SCIFlush, SCIStoreBarrier, sequences, triggers and SCIUnmapSegment.",
+    },
+    Tunable {
         name: "SOFTNIC_PTL_WAIT_TIMEOUT_MS",
         default: "1000",
         help: "Portals: milliseconds PtlEQWait_timeout waits for an event before it \

@@ -1266,6 +1266,31 @@ pub fn free_shared(m: SharedMem) -> Result<()> {
     Ok(())
 }
 
+/// Where peers on this machine map registration `key` of this process as one piece: its
+/// bytes inside the one backing that holds them all (for [`crate::rma::map_region`]).
+/// `Ok(None)` when the registration spans several backings or uses the fallback.
+/// `StaleHandle` / `InvalidHandle` as [`query`].
+pub fn region_loc(key: MemKey) -> Result<Option<RingLoc>> {
+    let ctl = node::get()?.ctl();
+    let st = state();
+    let e = ctl.reg(key.index as usize).ok_or(Error::InvalidHandle)?;
+    if e.state.load(Ordering::Acquire) != LIVE || e.gen.load(Ordering::Relaxed) != key.generation {
+        return Err(Error::StaleHandle);
+    }
+    let base = e.base.load(Ordering::Relaxed) as usize;
+    let len = e.len.load(Ordering::Relaxed) as usize;
+    let Some(backs) = st.reg_backs.get(key.index as usize) else { return Ok(None) };
+    for &i in backs {
+        if let (Some(Some(b)), Some(row)) = (st.backs.get(i as usize), ctl.back(i as usize)) {
+            if b.base <= base && base + len <= b.base + b.len {
+                let gen = row.gen.load(Ordering::Acquire);
+                return Ok(Some(RingLoc { backing: i, backing_gen: gen, offset: (base - b.base) as u64, len: len as u64 }));
+            }
+        }
+    }
+    Ok(None)
+}
+
 /// Number of backing memfds this process currently has (for tests and diagnostics).
 pub fn backing_count() -> usize {
     state().backs.iter().flatten().count()
@@ -1436,5 +1461,37 @@ mod handle_tests {
         assert_eq!(CrayHandle::mine(CrayHandle::ADDR_LIMIT, key).unwrap_err(), Error::InvalidArg);
         assert!(crate::rma::get(&p, MemKey::NONE, h.base, &mut b, 7).is_err());
         deregister(key).unwrap();
+    }
+}
+
+#[cfg(test)]
+mod region_loc_tests {
+    use super::*;
+
+    /// A registration of fresh anonymous pages lies in one backing, which a peer maps in
+    /// one piece; one of library memory too.
+    #[test]
+    fn registrations_have_a_location() {
+        let len = 3 * shm::page_size();
+        // SAFETY: a fresh private anonymous mapping, ours.
+        let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) } as *mut u8;
+        assert_ne!(p as *mut libc::c_void, libc::MAP_FAILED);
+        // SAFETY: inside the mapping.
+        unsafe { *p.add(100) = 7 };
+        let key = register(p as usize + 64, 2 * shm::page_size(), Access::ReadWrite, 1).unwrap();
+        let loc = region_loc(key).unwrap().expect("one backing");
+        assert_eq!(loc.len as usize, 2 * shm::page_size());
+        let v = crate::rma::map_region(&crate::rma::Peer::this().unwrap(), &loc).unwrap();
+        assert_eq!(v.as_ptr() as usize, p as usize + 64);
+        // SAFETY: the view covers the registration.
+        assert_eq!(unsafe { *v.as_ptr().add(36) }, 7);
+        deregister(key).unwrap();
+        assert_eq!(region_loc(key).unwrap_err(), Error::StaleHandle);
+        let m = alloc_shared(8192).unwrap();
+        let k2 = register(m.as_ptr() as usize + 4096, 100, Access::ReadOnly, 1).unwrap();
+        let l2 = region_loc(k2).unwrap().unwrap();
+        assert_eq!((l2.offset, l2.len), (4096, 100));
+        deregister(k2).unwrap();
+        free_shared(m).unwrap();
     }
 }

@@ -1,0 +1,1 @@
+../dis_types.h

@@ -1,0 +1,1 @@
+../sisci_api.h

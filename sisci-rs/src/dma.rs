@@ -1,0 +1,677 @@
+//! DMA: queues, transfers (single, program memory, vector, SISCI 1.10's enqueue/post),
+//! waits, aborts, callbacks, and DMA channels.
+//!
+//! **Engine.**  A transfer moves its data with the fabric's one-sided engine
+//! (`rma::put`, or `rma::get` for SCI_FLAG_DMA_READ) into the segment's memory at its
+//! owner: a copy between the two mappings on this machine, libfabric RMA or requests
+//! across machines.  Without SCI_FLAG_USE_CALLBACK the transfer runs in the starting
+//! call (POSTED while it runs, DONE or ERROR when the call returns; SCIWaitForDMAQueue
+//! then answers at once); with it, on the library's DMA thread (one per process, started
+//! by the first such transfer), which then calls the callback with SCI_ERR_OK,
+//! SCI_ERR_TRANSFER_FAILED or, after SCIAbortDMAQueue, SCI_ERR_CANCELLED.  The queue is
+//! in its final state before the callback runs, so the callback may start the next
+//! transfer.  Data is moved in pieces of [`CHUNK`] bytes; an abort takes effect between
+//! pieces (SCIAbortDMAQueue returns once the queue has left POSTED).
+//!
+//! **Rules** (SCI_ERR_ILLEGAL_OPERATION otherwise): one transfer per queue at a time;
+//! start from IDLE, DONE, ERROR or ABORTED; wait and abort only after a start; remove
+//! only when no transfer is POSTED.  The local segment must be prepared
+//! (SCI_ERR_SEGMENT_NOT_PREPARED); every piece must lie inside both segments
+//! (SCI_ERR_OUT_OF_RANGE); a vector has 1..=DIS_DMA_MAX_VECLEN entries
+//! (SCI_ERR_ILLEGAL_PARAMETER).  The remote segment need not be mapped (every mode is
+//! "global" here).  No alignment is required (the capabilities say 1).
+
+use crate::desc::{self, Desc, Kind};
+use crate::handles::Table;
+use crate::pool::PD;
+use crate::remote::{self, RemoteSeg};
+use crate::segment::{self, LocalSeg};
+use crate::sisci_export;
+use crate::status::*;
+use crate::types::*;
+use softnic_fabric::wait::WaitWords;
+use std::collections::VecDeque;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
+use std::time::Duration;
+
+/// Bytes moved between two looks at the abort flag.
+pub const CHUNK: usize = 1 << 20;
+/// Largest transfer a mode reports (sci_dma_capabilities_t.max_transfer_size).
+pub const MAX_TRANSFER: u32 = u32::MAX;
+
+/// The program's side of a piece.
+enum Local {
+    Seg(Arc<LocalSeg>),
+    Mem(*mut u8),
+}
+
+struct Piece {
+    local: Local,
+    rseg: Arc<RemoteSeg>,
+    loff: usize,
+    roff: usize,
+    size: usize,
+    read: bool,
+}
+
+struct Job {
+    pieces: Vec<Piece>,
+    cb: Option<(CbDma, usize)>,
+}
+
+// SAFETY: the raw pointer of a Mem piece is the program's buffer, which it promises to
+// keep valid until the transfer completes (as with the real DMA engine); it is only read
+// or written by the one thread that runs the transfer.
+unsafe impl Send for Piece {}
+unsafe impl Sync for Piece {}
+
+impl Drop for Piece {
+    fn drop(&mut self) {
+        if let Local::Seg(s) = &self.local {
+            s.dma.fetch_sub(1, Ordering::AcqRel);
+        }
+        self.rseg.dma.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+pub struct Queue {
+    pub handle: usize,
+    desc: Arc<Desc>,
+    max_entries: u32,
+    state: AtomicU32,
+    abort: AtomicBool,
+    /// The transfer in flight (or last) was started with a callback.
+    with_cb: AtomicBool,
+    wake: WaitWords,
+    gather: Mutex<Vec<Piece>>,
+}
+
+pub static QUEUES: Table<Queue> = Table::new(6);
+
+fn queue(h: usize) -> R<Arc<Queue>> {
+    QUEUES.get(h).ok_or(SCI_ERR_ILLEGAL_PARAMETER)
+}
+
+impl Drop for Queue {
+    fn drop(&mut self) {
+        self.desc.release(Kind::DmaQueue);
+    }
+}
+
+impl Queue {
+    pub fn state(&self) -> u32 {
+        self.state.load(Ordering::Acquire)
+    }
+    fn set(&self, s: u32) {
+        self.state.store(s, Ordering::Release);
+        self.wake.notify();
+    }
+    /// IDLE/DONE/ERROR/ABORTED (or GATHER when `gather`) -> POSTED.
+    fn post(&self, gather: bool) -> R<()> {
+        let mut s = self.state();
+        loop {
+            let ok = match s {
+                SCI_DMAQUEUE_IDLE | SCI_DMAQUEUE_DONE | SCI_DMAQUEUE_ERROR | SCI_DMAQUEUE_ABORTED => !gather,
+                SCI_DMAQUEUE_GATHER => gather,
+                _ => false,
+            };
+            if !ok {
+                return Err(SCI_ERR_ILLEGAL_OPERATION);
+            }
+            match self.state.compare_exchange(s, SCI_DMAQUEUE_POSTED, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => {
+                    self.abort.store(false, Ordering::Release);
+                    return Ok(());
+                }
+                Err(x) => s = x,
+            }
+        }
+    }
+}
+
+/// Moves the data of `job`; the final state.
+fn run(q: &Queue, job: &Job) -> (u32, SciErr) {
+    for p in &job.pieces {
+        let base = match &p.local {
+            Local::Seg(s) => match s.mem() {
+                Ok(d) => d.ptr,
+                Err(_) => return (SCI_DMAQUEUE_ERROR, SCI_ERR_TRANSFER_FAILED),
+            },
+            Local::Mem(ptr) => *ptr,
+        };
+        let mut done = 0;
+        while done < p.size {
+            if q.abort.load(Ordering::Acquire) {
+                return (SCI_DMAQUEUE_ABORTED, SCI_ERR_CANCELLED);
+            }
+            let n = (p.size - done).min(CHUNK);
+            // SAFETY: loff + size was checked against the local memory's length (segment)
+            // or is the program's buffer (Mem); the piece keeps the segment alive.
+            let buf = unsafe { std::slice::from_raw_parts_mut(base.add(p.loff + done), n) };
+            let raddr = p.rseg.data_addr + (p.roff + done) as u64;
+            let r = if p.read {
+                softnic_fabric::rma::get(&p.rseg.data_owner, p.rseg.data_key, raddr, buf, PD)
+            } else {
+                softnic_fabric::rma::put(&p.rseg.data_owner, p.rseg.data_key, raddr, buf, PD)
+            };
+            if let Err(e) = r {
+                softnic_fabric::sn_debug!("SISCI", "DMA to node {} segment {}: {}", p.rseg.node, p.rseg.id, e);
+                return (SCI_DMAQUEUE_ERROR, SCI_ERR_TRANSFER_FAILED);
+            }
+            done += n;
+        }
+    }
+    (SCI_DMAQUEUE_DONE, SCI_ERR_OK)
+}
+
+/// Runs `job` to its end: state, then (if any) the callback.
+fn complete(q: &Arc<Queue>, job: Job) {
+    let (state, status) = run(q, &job);
+    let cb = job.cb;
+    drop(job);
+    q.set(state);
+    if let Some((Some(f), arg)) = cb {
+        // SAFETY: the program's callback and argument, called as documented, on the DMA
+        // thread with no library lock held.
+        unsafe { f(arg as *mut c_void, q.handle, status) };
+    }
+}
+
+// ---- the DMA thread -----------------------------------------------------------------
+
+struct Engine {
+    jobs: Mutex<VecDeque<(Arc<Queue>, Job)>>,
+    cv: Condvar,
+}
+
+fn engine() -> R<&'static Engine> {
+    static E: OnceLock<Option<&'static Engine>> = OnceLock::new();
+    let e = E.get_or_init(|| {
+        let e: &'static Engine = Box::leak(Box::new(Engine { jobs: Mutex::new(VecDeque::new()), cv: Condvar::new() }));
+        std::thread::Builder::new().name("sisci-dma".into()).spawn(move || loop {
+            let (q, job) = {
+                let mut j = e.jobs.lock().unwrap_or_else(|x| x.into_inner());
+                loop {
+                    if let Some(x) = j.pop_front() {
+                        break x;
+                    }
+                    j = e.cv.wait(j).unwrap_or_else(|x| x.into_inner());
+                }
+            };
+            complete(&q, job);
+        }).ok().map(|_| e)
+    });
+    e.ok_or(SCI_ERR_SYSTEM)
+}
+
+// ---- starting transfers ---------------------------------------------------------------
+
+const START_FLAGS: u32 = SCI_FLAG_USE_CALLBACK | SCI_FLAG_DMA_READ | SCI_FLAG_BROADCAST | SCI_FLAG_DMA_GLOBAL | SCI_FLAG_DMA_SYSDMA | SCI_FLAG_DMA_WAIT | SCI_FLAG_DMA_USER_MEM | SCI_FLAG_DMA_ADAPTER;
+
+fn start_flags(flags: u32, rs: &RemoteSeg) -> R<()> {
+    check_flags(flags, START_FLAGS)?;
+    if flags & SCI_FLAG_DMA_SYSDMA != 0 && flags & SCI_FLAG_DMA_GLOBAL != 0 {
+        return Err(SCI_ERR_ILLEGAL_FLAG);
+    }
+    if flags & SCI_FLAG_BROADCAST != 0 && rs.flags & SCI_FLAG_BROADCAST == 0 {
+        return Err(SCI_ERR_ILLEGAL_FLAG);
+    }
+    Ok(())
+}
+
+fn inside(off: usize, size: usize, len: usize) -> R<()> {
+    match off.checked_add(size) {
+        Some(e) if e <= len => Ok(()),
+        _ => Err(SCI_ERR_OUT_OF_RANGE),
+    }
+}
+
+/// A piece of `ls` (or program memory at `mem`) and `rs`; takes the DMA references that
+/// keep both from being removed while it is in flight.
+fn piece(ls: Option<&Arc<LocalSeg>>, mem: *mut u8, rs: &Arc<RemoteSeg>, loff: usize, roff: usize, size: usize, read: bool) -> R<Piece> {
+    inside(roff, size, rs.size)?;
+    let local = match ls {
+        Some(s) => {
+            if !s.prepared() {
+                return Err(SCI_ERR_SEGMENT_NOT_PREPARED);
+            }
+            inside(loff, size, s.mem()?.len)?;
+            s.dma.fetch_add(1, Ordering::AcqRel);
+            Local::Seg(s.clone())
+        }
+        None => Local::Mem(mem),
+    };
+    rs.dma.fetch_add(1, Ordering::AcqRel);
+    Ok(Piece { local, rseg: rs.clone(), loff, roff, size, read })
+}
+
+fn launch(q: &Arc<Queue>, pieces: Vec<Piece>, cb: CbDma, arg: *mut c_void, flags: u32, gather: bool) -> R<()> {
+    let use_cb = flags & SCI_FLAG_USE_CALLBACK != 0;
+    if use_cb && cb.is_none() {
+        return Err(SCI_ERR_ILLEGAL_PARAMETER);
+    }
+    let eng = if use_cb { Some(engine()?) } else { None };
+    q.post(gather)?;
+    q.with_cb.store(use_cb, Ordering::Release);
+    let job = Job { pieces, cb: use_cb.then_some((cb, arg as usize)) };
+    match eng {
+        None => complete(q, job),
+        Some(e) => {
+            e.jobs.lock().unwrap_or_else(|x| x.into_inner()).push_back((q.clone(), job));
+            e.cv.notify_one();
+            if flags & SCI_FLAG_DMA_WAIT != 0 {
+                let _ = q.wake.wait_until(|| q.state() != SCI_DMAQUEUE_POSTED, None);
+            }
+        }
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn start(dq: usize, lseg: usize, mem: *mut u8, rseg: usize, loff: usize, size: usize, roff: usize, cb: CbDma, arg: *mut c_void, flags: u32) -> R<()> {
+    let q = queue(dq)?;
+    let rs = remote::rseg(rseg)?;
+    start_flags(flags, &rs)?;
+    let ls = if mem.is_null() { Some(segment::seg(lseg)?) } else { None };
+    if size == 0 {
+        return Err(SCI_ERR_ILLEGAL_PARAMETER);
+    }
+    if ls.is_none() {
+        let write_local = flags & SCI_FLAG_DMA_READ != 0;
+        match softnic_fabric::mem::mapped_writable(mem as usize, size) {
+            None => return Err(SCI_ERR_ILLEGAL_ADDRESS),
+            Some(false) if write_local => return Err(SCI_ERR_ILLEGAL_ADDRESS),
+            _ => {}
+        }
+    }
+    let p = piece(ls.as_ref(), mem, &rs, loff, roff, size, flags & SCI_FLAG_DMA_READ != 0)?;
+    launch(&q, vec![p], cb, arg, flags, false)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn start_vec(dq: usize, lseg: usize, rseg: usize, len: usize, vec: *const DisDmaVec, cb: CbDma, arg: *mut c_void, flags: u32) -> R<()> {
+    let q = queue(dq)?;
+    let rs = remote::rseg(rseg)?;
+    start_flags(flags, &rs)?;
+    let ls = segment::seg(lseg)?;
+    if len == 0 || len > DIS_DMA_MAX_VECLEN || vec.is_null() || vec as usize % std::mem::align_of::<DisDmaVec>() != 0 {
+        return Err(SCI_ERR_ILLEGAL_PARAMETER);
+    }
+    // SAFETY: the program's array of `len` entries.
+    let v = unsafe { std::slice::from_raw_parts(vec, len) };
+    let read = flags & SCI_FLAG_DMA_READ != 0;
+    let mut pieces = Vec::with_capacity(len);
+    for e in v {
+        check_flags(e.flags, 0)?;
+        pieces.push(piece(Some(&ls), std::ptr::null_mut(), &rs, e.local_offset as usize, e.remote_offset as usize, e.size as usize, read)?);
+    }
+    launch(&q, pieces, cb, arg, flags, false)
+}
+
+fn create(sd: usize, dq: *mut usize, adapter: u32, max_entries: u32, flags: u32) -> R<()> {
+    let d = desc::desc(sd)?;
+    check_flags(flags, SCI_FLAG_DMA_PHDMA)?;
+    check_adapter(adapter)?;
+    if dq.is_null() || max_entries == 0 {
+        return Err(SCI_ERR_ILLEGAL_PARAMETER);
+    }
+    d.acquire(Kind::DmaQueue)?;
+    let q = Queue { handle: 0, desc: d.clone(), max_entries, state: AtomicU32::new(SCI_DMAQUEUE_IDLE), abort: AtomicBool::new(false), with_cb: AtomicBool::new(false), wake: WaitWords::new(), gather: Mutex::new(Vec::new()) };
+    let (h, _) = QUEUES.insert_with(move |h| {
+        let mut q = q;
+        q.handle = h;
+        Arc::new(q)
+    }).ok_or(SCI_ERR_NOSPC)?;
+    out(dq, h)
+}
+
+fn remove(dq: usize, flags: u32) -> R<()> {
+    check_flags(flags, 0)?;
+    let mut illegal = false;
+    let q = QUEUES.remove_if(dq, |q| {
+        illegal = matches!(q.state(), SCI_DMAQUEUE_POSTED | SCI_DMAQUEUE_GATHER);
+        !illegal
+    });
+    if illegal {
+        return Err(SCI_ERR_ILLEGAL_OPERATION);
+    }
+    q.map(|_| ()).ok_or(SCI_ERR_ILLEGAL_PARAMETER)
+}
+
+fn abort(dq: usize, flags: u32) -> R<()> {
+    check_flags(flags, 0)?;
+    let q = queue(dq)?;
+    match q.state() {
+        SCI_DMAQUEUE_POSTED => {
+            q.abort.store(true, Ordering::Release);
+            let _ = q.wake.wait_until(|| q.state() != SCI_DMAQUEUE_POSTED, None);
+            Ok(())
+        }
+        SCI_DMAQUEUE_DONE | SCI_DMAQUEUE_ERROR | SCI_DMAQUEUE_ABORTED => Ok(()),
+        _ => Err(SCI_ERR_ILLEGAL_OPERATION),
+    }
+}
+
+fn wait(dq: usize, timeout: u32, flags: u32) -> R<u32> {
+    check_flags(flags, 0)?;
+    let q = queue(dq)?;
+    match q.state() {
+        SCI_DMAQUEUE_IDLE | SCI_DMAQUEUE_GATHER => return Err(SCI_ERR_ILLEGAL_OPERATION),
+        SCI_DMAQUEUE_POSTED => {}
+        s => return Ok(s),
+    }
+    if q.with_cb.load(Ordering::Acquire) {
+        return Err(SCI_ERR_ILLEGAL_OPERATION);
+    }
+    let t = (timeout != SCI_INFINITE_TIMEOUT).then(|| Duration::from_millis(timeout as u64));
+    match q.wake.wait_until(|| q.state() != SCI_DMAQUEUE_POSTED, t) {
+        Ok(()) => Ok(q.state()),
+        Err(softnic_fabric::Error::Timeout) => Err(SCI_ERR_TIMEOUT),
+        Err(_) => Err(SCI_ERR_SYSTEM),
+    }
+}
+
+// ---- SISCI 1.10: enqueue, post, reset ---------------------------------------------------
+
+#[allow(clippy::too_many_arguments)]
+fn enqueue(dq: usize, lseg: usize, rseg: usize, loff: u32, roff: u32, size: u32, flags: u32) -> R<u32> {
+    check_flags(flags, SCI_FLAG_DMA_READ | SCI_FLAG_DMA_POST)?;
+    let q = queue(dq)?;
+    let ls = segment::seg(lseg)?;
+    let rs = remote::rseg(rseg)?;
+    if size == 0 {
+        return Err(SCI_ERR_ILLEGAL_PARAMETER);
+    }
+    let mut g = q.gather.lock().unwrap_or_else(|e| e.into_inner());
+    let s = q.state();
+    match s {
+        SCI_DMAQUEUE_POSTED => return Err(SCI_ERR_ILLEGAL_OPERATION),
+        SCI_DMAQUEUE_GATHER => {}
+        _ => {
+            g.clear();
+            if q.state.compare_exchange(s, SCI_DMAQUEUE_GATHER, Ordering::AcqRel, Ordering::Acquire).is_err() {
+                return Err(SCI_ERR_ILLEGAL_OPERATION);
+            }
+        }
+    }
+    if g.len() >= q.max_entries as usize {
+        return Err(SCI_ERR_MAX_ENTRIES);
+    }
+    g.push(piece(Some(&ls), std::ptr::null_mut(), &rs, loff as usize, roff as usize, size as usize, flags & SCI_FLAG_DMA_READ != 0)?);
+    if flags & SCI_FLAG_DMA_POST != 0 {
+        let pieces = std::mem::take(&mut *g);
+        drop(g);
+        launch(&q, pieces, None, std::ptr::null_mut(), 0, true)?;
+    }
+    Ok(q.state())
+}
+
+fn post(dq: usize, cb: CbDma, arg: *mut c_void, flags: u32) -> R<()> {
+    check_flags(flags, SCI_FLAG_USE_CALLBACK)?;
+    let q = queue(dq)?;
+    let mut g = q.gather.lock().unwrap_or_else(|e| e.into_inner());
+    if q.state() != SCI_DMAQUEUE_GATHER {
+        return Err(SCI_ERR_ILLEGAL_OPERATION);
+    }
+    let pieces = std::mem::take(&mut *g);
+    drop(g);
+    launch(&q, pieces, cb, arg, flags, true)
+}
+
+fn reset(dq: usize, flags: u32) -> R<()> {
+    check_flags(flags, 0)?;
+    let q = queue(dq)?;
+    let mut g = q.gather.lock().unwrap_or_else(|e| e.into_inner());
+    if q.state() == SCI_DMAQUEUE_POSTED {
+        return Err(SCI_ERR_ILLEGAL_OPERATION);
+    }
+    g.clear();
+    q.set(SCI_DMAQUEUE_IDLE);
+    Ok(())
+}
+
+sisci_export! {
+    fn SCICreateDMAQueue(sd: usize, dq: *mut usize, localAdapterNo: u32, maxEntries: u32, flags: u32, error: *mut SciErr) {
+        done("SCICreateDMAQueue", error, create(sd, dq, localAdapterNo, maxEntries, flags))
+    }
+}
+
+sisci_export! {
+    fn SCIRemoveDMAQueue(dq: usize, flags: u32, error: *mut SciErr) {
+        done("SCIRemoveDMAQueue", error, remove(dq, flags))
+    }
+}
+
+sisci_export! {
+    fn SCIAbortDMAQueue(dq: usize, flags: u32, error: *mut SciErr) {
+        done("SCIAbortDMAQueue", error, abort(dq, flags))
+    }
+}
+
+sisci_export! {
+    /// The queue's state (SCI_DMAQUEUE_ERROR for an invalid handle).
+    fn SCIDMAQueueState(dq: usize) -> u32 {
+        QUEUES.get(dq).map_or(SCI_DMAQUEUE_ERROR, |q| q.state())
+    }
+}
+
+sisci_export! {
+    fn SCIWaitForDMAQueue(dq: usize, timeout: u32, flags: u32, error: *mut SciErr) -> u32 {
+        let r = wait(dq, timeout, flags);
+        let fail = QUEUES.get(dq).map_or(SCI_DMAQUEUE_ERROR, |q| q.state());
+        finish("SCIWaitForDMAQueue", error, r, fail)
+    }
+}
+
+sisci_export! {
+    fn SCIStartDmaTransfer(dq: usize, localSegment: usize, remoteSegment: usize, localOffset: usize, size: usize, remoteOffset: usize, callback: CbDma, callbackArg: *mut c_void, flags: u32, error: *mut SciErr) {
+        done("SCIStartDmaTransfer", error, start(dq, localSegment, std::ptr::null_mut(), remoteSegment, localOffset, size, remoteOffset, callback, callbackArg, flags))
+    }
+}
+
+sisci_export! {
+    fn DISStartDmaTransfer(dq: usize, localSegment: usize, remoteSegment: usize, localOffset: usize, size: usize, remoteOffset: usize, callback: CbDma, callbackArg: *mut c_void, flags: u32, error: *mut SciErr) {
+        done("DISStartDmaTransfer", error, start(dq, localSegment, std::ptr::null_mut(), remoteSegment, localOffset, size, remoteOffset, callback, callbackArg, flags))
+    }
+}
+
+sisci_export! {
+    fn SCIStartDmaTransferMem(dq: usize, localAddress: *mut c_void, remoteSegment: usize, size: usize, remoteOffset: usize, callback: CbDma, callbackArg: *mut c_void, flags: u32, error: *mut SciErr) {
+        let r = if localAddress.is_null() { Err(SCI_ERR_ILLEGAL_ADDRESS) } else { start(dq, 0, localAddress as *mut u8, remoteSegment, 0, size, remoteOffset, callback, callbackArg, flags) };
+        done("SCIStartDmaTransferMem", error, r)
+    }
+}
+
+sisci_export! {
+    fn SCIStartDmaTransferVec(dq: usize, localSegment: usize, remoteSegment: usize, vecLength: usize, disDmaVec: *const DisDmaVec, callback: CbDma, callbackArg: *mut c_void, flags: u32, error: *mut SciErr) {
+        done("SCIStartDmaTransferVec", error, start_vec(dq, localSegment, remoteSegment, vecLength, disDmaVec, callback, callbackArg, flags))
+    }
+}
+
+sisci_export! {
+    fn DISStartDmaTransferVec(dq: usize, localSegment: usize, remoteSegment: usize, vecLength: usize, disDmaVec: *const DisDmaVec, callback: CbDma, callbackArg: *mut c_void, flags: u32, error: *mut SciErr) {
+        done("DISStartDmaTransferVec", error, start_vec(dq, localSegment, remoteSegment, vecLength, disDmaVec, callback, callbackArg, flags))
+    }
+}
+
+sisci_export! {
+    /// SISCI 1.10: adds a transfer to the queue's gather list (state GATHER).
+    fn SCIEnqueueDMATransfer(dq: usize, localSegment: usize, remoteSegment: usize, localOffset: u32, remoteOffset: u32, size: u32, flags: u32, error: *mut SciErr) -> u32 {
+        let r = enqueue(dq, localSegment, remoteSegment, localOffset, remoteOffset, size, flags);
+        let fail = QUEUES.get(dq).map_or(SCI_DMAQUEUE_ERROR, |q| q.state());
+        finish("SCIEnqueueDMATransfer", error, r, fail)
+    }
+}
+
+sisci_export! {
+    /// SISCI 1.10: starts the gathered transfers.
+    fn SCIPostDMAQueue(dq: usize, callback: CbDma, callbackArg: *mut c_void, flags: u32, error: *mut SciErr) {
+        done("SCIPostDMAQueue", error, post(dq, callback, callbackArg, flags))
+    }
+}
+
+sisci_export! {
+    /// SISCI 1.10: back to IDLE, dropping gathered transfers.
+    fn SCIResetDMAQueue(dq: usize, flags: u32, error: *mut SciErr) {
+        done("SCIResetDMAQueue", error, reset(dq, flags))
+    }
+}
+
+// ---- DMA channels -------------------------------------------------------------------------
+
+/// Channels of each type per adapter (ids 0..CHANNELS-1).
+pub const CHANNELS: u32 = 4;
+
+pub struct Channel {
+    pub handle: usize,
+    desc: Arc<Desc>,
+    ty: u32,
+    id: u32,
+    shared: bool,
+    queues: Mutex<Vec<Weak<Queue>>>,
+    prepared: Mutex<Vec<usize>>,
+}
+
+pub static CHANS: Table<Channel> = Table::new(11);
+
+impl Drop for Channel {
+    fn drop(&mut self) {
+        self.desc.release(Kind::DmaChannel);
+    }
+}
+
+fn request_channel(sd: usize, ch: *mut usize, adapter: u32, ty: u32, id: u32, flags: u32) -> R<()> {
+    let d = desc::desc(sd)?;
+    check_flags(flags, SCI_FLAG_DMA_CHANNEL_SHARED)?;
+    check_adapter(adapter)?;
+    if ch.is_null() || !(SCI_DMA_TYPE_DONTCARE..=SCI_DMA_TYPE_SLAVE).contains(&ty) {
+        return Err(SCI_ERR_ILLEGAL_PARAMETER);
+    }
+    let ty = if ty == SCI_DMA_TYPE_DONTCARE { SCI_DMA_TYPE_ADAPTER } else { ty };
+    if matches!(ty, SCI_DMA_TYPE_SLAVE | SCI_DMA_TYPE_TRANSPARENT) {
+        return Err(SCI_ERR_DMA_NOT_AVAILABLE);
+    }
+    let shared = flags & SCI_FLAG_DMA_CHANNEL_SHARED != 0;
+    let taken: Vec<(u32, bool)> = CHANS.all().iter().filter(|c| c.ty == ty).map(|c| (c.id, c.shared)).collect();
+    let usable = |i: u32| taken.iter().all(|&(j, s)| j != i || (shared && s));
+    let id = if id == SCI_DMA_CHANNEL_ID_DONTCARE {
+        (0..CHANNELS).find(|&i| usable(i)).ok_or(SCI_ERR_DMA_NOT_AVAILABLE)?
+    } else if id < CHANNELS && usable(id) {
+        id
+    } else {
+        return Err(SCI_ERR_DMA_NOT_AVAILABLE);
+    };
+    d.acquire(Kind::DmaChannel)?;
+    let c = Channel { handle: 0, desc: d.clone(), ty, id, shared, queues: Mutex::new(Vec::new()), prepared: Mutex::new(Vec::new()) };
+    let (h, _) = CHANS.insert_with(move |h| {
+        let mut c = c;
+        c.handle = h;
+        Arc::new(c)
+    }).ok_or(SCI_ERR_NOSPC)?;
+    out(ch, h)
+}
+
+fn return_channel(ch: usize) -> R<()> {
+    let mut busy = false;
+    let c = CHANS.remove_if(ch, |c| {
+        busy = c.queues.lock().unwrap_or_else(|e| e.into_inner()).iter().filter_map(|q| q.upgrade()).any(|q| q.state() == SCI_DMAQUEUE_POSTED);
+        !busy
+    });
+    if busy {
+        return Err(SCI_ERR_BUSY);
+    }
+    c.map(|_| ()).ok_or(SCI_ERR_ILLEGAL_PARAMETER)
+}
+
+fn assign(ch: usize, dq: usize, flags: u32) -> R<()> {
+    check_flags(flags, 0)?;
+    let c = CHANS.get(ch).ok_or(SCI_ERR_ILLEGAL_PARAMETER)?;
+    let q = queue(dq)?;
+    if q.state() == SCI_DMAQUEUE_POSTED {
+        return Err(SCI_ERR_ILLEGAL_OPERATION);
+    }
+    c.queues.lock().unwrap_or_else(|e| e.into_inner()).push(Arc::downgrade(&q));
+    Ok(())
+}
+
+/// SCIPrepare/Unprepare{Local,Remote}SegmentForDMA: bookkeeping for system DMA
+/// channels (the only ones that need it); other channel types are
+/// SCI_ERR_ILLEGAL_OPERATION, as is unpreparing what was not prepared.
+fn prepare_for_dma(ch: usize, seg_handle: usize, remote: bool, prepare: bool, flags: u32) -> R<()> {
+    check_flags(flags, 0)?;
+    let c = CHANS.get(ch).ok_or(SCI_ERR_ILLEGAL_PARAMETER)?;
+    if remote {
+        let r = remote::rseg(seg_handle)?;
+        if prepare && r.maps.load(Ordering::Acquire) == 0 {
+            return Err(SCI_ERR_ILLEGAL_OPERATION);
+        }
+    } else {
+        segment::seg(seg_handle)?;
+    }
+    if c.ty != SCI_DMA_TYPE_SYSTEM {
+        return Err(SCI_ERR_ILLEGAL_OPERATION);
+    }
+    let mut p = c.prepared.lock().unwrap_or_else(|e| e.into_inner());
+    let at = p.iter().position(|&h| h == seg_handle);
+    match (prepare, at) {
+        (true, None) => p.push(seg_handle),
+        (true, Some(_)) => {}
+        (false, Some(i)) => {
+            p.swap_remove(i);
+        }
+        (false, None) => return Err(SCI_ERR_ILLEGAL_OPERATION),
+    }
+    Ok(())
+}
+
+sisci_export! {
+    fn SCIRequestDMAChannel(sd: usize, channel: *mut usize, localAdapterNo: u32, type_: u32, channelId: u32, flags: u32, error: *mut SciErr) {
+        done("SCIRequestDMAChannel", error, request_channel(sd, channel, localAdapterNo, type_, channelId, flags))
+    }
+}
+
+sisci_export! {
+    fn SCIReturnDMAChannel(channel: usize, error: *mut SciErr) {
+        done("SCIReturnDMAChannel", error, return_channel(channel))
+    }
+}
+
+sisci_export! {
+    fn SCIAssignDMAChannel(channel: usize, dq: usize, flags: u32, error: *mut SciErr) {
+        done("SCIAssignDMAChannel", error, assign(channel, dq, flags))
+    }
+}
+
+sisci_export! {
+    /// The channel's type (SCI_DMA_TYPE_DONTCARE for an invalid handle).
+    fn SCIGetDMAChannelType(channel: usize) -> u32 {
+        CHANS.get(channel).map_or(SCI_DMA_TYPE_DONTCARE, |c| c.ty)
+    }
+}
+
+sisci_export! {
+    fn SCIPrepareLocalSegmentForDMA(channel: usize, local_segment: usize, flags: u32, error: *mut SciErr) {
+        done("SCIPrepareLocalSegmentForDMA", error, prepare_for_dma(channel, local_segment, false, true, flags))
+    }
+}
+
+sisci_export! {
+    fn SCIUnprepareLocalSegmentForDMA(channel: usize, local_segment: usize, flags: u32, error: *mut SciErr) {
+        done("SCIUnprepareLocalSegmentForDMA", error, prepare_for_dma(channel, local_segment, false, false, flags))
+    }
+}
+
+sisci_export! {
+    fn SCIPrepareRemoteSegmentForDMA(channel: usize, remote_segment: usize, flags: u32, error: *mut SciErr) {
+        done("SCIPrepareRemoteSegmentForDMA", error, prepare_for_dma(channel, remote_segment, true, true, flags))
+    }
+}
+
+sisci_export! {
+    fn SCIUnprepareRemoteSegmentForDMA(channel: usize, remote_segment: usize, flags: u32, error: *mut SciErr) {
+        done("SCIUnprepareRemoteSegmentForDMA", error, prepare_for_dma(channel, remote_segment, true, false, flags))
+    }
+}
+

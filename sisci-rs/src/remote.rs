@@ -1,0 +1,392 @@
+//! Remote segments: connections to segments of other nodes (or of this one).
+//!
+//! SCIConnectSegment finds the segment in the node registry of its node and asks the
+//! owner's side (crate::service, SEG_CONNECT) to take a connection: one attempt, no
+//! waiting (the timeout argument is ignored as on Dolphin's systems): a segment that
+//! does not exist yet or is not available is SCI_ERR_NO_SUCH_SEGMENT at once, and
+//! programs retry until the exporter is ready.  The connection names this process and
+//! the event ring of the remote segment (a control block of ours), where the owner posts
+//! SCI_CB_DISCONNECT when it withdraws the segment with SCI_FLAG_NOTIFY or
+//! SCI_FLAG_FORCE_DISCONNECT (or removes it with SCI_FLAG_FORCE_REMOVE).  An owner whose
+//! process ends is reported once as SCI_CB_LOST.
+
+use crate::desc::{self, Desc, Kind};
+use crate::events::{self, Armed};
+use crate::node;
+use crate::pool::{self, Block};
+use crate::segment::{parse_payload, SWEEP_EVERY};
+use crate::service::{self, *};
+use crate::sisci_export;
+use crate::status::*;
+use crate::handles::Table;
+use crate::types::*;
+use softnic_fabric::mem::{MemKey, RingLoc};
+use softnic_fabric::ring::Ring;
+use softnic_fabric::rma::Peer;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub struct RemoteSeg {
+    pub handle: usize,
+    pub desc: Arc<Desc>,
+    pub owner: Arc<Peer>,
+    /// The process whose memory the segment is: the owner, except for a broadcast
+    /// segment, whose memory is its group's (see crate::broadcast).
+    pub data_owner: Arc<Peer>,
+    pub node: u32,
+    pub id: u32,
+    pub size: usize,
+    pub flags: u32,
+    pub blk_key: MemKey,
+    pub blk_addr: u64,
+    pub rec: u32,
+    pub rec_gen: u64,
+    pub data_key: MemKey,
+    pub data_addr: u64,
+    pub data_loc: Option<RingLoc>,
+    pub ev: Block,
+    pub ring: Ring<Event>,
+    cookie: u64,
+    pub maps: AtomicU32,
+    pub dma: AtomicU32,
+    /// The owner told us to disconnect (or forced it).
+    pub withdrawn: AtomicBool,
+    lost: AtomicBool,
+    last_probe: Mutex<Option<std::time::Instant>>,
+    pub removed: AtomicBool,
+    cb: Mutex<Option<(CbRemoteSegment, usize)>>,
+}
+
+pub static RSEGS: Table<RemoteSeg> = Table::new(3);
+
+pub fn rseg(h: usize) -> R<Arc<RemoteSeg>> {
+    RSEGS.get(h).ok_or(SCI_ERR_ILLEGAL_PARAMETER)
+}
+
+impl RemoteSeg {
+    /// Is the connection still good (owner alive, connection not withdrawn)?
+    pub fn healthy(&self) -> bool {
+        !self.withdrawn.load(Ordering::Relaxed) && self.owner.seems_alive() && self.data_owner.seems_alive()
+    }
+
+    /// The next event for the program: queued owner events first, then a lost owner
+    /// (once).  Events carrying another handle (left by an earlier user of this block)
+    /// are skipped.
+    fn next_event(&self) -> Option<(u32, SciErr)> {
+        while let Some(ev) = self.ring.pop() {
+            if ev[0] & 0xffff == EV_CANCEL {
+                return Some((EV_CANCEL as u32, SCI_ERR_CANCELLED));
+            }
+            if ev[1] != self.cookie {
+                continue;
+            }
+            let reason = (ev[0] & 0xffff) as u32;
+            if reason == SCI_CB_DISCONNECT {
+                self.withdrawn.store(true, Ordering::Relaxed);
+            }
+            return Some((reason, (ev[0] >> 32) as u32));
+        }
+        if !self.lost.load(Ordering::Acquire) && !self.owner_alive() && !self.lost.swap(true, Ordering::AcqRel) {
+            self.withdrawn.store(true, Ordering::Relaxed);
+            return Some((SCI_CB_LOST, SCI_ERR_NOT_CONNECTED));
+        }
+        None
+    }
+}
+
+impl RemoteSeg {
+    /// The owner's liveness, probed at most every SWEEP_EVERY across machines.
+    fn owner_alive(&self) -> bool {
+        if !self.owner.is_remote() {
+            return self.owner.is_alive();
+        }
+        let now = std::time::Instant::now();
+        let mut last = self.last_probe.lock().unwrap_or_else(|e| e.into_inner());
+        if last.is_some_and(|t| now.duration_since(t) < SWEEP_EVERY) {
+            return self.owner.is_alive();
+        }
+        *last = Some(now);
+        drop(last);
+        node::probe(&self.owner)
+    }
+}
+
+impl Armed for RemoteSeg {
+    fn dispatch(&self, _sweep: bool) -> bool {
+        loop {
+            if self.removed.load(Ordering::Acquire) {
+                return false;
+            }
+            let Some((Some(f), arg)) = *self.cb.lock().unwrap_or_else(|e| e.into_inner()) else { return false };
+            let Some((reason, status)) = self.next_event() else { return true };
+            if reason == EV_CANCEL as u32 {
+                return false;
+            }
+            // SAFETY: the program's callback and argument, called as documented.
+            let act = unsafe { f(arg as *mut c_void, self.handle, reason, status) };
+            if act == SCI_CALLBACK_CANCEL {
+                *self.cb.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                return false;
+            }
+        }
+    }
+    fn watch(&self) -> bool {
+        !self.lost.load(Ordering::Relaxed)
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn connect(sd: usize, segment: *mut usize, node_id: u32, id: u32, adapter: u32, cb: CbRemoteSegment, arg: *mut c_void, flags: u32) -> R<()> {
+    let d = desc::desc(sd)?;
+    check_flags(flags, SCI_FLAG_USE_CALLBACK | SCI_FLAG_ASYNCHRONOUS_CONNECT | SCI_FLAG_BROADCAST)?;
+    if segment.is_null() || (flags & SCI_FLAG_USE_CALLBACK != 0 && cb.is_none()) {
+        return Err(SCI_ERR_ILLEGAL_PARAMETER);
+    }
+    check_adapter(adapter)?;
+    if flags & SCI_FLAG_ASYNCHRONOUS_CONNECT != 0 {
+        return Err(SCI_ERR_FLAG_NOT_IMPLEMENTED);
+    }
+    let broadcast = flags & SCI_FLAG_BROADCAST != 0;
+    let node_id = if broadcast {
+        if node_id != DIS_BROADCAST_NODEID_GROUP_ALL {
+            return Err(SCI_ERR_ILLEGAL_NODEID);
+        }
+        // A member on this node, else the node that created the machine's group.
+        let me = node::my_node();
+        if node::lookup(me, &node::seg_key(me, id)).is_ok() {
+            me
+        } else {
+            crate::broadcast::creator_node(id).unwrap_or(me)
+        }
+    } else {
+        node::node_arg(node_id)?
+    };
+    if !node::node_exists(node_id) {
+        return Err(SCI_ERR_NO_SUCH_NODEID);
+    }
+    d.acquire(Kind::RemoteSegment)?;
+    let r = connect_in(&d, segment, node_id, id, adapter, cb, arg, flags);
+    if r.is_err() {
+        d.release(Kind::RemoteSegment);
+    }
+    r
+}
+
+#[allow(clippy::too_many_arguments)]
+fn connect_in(d: &Arc<Desc>, segment: *mut usize, node_id: u32, id: u32, adapter: u32, cb: CbRemoteSegment, arg: *mut c_void, flags: u32) -> R<()> {
+    crate::segment::sweep_orphans();
+    let (owner, p) = node::lookup(node_id, &node::seg_key(node_id, id)).map_err(|e| {
+        softnic_fabric::sn_debug!("SISCI", "SCIConnectSegment: segment {} of node {}: {}", id, node_id, e);
+        reach_err(e, SCI_ERR_NO_SUCH_SEGMENT)
+    })?;
+    let p = parse_payload(&p);
+    if (flags & SCI_FLAG_BROADCAST != 0) && p.flags & SCI_FLAG_BROADCAST == 0 {
+        return Err(SCI_ERR_NO_SUCH_SEGMENT);
+    }
+    let ev = pool::alloc()?;
+    let (ring, ring_loc) = ev.init_ring::<Event>(16)?;
+    let (fnode, me) = node::me().map_err(|_| SCI_ERR_SYSTEM)?;
+    let mut obj = RemoteSeg {
+        handle: 0,
+        desc: d.clone(),
+        owner: owner.clone(),
+        data_owner: owner.clone(),
+        node: node_id,
+        id,
+        size: 0,
+        flags,
+        blk_key: p.key,
+        blk_addr: p.addr,
+        rec: 0,
+        rec_gen: 0,
+        data_key: MemKey::NONE,
+        data_addr: 0,
+        data_loc: None,
+        ev,
+        ring,
+        cookie: next_cookie(),
+        maps: AtomicU32::new(0),
+        dma: AtomicU32::new(0),
+        withdrawn: AtomicBool::new(false),
+        lost: AtomicBool::new(false),
+        last_probe: Mutex::new(None),
+        removed: AtomicBool::new(false),
+        cb: Mutex::new(None),
+    };
+    if flags & SCI_FLAG_USE_CALLBACK != 0 {
+        *obj.cb.get_mut().unwrap_or_else(|e| e.into_inner()) = Some((cb, arg as usize));
+    }
+    let req = Msg::op(SEG_CONNECT)
+        .u64(p.key.to_u64())
+        .u64(p.addr)
+        .u32(node::my_node())
+        .u32(fnode)
+        .u32(me.slot)
+        .u32(me.gen)
+        .loc(&ring_loc)
+        .u64(obj.cookie)
+        .u32(adapter);
+    let (st, reply) = service::request(&owner, req).map_err(|e| {
+        softnic_fabric::sn_debug!("SISCI", "SCIConnectSegment: node {} segment {}: {}", node_id, id, e);
+        reach_err(e, SCI_ERR_NO_SUCH_SEGMENT)
+    })?;
+    if st != SCI_ERR_OK {
+        return Err(st);
+    }
+    let mut r = Rd::new(&reply);
+    let parsed = (|| -> softnic_fabric::Result<()> {
+        obj.rec = r.u32()?;
+        obj.rec_gen = r.u64()?;
+        obj.size = r.u64()? as usize;
+        obj.data_key = MemKey::from_u64(r.u64()?);
+        obj.data_addr = r.u64()?;
+        let l = r.loc()?;
+        obj.data_loc = (l.len > 0).then_some(l);
+        obj.flags = (r.u32()? & SCI_FLAG_BROADCAST) | (flags & SCI_FLAG_USE_CALLBACK);
+        Ok(())
+    })();
+    if parsed.is_ok() && obj.flags & SCI_FLAG_BROADCAST != 0 {
+        match crate::broadcast::group_owner(id) {
+            Some(p) => obj.data_owner = p,
+            None => {
+                disconnect_now(&obj);
+                return Err(SCI_ERR_NO_SUCH_SEGMENT);
+            }
+        }
+    }
+    if parsed.is_err() {
+        disconnect_now(&obj);
+        return Err(SCI_ERR_SYSTEM);
+    }
+    let Some((_, obj)) = RSEGS.insert_with(move |h| {
+        obj.handle = h;
+        Arc::new(obj)
+    }) else {
+        return Err(SCI_ERR_NOSPC);
+    };
+    if flags & SCI_FLAG_USE_CALLBACK != 0 {
+        if let Err(e) = events::arm(obj.clone()) {
+            disconnect_now(&obj);
+            RSEGS.remove(obj.handle);
+            return Err(e);
+        }
+    }
+    out(segment, obj.handle)
+}
+
+/// A value no other remote segment of this process has had: the owner echoes it in the
+/// events it posts, so an event meant for an earlier user of the event block is ignored.
+fn next_cookie() -> u64 {
+    static C: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    C.fetch_add(1, Ordering::Relaxed)
+}
+
+fn disconnect_now(s: &RemoteSeg) {
+    let req = Msg::op(SEG_DISCONNECT).u64(s.blk_key.to_u64()).u64(s.blk_addr).u32(s.rec).u64(s.rec_gen).u32(node::my_node()).u32(0);
+    if let Err(e) = service::request(&s.owner, req) {
+        softnic_fabric::sn_debug!("SISCI", "disconnect from node {} segment {}: {}", s.node, s.id, e);
+    }
+}
+
+fn disconnect(h: usize, flags: u32) -> R<()> {
+    check_flags(flags, 0)?;
+    let s = rseg(h)?;
+    let mut busy = false;
+    let gone = RSEGS.remove_if(h, |s| {
+        busy = s.maps.load(Ordering::Acquire) > 0 || s.dma.load(Ordering::Acquire) > 0;
+        !busy
+    });
+    if busy {
+        return Err(SCI_ERR_BUSY);
+    }
+    gone.ok_or(SCI_ERR_ILLEGAL_PARAMETER)?;
+    s.removed.store(true, Ordering::Release);
+    s.ring.push_or_overrun(&[EV_CANCEL, 0]);
+    events::kick();
+    if !s.lost.load(Ordering::Relaxed) {
+        disconnect_now(&s);
+    }
+    s.desc.release(Kind::RemoteSegment);
+    Ok(())
+}
+
+fn wait_event(h: usize, status: *mut SciErr, timeout: u32, flags: u32) -> R<u32> {
+    check_flags(flags, 0)?;
+    let s = rseg(h)?;
+    if s.cb.lock().unwrap_or_else(|e| e.into_inner()).is_some() {
+        return Err(SCI_ERR_ILLEGAL_OPERATION);
+    }
+    let deadline = (timeout != SCI_INFINITE_TIMEOUT).then(|| Instant::now() + Duration::from_millis(timeout as u64));
+    loop {
+        if let Some((reason, st)) = s.next_event() {
+            if reason == EV_CANCEL as u32 {
+                return Err(SCI_ERR_CANCELLED);
+            }
+            if !status.is_null() {
+                out(status, st)?;
+            }
+            return Ok(reason);
+        }
+        if s.removed.load(Ordering::Acquire) {
+            return Err(SCI_ERR_CANCELLED);
+        }
+        let slice = match deadline {
+            None => SWEEP_EVERY,
+            Some(d) => {
+                let now = Instant::now();
+                if now >= d {
+                    return Err(SCI_ERR_TIMEOUT);
+                }
+                (d - now).min(SWEEP_EVERY)
+            }
+        };
+        match s.ring.wait_nonempty(Some(slice)) {
+            Ok(()) | Err(softnic_fabric::Error::Timeout) => {}
+            Err(_) => return Err(SCI_ERR_SYSTEM),
+        }
+    }
+}
+
+sisci_export! {
+    /// Connects to segment `segmentId` of node `nodeId` (see the module doc).
+    fn SCIConnectSegment(sd: usize, segment: *mut usize, nodeId: u32, segmentId: u32, localAdapterNo: u32, callback: CbRemoteSegment, callbackArg: *mut c_void, timeout: u32, flags: u32, error: *mut SciErr) {
+        let _ = timeout;
+        done("SCIConnectSegment", error, connect(sd, segment, nodeId, segmentId, localAdapterNo, callback, callbackArg, flags))
+    }
+}
+
+sisci_export! {
+    /// Ends a connection; SCI_ERR_BUSY while it is mapped or a DMA transfer uses it.
+    fn SCIDisconnectSegment(segment: usize, flags: u32, error: *mut SciErr) {
+        done("SCIDisconnectSegment", error, disconnect(segment, flags))
+    }
+}
+
+sisci_export! {
+    /// Size in bytes; 0 for an invalid handle.
+    fn SCIGetRemoteSegmentSize(segment: usize) -> usize {
+        RSEGS.get(segment).map_or(0, |s| s.size)
+    }
+}
+
+sisci_export! {
+    /// Segment id; 0 for an invalid handle.
+    fn SCIGetRemoteSegmentId(segment: usize) -> u32 {
+        RSEGS.get(segment).map_or(0, |s| s.id)
+    }
+}
+
+sisci_export! {
+    /// Node id of the owner; 0 for an invalid handle.
+    fn SCIGetRemoteSegmentNodeId(segment: usize) -> u32 {
+        RSEGS.get(segment).map_or(0, |s| s.node)
+    }
+}
+
+sisci_export! {
+    fn SCIWaitForRemoteSegmentEvent(segment: usize, status: *mut SciErr, timeout: u32, flags: u32, error: *mut SciErr) -> u32 {
+        finish("SCIWaitForRemoteSegmentEvent", error, wait_event(segment, status, timeout, flags), 0)
+    }
+}
