@@ -29,8 +29,9 @@ use crate::seg::{Guard, HandlerNote, Seg, FREE, LIVE};
 use crate::status::{done, ret, PResult};
 use crate::types::*;
 use softnic_fabric::ring::Ring;
+use softnic_fabric::spin::SpinLock;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Most events a queue may be asked to hold.
@@ -78,8 +79,9 @@ pub struct EqLocal {
     pub idx: u32,
     ring: Ring<Packed>,
     chunk: (usize, usize),
-    /// The sequence number expected next; its lock serialises consumers.
-    next: Mutex<u32>,
+    /// The sequence number expected next; its lock serialises consumers (held for a
+    /// pop and a compare: a spin lock, one locked instruction).
+    next: SpinLock<u32>,
     waiters: AtomicU32,
     ended: AtomicBool,
     pub handler: ptl_eq_handler_t,
@@ -97,7 +99,19 @@ impl EqLocal {
     /// Wakes and refuses every waiter (PtlEQFree, PtlNIFini).
     pub fn end(&self) {
         self.ended.store(true, Ordering::Release);
-        let _ = self.ring.push(&Packed { kind: Packed::POISON, ..Packed::default() });
+        self.push_poison(&Packed { kind: Packed::POISON, ..Packed::default() });
+    }
+
+    /// Pushes a poison entry under the NI lock, as every producer does (see [`push`]).
+    fn push_poison(&self, p: &Packed) {
+        let g = self.ni.seg.lock();
+        // SAFETY: the NI lock serialises producers; the ring is ours, mapped while `ni` lives.
+        if unsafe { self.ring.push_serialized(p) }.is_ok() {
+            if let Some(w) = self.ring.waker() {
+                // SAFETY: as above.
+                unsafe { g.wake_on_release(w) };
+            }
+        }
     }
 
     /// The next event and whether events were dropped before it; `Ok(None)` when empty.
@@ -105,12 +119,13 @@ impl EqLocal {
         if self.ended.load(Ordering::Acquire) {
             return Err(PTL_EQ_INVALID);
         }
-        let mut next = self.next.lock().unwrap_or_else(|e| e.into_inner());
-        match self.ring.pop() {
+        let mut next = self.next.lock();
+        // SAFETY: every pop of the ring is here, under `next`: consumers are serialised.
+        match unsafe { self.ring.pop_serialized() } {
             None => Ok(None),
             Some(p) if p.kind == Packed::POISON => {
                 // Leave it for the other waiters.
-                let _ = self.ring.push(&p);
+                self.push_poison(&p);
                 Err(PTL_EQ_INVALID)
             }
             Some(p) => {
@@ -175,16 +190,32 @@ thread_local! {
 }
 
 fn lookup(h: u32) -> PResult<Arc<EqLocal>> {
+    with_eq(h, |q| Ok(q.clone()))
+}
+
+/// Runs `f` on queue `h`, borrowed from the thread's cache of its last queue while that
+/// queue lives (PtlEQWait in a loop takes no lock and no reference count).
+#[inline]
+fn with_eq<R>(h: u32, f: impl FnOnce(&Arc<EqLocal>) -> PResult<R>) -> PResult<R> {
     Lib::check_init()?;
-    // The thread's last queue while it lives (PtlEQWait in a loop takes no lock).
-    let hit = LAST_EQ.with(|c| c.borrow().as_ref().filter(|q| q.handle == h && !q.ended.load(Ordering::Acquire) && !q.ni.ended.load(Ordering::Acquire)).cloned());
-    if let Some(q) = hit {
-        return Ok(q);
+    let mut f = Some(f);
+    let r = LAST_EQ.with(|c| {
+        let b = c.try_borrow().ok()?;
+        let q = b.as_ref().filter(|q| q.handle == h && !q.ended.load(Ordering::Acquire) && !q.ni.ended.load(Ordering::Acquire))?;
+        Some(f.take().expect("called once")(q))
+    });
+    if let Some(r) = r {
+        return r;
     }
     let (n, _, _) = Lib::of(h, handle::EQ, PTL_EQ_INVALID)?;
     let q = eq_local(&n, h)?;
-    LAST_EQ.with(|c| *c.borrow_mut() = Some(q.clone()));
-    Ok(q)
+    LAST_EQ.with(|c| {
+        // Unless a caller up the stack borrows it.
+        if let Ok(mut c) = c.try_borrow_mut() {
+            *c = Some(q.clone());
+        }
+    });
+    f.take().expect("not called")(&q)
 }
 
 /// Is `h` PTL_EQ_NONE or a live queue of `n`?  (`PTL_EQ_INVALID` otherwise.)
@@ -214,9 +245,15 @@ pub fn push(seg: &Seg, g: &Guard<'_>, eq_h: u32, ev: &mut Event) -> bool {
         q.taken_hint = q.pushed.wrapping_sub(queued);
         room = queued < q.count as u64;
     }
-    let pushed = room && ring.push(&Packed::pack(ev)).is_ok();
+    // SAFETY: every push into a queue's ring holds the NI lock (this function's guard,
+    // EqLocal::end's and take's): producers are serialised.
+    let pushed = room && unsafe { ring.push_serialized(&Packed::pack(ev)) }.is_ok();
     if pushed {
         q.pushed = q.pushed.wrapping_add(1);
+        if let Some(w) = ring.waker() {
+            // SAFETY: the ring lies in the segment, mapped as long as the lock's holder is.
+            unsafe { g.wake_on_release(w) };
+        }
     }
     if pushed && q.has_handler != 0 {
         if let Some(h) = seg.handler_ring() {
@@ -322,7 +359,7 @@ fn eq_alloc(ni_handle: u32, count: u64, handler: ptl_eq_handler_t, out: *mut u32
         idx,
         ring,
         chunk: (off, bytes),
-        next: Mutex::new(0),
+        next: SpinLock::new(0),
         waiters: AtomicU32::new(0),
         ended: AtomicBool::new(false),
         handler,
@@ -357,7 +394,11 @@ pub extern "C" fn PtlEQFree(eq_handle: u32) -> i32 {
             slot.take().expect("checked above")
         };
         q.end();
-        LAST_EQ.with(|c| *c.borrow_mut() = None);
+        LAST_EQ.with(|c| {
+            if let Ok(mut c) = c.try_borrow_mut() {
+                *c = None;
+            }
+        });
         Ok(())
     })();
     done("PtlEQFree", r)
@@ -365,8 +406,7 @@ pub extern "C" fn PtlEQFree(eq_handle: u32) -> i32 {
 
 #[no_mangle]
 pub unsafe extern "C" fn PtlEQGet(eq_handle: u32, event: *mut Event) -> i32 {
-    let r: PResult<()> = (|| {
-        let q = lookup(eq_handle)?;
+    let r: PResult<()> = with_eq(eq_handle, |q| {
         if event.is_null() {
             return Err(PTL_SEGV);
         }
@@ -377,15 +417,15 @@ pub unsafe extern "C" fn PtlEQGet(eq_handle: u32, event: *mut Event) -> i32 {
             Some((ev, dropped)) => Err(deliver(&ev, dropped, event)),
             None => Err(PTL_EQ_EMPTY),
         }
-    })();
+    });
     ret("PtlEQGet", r.err().unwrap_or(PTL_OK))
 }
 
 fn wait_one(eq_handle: u32, event: *mut Event, timeout: Option<Duration>) -> i32 {
-    let q = match lookup(eq_handle) {
-        Ok(q) => q,
-        Err(e) => return e,
-    };
+    with_eq(eq_handle, |q| Ok(wait_on(q, event, timeout))).unwrap_or_else(|e| e)
+}
+
+fn wait_on(q: &EqLocal, event: *mut Event, timeout: Option<Duration>) -> i32 {
     if event.is_null() {
         return PTL_SEGV;
     }

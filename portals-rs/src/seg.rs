@@ -324,7 +324,18 @@ unsafe impl Sync for Seg {}
 
 /// The lock held, as a witness for the row accessors.
 pub struct Guard<'a> {
-    _held: Held<'a>,
+    held: Held<'a>,
+}
+
+impl Guard<'_> {
+    /// See [`Held::wake_on_release`].
+    ///
+    /// # Safety
+    /// As there.
+    pub unsafe fn wake_on_release(&self, w: *const softnic_fabric::wait::WaitWords) {
+        // SAFETY: the caller's contract.
+        unsafe { self.held.wake_on_release(w) }
+    }
 }
 
 impl Seg {
@@ -408,8 +419,20 @@ impl Seg {
         unsafe { &*(self.base as *const Header) }
     }
 
+    #[inline]
     pub fn lock(&self) -> Guard<'_> {
-        Guard { _held: self.hdr().lock.lock() }
+        Guard { held: self.hdr().lock.lock() }
+    }
+
+    /// The lock if it is free now.
+    #[inline]
+    pub fn try_lock(&self) -> Option<Guard<'_>> {
+        self.hdr().lock.try_lock().map(|held| Guard { held })
+    }
+
+    /// Is this a view of the same segment as `other` (one lock)?
+    pub fn same(&self, other: &Seg) -> bool {
+        self.base == other.base
     }
 
     /// The state under the lock (`next_link`, `zombies`, `stats`).
