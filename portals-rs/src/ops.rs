@@ -34,6 +34,8 @@ pub struct Target {
     peer: Arc<Peer>,
     loc: RingLoc,
     nonce: u64,
+    /// Its segment mapped here, for a target on this machine.
+    view: Option<Arc<service::NiView>>,
 }
 
 /// (job, nid, pid) of a target NI.
@@ -52,39 +54,61 @@ thread_local! {
     static BUFS: RefCell<Bufs> = const { RefCell::new(Bufs { req: Vec::new(), reply: Vec::new() }) };
 }
 
+/// Sets the thread's cached target (unless a caller up the stack borrows it, see
+/// [`with_cached`]).
+fn set_last(t: Option<Arc<Target>>) {
+    LAST_TARGET.with(|l| {
+        if let Ok(mut l) = l.try_borrow_mut() {
+            *l = t;
+        }
+    });
+}
+
 /// Forgets every cached target (PtlNIFini).
 pub fn forget_targets() {
     *TARGETS.lock().unwrap_or_else(|e| e.into_inner()) = None;
-    LAST_TARGET.with(|l| *l.borrow_mut() = None);
+    set_last(None);
 }
 
 fn forget(key: TargetKey) {
     if let Some(m) = TARGETS.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
         m.remove(&key);
     }
-    LAST_TARGET.with(|l| *l.borrow_mut() = None);
+    set_last(None);
+}
+
+/// Runs `f` on the thread's cached target `key`, borrowed (no reference count); None
+/// when the cache holds another one (or is in use up the stack).
+#[inline]
+fn with_cached<R>(key: TargetKey, f: impl FnOnce(&Target) -> R) -> Option<R> {
+    LAST_TARGET.with(|l| {
+        let b = l.try_borrow().ok()?;
+        let t = b.as_ref().filter(|t| t.key == key)?;
+        Some(f(t))
+    })
 }
 
 /// The target NI `id` of our job, None when there is none.
 fn resolve(n: &Ni, id: ptl_process_id_t) -> Option<Arc<Target>> {
     let key = (n.jid, id.nid, id.pid);
-    if let Some(t) = LAST_TARGET.with(|l| l.borrow().as_ref().filter(|t| t.key == key).cloned()) {
+    if let Some(t) = LAST_TARGET.with(|l| l.try_borrow().ok()?.as_ref().filter(|t| t.key == key).cloned()) {
         return Some(t);
     }
     if let Some(t) = TARGETS.lock().unwrap_or_else(|e| e.into_inner()).as_ref().and_then(|m| m.get(&key).cloned()) {
-        LAST_TARGET.with(|l| *l.borrow_mut() = Some(t.clone()));
+        set_last(Some(t.clone()));
         return Some(t);
     }
-    let t = if id == n.id {
-        Target { key, peer: Peer::this().ok()?, loc: n.loc, nonce: n.nonce }
+    let (peer, loc, nonce) = if id == n.id {
+        (Peer::this().ok()?, n.loc, n.nonce)
     } else {
         let (peer, payload) = Peer::lookup(id.nid, registry::api::PORTALS, &endpoint_key(n.jid, id.nid, id.pid)).ok()?;
         let (loc, nonce) = parse_payload(&payload);
-        Target { key, peer, loc, nonce }
+        (peer, loc, nonce)
     };
-    let t = Arc::new(t);
+    let view = if peer.is_remote() { None } else { service::view(&peer, loc) };
+    let t = Arc::new(Target { key, peer, loc, nonce, view });
     TARGETS.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashMap::new).insert(key, t.clone());
-    LAST_TARGET.with(|l| *l.borrow_mut() = Some(t.clone()));
+    set_last(Some(t.clone()));
     Some(t)
 }
 
@@ -202,6 +226,73 @@ fn send(n: &Ni, tid: ptl_process_id_t, base: Req, src: Option<&Mem>, dst: Option
         };
     }
     Outcome::Failed
+}
+
+/// Largest transfer run in one critical section of the initiator (see [`fast`]): a
+/// larger one copies long enough that its own lock is better released meanwhile.
+const FAST_MAX: u64 = 8192;
+
+/// How often [`fast`] tries a busy target lock before it takes the general path.
+const FAST_TRIES: u32 = 64;
+
+/// What [`fast`] made of an operation.
+enum Fast {
+    Done(Outcome),
+    /// Not possible here: take the general path.
+    Slow,
+    /// The cached target is not the NI it was: forget it, then the general path.
+    Stale,
+}
+
+/// The one-critical-section path of a put or get to a target on this machine: while
+/// the caller holds its own NI's lock `g` (taken for the operation's first half, kept for
+/// its second), the target side runs here on the target's segment: under that same
+/// lock when the target is our own NI, else under the target's lock if it can be had
+/// without waiting long.  Nobody waits for a lock while holding another one (a busy
+/// target lock sends the caller to the general path, which releases its own first), so
+/// two processes putting to each other cannot deadlock.  None: take the general path.
+fn fast(n: &Ni, key: TargetKey, g: &Guard<'_>, req: &mut Req, spans: &LocalSpans) -> Option<Outcome> {
+    if req.rlength > FAST_MAX {
+        return None;
+    }
+    match with_cached(key, |t| fast_on(n, t, g, req, spans))? {
+        Fast::Done(o) => Some(o),
+        Fast::Slow => None,
+        Fast::Stale => {
+            forget(key);
+            None
+        }
+    }
+}
+
+fn fast_on(n: &Ni, t: &Target, g: &Guard<'_>, req: &mut Req, spans: &LocalSpans) -> Fast {
+    let Some(v) = &t.view else { return Fast::Slow };
+    // The liveness probe Peer::call would make.
+    let Ok(live) = t.peer.live() else { return Fast::Slow };
+    (req.tgt_jid, req.tgt_nid, req.tgt_pid) = t.key;
+    req.ni_nonce = t.nonce;
+    let seg = &v.seg;
+    let rep = if seg.same(&n.seg) {
+        service::run_local(live, seg, g, req, spans)
+    } else {
+        let mut tries = 0;
+        let tg = loop {
+            if let Some(tg) = seg.try_lock() {
+                break tg;
+            }
+            tries += 1;
+            if tries == FAST_TRIES {
+                return Fast::Slow;
+            }
+            std::hint::spin_loop();
+        };
+        service::run_local(live, seg, &tg, req, spans)
+    };
+    match rep {
+        Some(rep) if rep.status == service::ST_ACCEPTED => Fast::Done(Outcome::Accepted(rep, Vec::new())),
+        Some(_) => Fast::Done(Outcome::Dropped),
+        None => Fast::Stale,
+    }
 }
 
 /// Moves a large transfer's data into or out of the target pieces named by `extra`,
@@ -358,96 +449,108 @@ fn base_req(n: &Ni, op: u32, pt: u32, ac: u32, bits: u64, roff: u64, hdr: u64, r
 
 #[allow(clippy::too_many_arguments)]
 fn put(md_h: u32, region: Option<(u64, u64)>, ack_req: u32, target: ptl_process_id_t, pt: u32, ac: u32, bits: u64, roff: u64, hdr: u64) -> PResult<()> {
-    let (n, idx, gen) = Lib::of(md_h, handle::MD, PTL_MD_INVALID)?;
-    if ack_req > PTL_NO_ACK_REQ {
-        return Err(PTL_FAIL);
-    }
-    check_target(&n, target)?;
-    let seg = &n.seg;
-    let (mi, link, mem, ack_wanted) = {
-        let g = seg.lock();
-        let (mi, link, mem) = begin(&n, &g, idx, gen, region, false, true)?;
+    Lib::with_of(md_h, handle::MD, PTL_MD_INVALID, |n, idx, gen| {
+        if ack_req > PTL_NO_ACK_REQ {
+            return Err(PTL_FAIL);
+        }
+        check_target(n, target)?;
+        let seg = &n.seg;
+        let mut g = seg.lock();
+        let (mi, link, mem) = begin(n, &g, idx, gen, region, false, true)?;
         let ack_wanted = ack_req == PTL_ACK_REQ && seg.md(&g, mi).expect("live").view.eq_handle != PTL_EQ_NONE;
-        let base = base_req(&n, service::OP_PUT, pt, ac, bits, roff, hdr, mem.len);
-        own_event(seg, &g, mi, PTL_EVENT_SEND_START, n.id, &base, mem.len, mem.len, mem.off, link, false);
+        let mut req = base_req(n, service::OP_PUT, pt, ac, bits, roff, hdr, mem.len);
+        own_event(seg, &g, mi, PTL_EVENT_SEND_START, n.id, &req, mem.len, mem.len, mem.off, link, false);
         let st = &mut seg.state(&g).hot;
         st.send_count += 1;
         st.send_length = st.send_length.wrapping_add(mem.len);
-        (mi, link, mem, ack_wanted)
-    };
-    let mut req = base_req(&n, service::OP_PUT, pt, ac, bits, roff, hdr, mem.len);
-    if ack_wanted {
-        req.flags |= service::F_ACK;
-    }
-    let outcome = send(&n, target, req, Some(&mem), None, None);
-    let g = seg.lock();
-    let failed = matches!(outcome, Outcome::Failed) || matches!(&outcome, Outcome::Accepted(r, _) if r.flags & service::R_FAILED != 0);
-    own_event(seg, &g, mi, PTL_EVENT_SEND_END, n.id, &req, mem.len, mem.len, mem.off, link, failed);
-    if let Outcome::Accepted(rep, _) = &outcome {
-        if ack_wanted && rep.flags & service::R_ACK != 0 {
-            if let Some(m) = seg.md(&g, mi) {
-                use_unit(m);
+        if ack_wanted {
+            req.flags |= service::F_ACK;
+        }
+        let spans = LocalSpans { src: mem.span(), dst: empty_span() };
+        let outcome = match fast(n, (n.jid, target.nid, target.pid), &g, &mut req, &spans) {
+            Some(o) => o,
+            None => {
+                drop(g);
+                let o = send(n, target, req, Some(&mem), None, None);
+                g = seg.lock();
+                o
             }
-            // An ack that finds no room is discarded and counted (doc 4.2).
-            if !own_event(seg, &g, mi, PTL_EVENT_ACK, target, &req, mem.len, rep.mlength, rep.offset, link, false) {
-                seg.state(&g).stats.drop_count += 1;
+        };
+        let failed = matches!(outcome, Outcome::Failed) || matches!(&outcome, Outcome::Accepted(r, _) if r.flags & service::R_FAILED != 0);
+        own_event(seg, &g, mi, PTL_EVENT_SEND_END, n.id, &req, mem.len, mem.len, mem.off, link, failed);
+        if let Outcome::Accepted(rep, _) = &outcome {
+            if ack_wanted && rep.flags & service::R_ACK != 0 {
+                if let Some(m) = seg.md(&g, mi) {
+                    use_unit(m);
+                }
+                // An ack that finds no room is discarded and counted (doc 4.2).
+                if !own_event(seg, &g, mi, PTL_EVENT_ACK, target, &req, mem.len, rep.mlength, rep.offset, link, false) {
+                    seg.state(&g).stats.drop_count += 1;
+                }
             }
         }
-    }
-    let gone = end(seg, &g, mi, link);
-    drop(g);
-    if gone {
-        md::reap(&n);
-    }
-    Ok(())
+        let gone = end(seg, &g, mi, link);
+        drop(g);
+        if gone {
+            md::reap(n);
+        }
+        Ok(())
+    })
 }
 
 #[allow(clippy::too_many_arguments)]
 fn get(md_h: u32, region: Option<(u64, u64)>, target: ptl_process_id_t, pt: u32, ac: u32, bits: u64, roff: u64) -> PResult<()> {
-    let (n, idx, gen) = Lib::of(md_h, handle::MD, PTL_MD_INVALID)?;
-    check_target(&n, target)?;
-    let seg = &n.seg;
-    let (mi, link, mem) = {
-        let g = seg.lock();
-        begin(&n, &g, idx, gen, region, true, false)?
-    };
-    let req = base_req(&n, service::OP_GET, pt, ac, bits, roff, 0, mem.len);
-    let outcome = send(&n, target, req, None, Some(&mem), None);
-    let (got, fail) = match &outcome {
-        Outcome::Accepted(rep, extra) => {
-            let mut fail = rep.flags & service::R_FAILED != 0;
-            if rep.flags & service::R_DATA != 0 {
-                // Inline data: into our pieces.
-                if (extra.len() as u64) < rep.mlength {
-                    fail = true;
-                } else {
-                    service::local_parts(&mem.span(), 0, rep.mlength.min(mem.len), |d, p| {
-                        let l = p.len();
-                        p.copy_from_slice(&extra[d as usize..d as usize + l]);
-                    });
+    Lib::with_of(md_h, handle::MD, PTL_MD_INVALID, |n, idx, gen| {
+        check_target(n, target)?;
+        let seg = &n.seg;
+        let mut g = seg.lock();
+        let (mi, link, mem) = begin(n, &g, idx, gen, region, true, false)?;
+        let mut req = base_req(n, service::OP_GET, pt, ac, bits, roff, 0, mem.len);
+        let spans = LocalSpans { src: empty_span(), dst: mem.span() };
+        let outcome = match fast(n, (n.jid, target.nid, target.pid), &g, &mut req, &spans) {
+            Some(o) => o,
+            None => {
+                drop(g);
+                let o = send(n, target, req, None, Some(&mem), None);
+                g = seg.lock();
+                o
+            }
+        };
+        let (got, fail) = match &outcome {
+            Outcome::Accepted(rep, extra) => {
+                let mut fail = rep.flags & service::R_FAILED != 0;
+                if rep.flags & service::R_DATA != 0 {
+                    // Inline data: into our pieces.
+                    if (extra.len() as u64) < rep.mlength {
+                        fail = true;
+                    } else {
+                        service::local_parts(&mem.span(), 0, rep.mlength.min(mem.len), |d, p| {
+                            let l = p.len();
+                            p.copy_from_slice(&extra[d as usize..d as usize + l]);
+                        });
+                    }
+                }
+                (Some(rep.mlength), fail)
+            }
+            Outcome::Dropped => (None, false),
+            Outcome::Failed => (Some(0), true),
+        };
+        if let Some(mlength) = got {
+            own_event(seg, &g, mi, PTL_EVENT_REPLY_START, target, &req, mem.len, mlength, mem.off, link, false);
+            own_event(seg, &g, mi, PTL_EVENT_REPLY_END, target, &req, mem.len, mlength, mem.off, link, fail);
+            if !fail {
+                if let Some(m) = seg.md(&g, mi) {
+                    use_unit(m);
                 }
             }
-            (Some(rep.mlength), fail)
         }
-        Outcome::Dropped => (None, false),
-        Outcome::Failed => (Some(0), true),
-    };
-    let g = seg.lock();
-    if let Some(mlength) = got {
-        own_event(seg, &g, mi, PTL_EVENT_REPLY_START, target, &req, mem.len, mlength, mem.off, link, false);
-        own_event(seg, &g, mi, PTL_EVENT_REPLY_END, target, &req, mem.len, mlength, mem.off, link, fail);
-        if !fail {
-            if let Some(m) = seg.md(&g, mi) {
-                use_unit(m);
-            }
+        let gone = end(seg, &g, mi, link);
+        drop(g);
+        if gone {
+            md::reap(n);
         }
-    }
-    let gone = end(seg, &g, mi, link);
-    drop(g);
-    if gone {
-        md::reap(&n);
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -170,7 +170,7 @@ thread_local! {
 }
 
 /// The segment of the NI at `loc` of `target`; None when there is none (any more).
-fn view(target: &Arc<Peer>, loc: RingLoc) -> Option<Arc<NiView>> {
+pub(crate) fn view(target: &Arc<Peer>, loc: RingLoc) -> Option<Arc<NiView>> {
     let id = target.proc_id();
     let key = (target.pid(), id.slot, id.gen, loc.to_words());
     if let Some(v) = LAST_VIEW.with(|l| l.borrow().as_ref().filter(|(k, _)| *k == key).map(|(_, v)| v.clone())) {
@@ -258,6 +258,20 @@ pub fn serve(target: &Arc<Peer>, req_bytes: &[u8], reply: &mut Vec<u8>) -> Resul
     reply.extend_from_slice(bytes_of(&out.rep));
     reply.extend_from_slice(&out.extra);
     Ok(())
+}
+
+/// The handler's work for a request built in this process for a target NI whose
+/// segment is mapped here (`seg`, locked by `g`): what [`serve`] does after decoding,
+/// without the bytes.  The data moves between `spans` (the initiator's memory) and the
+/// target's memory.  None when `seg` is no longer the NI the request names.
+pub(crate) fn run_local(target: Live<'_>, seg: &Seg, g: &Guard<'_>, req: &Req, spans: &LocalSpans) -> Option<Rep> {
+    let h = seg.hdr();
+    if !seg.alive() || h.nonce != req.ni_nonce || (h.jid, h.nid, h.pid) != (req.tgt_jid, req.tgt_nid, req.tgt_pid) {
+        return None;
+    }
+    let mut out = Out { rep: Rep { status: ST_DROPPED, ..Rep::default() }, extra: Vec::new() };
+    request(target, seg, g, req, &[], Some(spans), &mut out);
+    Some(out.rep)
 }
 
 /// What the handler answers: the reply header, then get data or the pieces of a
