@@ -229,7 +229,7 @@ pub fn check_eq_or_none(n: &Ni, h: u32) -> PResult<()> {
 /// Deposits `ev` in queue `eq_h` of the NI `seg` (lock held): gives it the queue's next
 /// sequence number; drops it (number taken) when the queue holds `count` events.  Events
 /// for PTL_EQ_NONE or a freed queue are discarded.  True when deposited.
-pub fn push(seg: &Seg, g: &Guard<'_>, eq_h: u32, ev: &mut Event) -> bool {
+pub fn push(seg: &Seg, g: &Guard<'_>, eq_h: u32, ev: &mut Packed) -> bool {
     let Some((idx, gen)) = handle::index_of(eq_h, handle::EQ) else { return false };
     let Some(q) = seg.eq(g, idx) else { return false };
     if q.state != LIVE || !seg.gen_ok(q.gen, gen) {
@@ -238,26 +238,31 @@ pub fn push(seg: &Seg, g: &Guard<'_>, eq_h: u32, ev: &mut Event) -> bool {
     let seq = q.next_seq;
     q.next_seq = seq.wrapping_add(1);
     ev.sequence = seq as u32;
-    let Some(ring) = seg.eq_ring(q) else { return false };
-    let mut room = q.pushed.wrapping_sub(q.taken_hint) < q.count as u64;
-    if !room {
-        let queued = ring.len() as u64;
-        q.taken_hint = q.pushed.wrapping_sub(queued);
-        room = queued < q.count as u64;
-    }
-    // SAFETY: every push into a queue's ring holds the NI lock (this function's guard,
-    // EqLocal::end's and take's): producers are serialised.
-    let pushed = room && unsafe { ring.push_serialized(&Packed::pack(ev)) }.is_ok();
-    if pushed {
-        q.pushed = q.pushed.wrapping_add(1);
-        if let Some(w) = ring.waker() {
-            // SAFETY: the ring lies in the segment, mapped as long as the lock's holder is.
-            unsafe { g.wake_on_release(w) };
-        }
-    }
+    let place = (q.gen, q.ring_off, q.ring_len);
+    let pushed = seg
+        .with_eq_ring(g, idx, place, |ring| {
+            let mut room = q.pushed.wrapping_sub(q.taken_hint) < q.count as u64;
+            if !room {
+                let queued = ring.len() as u64;
+                q.taken_hint = q.pushed.wrapping_sub(queued);
+                room = queued < q.count as u64;
+            }
+            // SAFETY: every push into a queue's ring holds the NI lock (this function's
+            // guard, EqLocal::end's and take's): producers are serialised.
+            if !room || unsafe { ring.push_serialized(ev) }.is_err() {
+                return false;
+            }
+            q.pushed = q.pushed.wrapping_add(1);
+            if let Some(w) = ring.waker() {
+                // SAFETY: the ring lies in the segment, mapped as long as the lock's holder is.
+                unsafe { g.wake_on_release(w) };
+            }
+            true
+        })
+        .unwrap_or(false);
     if pushed && q.has_handler != 0 {
         if let Some(h) = seg.handler_ring() {
-            h.push_or_overrun(&HandlerNote { eq: idx, eq_gen: q.gen, ev: *ev });
+            h.push_or_overrun(&HandlerNote { eq: idx, eq_gen: q.gen, ev: ev.unpack() });
         }
     }
     if seg.hdr().debug.load(Ordering::Relaxed) & PTL_DBG_EVENT != 0 {
@@ -267,7 +272,7 @@ pub fn push(seg: &Seg, g: &Guard<'_>, eq_h: u32, ev: &mut Event) -> bool {
             seg.hdr().nid,
             seg.hdr().pid,
             eq_h,
-            crate::status::event_name(ev.kind),
+            crate::status::event_name(ev.kind as u32),
             seq,
             ev.mlength,
             if pushed { "" } else { " (dropped: queue full)" }

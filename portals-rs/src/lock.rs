@@ -55,40 +55,35 @@ fn holder_alive(w: u64) -> bool {
     }
 }
 
-/// Most wake-ups one critical section defers to its release (more are done at once).
-const DEFERRED: usize = 4;
-
 /// A held lock; released on drop.
 pub struct Held<'a> {
     lock: &'a ShmLock,
-    /// Wait words to notify after the release (see the module doc).
-    wakes: [Cell<*const WaitWords>; DEFERRED],
-    nwakes: Cell<usize>,
+    /// Wait words to notify after the release (see the module doc), or null.  One: it
+    /// keeps a guard two words, returned in registers.
+    wake: Cell<*const WaitWords>,
 }
 
 impl<'a> Held<'a> {
     #[inline]
     fn new(lock: &'a ShmLock) -> Held<'a> {
-        Held { lock, wakes: [const { Cell::new(std::ptr::null()) }; DEFERRED], nwakes: Cell::new(0) }
+        Held { lock, wake: Cell::new(std::ptr::null()) }
     }
 
     /// Has `w`'s sleepers woken once the lock is released: for a ring entry published
-    /// under the lock with `Ring::push_serialized`.
+    /// under the lock with `Ring::push_serialized`.  (A critical section publishes into
+    /// one queue's ring, as a rule; another is woken at once.)
     ///
     /// # Safety
     /// `w` stays valid until the release (it lies in the mapping that holds the lock).
+    #[inline]
     pub unsafe fn wake_on_release(&self, w: *const WaitWords) {
-        let n = self.nwakes.get();
-        if self.wakes[..n].iter().any(|c| c.get() == w) {
-            return;
-        }
-        if n == DEFERRED {
+        let cur = self.wake.get();
+        if cur.is_null() {
+            self.wake.set(w);
+        } else if cur != w {
             // SAFETY: the caller's contract.
             unsafe { (*w).notify() };
-            return;
         }
-        self.wakes[n].set(w);
-        self.nwakes.set(n + 1);
     }
 }
 
@@ -102,9 +97,10 @@ impl Drop for Held<'_> {
         #[cfg(not(target_arch = "x86_64"))]
         softnic_fabric::sync::full_fence();
         self.lock.wait.notify_fenced();
-        for w in &self.wakes[..self.nwakes.get()] {
+        let w = self.wake.get();
+        if !w.is_null() {
             // SAFETY: valid until now (wake_on_release's contract).
-            unsafe { (*w.get()).notify_fenced() };
+            unsafe { (*w).notify_fenced() };
         }
     }
 }

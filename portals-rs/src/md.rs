@@ -121,7 +121,7 @@ pub fn unlink_md_with(seg: &Seg, g: &Guard<'_>, i: u32, link: Option<u32>) {
         return;
     }
     if let Some(link) = link {
-        let mut ev = Event { kind: PTL_EVENT_UNLINK, md_handle: seg.handle(handle::MD, m.gen, i), md: m.view, link, initiator: ptl_process_id_t { nid: seg.hdr().nid, pid: seg.hdr().pid }, ..Event::default() };
+        let mut ev = Packed { link, initiator: ptl_process_id_t { nid: seg.hdr().nid, pid: seg.hdr().pid }, ..Packed::about(PTL_EVENT_UNLINK, seg.handle(handle::MD, m.gen, i), &m.view) };
         let eq = m.view.eq_handle;
         crate::eq::push(seg, g, eq, &mut ev);
     }

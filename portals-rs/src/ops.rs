@@ -273,7 +273,7 @@ fn fast_on(n: &Ni, t: &Target, g: &Guard<'_>, req: &mut Req, spans: &LocalSpans)
     req.ni_nonce = t.nonce;
     let seg = &v.seg;
     let rep = if seg.same(&n.seg) {
-        service::run_local(live, seg, g, req, spans)
+        service::run_local(&t.peer, live, seg, g, req, spans)
     } else {
         let mut tries = 0;
         let tg = loop {
@@ -286,7 +286,7 @@ fn fast_on(n: &Ni, t: &Target, g: &Guard<'_>, req: &mut Req, spans: &LocalSpans)
             }
             std::hint::spin_loop();
         };
-        service::run_local(live, seg, &tg, req, spans)
+        service::run_local(&t.peer, live, seg, &tg, req, spans)
     };
     match rep {
         Some(rep) if rep.status == service::ST_ACCEPTED => Fast::Done(Outcome::Accepted(rep, Vec::new())),
@@ -352,8 +352,7 @@ fn own_event(seg: &Seg, g: &Guard<'_>, mi: u32, kind: u32, peer: ptl_process_id_
         return true;
     }
     let h = seg.hdr();
-    let mut ev = Event {
-        kind,
+    let mut ev = Packed {
         initiator: peer,
         uid: h.uid,
         jid: h.jid,
@@ -362,12 +361,10 @@ fn own_event(seg: &Seg, g: &Guard<'_>, mi: u32, kind: u32, peer: ptl_process_id_
         rlength,
         mlength,
         offset,
-        md_handle: seg.handle(handle::MD, m.gen, mi),
-        md: m.view,
         hdr_data: if kind == PTL_EVENT_REPLY_START || kind == PTL_EVENT_REPLY_END { 0 } else { req.hdr_data },
         link,
-        ni_fail_type: if fail { PTL_NI_FAIL } else { PTL_NI_OK },
-        ..Event::default()
+        fail: fail as u8 * PTL_NI_FAIL as u8,
+        ..Packed::about(kind, seg.handle(handle::MD, m.gen, mi), &m.view)
     };
     let eqh = m.view.eq_handle;
     crate::eq::push(seg, g, eqh, &mut ev)

@@ -31,7 +31,10 @@
 
 use crate::lock::{Held, ShmLock};
 use crate::types::*;
+use softnic_fabric::mem::MemKey;
 use softnic_fabric::ring::{Pod, Ring};
+use softnic_fabric::rma::{Live, Peer, Pinned, PinnedRef};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 pub const MAGIC: u64 = u64::from_le_bytes(*b"snicPTL3");
@@ -315,6 +318,30 @@ pub struct Seg {
     base: *mut u8,
     pub lay: Layout,
     hbase: u32,
+    /// Event rings this view attached, by queue row (see [`Seg::with_eq_ring`]).
+    rings: std::cell::UnsafeCell<Vec<Option<CachedRing>>>,
+    /// Target memory pinned by this view, by MD row modulo PINS (see [`Seg::with_pin`]).
+    pins: std::cell::UnsafeCell<[Option<PinEntry>; PINS]>,
+}
+
+/// Entries of a view's pin cache.
+const PINS: usize = 8;
+
+/// The memory of a contiguous MD (row of one generation, registration, range) pinned for
+/// writing, or None when it cannot be pinned (the per-operation path serves it).
+struct PinEntry {
+    row: u32,
+    gen: u32,
+    piece: (u64, u64, u64),
+    pin: Option<Pinned>,
+}
+
+/// A queue's ring as attached for a row of one generation at one place.
+struct CachedRing {
+    gen: u32,
+    off: u64,
+    len: u64,
+    ring: Ring<Packed>,
 }
 
 // SAFETY: the segment is shared memory; all access goes through atomics or happens
@@ -344,7 +371,7 @@ impl Seg {
     /// # Safety
     /// `base` valid for `lay.total` bytes, 64-aligned, not yet visible to anyone.
     pub unsafe fn format(base: *mut u8, lay: Layout, id: (u32, u32, u32, u32), nonce: u64) -> Seg {
-        let s = Seg { base, lay, hbase: nonce as u32 };
+        let s = Seg { base, lay, hbase: nonce as u32, rings: Default::default(), pins: Default::default() };
         // SAFETY: the caller's contract: fresh memory of lay.total bytes.
         let h = unsafe { &mut *(base as *mut Header) };
         h.hbase = nonce as u32;
@@ -397,7 +424,7 @@ impl Seg {
         if lay.total as u64 != total || lay.total > len {
             return None;
         }
-        Some(Seg { base, lay, hbase })
+        Some(Seg { base, lay, hbase, rings: Default::default(), pins: Default::default() })
     }
 
     /// The handle of row `idx` (generation `row_gen`) of table `kind`.
@@ -482,14 +509,71 @@ impl Seg {
 
     /// The ring of queue row `q` (its offset and length checked against the arena).
     pub fn eq_ring(&self, q: &EqRow) -> Option<Ring<Packed>> {
-        let off = q.ring_off as usize;
-        let len = q.ring_len as usize;
+        self.eq_ring_at(q.ring_off, q.ring_len)
+    }
+
+    fn eq_ring_at(&self, off: u64, len: u64) -> Option<Ring<Packed>> {
+        let off = off as usize;
+        let len = len as usize;
         let end = off.checked_add(len)?;
         if off < self.lay.arena || end > self.lay.arena + self.lay.arena_len {
             return None;
         }
         // SAFETY: inside the arena of the mapping; attach validates the ring header.
         unsafe { Ring::<Packed>::attach(self.base.add(off), len).ok() }
+    }
+
+    /// Runs `f` on the ring of queue row `i` (`q`), attached (and validated) once per view
+    /// and reused while the row keeps its generation and place (a freed queue's row
+    /// changes generation; a view never indexes outside the place it validated, whatever
+    /// is written in the ring's header later).  None when `q` names no valid ring.
+    #[inline]
+    pub fn with_eq_ring<R>(&self, _g: &Guard<'_>, i: u32, (gen, off, len): (u32, u64, u64), f: impl FnOnce(&Ring<Packed>) -> R) -> Option<R> {
+        // SAFETY: the cache is only touched here, under the segment's lock (the guard),
+        // which excludes every other thread of this process too; `f` cannot reach it.
+        let rings = unsafe { &mut *self.rings.get() };
+        if rings.is_empty() {
+            rings.resize_with(self.lay.lim.eqs as usize, || None);
+        }
+        let slot = rings.get_mut(i as usize)?;
+        match slot {
+            Some(c) if c.gen == gen && c.off == off && c.len == len => {}
+            _ => {
+                let ring = self.eq_ring_at(off, len)?;
+                *slot = Some(CachedRing { gen, off, len, ring });
+            }
+        }
+        slot.as_ref().map(|c| f(&c.ring))
+    }
+
+    /// Runs `f` on the memory `piece` (registration, address, length) of the contiguous
+    /// MD row `row` of generation `gen`, pinned for writing at `target` once per view
+    /// (`rma::Pinned`: validated once, then re-checked per use in a few loads) while the
+    /// row, its generation and its piece stay the same.  None when it cannot be pinned or
+    /// the pin no longer holds: the caller takes the per-operation path, which reports
+    /// the exact error.
+    #[inline]
+    pub fn with_pin<R>(&self, _g: &Guard<'_>, target: &Arc<Peer>, live: Live<'_>, row: u32, gen: u32, piece: (u64, u64, u64), f: impl FnOnce(PinnedRef<'_>) -> R) -> Option<R> {
+        // SAFETY: the cache is only touched here, under the segment's lock (the guard),
+        // which excludes every other thread of this process too; `f` cannot reach it.
+        let pins = unsafe { &mut *self.pins.get() };
+        let slot = &mut pins[row as usize % PINS];
+        match slot {
+            Some(e) if e.row == row && e.gen == gen && e.piece == piece && e.pin.as_ref().is_none_or(|p| std::ptr::eq(&**p.peer(), live.peer())) => {}
+            _ => {
+                let (key, addr, len) = piece;
+                let pin = Pinned::new(target, MemKey::from_u64(key), addr, len as usize, true, crate::ni::PD).ok();
+                *slot = Some(PinEntry { row, gen, piece, pin });
+            }
+        }
+        let pin = slot.as_ref()?.pin.as_ref()?;
+        match pin.check(live) {
+            Ok(r) => Some(f(r)),
+            Err(_) => {
+                *slot = None;
+                None
+            }
+        }
     }
 
     /// The EQ-handler ring.

@@ -249,7 +249,7 @@ pub fn serve(target: &Arc<Peer>, req_bytes: &[u8], reply: &mut Vec<u8>) -> Resul
         }
         match req.op & 0xff {
             // Peer::call checked the target's liveness just before.
-            OP_PUT | OP_GET | OP_GETPUT => request(target.live_probed()?, seg, &g, &req, data, local, &mut out),
+            OP_PUT | OP_GET | OP_GETPUT => request(target, target.live_probed()?, seg, &g, &req, data, local, &mut out),
             OP_COMPLETE => complete(seg, &g, &req, &mut out),
             _ => return Err(Error::InvalidArg),
         }
@@ -264,13 +264,13 @@ pub fn serve(target: &Arc<Peer>, req_bytes: &[u8], reply: &mut Vec<u8>) -> Resul
 /// segment is mapped here (`seg`, locked by `g`): what [`serve`] does after decoding,
 /// without the bytes.  The data moves between `spans` (the initiator's memory) and the
 /// target's memory.  None when `seg` is no longer the NI the request names.
-pub(crate) fn run_local(target: Live<'_>, seg: &Seg, g: &Guard<'_>, req: &Req, spans: &LocalSpans) -> Option<Rep> {
+pub(crate) fn run_local(peer: &Arc<Peer>, target: Live<'_>, seg: &Seg, g: &Guard<'_>, req: &Req, spans: &LocalSpans) -> Option<Rep> {
     let h = seg.hdr();
     if !seg.alive() || h.nonce != req.ni_nonce || (h.jid, h.nid, h.pid) != (req.tgt_jid, req.tgt_nid, req.tgt_pid) {
         return None;
     }
     let mut out = Out { rep: Rep { status: ST_DROPPED, ..Rep::default() }, extra: Vec::new() };
-    request(target, seg, g, req, &[], Some(spans), &mut out);
+    request(peer, target, seg, g, req, &[], Some(spans), &mut out);
     Some(out.rep)
 }
 
@@ -404,8 +404,7 @@ fn target_event(seg: &Seg, g: &Guard<'_>, mi: u32, kind: u32, disable: u32, req:
     if m.view.options & disable != 0 {
         return;
     }
-    let mut ev = Event {
-        kind,
+    let mut ev = Packed {
         initiator: ptl_process_id_t { nid: req.init_nid, pid: req.init_pid },
         uid: req.init_uid,
         jid: req.init_jid,
@@ -414,12 +413,10 @@ fn target_event(seg: &Seg, g: &Guard<'_>, mi: u32, kind: u32, disable: u32, req:
         rlength: req.rlength,
         mlength,
         offset,
-        md_handle: seg.handle(handle::MD, m.gen, mi),
-        md: m.view,
         hdr_data: if kind == PTL_EVENT_GET_START || kind == PTL_EVENT_GET_END { 0 } else { req.hdr_data },
         link,
-        ni_fail_type: if fail { PTL_NI_FAIL } else { PTL_NI_OK },
-        ..Event::default()
+        fail: fail as u8 * PTL_NI_FAIL as u8,
+        ..Packed::about(kind, seg.handle(handle::MD, m.gen, mi), &m.view)
     };
     let eqh = m.view.eq_handle;
     eq::push(seg, g, eqh, &mut ev);
@@ -434,7 +431,8 @@ fn kinds(op: u32) -> (u32, u32) {
 }
 
 /// A put, get or getput request (lock held).
-fn request(target: Live<'_>, seg: &Seg, g: &Guard<'_>, req: &Req, data: &[u8], local: Option<&LocalSpans>, out: &mut Out) {
+#[allow(clippy::too_many_arguments)]
+fn request(peer: &Arc<Peer>, target: Live<'_>, seg: &Seg, g: &Guard<'_>, req: &Req, data: &[u8], local: Option<&LocalSpans>, out: &mut Out) {
     if let Err(why) = admitted(seg, g, req) {
         return drop_req(seg, g, req, why);
     }
@@ -482,7 +480,20 @@ fn request(target: Live<'_>, seg: &Seg, g: &Guard<'_>, req: &Req, data: &[u8], l
         return;
     }
     let ok = match (req.op, local) {
-        (OP_PUT, Some(l)) => copy_local_to_pieces(target, &l.src, &pieces, offset, mlength).is_ok(),
+        (OP_PUT, Some(l)) => {
+            let gen = seg.md(g, mi).map_or(0, |m| m.gen);
+            match &*pieces {
+                // A contiguous MD, written through its pin (the common small put).
+                &[piece] if offset.checked_add(mlength).is_some_and(|e| e <= piece.2) => seg.with_pin(g, peer, target, mi, gen, piece, |p| {
+                    let mut ok = true;
+                    local_parts(&l.src, 0, mlength, |d, s| ok &= p.put((offset + d) as usize, s).is_ok());
+                    ok
+                }),
+                _ => None,
+            }
+            .filter(|&ok| ok)
+            .map_or_else(|| copy_local_to_pieces(target, &l.src, &pieces, offset, mlength).is_ok(), |_| true)
+        }
         (OP_PUT, None) => data.len() as u64 >= mlength && write_pieces(target, &pieces, offset, &data[..mlength as usize]).is_ok(),
         (OP_GET, Some(l)) => copy_pieces_to_local(target, &pieces, offset, mlength, &l.dst).is_ok(),
         (OP_GET, None) => {

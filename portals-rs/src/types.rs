@@ -279,6 +279,24 @@ impl Packed {
     /// The kind that is no event (wakes waiters of a freed queue).
     pub const POISON: u8 = u8::MAX;
 
+    /// An event of `kind` about the MD `md_handle` whose view is `md`; the caller sets
+    /// the other fields (built in place: this is on every operation's path).
+    #[inline]
+    pub fn about(kind: u32, md_handle: u32, md: &MdView) -> Packed {
+        Packed {
+            kind: kind.min(254) as u8,
+            md_handle,
+            md_start: md.start,
+            md_length: md.length,
+            md_max_size: md.max_size,
+            md_user_ptr: md.user_ptr,
+            md_threshold: md.threshold,
+            md_options: md.options,
+            md_eq_handle: md.eq_handle,
+            ..Packed::default()
+        }
+    }
+
     pub fn pack(e: &Event) -> Packed {
         Packed {
             kind: e.kind.min(254) as u8,
