@@ -581,6 +581,16 @@ impl<T: Pod> Ring<T> {
         Ok(())
     }
 
+    /// The memory the next push will fill (its slot: sequence word and entry), as a hint
+    /// for a producer that wants to start fetching those cache lines before it pushes
+    /// (they are usually in the consumer's cache).  Only an address: by the time it is
+    /// used another push may have taken the slot, which costs the hint, nothing else.
+    pub fn next_slot(&self) -> (*const u8, usize) {
+        // Relaxed: a hint.
+        let pos = self.hdr().tail.0.load(Ordering::Relaxed);
+        (self.slot(pos) as *const Slot<T> as *const u8, std::mem::size_of::<Slot<T>>())
+    }
+
     /// The wait words a producer of [`Ring::push_serialized`] notifies (after its fence);
     /// `None` for a ring nobody waits on.
     pub fn waker(&self) -> Option<&WaitWords> {
