@@ -129,6 +129,9 @@ impl EqLocal {
                 Err(PTL_EQ_INVALID)
             }
             Some(p) => {
+                // An event is often answered at once (a reply, a ping-pong): start fetching
+                // our lock's line, which the event's initiator has just used.
+                self.ni.seg.prefetch_lock();
                 let dropped = p.sequence != *next;
                 *next = p.sequence.wrapping_add(1);
                 Ok(Some((p.unpack(), dropped)))
@@ -141,7 +144,21 @@ impl EqLocal {
     /// sleeps on the ring's futex.
     fn wait(&self, timeout: Option<Duration>) -> softnic_fabric::Result<()> {
         self.waiters.fetch_add(1, Ordering::AcqRel);
-        let r = if spin_until(|| !self.ring.is_empty(), timeout) {
+        // The queue is empty: the next event lands in the slot the next push fills.  Its
+        // first line holds the word `is_empty` reads; keep its second line in the cache
+        // too (a prefetch per check: free while nothing changes), so that both are
+        // fetched together when the event is written, not one after the other.
+        let (slot, len) = self.ring.next_slot();
+        let second = (len > 64).then(|| slot.wrapping_add(64));
+        let r = if spin_until(
+            || {
+                if let Some(p) = second {
+                    crate::seg::prefetch_read(p);
+                }
+                !self.ring.is_empty()
+            },
+            timeout,
+        ) {
             Ok(())
         } else {
             let left = timeout.map(|t| t.saturating_sub(spin_time()));
@@ -158,11 +175,22 @@ fn spin_time() -> Duration {
     Duration::from_nanos(*NS.get_or_init(|| softnic_fabric::env::get_u64("SOFTNIC_PTL_SPIN_NS").min(10_000_000_000)))
 }
 
-/// Spins until `ready()` or the spin time (or `timeout`, if shorter) is over.
+/// Checks of the first spin phase (see [`spin_until`]).
+const TIGHT_CHECKS: u32 = 1024;
+
+/// Spins until `ready()` or the spin time (or `timeout`, if shorter) is over.  First
+/// [`TIGHT_CHECKS`] checks back to back, without a pause or a clock read (a pause costs
+/// tens of nanoseconds, a clock read as much in a virtual machine: the delay between an
+/// event's arrival and its sight, in a ping-pong), then a pause between checks.
 fn spin_until(mut ready: impl FnMut() -> bool, timeout: Option<Duration>) -> bool {
     let limit = timeout.map_or(spin_time(), |t| t.min(spin_time()));
     if limit.is_zero() {
         return ready();
+    }
+    for _ in 0..TIGHT_CHECKS {
+        if ready() {
+            return true;
+        }
     }
     let end = Instant::now() + limit;
     loop {
@@ -226,10 +254,12 @@ pub fn check_eq_or_none(n: &Ni, h: u32) -> PResult<()> {
     eq_local(n, h).map(|_| ())
 }
 
-/// Deposits `ev` in queue `eq_h` of the NI `seg` (lock held): gives it the queue's next
-/// sequence number; drops it (number taken) when the queue holds `count` events.  Events
-/// for PTL_EQ_NONE or a freed queue are discarded.  True when deposited.
-pub fn push(seg: &Seg, g: &Guard<'_>, eq_h: u32, ev: &mut Packed) -> bool {
+/// Deposits the event `ev()` builds in queue `eq_h` of the NI `seg` (lock held): gives
+/// it the queue's next sequence number; drops it (number taken, event not even built)
+/// when the queue holds `count` events.  Events for PTL_EQ_NONE or a freed queue are
+/// discarded.  True when deposited.
+#[inline]
+pub fn push(seg: &Seg, g: &Guard<'_>, eq_h: u32, ev: impl Fn() -> Packed) -> bool {
     let Some((idx, gen)) = handle::index_of(eq_h, handle::EQ) else { return false };
     let Some(q) = seg.eq(g, idx) else { return false };
     if q.state != LIVE || !seg.gen_ok(q.gen, gen) {
@@ -237,7 +267,6 @@ pub fn push(seg: &Seg, g: &Guard<'_>, eq_h: u32, ev: &mut Packed) -> bool {
     }
     let seq = q.next_seq;
     q.next_seq = seq.wrapping_add(1);
-    ev.sequence = seq as u32;
     let place = (q.gen, q.ring_off, q.ring_len);
     let pushed = seg
         .with_eq_ring(g, idx, place, |ring| {
@@ -247,38 +276,48 @@ pub fn push(seg: &Seg, g: &Guard<'_>, eq_h: u32, ev: &mut Packed) -> bool {
                 q.taken_hint = q.pushed.wrapping_sub(queued);
                 room = queued < q.count as u64;
             }
+            if !room {
+                return false;
+            }
+            let e = Packed { sequence: seq as u32, ..ev() };
             // SAFETY: every push into a queue's ring holds the NI lock (this function's
             // guard, EqLocal::end's and take's): producers are serialised.
-            if !room || unsafe { ring.push_serialized(ev) }.is_err() {
+            if unsafe { ring.push_serialized(&e) }.is_err() {
                 return false;
             }
             q.pushed = q.pushed.wrapping_add(1);
+            seg.hint_next_slot(ring.next_slot());
             if let Some(w) = ring.waker() {
                 // SAFETY: the ring lies in the segment, mapped as long as the lock's holder is.
                 unsafe { g.wake_on_release(w) };
             }
+            if q.has_handler != 0 {
+                if let Some(h) = seg.handler_ring() {
+                    h.push_or_overrun(&HandlerNote { eq: idx, eq_gen: q.gen, ev: e.unpack() });
+                }
+            }
             true
         })
         .unwrap_or(false);
-    if pushed && q.has_handler != 0 {
-        if let Some(h) = seg.handler_ring() {
-            h.push_or_overrun(&HandlerNote { eq: idx, eq_gen: q.gen, ev: ev.unpack() });
-        }
-    }
     if seg.hdr().debug.load(Ordering::Relaxed) & PTL_DBG_EVENT != 0 {
-        eprintln!(
-            "portals[{}]: nid {} pid {} eq {:#x}: {} seq {} mlength {}{}",
-            std::process::id(),
-            seg.hdr().nid,
-            seg.hdr().pid,
-            eq_h,
-            crate::status::event_name(ev.kind as u32),
-            seq,
-            ev.mlength,
-            if pushed { "" } else { " (dropped: queue full)" }
-        );
+        debug_event(seg, eq_h, seq, &ev(), pushed);
     }
     pushed
+}
+
+#[cold]
+fn debug_event(seg: &Seg, eq_h: u32, seq: u64, ev: &Packed, pushed: bool) {
+    eprintln!(
+        "portals[{}]: nid {} pid {} eq {:#x}: {} seq {} mlength {}{}",
+        std::process::id(),
+        seg.hdr().nid,
+        seg.hdr().pid,
+        eq_h,
+        crate::status::event_name(ev.kind as u32),
+        seq,
+        ev.mlength,
+        if pushed { "" } else { " (dropped: queue full)" }
+    );
 }
 
 /// Copies an event to the caller's `ptl_event_t`, `sequence` last (after a Release

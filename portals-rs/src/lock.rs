@@ -106,6 +106,14 @@ impl Drop for Held<'_> {
 }
 
 impl ShmLock {
+    /// Starts fetching the lock's cache line for writing, so that a later `lock` or
+    /// `try_lock` finds it here: the line is usually in the last holder's cache (another
+    /// process, on another core), and the fetches of two locks then overlap.
+    #[inline]
+    pub fn prefetch(&self) {
+        crate::seg::prefetch_write(&self.word as *const AtomicU64 as *const u8);
+    }
+
     /// Takes the lock (see the module doc).
     #[inline]
     pub fn lock(&self) -> Held<'_> {

@@ -54,6 +54,8 @@ pub struct Ni {
     pub md_mem: Mutex<Vec<MdMem>>,
     pub rt: Mutex<Runtime>,
     pub handler_thread: Mutex<bool>,
+    /// The target NIs this NI has reached.
+    pub targets: crate::ops::Targets,
 }
 
 impl Drop for Ni {
@@ -115,16 +117,16 @@ impl Lib {
     #[inline]
     pub fn with_current<R>(f: impl FnOnce(&Arc<Ni>) -> PResult<R>) -> PResult<R> {
         Self::check_init()?;
-        let mut f = Some(f);
-        let r = CURRENT.with(|c| {
-            let b = c.try_borrow().ok()?;
-            let n = b.as_ref().filter(|n| !n.ended.load(Ordering::Acquire))?;
-            Some((f.take().expect("called once"))(n))
-        });
-        match r {
-            Some(r) => r,
-            None => f.take().expect("not called")(&Self::current_slow()?),
-        }
+        CURRENT.with(|c| {
+            let b = c.try_borrow();
+            if let Ok(Some(n)) = b.as_deref() {
+                if !n.ended.load(Ordering::Acquire) {
+                    return f(n);
+                }
+            }
+            drop(b);
+            f(&Self::current_slow()?)
+        })
     }
 
     /// The current NI from the library's table, cached for the thread when the cache is
@@ -162,13 +164,17 @@ impl Lib {
     pub fn with_of<R>(h: u32, kind: u32, bad: i32, f: impl FnOnce(&Arc<Ni>, u32, u32) -> PResult<R>) -> PResult<R> {
         Self::check_init()?;
         let (idx, gen) = handle::index_of(h, kind).ok_or(bad)?;
-        let mut f = Some(f);
-        let r = Self::with_current(|n| Ok(f.take().expect("called once")(n, idx, gen)));
-        match r {
-            Ok(r) => r,
-            Err(e) if f.is_some() => Err(if e == PTL_NI_INVALID { bad } else { e }),
-            Err(e) => Err(e),
-        }
+        CURRENT.with(|c| {
+            let b = c.try_borrow();
+            if let Ok(Some(n)) = b.as_deref() {
+                if !n.ended.load(Ordering::Acquire) {
+                    return f(n, idx, gen);
+                }
+            }
+            drop(b);
+            let n = Self::current_slow().map_err(|e| if e == PTL_NI_INVALID { bad } else { e })?;
+            f(&n, idx, gen)
+        })
     }
 }
 
@@ -357,6 +363,7 @@ fn ni_init(interface: u32, pid: u32, desired: Option<&ptl_ni_limits_t>, actual: 
         md_mem: Mutex::new((0..lim.mds).map(|_| MdMem::default()).collect()),
         rt: Mutex::new(Runtime::from_ids(&ids)),
         handler_thread: Mutex::new(false),
+        targets: Default::default(),
     });
     // Across machines every rank's network address must be visible before anyone sends,
     // and MPICH's PMI-1 server publishes the KVS to other hosts only at a barrier: there
@@ -398,7 +405,6 @@ fn end_ni(n: &Arc<Ni>) {
     }
     crate::eq::stop_handlers(n);
     crate::md::release_all(n);
-    crate::ops::forget_targets();
     crate::service::forget_own_views();
 }
 

@@ -8,6 +8,16 @@
 //! threshold and unlink bookkeeping.  One operation after the other on one thread is
 //! therefore delivered in order.
 //!
+//! **One critical section.**  A put or get of up to [`FAST_MAX`] bytes to a target on
+//! this machine that the thread has reached before keeps its own NI's lock from its
+//! first half to its second and runs the target side in between, directly
+//! (`service::run_local`, the handler's code without the request's bytes): under that
+//! same lock when the target is our own NI, else under the target's lock when a short
+//! try gets it ([`fast`]; nobody waits for a lock while holding another, so processes
+//! putting to each other cannot deadlock).  Anything else (first contact, a busy
+//! target, another machine, a larger transfer) releases our lock around
+//! `rma::Peer::call` as described above.
+//!
 //! **Targets** are found in the node registry of the target's node under (job, nid,
 //! pid) (`rma::Peer::lookup`: this machine's registry, or the node's through the network
 //! engine) and cached; an answer that the NI is gone (or a lookup that finds nothing)
@@ -26,6 +36,7 @@ use softnic_fabric::registry;
 use softnic_fabric::rma::{self, Peer};
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// A target NI found in a registry.
@@ -34,14 +45,97 @@ pub struct Target {
     peer: Arc<Peer>,
     loc: RingLoc,
     nonce: u64,
-    /// Its segment mapped here, for a target on this machine.
+    /// Its segment mapped here, for another process on this machine.
     view: Option<Arc<service::NiView>>,
+    /// The NI is our own (its segment is `Ni::seg`).
+    own: bool,
+    /// Found gone: no longer returned (kept until the NI goes, see [`Targets`]).
+    stale: AtomicBool,
 }
 
 /// (job, nid, pid) of a target NI.
 type TargetKey = (u32, u32, u32);
 
-static TARGETS: Mutex<Option<HashMap<TargetKey, Arc<Target>>>> = Mutex::new(None);
+/// Slots of [`Targets`]'s lock-free table.
+const HOT_TARGETS: usize = 256;
+
+/// The targets an NI has reached.  Each is allocated once and kept as long as the NI
+/// (a stale one too), so that an operation borrows it from the NI it runs on: no lock,
+/// no reference count, no thread-local lookup per operation.  Found by key in a
+/// direct-mapped table of pointers (the common case), else under the mutex.
+pub struct Targets {
+    hot: [AtomicPtr<Target>; HOT_TARGETS],
+    all: Mutex<TargetTable>,
+}
+
+#[derive(Default)]
+struct TargetTable {
+    by_key: HashMap<TargetKey, usize>,
+    owned: Vec<Box<Target>>,
+}
+
+impl Default for Targets {
+    fn default() -> Targets {
+        Targets { hot: [const { AtomicPtr::new(std::ptr::null_mut()) }; HOT_TARGETS], all: Mutex::default() }
+    }
+}
+
+fn hot_slot((_, nid, pid): TargetKey) -> usize {
+    (nid.wrapping_mul(0x9e37_79b9) ^ pid.wrapping_mul(0x85eb_ca6b)) as usize % HOT_TARGETS
+}
+
+impl Targets {
+    /// The live target `key` if the table has it.
+    #[inline]
+    fn get(&self, key: TargetKey) -> Option<&Target> {
+        // Acquire: pairs with the Release in `insert` (the Target is fully built).
+        let p = self.hot[hot_slot(key)].load(Ordering::Acquire);
+        // SAFETY: non-null pointers in `hot` are Targets owned by `all`, freed only with
+        // `self`, which the caller borrows.
+        let t = unsafe { p.as_ref() }?;
+        (t.key == key && !t.stale.load(Ordering::Relaxed)).then_some(t)
+    }
+
+    /// The live target `key`: from the table's hot slot, else from the whole table.
+    #[inline]
+    fn lookup(&self, key: TargetKey) -> Option<&Target> {
+        self.get(key).or_else(|| self.find(key))
+    }
+
+    /// The live target `key` from the whole table (refreshing its hot slot).
+    #[cold]
+    fn find(&self, key: TargetKey) -> Option<&Target> {
+        let all = self.all.lock().unwrap_or_else(|e| e.into_inner());
+        let t: &Target = all.owned.get(*all.by_key.get(&key)?)?;
+        // SAFETY: boxed, never freed or moved before `self` (see the type's doc).
+        let t = unsafe { &*(t as *const Target) };
+        self.hot[hot_slot(key)].store(t as *const Target as *mut Target, Ordering::Release);
+        Some(t)
+    }
+
+    fn insert(&self, t: Target) -> &Target {
+        let key = t.key;
+        let mut all = self.all.lock().unwrap_or_else(|e| e.into_inner());
+        let b = Box::new(t);
+        let p = &*b as *const Target as *mut Target;
+        all.owned.push(b);
+        let at = all.owned.len() - 1;
+        all.by_key.insert(key, at);
+        self.hot[hot_slot(key)].store(p, Ordering::Release);
+        // SAFETY: as in `find`.
+        unsafe { &*p }
+    }
+
+    /// Marks target `key` stale: the next operation looks it up again.
+    fn forget(&self, key: TargetKey) {
+        let mut all = self.all.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(at) = all.by_key.remove(&key) {
+            if let Some(t) = all.owned.get(at) {
+                t.stale.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+}
 
 /// A thread's request and reply buffers (kept: no allocation per operation).
 struct Bufs {
@@ -50,66 +144,26 @@ struct Bufs {
 }
 
 thread_local! {
-    static LAST_TARGET: RefCell<Option<Arc<Target>>> = const { RefCell::new(None) };
     static BUFS: RefCell<Bufs> = const { RefCell::new(Bufs { req: Vec::new(), reply: Vec::new() }) };
 }
 
-/// Sets the thread's cached target (unless a caller up the stack borrows it, see
-/// [`with_cached`]).
-fn set_last(t: Option<Arc<Target>>) {
-    LAST_TARGET.with(|l| {
-        if let Ok(mut l) = l.try_borrow_mut() {
-            *l = t;
-        }
-    });
-}
-
-/// Forgets every cached target (PtlNIFini).
-pub fn forget_targets() {
-    *TARGETS.lock().unwrap_or_else(|e| e.into_inner()) = None;
-    set_last(None);
-}
-
-fn forget(key: TargetKey) {
-    if let Some(m) = TARGETS.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
-        m.remove(&key);
-    }
-    set_last(None);
-}
-
-/// Runs `f` on the thread's cached target `key`, borrowed (no reference count); None
-/// when the cache holds another one (or is in use up the stack).
-#[inline]
-fn with_cached<R>(key: TargetKey, f: impl FnOnce(&Target) -> R) -> Option<R> {
-    LAST_TARGET.with(|l| {
-        let b = l.try_borrow().ok()?;
-        let t = b.as_ref().filter(|t| t.key == key)?;
-        Some(f(t))
-    })
-}
-
 /// The target NI `id` of our job, None when there is none.
-fn resolve(n: &Ni, id: ptl_process_id_t) -> Option<Arc<Target>> {
+fn resolve(n: &Ni, id: ptl_process_id_t) -> Option<&Target> {
     let key = (n.jid, id.nid, id.pid);
-    if let Some(t) = LAST_TARGET.with(|l| l.try_borrow().ok()?.as_ref().filter(|t| t.key == key).cloned()) {
+    if let Some(t) = n.targets.lookup(key) {
         return Some(t);
     }
-    if let Some(t) = TARGETS.lock().unwrap_or_else(|e| e.into_inner()).as_ref().and_then(|m| m.get(&key).cloned()) {
-        set_last(Some(t.clone()));
-        return Some(t);
-    }
-    let (peer, loc, nonce) = if id == n.id {
+    let own = id == n.id;
+    let (peer, loc, nonce) = if own {
         (Peer::this().ok()?, n.loc, n.nonce)
     } else {
         let (peer, payload) = Peer::lookup(id.nid, registry::api::PORTALS, &endpoint_key(n.jid, id.nid, id.pid)).ok()?;
         let (loc, nonce) = parse_payload(&payload);
         (peer, loc, nonce)
     };
-    let view = if peer.is_remote() { None } else { service::view(&peer, loc) };
-    let t = Arc::new(Target { key, peer, loc, nonce, view });
-    TARGETS.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashMap::new).insert(key, t.clone());
-    set_last(Some(t.clone()));
-    Some(t)
+    // Our own segment is `n.seg` (a view of it would hold the NI: a cycle).
+    let view = if peer.is_remote() || own { None } else { service::view(&peer, loc) };
+    Some(n.targets.insert(Target { key, peer, loc, nonce, view, own, stale: AtomicBool::new(false) }))
 }
 
 /// A target id names no process: a wildcard, or a node the job does not have.
@@ -205,7 +259,7 @@ fn send(n: &Ni, tid: ptl_process_id_t, base: Req, src: Option<&Mem>, dst: Option
             Ok((None, _)) => return Outcome::Failed,
             Err(e) => {
                 softnic_fabric::sn_debug!("Portals", "request to nid {} pid {} failed: {}", tid.nid, tid.pid, e);
-                forget(t.key);
+                n.targets.forget(t.key);
                 if attempt == 0 && matches!(e, softnic_fabric::Error::StaleHandle | softnic_fabric::Error::NotFound) {
                     continue;
                 }
@@ -213,11 +267,11 @@ fn send(n: &Ni, tid: ptl_process_id_t, base: Req, src: Option<&Mem>, dst: Option
             }
         };
         return match rep.status {
-            service::ST_ACCEPTED if rep.flags & service::R_TWO_PHASE != 0 => two_phase(&t, &req, rep, &extra, src, dst),
+            service::ST_ACCEPTED if rep.flags & service::R_TWO_PHASE != 0 => two_phase(t, &req, rep, &extra, src, dst),
             service::ST_ACCEPTED => Outcome::Accepted(rep, extra),
             service::ST_DROPPED => Outcome::Dropped,
             _ => {
-                forget(t.key);
+                n.targets.forget(t.key);
                 if attempt == 0 {
                     continue;
                 }
@@ -235,6 +289,15 @@ const FAST_MAX: u64 = 8192;
 /// How often [`fast`] tries a busy target lock before it takes the general path.
 const FAST_TRIES: u32 = 64;
 
+/// Starts fetching the target's lock and event lines while our own lock is taken (see
+/// [`Seg::prefetch`]): they are usually in the other process's cache.
+#[inline]
+fn prefetch_target(t: Option<&Target>) {
+    if let Some(v) = t.and_then(|t| t.view.as_ref()) {
+        v.seg.prefetch();
+    }
+}
+
 /// What [`fast`] made of an operation.
 enum Fast {
     Done(Outcome),
@@ -251,42 +314,48 @@ enum Fast {
 /// without waiting long.  Nobody waits for a lock while holding another one (a busy
 /// target lock sends the caller to the general path, which releases its own first), so
 /// two processes putting to each other cannot deadlock.  None: take the general path.
-fn fast(n: &Ni, key: TargetKey, g: &Guard<'_>, req: &mut Req, spans: &LocalSpans) -> Option<Outcome> {
+#[inline]
+fn fast(n: &Ni, t: Option<&Target>, g: &Guard<'_>, req: &mut Req, spans: &LocalSpans) -> Option<Outcome> {
+    let t = t?;
     if req.rlength > FAST_MAX {
         return None;
     }
-    match with_cached(key, |t| fast_on(n, t, g, req, spans))? {
+    match fast_on(n, t, g, req, spans) {
         Fast::Done(o) => Some(o),
         Fast::Slow => None,
         Fast::Stale => {
-            forget(key);
+            n.targets.forget(t.key);
             None
         }
     }
 }
 
+#[inline]
 fn fast_on(n: &Ni, t: &Target, g: &Guard<'_>, req: &mut Req, spans: &LocalSpans) -> Fast {
-    let Some(v) = &t.view else { return Fast::Slow };
+    if t.view.is_none() && !t.own {
+        return Fast::Slow;
+    }
     // The liveness probe Peer::call would make.
     let Ok(live) = t.peer.live() else { return Fast::Slow };
     (req.tgt_jid, req.tgt_nid, req.tgt_pid) = t.key;
     req.ni_nonce = t.nonce;
-    let seg = &v.seg;
-    let rep = if seg.same(&n.seg) {
-        service::run_local(&t.peer, live, seg, g, req, spans)
-    } else {
-        let mut tries = 0;
-        let tg = loop {
-            if let Some(tg) = seg.try_lock() {
-                break tg;
-            }
-            tries += 1;
-            if tries == FAST_TRIES {
-                return Fast::Slow;
-            }
-            std::hint::spin_loop();
-        };
-        service::run_local(&t.peer, live, seg, &tg, req, spans)
+    let rep = match &t.view {
+        None => service::run_local(&t.peer, live, &n.seg, g, req, spans),
+        Some(v) => {
+            let seg = &v.seg;
+            let mut tries = 0;
+            let tg = loop {
+                if let Some(tg) = seg.try_lock() {
+                    break tg;
+                }
+                tries += 1;
+                if tries == FAST_TRIES {
+                    return Fast::Slow;
+                }
+                std::hint::spin_loop();
+            };
+            service::run_local(&t.peer, live, seg, &tg, req, spans)
+        }
     };
     match rep {
         Some(rep) if rep.status == service::ST_ACCEPTED => Fast::Done(Outcome::Accepted(rep, Vec::new())),
@@ -341,6 +410,7 @@ fn two_phase(t: &Target, req: &Req, rep: Rep, extra: &[u8], src: Option<&Mem>, d
 
 /// An initiator event about our MD row `mi` (lock held).
 #[allow(clippy::too_many_arguments)]
+#[inline]
 fn own_event(seg: &Seg, g: &Guard<'_>, mi: u32, kind: u32, peer: ptl_process_id_t, req: &Req, rlength: u64, mlength: u64, offset: u64, link: u32, fail: bool) -> bool {
     let Some(m) = seg.md(g, mi) else { return false };
     let disable = match kind {
@@ -352,7 +422,7 @@ fn own_event(seg: &Seg, g: &Guard<'_>, mi: u32, kind: u32, peer: ptl_process_id_
         return true;
     }
     let h = seg.hdr();
-    let mut ev = Packed {
+    let ev = || Packed {
         initiator: peer,
         uid: h.uid,
         jid: h.jid,
@@ -366,13 +436,13 @@ fn own_event(seg: &Seg, g: &Guard<'_>, mi: u32, kind: u32, peer: ptl_process_id_
         fail: fail as u8 * PTL_NI_FAIL as u8,
         ..Packed::about(kind, seg.handle(handle::MD, m.gen, mi), &m.view)
     };
-    let eqh = m.view.eq_handle;
-    crate::eq::push(seg, g, eqh, &mut ev)
+    crate::eq::push(seg, g, m.view.eq_handle, ev)
 }
 
 /// Phase A of every operation on our MD `(idx, gen)`: checks, the region, the
 /// threshold unit of a send, the busy mark.  Returns the row, the operation's link and
 /// the memory.
+#[inline]
 fn begin(n: &Ni, g: &Guard<'_>, idx: u32, gen: u32, region: Option<(u64, u64)>, write: bool, counts: bool) -> PResult<(u32, u32, Mem)> {
     let seg = &n.seg;
     let mi = md::row_of(seg, g, idx, gen)?;
@@ -397,6 +467,7 @@ fn begin(n: &Ni, g: &Guard<'_>, idx: u32, gen: u32, region: Option<(u64, u64)>, 
 
 /// Takes one threshold unit of an initiator-side operation (a send, an ack, a reply),
 /// if any is left: these are never refused for the threshold.
+#[inline]
 fn use_unit(m: &mut MdRow) {
     if m.view.threshold > 0 {
         m.view.threshold -= 1;
@@ -408,6 +479,7 @@ fn use_unit(m: &mut MdRow) {
 
 /// The end of every operation on our MD row `mi`: busy mark off, then the unlink check
 /// (lock held).  True when the MD went (the caller reaps).
+#[inline]
 fn end(seg: &Seg, g: &Guard<'_>, mi: u32, link: u32) -> bool {
     let Some(m) = seg.md(g, mi) else { return false };
     m.pending = m.pending.saturating_sub(1);
@@ -426,6 +498,7 @@ fn end(seg: &Seg, g: &Guard<'_>, mi: u32, link: u32) -> bool {
 }
 
 #[allow(clippy::too_many_arguments)]
+#[inline]
 fn base_req(n: &Ni, op: u32, pt: u32, ac: u32, bits: u64, roff: u64, hdr: u64, rlength: u64) -> Req {
     Req {
         wire: 0x5033_0001,
@@ -452,6 +525,8 @@ fn put(md_h: u32, region: Option<(u64, u64)>, ack_req: u32, target: ptl_process_
         }
         check_target(n, target)?;
         let seg = &n.seg;
+        let t = n.targets.lookup((n.jid, target.nid, target.pid));
+        prefetch_target(t);
         let mut g = seg.lock();
         let (mi, link, mem) = begin(n, &g, idx, gen, region, false, true)?;
         let ack_wanted = ack_req == PTL_ACK_REQ && seg.md(&g, mi).expect("live").view.eq_handle != PTL_EQ_NONE;
@@ -464,7 +539,7 @@ fn put(md_h: u32, region: Option<(u64, u64)>, ack_req: u32, target: ptl_process_
             req.flags |= service::F_ACK;
         }
         let spans = LocalSpans { src: mem.span(), dst: empty_span() };
-        let outcome = match fast(n, (n.jid, target.nid, target.pid), &g, &mut req, &spans) {
+        let outcome = match fast(n, t, &g, &mut req, &spans) {
             Some(o) => o,
             None => {
                 drop(g);
@@ -500,11 +575,13 @@ fn get(md_h: u32, region: Option<(u64, u64)>, target: ptl_process_id_t, pt: u32,
     Lib::with_of(md_h, handle::MD, PTL_MD_INVALID, |n, idx, gen| {
         check_target(n, target)?;
         let seg = &n.seg;
+        let t = n.targets.lookup((n.jid, target.nid, target.pid));
+        prefetch_target(t);
         let mut g = seg.lock();
         let (mi, link, mem) = begin(n, &g, idx, gen, region, true, false)?;
         let mut req = base_req(n, service::OP_GET, pt, ac, bits, roff, 0, mem.len);
         let spans = LocalSpans { src: empty_span(), dst: mem.span() };
-        let outcome = match fast(n, (n.jid, target.nid, target.pid), &g, &mut req, &spans) {
+        let outcome = match fast(n, t, &g, &mut req, &spans) {
             Some(o) => o,
             None => {
                 drop(g);

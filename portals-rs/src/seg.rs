@@ -35,7 +35,7 @@ use softnic_fabric::mem::MemKey;
 use softnic_fabric::ring::{Pod, Ring};
 use softnic_fabric::rma::{Live, Peer, Pinned, PinnedRef};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 pub const MAGIC: u64 = u64::from_le_bytes(*b"snicPTL3");
 /// Layout version: bump on any change below.
@@ -322,6 +322,9 @@ pub struct Seg {
     rings: std::cell::UnsafeCell<Vec<Option<CachedRing>>>,
     /// Target memory pinned by this view, by MD row modulo PINS (see [`Seg::with_pin`]).
     pins: std::cell::UnsafeCell<[Option<PinEntry>; PINS]>,
+    /// Where the last deposit through this view left its queue's next slot (see
+    /// [`Seg::prefetch`]).
+    slot_hint: AtomicPtr<u8>,
 }
 
 /// Entries of a view's pin cache.
@@ -371,7 +374,7 @@ impl Seg {
     /// # Safety
     /// `base` valid for `lay.total` bytes, 64-aligned, not yet visible to anyone.
     pub unsafe fn format(base: *mut u8, lay: Layout, id: (u32, u32, u32, u32), nonce: u64) -> Seg {
-        let s = Seg { base, lay, hbase: nonce as u32, rings: Default::default(), pins: Default::default() };
+        let s = Seg { base, lay, hbase: nonce as u32, rings: Default::default(), pins: Default::default(), slot_hint: AtomicPtr::new(std::ptr::null_mut()) };
         // SAFETY: the caller's contract: fresh memory of lay.total bytes.
         let h = unsafe { &mut *(base as *mut Header) };
         h.hbase = nonce as u32;
@@ -424,7 +427,7 @@ impl Seg {
         if lay.total as u64 != total || lay.total > len {
             return None;
         }
-        Some(Seg { base, lay, hbase, rings: Default::default(), pins: Default::default() })
+        Some(Seg { base, lay, hbase, rings: Default::default(), pins: Default::default(), slot_hint: AtomicPtr::new(std::ptr::null_mut()) })
     }
 
     /// The handle of row `idx` (generation `row_gen`) of table `kind`.
@@ -449,6 +452,36 @@ impl Seg {
     #[inline]
     pub fn lock(&self) -> Guard<'_> {
         Guard { held: self.hdr().lock.lock() }
+    }
+
+    /// Starts fetching, for writing, what an operation on this NI writes first and what
+    /// is usually in the cache of the NI's owner (another process, another core): the
+    /// lock's line ([`ShmLock::prefetch`]) and the event slot the last deposit through
+    /// this view left next (a hint, see [`Seg::hint_next_slot`]).  The fetches overlap
+    /// each other and the caller's work until it takes the lock.
+    #[inline]
+    pub fn prefetch(&self) {
+        self.hdr().lock.prefetch();
+        let p = self.slot_hint.load(Ordering::Relaxed);
+        if !p.is_null() {
+            // A slot is two lines (the hint is refreshed under the lock from a ring of this
+            // segment; a stale one only wastes the prefetch).
+            prefetch_write(p);
+            prefetch_write(p.wrapping_add(64));
+        }
+    }
+
+    /// See [`ShmLock::prefetch`].
+    #[inline]
+    pub fn prefetch_lock(&self) {
+        self.hdr().lock.prefetch();
+    }
+
+    /// Records the slot a queue's next deposit will fill (from `Ring::next_slot`).
+    #[inline]
+    pub fn hint_next_slot(&self, (p, len): (*const u8, usize)) {
+        let p = if len <= 128 { p as *mut u8 } else { std::ptr::null_mut() };
+        self.slot_hint.store(p, Ordering::Relaxed);
     }
 
     /// The lock if it is free now.
@@ -648,6 +681,27 @@ impl Seg {
     pub fn alive(&self) -> bool {
         self.hdr().alive.load(Ordering::Acquire) != 0
     }
+}
+
+/// Starts fetching the cache line at `p` for writing (a hint: reads nothing, cannot
+/// fault; PREFETCHW executes as a no-op on processors without it).
+#[inline]
+pub fn prefetch_write(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch hint (see above).
+    unsafe {
+        std::arch::asm!("prefetchw byte ptr [{0}]", in(reg) p, options(nostack, preserves_flags, readonly))
+    };
+}
+
+/// Starts fetching the cache line at `p` for reading (a hint, see [`prefetch_write`]).
+#[inline]
+pub fn prefetch_read(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch hint: reads nothing architecturally, cannot fault.
+    unsafe {
+        std::arch::asm!("prefetcht0 byte ptr [{0}]", in(reg) p, options(nostack, preserves_flags, readonly))
+    };
 }
 
 /// Limits a segment may carry (the maxima of crate::ni).

@@ -9,6 +9,8 @@
 //! registered memory, through the one-sided engine), in the target's network progress
 //! thread otherwise (on its own segment and memory).  It takes the target NI's lock for
 //! the whole match-and-deposit, never waits on another remote operation, and is short.
+//! The initiator's one-critical-section path ([`run_local`], see [`crate::ops`]) runs
+//! the same [`request`] under the lock it took itself, with the request as a value.
 //!
 //! **Data.**  When the handler runs in the initiator's own process (a `proc_nonce`
 //! match), the request carries a pointer to the initiator's pieces of memory and data
@@ -264,6 +266,7 @@ pub fn serve(target: &Arc<Peer>, req_bytes: &[u8], reply: &mut Vec<u8>) -> Resul
 /// segment is mapped here (`seg`, locked by `g`): what [`serve`] does after decoding,
 /// without the bytes.  The data moves between `spans` (the initiator's memory) and the
 /// target's memory.  None when `seg` is no longer the NI the request names.
+#[inline]
 pub(crate) fn run_local(peer: &Arc<Peer>, target: Live<'_>, seg: &Seg, g: &Guard<'_>, req: &Req, spans: &LocalSpans) -> Option<Rep> {
     let h = seg.hdr();
     if !seg.alive() || h.nonce != req.ni_nonce || (h.jid, h.nid, h.pid) != (req.tgt_jid, req.tgt_nid, req.tgt_pid) {
@@ -317,6 +320,7 @@ fn wild_eq(rule: u32, v: u32) -> bool {
 
 /// Access control (doc 4.2): the cookie names a valid entry whose process, user, job
 /// and portal admit the request.
+#[inline]
 fn admitted(seg: &Seg, g: &Guard<'_>, req: &Req) -> std::result::Result<(), &'static str> {
     if seg.pt(g, req.pt_index).is_none() {
         return Err("invalid portal index");
@@ -347,6 +351,7 @@ struct Matched {
 /// The match-list walk (digest 5.1): the first ME whose criteria match and whose MD is
 /// active, enables the operation and has room (or truncates).  A matching MD without
 /// room is unlinked when it was attached with unlink_nofit, and the walk goes on.
+#[inline]
 fn walk(seg: &Seg, g: &Guard<'_>, req: &Req) -> Option<Matched> {
     let want = match req.op {
         OP_PUT => PTL_MD_OP_PUT,
@@ -389,6 +394,7 @@ fn walk(seg: &Seg, g: &Guard<'_>, req: &Req) -> Option<Matched> {
     None
 }
 
+#[inline]
 fn next_link(seg: &Seg, g: &Guard<'_>) -> u32 {
     let s = seg.state(g);
     let l = s.next_link;
@@ -399,12 +405,13 @@ fn next_link(seg: &Seg, g: &Guard<'_>) -> u32 {
 /// A target event about MD row `mi` (lock held), logged unless `disable` is set in its
 /// options.
 #[allow(clippy::too_many_arguments)]
+#[inline]
 fn target_event(seg: &Seg, g: &Guard<'_>, mi: u32, kind: u32, disable: u32, req: &Req, mlength: u64, offset: u64, link: u32, fail: bool) {
     let Some(m) = seg.md(g, mi) else { return };
     if m.view.options & disable != 0 {
         return;
     }
-    let mut ev = Packed {
+    let ev = || Packed {
         initiator: ptl_process_id_t { nid: req.init_nid, pid: req.init_pid },
         uid: req.init_uid,
         jid: req.init_jid,
@@ -418,8 +425,7 @@ fn target_event(seg: &Seg, g: &Guard<'_>, mi: u32, kind: u32, disable: u32, req:
         fail: fail as u8 * PTL_NI_FAIL as u8,
         ..Packed::about(kind, seg.handle(handle::MD, m.gen, mi), &m.view)
     };
-    let eqh = m.view.eq_handle;
-    eq::push(seg, g, eqh, &mut ev);
+    eq::push(seg, g, m.view.eq_handle, ev);
 }
 
 fn kinds(op: u32) -> (u32, u32) {
@@ -518,6 +524,7 @@ fn request(peer: &Arc<Peer>, target: Live<'_>, seg: &Seg, g: &Guard<'_>, req: &R
 
 /// END event, statistics and the unlink check of an accepted operation (lock held).
 #[allow(clippy::too_many_arguments)]
+#[inline]
 fn finish(seg: &Seg, g: &Guard<'_>, mi: u32, end_kind: u32, req: &Req, mlength: u64, offset: u64, link: u32, fail: bool) {
     target_event(seg, g, mi, end_kind, PTL_MD_EVENT_END_DISABLE, req, mlength, offset, link, fail);
     let st = &mut seg.state(g).hot;
