@@ -115,7 +115,7 @@ impl EqLocal {
     }
 
     /// The next event and whether events were dropped before it; `Ok(None)` when empty.
-    fn take(&self) -> PResult<Option<(Event, bool)>> {
+    fn take(&self) -> PResult<Option<(Packed, bool)>> {
         if self.ended.load(Ordering::Acquire) {
             return Err(PTL_EQ_INVALID);
         }
@@ -134,7 +134,7 @@ impl EqLocal {
                 self.ni.seg.prefetch_lock();
                 let dropped = p.sequence != *next;
                 *next = p.sequence.wrapping_add(1);
-                Ok(Some((p.unpack(), dropped)))
+                Ok(Some((p, dropped)))
             }
         }
     }
@@ -226,24 +226,22 @@ fn lookup(h: u32) -> PResult<Arc<EqLocal>> {
 #[inline]
 fn with_eq<R>(h: u32, f: impl FnOnce(&Arc<EqLocal>) -> PResult<R>) -> PResult<R> {
     Lib::check_init()?;
-    let mut f = Some(f);
-    let r = LAST_EQ.with(|c| {
-        let b = c.try_borrow().ok()?;
-        let q = b.as_ref().filter(|q| q.handle == h && !q.ended.load(Ordering::Acquire) && !q.ni.ended.load(Ordering::Acquire))?;
-        Some(f.take().expect("called once")(q))
-    });
-    if let Some(r) = r {
-        return r;
-    }
-    let (n, _, _) = Lib::of(h, handle::EQ, PTL_EQ_INVALID)?;
-    let q = eq_local(&n, h)?;
     LAST_EQ.with(|c| {
+        let b = c.try_borrow();
+        if let Ok(Some(q)) = b.as_deref() {
+            if q.handle == h && !q.ended.load(Ordering::Acquire) && !q.ni.ended.load(Ordering::Acquire) {
+                return f(q);
+            }
+        }
+        drop(b);
+        let (n, _, _) = Lib::of(h, handle::EQ, PTL_EQ_INVALID)?;
+        let q = eq_local(&n, h)?;
         // Unless a caller up the stack borrows it.
         if let Ok(mut c) = c.try_borrow_mut() {
             *c = Some(q.clone());
         }
-    });
-    f.take().expect("not called")(&q)
+        f(&q)
+    })
 }
 
 /// Is `h` PTL_EQ_NONE or a live queue of `n`?  (`PTL_EQ_INVALID` otherwise.)
@@ -325,24 +323,25 @@ fn debug_event(seg: &Seg, eq_h: u32, seq: u64, ev: &Packed, pushed: bool) {
 ///
 /// # Safety
 /// `dst` non-NULL, writable for a `ptl_event_t`.
-unsafe fn copy_out(ev: &Event, dst: *mut Event) {
-    let src = ev as *const Event as *const u8;
-    let d = dst as *mut u8;
-    let seq_off = std::mem::offset_of!(Event, sequence);
-    // SAFETY: both are ptl_event_t-sized; everything before the sequence first.
-    unsafe { std::ptr::copy_nonoverlapping(src, d, seq_off) };
+#[inline]
+unsafe fn copy_out(p: &Packed, dst: *mut Event) {
+    // SAFETY: EventHead is the prefix of ptl_event_t before `sequence` (types.rs).
+    unsafe { (dst as *mut EventHead).write_unaligned(p.head()) };
     std::sync::atomic::fence(Ordering::Release);
     // SAFETY: inside *dst; volatile as the C field is.
     unsafe {
-        std::ptr::write_volatile(d.add(seq_off) as *mut [u8; 4], ev.sequence.to_ne_bytes());
+        let d = dst as *mut u8;
+        let seq_off = std::mem::offset_of!(Event, sequence);
+        std::ptr::write_volatile(d.add(seq_off) as *mut [u8; 4], p.sequence.to_ne_bytes());
         std::ptr::write_bytes(d.add(seq_off + 4), 0, 4);
     }
 }
 
 /// Returns an event taken from `q` to the caller.
-fn deliver(ev: &Event, dropped: bool, dst: *mut Event) -> i32 {
+#[inline]
+fn deliver(p: &Packed, dropped: bool, dst: *mut Event) -> i32 {
     // SAFETY: the callers checked dst for NULL.
-    unsafe { copy_out(ev, dst) };
+    unsafe { copy_out(p, dst) };
     if dropped {
         PTL_EQ_DROPPED
     } else {

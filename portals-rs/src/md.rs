@@ -529,6 +529,7 @@ impl std::ops::Deref for Pieces {
 }
 
 /// The pieces of MD row `i`'s memory.
+#[inline]
 pub fn pieces(seg: &Seg, g: &Guard<'_>, i: u32) -> Pieces {
     let Some(m) = seg.md(g, i) else { return Pieces::Many(Vec::new()) };
     if m.niov == 0 {

@@ -314,7 +314,7 @@ enum Fast {
 /// without waiting long.  Nobody waits for a lock while holding another one (a busy
 /// target lock sends the caller to the general path, which releases its own first), so
 /// two processes putting to each other cannot deadlock.  None: take the general path.
-#[inline]
+#[inline(always)]
 fn fast(n: &Ni, t: Option<&Target>, g: &Guard<'_>, req: &mut Req, spans: &LocalSpans) -> Option<Outcome> {
     let t = t?;
     if req.rlength > FAST_MAX {
@@ -330,7 +330,7 @@ fn fast(n: &Ni, t: Option<&Target>, g: &Guard<'_>, req: &mut Req, spans: &LocalS
     }
 }
 
-#[inline]
+#[inline(always)]
 fn fast_on(n: &Ni, t: &Target, g: &Guard<'_>, req: &mut Req, spans: &LocalSpans) -> Fast {
     if t.view.is_none() && !t.own {
         return Fast::Slow;
@@ -410,7 +410,7 @@ fn two_phase(t: &Target, req: &Req, rep: Rep, extra: &[u8], src: Option<&Mem>, d
 
 /// An initiator event about our MD row `mi` (lock held).
 #[allow(clippy::too_many_arguments)]
-#[inline]
+#[inline(always)]
 fn own_event(seg: &Seg, g: &Guard<'_>, mi: u32, kind: u32, peer: ptl_process_id_t, req: &Req, rlength: u64, mlength: u64, offset: u64, link: u32, fail: bool) -> bool {
     let Some(m) = seg.md(g, mi) else { return false };
     let disable = match kind {
@@ -442,7 +442,7 @@ fn own_event(seg: &Seg, g: &Guard<'_>, mi: u32, kind: u32, peer: ptl_process_id_
 /// Phase A of every operation on our MD `(idx, gen)`: checks, the region, the
 /// threshold unit of a send, the busy mark.  Returns the row, the operation's link and
 /// the memory.
-#[inline]
+#[inline(always)]
 fn begin(n: &Ni, g: &Guard<'_>, idx: u32, gen: u32, region: Option<(u64, u64)>, write: bool, counts: bool) -> PResult<(u32, u32, Mem)> {
     let seg = &n.seg;
     let mi = md::row_of(seg, g, idx, gen)?;

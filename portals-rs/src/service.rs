@@ -123,6 +123,20 @@ pub struct Span {
     pub off: u64,
 }
 
+impl Span {
+    /// The `len` bytes from the start of the span when they lie in its first piece.
+    #[inline]
+    fn one(&self, len: u64) -> Option<&[u8]> {
+        if self.n == 0 {
+            return None;
+        }
+        // SAFETY: the span lists the initiator's MD pieces (see `serve`); n > 0.
+        let &(_, addr, plen) = unsafe { &*self.ptr };
+        // SAFETY: inside the initiator's first MD piece, mapped while the operation runs.
+        (self.off.checked_add(len).is_some_and(|e| e <= plen)).then(|| unsafe { std::slice::from_raw_parts((addr + self.off) as *const u8, len as usize) })
+    }
+}
+
 /// What `Req::local` points at: the source of a put, the destination of a get.
 #[repr(C)]
 pub struct LocalSpans {
@@ -266,7 +280,7 @@ pub fn serve(target: &Arc<Peer>, req_bytes: &[u8], reply: &mut Vec<u8>) -> Resul
 /// segment is mapped here (`seg`, locked by `g`): what [`serve`] does after decoding,
 /// without the bytes.  The data moves between `spans` (the initiator's memory) and the
 /// target's memory.  None when `seg` is no longer the NI the request names.
-#[inline]
+#[inline(always)]
 pub(crate) fn run_local(peer: &Arc<Peer>, target: Live<'_>, seg: &Seg, g: &Guard<'_>, req: &Req, spans: &LocalSpans) -> Option<Rep> {
     let h = seg.hdr();
     if !seg.alive() || h.nonce != req.ni_nonce || (h.jid, h.nid, h.pid) != (req.tgt_jid, req.tgt_nid, req.tgt_pid) {
@@ -320,7 +334,7 @@ fn wild_eq(rule: u32, v: u32) -> bool {
 
 /// Access control (doc 4.2): the cookie names a valid entry whose process, user, job
 /// and portal admit the request.
-#[inline]
+#[inline(always)]
 fn admitted(seg: &Seg, g: &Guard<'_>, req: &Req) -> std::result::Result<(), &'static str> {
     if seg.pt(g, req.pt_index).is_none() {
         return Err("invalid portal index");
@@ -351,7 +365,7 @@ struct Matched {
 /// The match-list walk (digest 5.1): the first ME whose criteria match and whose MD is
 /// active, enables the operation and has room (or truncates).  A matching MD without
 /// room is unlinked when it was attached with unlink_nofit, and the walk goes on.
-#[inline]
+#[inline(always)]
 fn walk(seg: &Seg, g: &Guard<'_>, req: &Req) -> Option<Matched> {
     let want = match req.op {
         OP_PUT => PTL_MD_OP_PUT,
@@ -405,7 +419,7 @@ fn next_link(seg: &Seg, g: &Guard<'_>) -> u32 {
 /// A target event about MD row `mi` (lock held), logged unless `disable` is set in its
 /// options.
 #[allow(clippy::too_many_arguments)]
-#[inline]
+#[inline(always)]
 fn target_event(seg: &Seg, g: &Guard<'_>, mi: u32, kind: u32, disable: u32, req: &Req, mlength: u64, offset: u64, link: u32, fail: bool) {
     let Some(m) = seg.md(g, mi) else { return };
     if m.view.options & disable != 0 {
@@ -438,6 +452,7 @@ fn kinds(op: u32) -> (u32, u32) {
 
 /// A put, get or getput request (lock held).
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 fn request(peer: &Arc<Peer>, target: Live<'_>, seg: &Seg, g: &Guard<'_>, req: &Req, data: &[u8], local: Option<&LocalSpans>, out: &mut Out) {
     if let Err(why) = admitted(seg, g, req) {
         return drop_req(seg, g, req, why);
@@ -490,10 +505,14 @@ fn request(peer: &Arc<Peer>, target: Live<'_>, seg: &Seg, g: &Guard<'_>, req: &R
             let gen = seg.md(g, mi).map_or(0, |m| m.gen);
             match &*pieces {
                 // A contiguous MD, written through its pin (the common small put).
-                &[piece] if offset.checked_add(mlength).is_some_and(|e| e <= piece.2) => seg.with_pin(g, peer, target, mi, gen, piece, |p| {
-                    let mut ok = true;
-                    local_parts(&l.src, 0, mlength, |d, s| ok &= p.put((offset + d) as usize, s).is_ok());
-                    ok
+                &[piece] if offset.checked_add(mlength).is_some_and(|e| e <= piece.2) => seg.with_pin(g, peer, target, mi, gen, piece, |p| match l.src.one(mlength) {
+                    // From one piece of ours (a contiguous MD): one copy.
+                    Some(s) => p.put(offset as usize, s).is_ok(),
+                    None => {
+                        let mut ok = true;
+                        local_parts(&l.src, 0, mlength, |d, s| ok &= p.put((offset + d) as usize, s).is_ok());
+                        ok
+                    }
                 }),
                 _ => None,
             }
@@ -524,7 +543,7 @@ fn request(peer: &Arc<Peer>, target: Live<'_>, seg: &Seg, g: &Guard<'_>, req: &R
 
 /// END event, statistics and the unlink check of an accepted operation (lock held).
 #[allow(clippy::too_many_arguments)]
-#[inline]
+#[inline(always)]
 fn finish(seg: &Seg, g: &Guard<'_>, mi: u32, end_kind: u32, req: &Req, mlength: u64, offset: u64, link: u32, fail: bool) {
     target_event(seg, g, mi, end_kind, PTL_MD_EVENT_END_DISABLE, req, mlength, offset, link, fail);
     let st = &mut seg.state(g).hot;
