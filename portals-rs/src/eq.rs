@@ -115,6 +115,7 @@ impl EqLocal {
     }
 
     /// The next event and whether events were dropped before it; `Ok(None)` when empty.
+    #[inline(always)]
     fn take(&self) -> PResult<Option<(Packed, bool)>> {
         if self.ended.load(Ordering::Acquire) {
             return Err(PTL_EQ_INVALID);
@@ -137,6 +138,12 @@ impl EqLocal {
                 Ok(Some((p, dropped)))
             }
         }
+    }
+
+    /// [`EqLocal::take`] straight into the caller's event: its code, or None when empty.
+    #[inline]
+    fn take_into(&self, dst: *mut Event) -> PResult<Option<i32>> {
+        Ok(self.take()?.map(|(p, dropped)| deliver(&p, dropped, dst)))
     }
 
     /// Waits until the queue has an entry: spins (a pause between checks, so that an
@@ -456,8 +463,8 @@ pub unsafe extern "C" fn PtlEQGet(eq_handle: u32, event: *mut Event) -> i32 {
         if q.waiters.load(Ordering::Acquire) > 0 {
             return Err(PTL_EQ_EMPTY);
         }
-        match q.take()? {
-            Some((ev, dropped)) => Err(deliver(&ev, dropped, event)),
+        match q.take_into(event)? {
+            Some(rc) => Err(rc),
             None => Err(PTL_EQ_EMPTY),
         }
     });
@@ -474,9 +481,9 @@ fn wait_on(q: &EqLocal, event: *mut Event, timeout: Option<Duration>) -> i32 {
     }
     let deadline = timeout.map(|t| Instant::now() + t);
     loop {
-        match q.take() {
+        match q.take_into(event) {
             Err(e) => return e,
-            Ok(Some((ev, dropped))) => return deliver(&ev, dropped, event),
+            Ok(Some(rc)) => return rc,
             Ok(None) => {}
         }
         let left = match deadline {
