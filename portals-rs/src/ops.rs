@@ -166,6 +166,18 @@ fn resolve(n: &Ni, id: ptl_process_id_t) -> Option<&Target> {
     Some(n.targets.insert(Target { key, peer, loc, nonce, view, own, stale: AtomicBool::new(false) }))
 }
 
+/// The target `id` if the NI has reached it before (checked then), else None after
+/// the checks of [`check_target`].
+#[inline]
+fn known_target(n: &Ni, id: ptl_process_id_t) -> PResult<Option<&Target>> {
+    let key = (n.jid, id.nid, id.pid);
+    if let Some(t) = n.targets.get(key) {
+        return Ok(Some(t));
+    }
+    check_target(n, id)?;
+    Ok(n.targets.find(key))
+}
+
 /// A target id names no process: a wildcard, or a node the job does not have.
 pub fn check_target(n: &Ni, id: ptl_process_id_t) -> PResult<()> {
     if id.nid == PTL_NID_ANY || id.pid == PTL_PID_ANY {
@@ -523,9 +535,8 @@ fn put(md_h: u32, region: Option<(u64, u64)>, ack_req: u32, target: ptl_process_
         if ack_req > PTL_NO_ACK_REQ {
             return Err(PTL_FAIL);
         }
-        check_target(n, target)?;
+        let t = known_target(n, target)?;
         let seg = &n.seg;
-        let t = n.targets.lookup((n.jid, target.nid, target.pid));
         prefetch_target(t);
         let mut g = seg.lock();
         let (mi, link, mem) = begin(n, &g, idx, gen, region, false, true)?;
@@ -573,9 +584,8 @@ fn put(md_h: u32, region: Option<(u64, u64)>, ack_req: u32, target: ptl_process_
 #[allow(clippy::too_many_arguments)]
 fn get(md_h: u32, region: Option<(u64, u64)>, target: ptl_process_id_t, pt: u32, ac: u32, bits: u64, roff: u64) -> PResult<()> {
     Lib::with_of(md_h, handle::MD, PTL_MD_INVALID, |n, idx, gen| {
-        check_target(n, target)?;
+        let t = known_target(n, target)?;
         let seg = &n.seg;
-        let t = n.targets.lookup((n.jid, target.nid, target.pid));
         prefetch_target(t);
         let mut g = seg.lock();
         let (mi, link, mem) = begin(n, &g, idx, gen, region, true, false)?;

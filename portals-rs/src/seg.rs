@@ -592,7 +592,8 @@ impl Seg {
         let pins = unsafe { &mut *self.pins.get() };
         let slot = &mut pins[row as usize % PINS];
         match slot {
-            Some(e) if e.row == row && e.gen == gen && e.piece == piece && e.pin.as_ref().is_none_or(|p| std::ptr::eq(&**p.peer(), live.peer())) => {}
+            // (A pin of another peer fails its check below and is replaced.)
+            Some(e) if e.row == row && e.gen == gen && e.piece == piece => {}
             _ => {
                 let (key, addr, len) = piece;
                 let pin = Pinned::new(target, MemKey::from_u64(key), addr, len as usize, true, crate::ni::PD).ok();
