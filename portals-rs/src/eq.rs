@@ -8,14 +8,18 @@
 //! (futex on the ring's wait words) without polling.
 //!
 //! **Sequence numbers and drops.**  Every push happens under the NI's lock, which also
-//! hands out the queue's sequence numbers, so ring order is sequence order.  An event
+//! hands out the queue's sequence numbers, so ring order is sequence order (and pushes
+//! need no compare-exchange: `Ring::push_serialized`; the lock's release, an atomic
+//! exchange, is the fence after which the sleepers of the queues it published into are
+//! woken, see [`crate::lock`]).  An event
 //! that finds the queue holding `count` events (or the ring full) is dropped but still
 //! takes its number: the consumer, which knows the number it expects next, returns the
 //! next event it gets with PTL_EQ_DROPPED.  The ring is a little larger than `count`
 //! so that a consumer between its two ring steps never makes a push fail early.
 //!
-//! **Consumers** are the owner's threads.  One mutex per queue serialises the take of
-//! an event and the check of its number; PtlEQGet answers PTL_EQ_EMPTY while a thread
+//! **Consumers** are the owner's threads.  One spin lock per queue serialises the take
+//! of an event (`Ring::pop_serialized`) and the check of its number, and the event is
+//! copied straight into the caller's `ptl_event_t`; PtlEQGet answers PTL_EQ_EMPTY while a thread
 //! waits in PtlEQWait/PtlEQPoll on the queue.  PtlEQFree and PtlNIFini wake waiters by
 //! pushing a poison entry (not an event: it carries no sequence number).
 //!

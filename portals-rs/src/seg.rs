@@ -28,6 +28,12 @@
 //! read and written only under the header's lock ([`crate::lock`]), by the owner's API
 //! calls and by whoever runs a Portals operation against this NI.  The row accessors
 //! therefore take the lock guard as a witness.
+//!
+//! **Per-view caches.**  A [`Seg`] (this process's view of a segment) keeps, under the
+//! same lock, the event rings it attached (by queue row, generation and place) and pins
+//! of contiguous MDs' memory (by MD row, generation and piece, `rma::Pinned`), so that an
+//! operation does not validate them again; and a hint of the event slot the next
+//! deposit fills, for [`Seg::prefetch`].
 
 use crate::lock::{Held, ShmLock};
 use crate::types::*;
