@@ -27,7 +27,7 @@ use crate::ni::{Lib, Ni, PD};
 use crate::seg::{Guard, Seg, LIVE, MDF_DOOMED, MDF_UNLINK_NOFIT, MDF_UNLINK_OP, NONE};
 use crate::types::*;
 use softnic_fabric::mem::{MemKey, RingLoc};
-use softnic_fabric::rma::{self, Live, Peer, RegionView};
+use softnic_fabric::rma::{self, Live, Peer, PinnedRef, RegionView};
 use softnic_fabric::{Error, Result};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -507,7 +507,7 @@ fn request(peer: &Arc<Peer>, target: Live<'_>, seg: &Seg, g: &Guard<'_>, req: &R
                 // A contiguous MD, written through its pin (the common small put).
                 &[piece] if offset.checked_add(mlength).is_some_and(|e| e <= piece.2) => seg.with_pin(g, peer, target, mi, gen, piece, |p| match l.src.one(mlength) {
                     // From one piece of ours (a contiguous MD): one copy.
-                    Some(s) => p.put(offset as usize, s).is_ok(),
+                    Some(s) => put_pinned(&p, offset as usize, s),
                     None => {
                         let mut ok = true;
                         local_parts(&l.src, 0, mlength, |d, s| ok &= p.put((offset + d) as usize, s).is_ok());
@@ -580,6 +580,20 @@ impl Req {
     fn op_of_complete(&self) -> u32 {
         self.op >> 8
     }
+}
+
+/// Writes `s` at `off` of a pinned range.  Up to 16 bytes as two overlapping copies of
+/// a fixed size (a few moves once inlined, where a copy of a run-time length is a call
+/// to memmove: most of a small put's copy).
+#[inline]
+fn put_pinned(p: &PinnedRef<'_>, off: usize, s: &[u8]) -> bool {
+    let n = s.len();
+    let r = match n {
+        8..=16 => p.put(off, &s[..8]).and_then(|_| p.put(off + n - 8, &s[n - 8..])),
+        4..=7 => p.put(off, &s[..4]).and_then(|_| p.put(off + n - 4, &s[n - 4..])),
+        _ => p.put(off, s),
+    };
+    r.is_ok()
 }
 
 /// Calls `f(key, addr, at, len)` for each part of `[off, off+n)` of `pieces` (`at`: the
