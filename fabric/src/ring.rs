@@ -547,6 +547,57 @@ impl<T: Pod> Ring<T> {
         Ok(())
     }
 
+    /// Push steps 1-3 for a producer that the caller serialises with every other producer
+    /// of this ring (a lock they all hold while pushing, which also orders their stores
+    /// to `tail`): the position is claimed with a plain store instead of a
+    /// compare-exchange, and step 4 is left to the caller, who issues a full fence after
+    /// publishing (releasing its lock with an atomic exchange is one) and then calls
+    /// `notify_fenced` on [`Ring::waker`]: a lock-holder that publishes into several rings
+    /// pays one fence for all of them.  `NoSpace` when full (nothing written),
+    /// `InvalidArg` when the slot sequence is inconsistent (corrupt memory).
+    ///
+    /// # Safety
+    /// No other push of any kind may run on this ring concurrently (two producers could
+    /// fill one slot).
+    pub unsafe fn push_serialized(&self, v: &T) -> Result<()> {
+        let tail = &self.hdr().tail.0;
+        // Relaxed: the previous producer's store is ordered before ours by the caller's lock.
+        let pos = tail.load(Ordering::Relaxed);
+        let slot = self.slot(pos);
+        // Acquire: pairs with pop step 4, as in `reserve_in`.
+        let dif = slot.seq.load(Ordering::Acquire).wrapping_sub(pos) as i64;
+        if dif < 0 {
+            return Err(Error::NoSpace);
+        }
+        if dif > 0 {
+            // Only a producer past `pos` could have stored it: there is none.
+            return Err(Error::InvalidArg);
+        }
+        tail.store(pos.wrapping_add(1), Ordering::Relaxed);
+        // Steps 2 and 3 as in `push`.  SAFETY: the slot is ours until step 3 (no other
+        // producer, the caller's contract).
+        slot.val.with_mut(|p| unsafe { std::ptr::write_volatile(p, *v) });
+        slot.seq.store(pos.wrapping_add(1), Ordering::Release);
+        Ok(())
+    }
+
+    /// The memory the next push will fill (its slot: sequence word and entry), as a hint
+    /// for a producer that wants to start fetching those cache lines before it pushes
+    /// (they are usually in the consumer's cache).  Only an address: by the time it is
+    /// used another push may have taken the slot, which costs the hint, nothing else.
+    pub fn next_slot(&self) -> (*const u8, usize) {
+        // Relaxed: a hint.
+        let pos = self.hdr().tail.0.load(Ordering::Relaxed);
+        (self.slot(pos) as *const Slot<T> as *const u8, std::mem::size_of::<Slot<T>>())
+    }
+
+    /// The wait words a producer of [`Ring::push_serialized`] notifies (after its fence);
+    /// `None` for a ring nobody waits on.
+    pub fn waker(&self) -> Option<&WaitWords> {
+        // Relaxed: the flag is fixed before the ring is shared.
+        (self.hdr().ctl.0.unwaited.load(Ordering::Relaxed) == 0).then_some(&self.hdr().ctl.0.wake)
+    }
+
     /// Like `push`, but on a full ring records an overrun (see `overrun`) instead.
     /// Returns true if `v` was appended, false if it was dropped and the overrun flag set.
     pub fn push_or_overrun(&self, v: &T) -> bool {
@@ -592,6 +643,30 @@ impl<T: Pod> Ring<T> {
         let v = slot.val.with(|p| unsafe { std::ptr::read_volatile(p) });
         // Step 4, Release: hands the slot to the next lap's producer; pairs with the Acquire
         // in push step 1.
+        slot.seq.store(pos.wrapping_add(self.cap), Ordering::Release);
+        Some(v)
+    }
+
+    /// `pop` for a consumer that the caller serialises with every other consumer of this
+    /// ring (a lock): `head` moves with a plain store instead of a compare-exchange.
+    /// Producers may run concurrently.
+    ///
+    /// # Safety
+    /// No other pop of any kind may run on this ring concurrently (two consumers could
+    /// take one entry).
+    pub unsafe fn pop_serialized(&self) -> Option<T> {
+        let head = &self.hdr().head.0;
+        // Relaxed: the previous consumer's store is ordered before ours by the caller's lock.
+        let pos = head.load(Ordering::Relaxed);
+        let slot = self.slot(pos);
+        // Step 1, Acquire: pairs with push step 3.  Anything but "published for `pos`" is
+        // empty (or, with no other consumer, corrupt memory: nothing to take either).
+        if slot.seq.load(Ordering::Acquire) != pos.wrapping_add(1) {
+            return None;
+        }
+        head.store(pos.wrapping_add(1), Ordering::Relaxed);
+        // Steps 2 and 4 as in `pop`.  SAFETY: the slot is ours until step 4.
+        let v = slot.val.with(|p| unsafe { std::ptr::read_volatile(p) });
         slot.seq.store(pos.wrapping_add(self.cap), Ordering::Release);
         Some(v)
     }
@@ -871,6 +946,90 @@ mod tests {
     }
 
     #[test]
+    fn serialized_push_and_pop_keep_the_protocol() {
+        let r = Ring::<u64>::new_boxed(4).unwrap();
+        for round in 0..5u64 {
+            // Both kinds of push and pop on one ring, one at a time.
+            for i in 0..4 {
+                let v = round * 10 + i;
+                if i % 2 == 0 {
+                    unsafe { r.push_serialized(&v).unwrap() };
+                } else {
+                    r.push(&v).unwrap();
+                }
+            }
+            assert_eq!(unsafe { r.push_serialized(&99) }, Err(Error::NoSpace));
+            assert_eq!(r.len(), 4, "a refused push writes nothing");
+            for i in 0..4 {
+                let got = if (i + round) % 2 == 0 { unsafe { r.pop_serialized() } } else { r.pop() };
+                assert_eq!(got, Some(round * 10 + i));
+            }
+            assert_eq!(unsafe { r.pop_serialized() }, None);
+        }
+        // A sequence word no producer could have stored: refused, not overwritten.
+        let need = Ring::<u64>::bytes_needed(4);
+        let mut b = Buf::new(need);
+        let p = b.ptr();
+        let c = unsafe { Ring::<u64>::init(p, need, 4).unwrap() };
+        unsafe { (p.add(RING_HEADER_BYTES) as *mut u64).write(1000) };
+        assert_eq!(unsafe { c.push_serialized(&1) }, Err(Error::InvalidArg));
+        assert_eq!(unsafe { c.pop_serialized() }, None);
+    }
+
+    #[test]
+    fn serialized_threads_under_locks_and_a_fenced_wake() {
+        // Producers serialised by one mutex, consumers by another (as Portals' NI lock and
+        // queue lock do); every entry taken exactly once.  The consumers sleep in
+        // wait_nonempty, so a lost fenced wake-up shows as a timeout.
+        const STOP: u64 = u64::MAX;
+        let r = Arc::new(Ring::<u64>::new_boxed(8).unwrap());
+        let (plock, clock) = (Arc::new(std::sync::Mutex::new(())), Arc::new(std::sync::Mutex::new(())));
+        let (per, producers, consumers) = (20_000u64, 3u64, 2);
+        let push = |r: &Ring<u64>, plock: &std::sync::Mutex<()>, v: u64| loop {
+            let g = plock.lock().unwrap();
+            let ok = unsafe { r.push_serialized(&v) }.is_ok();
+            drop(g);
+            // The mutex's release is not a full fence everywhere: the test adds one.
+            crate::sync::full_fence();
+            r.waker().expect("a waited ring").notify_fenced();
+            if ok {
+                return;
+            }
+            std::thread::yield_now();
+        };
+        let prod: Vec<_> = (0..producers)
+            .map(|id| {
+                let (r, plock) = (r.clone(), plock.clone());
+                std::thread::spawn(move || (0..per).for_each(|i| push(&r, &plock, id * per + i)))
+            })
+            .collect();
+        let cons: Vec<_> = (0..consumers)
+            .map(|_| {
+                let (r, clock) = (r.clone(), clock.clone());
+                std::thread::spawn(move || {
+                    let mut got = Vec::new();
+                    loop {
+                        let v = {
+                            let _g = clock.lock().unwrap();
+                            unsafe { r.pop_serialized() }
+                        };
+                        match v {
+                            Some(STOP) => return got,
+                            Some(v) => got.push(v),
+                            None => r.wait_nonempty(Some(Duration::from_secs(10))).expect("woken by a fenced notify"),
+                        }
+                    }
+                })
+            })
+            .collect();
+        prod.into_iter().for_each(|p| p.join().unwrap());
+        (0..consumers).for_each(|_| push(&r, &plock, STOP));
+        let mut all: Vec<u64> = cons.into_iter().flat_map(|c| c.join().unwrap()).collect();
+        all.sort_unstable();
+        assert!(all == (0..producers * per).collect::<Vec<_>>(), "lost or duplicated entries");
+    }
+
+    #[test]
     fn mpmc_threads_4p_1c() {
         mpmc(4, 1, 50_000, 64);
     }
@@ -1119,6 +1278,42 @@ mod loom_tests {
             rest.sort();
             accepted.sort();
             assert_eq!(rest, accepted, "exactly the accepted second-lap entries come out");
+        });
+    }
+
+    #[test]
+    fn loom_serialized_producers_fenced_wake() {
+        // Two producers serialised by a mutex (push_serialized, then the fence and the
+        // fenced notify after the release), one consumer asleep in wait_nonempty: both
+        // entries arrive, none twice, and no wake-up is lost (a deadlock fails the model).
+        loom::model(|| {
+            let r = Arc::new(Ring::<u64>::new_boxed(2).unwrap());
+            let lock = Arc::new(crate::sync::Mutex::new(()));
+            let push = |r: &Ring<u64>, lock: &crate::sync::Mutex<()>, v: u64| {
+                let g = lock.lock().unwrap();
+                unsafe { r.push_serialized(&v).unwrap() };
+                drop(g);
+                crate::sync::full_fence();
+                r.waker().unwrap().notify_fenced();
+            };
+            let (r2, l2) = (r.clone(), lock.clone());
+            let p = thread::spawn(move || push(&r2, &l2, 1));
+            let r3 = r.clone();
+            let c = thread::spawn(move || {
+                let mut got = Vec::new();
+                while got.len() < 2 {
+                    match unsafe { r3.pop_serialized() } {
+                        Some(v) => got.push(v),
+                        None => r3.wait_nonempty(None).unwrap(),
+                    }
+                }
+                got
+            });
+            push(&r, &lock, 2);
+            p.join().unwrap();
+            let mut got = c.join().unwrap();
+            got.sort();
+            assert_eq!(got, vec![1, 2]);
         });
     }
 

@@ -257,7 +257,15 @@ pub fn wait_until(
 pub fn notify(seq: &AtomicU32, waiters: &AtomicU32) -> bool {
     // Step 2: pairs with the fence in `wait_until` step 3.
     full_fence();
-    // Relaxed: ordered by the fence above.
+    notify_fenced(seq, waiters)
+}
+
+/// [`notify`] without its step 2, for a notifier that has issued a full fence (on x86-64
+/// any locked read-modify-write is one, e.g. the exchange that releases a lock) after
+/// publishing: several publications then share one fence.
+#[inline]
+pub fn notify_fenced(seq: &AtomicU32, waiters: &AtomicU32) -> bool {
+    // Relaxed: ordered by the caller's fence.
     if waiters.load(Ordering::Relaxed) == 0 {
         return false;
     }
@@ -387,6 +395,11 @@ impl WaitWords {
     #[inline]
     pub fn notify(&self) -> bool {
         notify(&self.seq, &self.waiters)
+    }
+    /// See [`notify_fenced`].
+    #[inline]
+    pub fn notify_fenced(&self) -> bool {
+        notify_fenced(&self.seq, &self.waiters)
     }
     /// Waiters asleep or about to sleep (a snapshot, for tests and diagnostics).
     pub fn sleepers(&self) -> u32 {

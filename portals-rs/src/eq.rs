@@ -8,14 +8,18 @@
 //! (futex on the ring's wait words) without polling.
 //!
 //! **Sequence numbers and drops.**  Every push happens under the NI's lock, which also
-//! hands out the queue's sequence numbers, so ring order is sequence order.  An event
+//! hands out the queue's sequence numbers, so ring order is sequence order (and pushes
+//! need no compare-exchange: `Ring::push_serialized`; the lock's release, an atomic
+//! exchange, is the fence after which the sleepers of the queues it published into are
+//! woken, see [`crate::lock`]).  An event
 //! that finds the queue holding `count` events (or the ring full) is dropped but still
 //! takes its number: the consumer, which knows the number it expects next, returns the
 //! next event it gets with PTL_EQ_DROPPED.  The ring is a little larger than `count`
 //! so that a consumer between its two ring steps never makes a push fail early.
 //!
-//! **Consumers** are the owner's threads.  One mutex per queue serialises the take of
-//! an event and the check of its number; PtlEQGet answers PTL_EQ_EMPTY while a thread
+//! **Consumers** are the owner's threads.  One spin lock per queue serialises the take
+//! of an event (`Ring::pop_serialized`) and the check of its number, and the event is
+//! copied straight into the caller's `ptl_event_t`; PtlEQGet answers PTL_EQ_EMPTY while a thread
 //! waits in PtlEQWait/PtlEQPoll on the queue.  PtlEQFree and PtlNIFini wake waiters by
 //! pushing a poison entry (not an event: it carries no sequence number).
 //!
@@ -29,8 +33,9 @@ use crate::seg::{Guard, HandlerNote, Seg, FREE, LIVE};
 use crate::status::{done, ret, PResult};
 use crate::types::*;
 use softnic_fabric::ring::Ring;
+use softnic_fabric::spin::SpinLock;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Most events a queue may be asked to hold.
@@ -78,8 +83,9 @@ pub struct EqLocal {
     pub idx: u32,
     ring: Ring<Packed>,
     chunk: (usize, usize),
-    /// The sequence number expected next; its lock serialises consumers.
-    next: Mutex<u32>,
+    /// The sequence number expected next; its lock serialises consumers (held for a
+    /// pop and a compare: a spin lock, one locked instruction).
+    next: SpinLock<u32>,
     waiters: AtomicU32,
     ended: AtomicBool,
     pub handler: ptl_eq_handler_t,
@@ -97,28 +103,51 @@ impl EqLocal {
     /// Wakes and refuses every waiter (PtlEQFree, PtlNIFini).
     pub fn end(&self) {
         self.ended.store(true, Ordering::Release);
-        let _ = self.ring.push(&Packed { kind: Packed::POISON, ..Packed::default() });
+        self.push_poison(&Packed { kind: Packed::POISON, ..Packed::default() });
+    }
+
+    /// Pushes a poison entry under the NI lock, as every producer does (see [`push`]).
+    fn push_poison(&self, p: &Packed) {
+        let g = self.ni.seg.lock();
+        // SAFETY: the NI lock serialises producers; the ring is ours, mapped while `ni` lives.
+        if unsafe { self.ring.push_serialized(p) }.is_ok() {
+            if let Some(w) = self.ring.waker() {
+                // SAFETY: as above.
+                unsafe { g.wake_on_release(w) };
+            }
+        }
     }
 
     /// The next event and whether events were dropped before it; `Ok(None)` when empty.
-    fn take(&self) -> PResult<Option<(Event, bool)>> {
+    #[inline(always)]
+    fn take(&self) -> PResult<Option<(Packed, bool)>> {
         if self.ended.load(Ordering::Acquire) {
             return Err(PTL_EQ_INVALID);
         }
-        let mut next = self.next.lock().unwrap_or_else(|e| e.into_inner());
-        match self.ring.pop() {
+        let mut next = self.next.lock();
+        // SAFETY: every pop of the ring is here, under `next`: consumers are serialised.
+        match unsafe { self.ring.pop_serialized() } {
             None => Ok(None),
             Some(p) if p.kind == Packed::POISON => {
                 // Leave it for the other waiters.
-                let _ = self.ring.push(&p);
+                self.push_poison(&p);
                 Err(PTL_EQ_INVALID)
             }
             Some(p) => {
+                // An event is often answered at once (a reply, a ping-pong): start fetching
+                // our lock's line, which the event's initiator has just used.
+                self.ni.seg.prefetch_lock();
                 let dropped = p.sequence != *next;
                 *next = p.sequence.wrapping_add(1);
-                Ok(Some((p.unpack(), dropped)))
+                Ok(Some((p, dropped)))
             }
         }
+    }
+
+    /// [`EqLocal::take`] straight into the caller's event: its code, or None when empty.
+    #[inline]
+    fn take_into(&self, dst: *mut Event) -> PResult<Option<i32>> {
+        Ok(self.take()?.map(|(p, dropped)| deliver(&p, dropped, dst)))
     }
 
     /// Waits until the queue has an entry: spins (a pause between checks, so that an
@@ -126,7 +155,21 @@ impl EqLocal {
     /// sleeps on the ring's futex.
     fn wait(&self, timeout: Option<Duration>) -> softnic_fabric::Result<()> {
         self.waiters.fetch_add(1, Ordering::AcqRel);
-        let r = if spin_until(|| !self.ring.is_empty(), timeout) {
+        // The queue is empty: the next event lands in the slot the next push fills.  Its
+        // first line holds the word `is_empty` reads; keep its second line in the cache
+        // too (a prefetch per check: free while nothing changes), so that both are
+        // fetched together when the event is written, not one after the other.
+        let (slot, len) = self.ring.next_slot();
+        let second = (len > 64).then(|| slot.wrapping_add(64));
+        let r = if spin_until(
+            || {
+                if let Some(p) = second {
+                    crate::seg::prefetch_read(p);
+                }
+                !self.ring.is_empty()
+            },
+            timeout,
+        ) {
             Ok(())
         } else {
             let left = timeout.map(|t| t.saturating_sub(spin_time()));
@@ -143,11 +186,22 @@ fn spin_time() -> Duration {
     Duration::from_nanos(*NS.get_or_init(|| softnic_fabric::env::get_u64("SOFTNIC_PTL_SPIN_NS").min(10_000_000_000)))
 }
 
-/// Spins until `ready()` or the spin time (or `timeout`, if shorter) is over.
+/// Checks of the first spin phase (see [`spin_until`]).
+const TIGHT_CHECKS: u32 = 1024;
+
+/// Spins until `ready()` or the spin time (or `timeout`, if shorter) is over.  First
+/// [`TIGHT_CHECKS`] checks back to back, without a pause or a clock read (a pause costs
+/// tens of nanoseconds, a clock read as much in a virtual machine: the delay between an
+/// event's arrival and its sight, in a ping-pong), then a pause between checks.
 fn spin_until(mut ready: impl FnMut() -> bool, timeout: Option<Duration>) -> bool {
     let limit = timeout.map_or(spin_time(), |t| t.min(spin_time()));
     if limit.is_zero() {
         return ready();
+    }
+    for _ in 0..TIGHT_CHECKS {
+        if ready() {
+            return true;
+        }
     }
     let end = Instant::now() + limit;
     loop {
@@ -175,16 +229,30 @@ thread_local! {
 }
 
 fn lookup(h: u32) -> PResult<Arc<EqLocal>> {
+    with_eq(h, |q| Ok(q.clone()))
+}
+
+/// Runs `f` on queue `h`, borrowed from the thread's cache of its last queue while that
+/// queue lives (PtlEQWait in a loop takes no lock and no reference count).
+#[inline]
+fn with_eq<R>(h: u32, f: impl FnOnce(&Arc<EqLocal>) -> PResult<R>) -> PResult<R> {
     Lib::check_init()?;
-    // The thread's last queue while it lives (PtlEQWait in a loop takes no lock).
-    let hit = LAST_EQ.with(|c| c.borrow().as_ref().filter(|q| q.handle == h && !q.ended.load(Ordering::Acquire) && !q.ni.ended.load(Ordering::Acquire)).cloned());
-    if let Some(q) = hit {
-        return Ok(q);
-    }
-    let (n, _, _) = Lib::of(h, handle::EQ, PTL_EQ_INVALID)?;
-    let q = eq_local(&n, h)?;
-    LAST_EQ.with(|c| *c.borrow_mut() = Some(q.clone()));
-    Ok(q)
+    LAST_EQ.with(|c| {
+        let b = c.try_borrow();
+        if let Ok(Some(q)) = b.as_deref() {
+            if q.handle == h && !q.ended.load(Ordering::Acquire) && !q.ni.ended.load(Ordering::Acquire) {
+                return f(q);
+            }
+        }
+        drop(b);
+        let (n, _, _) = Lib::of(h, handle::EQ, PTL_EQ_INVALID)?;
+        let q = eq_local(&n, h)?;
+        // Unless a caller up the stack borrows it.
+        if let Ok(mut c) = c.try_borrow_mut() {
+            *c = Some(q.clone());
+        }
+        f(&q)
+    })
 }
 
 /// Is `h` PTL_EQ_NONE or a live queue of `n`?  (`PTL_EQ_INVALID` otherwise.)
@@ -195,10 +263,12 @@ pub fn check_eq_or_none(n: &Ni, h: u32) -> PResult<()> {
     eq_local(n, h).map(|_| ())
 }
 
-/// Deposits `ev` in queue `eq_h` of the NI `seg` (lock held): gives it the queue's next
-/// sequence number; drops it (number taken) when the queue holds `count` events.  Events
-/// for PTL_EQ_NONE or a freed queue are discarded.  True when deposited.
-pub fn push(seg: &Seg, g: &Guard<'_>, eq_h: u32, ev: &mut Event) -> bool {
+/// Deposits the event `ev()` builds in queue `eq_h` of the NI `seg` (lock held): gives
+/// it the queue's next sequence number; drops it (number taken, event not even built)
+/// when the queue holds `count` events.  Events for PTL_EQ_NONE or a freed queue are
+/// discarded.  True when deposited.
+#[inline]
+pub fn push(seg: &Seg, g: &Guard<'_>, eq_h: u32, ev: impl Fn() -> Packed) -> bool {
     let Some((idx, gen)) = handle::index_of(eq_h, handle::EQ) else { return false };
     let Some(q) = seg.eq(g, idx) else { return false };
     if q.state != LIVE || !seg.gen_ok(q.gen, gen) {
@@ -206,37 +276,57 @@ pub fn push(seg: &Seg, g: &Guard<'_>, eq_h: u32, ev: &mut Event) -> bool {
     }
     let seq = q.next_seq;
     q.next_seq = seq.wrapping_add(1);
-    ev.sequence = seq as u32;
-    let Some(ring) = seg.eq_ring(q) else { return false };
-    let mut room = q.pushed.wrapping_sub(q.taken_hint) < q.count as u64;
-    if !room {
-        let queued = ring.len() as u64;
-        q.taken_hint = q.pushed.wrapping_sub(queued);
-        room = queued < q.count as u64;
-    }
-    let pushed = room && ring.push(&Packed::pack(ev)).is_ok();
-    if pushed {
-        q.pushed = q.pushed.wrapping_add(1);
-    }
-    if pushed && q.has_handler != 0 {
-        if let Some(h) = seg.handler_ring() {
-            h.push_or_overrun(&HandlerNote { eq: idx, eq_gen: q.gen, ev: *ev });
-        }
-    }
+    let place = (q.gen, q.ring_off, q.ring_len);
+    let pushed = seg
+        .with_eq_ring(g, idx, place, |ring| {
+            let mut room = q.pushed.wrapping_sub(q.taken_hint) < q.count as u64;
+            if !room {
+                let queued = ring.len() as u64;
+                q.taken_hint = q.pushed.wrapping_sub(queued);
+                room = queued < q.count as u64;
+            }
+            if !room {
+                return false;
+            }
+            let e = Packed { sequence: seq as u32, ..ev() };
+            // SAFETY: every push into a queue's ring holds the NI lock (this function's
+            // guard, EqLocal::end's and take's): producers are serialised.
+            if unsafe { ring.push_serialized(&e) }.is_err() {
+                return false;
+            }
+            q.pushed = q.pushed.wrapping_add(1);
+            seg.hint_next_slot(ring.next_slot());
+            if let Some(w) = ring.waker() {
+                // SAFETY: the ring lies in the segment, mapped as long as the lock's holder is.
+                unsafe { g.wake_on_release(w) };
+            }
+            if q.has_handler != 0 {
+                if let Some(h) = seg.handler_ring() {
+                    h.push_or_overrun(&HandlerNote { eq: idx, eq_gen: q.gen, ev: e.unpack() });
+                }
+            }
+            true
+        })
+        .unwrap_or(false);
     if seg.hdr().debug.load(Ordering::Relaxed) & PTL_DBG_EVENT != 0 {
-        eprintln!(
-            "portals[{}]: nid {} pid {} eq {:#x}: {} seq {} mlength {}{}",
-            std::process::id(),
-            seg.hdr().nid,
-            seg.hdr().pid,
-            eq_h,
-            crate::status::event_name(ev.kind),
-            seq,
-            ev.mlength,
-            if pushed { "" } else { " (dropped: queue full)" }
-        );
+        debug_event(seg, eq_h, seq, &ev(), pushed);
     }
     pushed
+}
+
+#[cold]
+fn debug_event(seg: &Seg, eq_h: u32, seq: u64, ev: &Packed, pushed: bool) {
+    eprintln!(
+        "portals[{}]: nid {} pid {} eq {:#x}: {} seq {} mlength {}{}",
+        std::process::id(),
+        seg.hdr().nid,
+        seg.hdr().pid,
+        eq_h,
+        crate::status::event_name(ev.kind as u32),
+        seq,
+        ev.mlength,
+        if pushed { "" } else { " (dropped: queue full)" }
+    );
 }
 
 /// Copies an event to the caller's `ptl_event_t`, `sequence` last (after a Release
@@ -244,24 +334,25 @@ pub fn push(seg: &Seg, g: &Guard<'_>, eq_h: u32, ev: &mut Event) -> bool {
 ///
 /// # Safety
 /// `dst` non-NULL, writable for a `ptl_event_t`.
-unsafe fn copy_out(ev: &Event, dst: *mut Event) {
-    let src = ev as *const Event as *const u8;
-    let d = dst as *mut u8;
-    let seq_off = std::mem::offset_of!(Event, sequence);
-    // SAFETY: both are ptl_event_t-sized; everything before the sequence first.
-    unsafe { std::ptr::copy_nonoverlapping(src, d, seq_off) };
+#[inline]
+unsafe fn copy_out(p: &Packed, dst: *mut Event) {
+    // SAFETY: EventHead is the prefix of ptl_event_t before `sequence` (types.rs).
+    unsafe { (dst as *mut EventHead).write_unaligned(p.head()) };
     std::sync::atomic::fence(Ordering::Release);
     // SAFETY: inside *dst; volatile as the C field is.
     unsafe {
-        std::ptr::write_volatile(d.add(seq_off) as *mut [u8; 4], ev.sequence.to_ne_bytes());
+        let d = dst as *mut u8;
+        let seq_off = std::mem::offset_of!(Event, sequence);
+        std::ptr::write_volatile(d.add(seq_off) as *mut [u8; 4], p.sequence.to_ne_bytes());
         std::ptr::write_bytes(d.add(seq_off + 4), 0, 4);
     }
 }
 
 /// Returns an event taken from `q` to the caller.
-fn deliver(ev: &Event, dropped: bool, dst: *mut Event) -> i32 {
+#[inline]
+fn deliver(p: &Packed, dropped: bool, dst: *mut Event) -> i32 {
     // SAFETY: the callers checked dst for NULL.
-    unsafe { copy_out(ev, dst) };
+    unsafe { copy_out(p, dst) };
     if dropped {
         PTL_EQ_DROPPED
     } else {
@@ -322,7 +413,7 @@ fn eq_alloc(ni_handle: u32, count: u64, handler: ptl_eq_handler_t, out: *mut u32
         idx,
         ring,
         chunk: (off, bytes),
-        next: Mutex::new(0),
+        next: SpinLock::new(0),
         waiters: AtomicU32::new(0),
         ended: AtomicBool::new(false),
         handler,
@@ -357,7 +448,11 @@ pub extern "C" fn PtlEQFree(eq_handle: u32) -> i32 {
             slot.take().expect("checked above")
         };
         q.end();
-        LAST_EQ.with(|c| *c.borrow_mut() = None);
+        LAST_EQ.with(|c| {
+            if let Ok(mut c) = c.try_borrow_mut() {
+                *c = None;
+            }
+        });
         Ok(())
     })();
     done("PtlEQFree", r)
@@ -365,35 +460,34 @@ pub extern "C" fn PtlEQFree(eq_handle: u32) -> i32 {
 
 #[no_mangle]
 pub unsafe extern "C" fn PtlEQGet(eq_handle: u32, event: *mut Event) -> i32 {
-    let r: PResult<()> = (|| {
-        let q = lookup(eq_handle)?;
+    let r: PResult<()> = with_eq(eq_handle, |q| {
         if event.is_null() {
             return Err(PTL_SEGV);
         }
         if q.waiters.load(Ordering::Acquire) > 0 {
             return Err(PTL_EQ_EMPTY);
         }
-        match q.take()? {
-            Some((ev, dropped)) => Err(deliver(&ev, dropped, event)),
+        match q.take_into(event)? {
+            Some(rc) => Err(rc),
             None => Err(PTL_EQ_EMPTY),
         }
-    })();
+    });
     ret("PtlEQGet", r.err().unwrap_or(PTL_OK))
 }
 
 fn wait_one(eq_handle: u32, event: *mut Event, timeout: Option<Duration>) -> i32 {
-    let q = match lookup(eq_handle) {
-        Ok(q) => q,
-        Err(e) => return e,
-    };
+    with_eq(eq_handle, |q| Ok(wait_on(q, event, timeout))).unwrap_or_else(|e| e)
+}
+
+fn wait_on(q: &EqLocal, event: *mut Event, timeout: Option<Duration>) -> i32 {
     if event.is_null() {
         return PTL_SEGV;
     }
     let deadline = timeout.map(|t| Instant::now() + t);
     loop {
-        match q.take() {
+        match q.take_into(event) {
             Err(e) => return e,
-            Ok(Some((ev, dropped))) => return deliver(&ev, dropped, event),
+            Ok(Some(rc)) => return rc,
             Ok(None) => {}
         }
         let left = match deadline {

@@ -7,6 +7,12 @@
 //! that reused its pid.  Threads of one process take the same word: the lock excludes
 //! them from each other like any two processes (a holder never re-enters).
 //!
+//! **Release.**  An atomic exchange of the word (one locked instruction, which on x86-64
+//! is also the full fence the wake-up protocol needs), then the sleepers of the lock and
+//! of the event rings the holder published into are woken, each only if one sleeps
+//! ([`Held::wake_on_release`]): a critical section that deposits events pays one fence
+//! for all of them.
+//!
 //! **Waiting.**  Spin briefly (critical sections are a match-list walk and a copy), then
 //! sleep on the lock's [`WaitWords`] in slices of 2 ms: a release wakes sleepers, and
 //! every slice a waiter also probes whether the holder is still alive (a /proc read),
@@ -17,6 +23,7 @@
 
 use softnic_fabric::registry;
 use softnic_fabric::wait::WaitWords;
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -30,6 +37,7 @@ const _: () = assert!(std::mem::size_of::<ShmLock>() == 16);
 
 /// This process's lock word (pid, start time), computed once per process: the fabric
 /// refuses a forked child anyway.
+#[inline]
 fn me() -> u64 {
     static ME: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     *ME.get_or_init(|| {
@@ -48,32 +56,87 @@ fn holder_alive(w: u64) -> bool {
 }
 
 /// A held lock; released on drop.
-pub struct Held<'a>(&'a ShmLock);
+pub struct Held<'a> {
+    lock: &'a ShmLock,
+    /// Wait words to notify after the release (see the module doc), or null.  One: it
+    /// keeps a guard two words, returned in registers.
+    wake: Cell<*const WaitWords>,
+}
+
+impl<'a> Held<'a> {
+    #[inline]
+    fn new(lock: &'a ShmLock) -> Held<'a> {
+        Held { lock, wake: Cell::new(std::ptr::null()) }
+    }
+
+    /// Has `w`'s sleepers woken once the lock is released: for a ring entry published
+    /// under the lock with `Ring::push_serialized`.  (A critical section publishes into
+    /// one queue's ring, as a rule; another is woken at once.)
+    ///
+    /// # Safety
+    /// `w` stays valid until the release (it lies in the mapping that holds the lock).
+    #[inline]
+    pub unsafe fn wake_on_release(&self, w: *const WaitWords) {
+        let cur = self.wake.get();
+        if cur.is_null() {
+            self.wake.set(w);
+        } else if cur != w {
+            // SAFETY: the caller's contract.
+            unsafe { (*w).notify() };
+        }
+    }
+}
 
 impl Drop for Held<'_> {
+    #[inline]
     fn drop(&mut self) {
-        // Release: everything written under the lock is visible to the next holder.
-        self.0.word.store(0, Ordering::Release);
-        self.0.wait.notify();
+        // Release: everything written under the lock is visible to the next holder.  The
+        // exchange is also the full fence between those writes (ring entries among them)
+        // and the loads of the wait words below (x86-64: a locked instruction).
+        self.lock.word.swap(0, Ordering::SeqCst);
+        #[cfg(not(target_arch = "x86_64"))]
+        softnic_fabric::sync::full_fence();
+        self.lock.wait.notify_fenced();
+        let w = self.wake.get();
+        if !w.is_null() {
+            // SAFETY: valid until now (wake_on_release's contract).
+            unsafe { (*w).notify_fenced() };
+        }
     }
 }
 
 impl ShmLock {
+    /// Starts fetching the lock's cache line for writing, so that a later `lock` or
+    /// `try_lock` finds it here: the line is usually in the last holder's cache (another
+    /// process, on another core), and the fetches of two locks then overlap.
+    #[inline]
+    pub fn prefetch(&self) {
+        crate::seg::prefetch_write(&self.word as *const AtomicU64 as *const u8);
+    }
+
     /// Takes the lock (see the module doc).
+    #[inline]
     pub fn lock(&self) -> Held<'_> {
         let me = me();
         // Acquire: pairs with the Release in `Held::drop`.
         if self.word.compare_exchange(0, me, Ordering::Acquire, Ordering::Relaxed).is_ok() {
-            return Held(self);
+            return Held::new(self);
         }
         self.lock_slow(me)
+    }
+
+    /// Takes the lock if it is free now (a holder that died is left to `lock`).
+    #[inline]
+    pub fn try_lock(&self) -> Option<Held<'_>> {
+        // Acquire: as in `lock`.
+        self.word.compare_exchange(0, me(), Ordering::Acquire, Ordering::Relaxed).ok().map(|_| Held::new(self))
     }
 
     #[cold]
     fn lock_slow(&self, me: u64) -> Held<'_> {
         for i in 0..200u32 {
             if self.word.load(Ordering::Relaxed) == 0 && self.word.compare_exchange(0, me, Ordering::Acquire, Ordering::Relaxed).is_ok() {
-                return Held(self);
+                return Held::new(self);
             }
             if i < 100 {
                 std::hint::spin_loop();
@@ -85,13 +148,13 @@ impl ShmLock {
             let owner = self.word.load(Ordering::Relaxed);
             if owner == 0 {
                 if self.word.compare_exchange(0, me, Ordering::Acquire, Ordering::Relaxed).is_ok() {
-                    return Held(self);
+                    return Held::new(self);
                 }
                 continue;
             }
             if owner != me && !holder_alive(owner) && self.word.compare_exchange(owner, me, Ordering::Acquire, Ordering::Relaxed).is_ok() {
                 softnic_fabric::sn_warn!("Portals", "took over the match lock from dead process {}", owner & 0xffff_ffff);
-                return Held(self);
+                return Held::new(self);
             }
             // Sleeps until a release (or 2 ms, to probe the holder again).
             let _ = self.wait.wait_until(|| self.word.load(Ordering::Relaxed) == 0, Some(Duration::from_millis(2)));

@@ -121,9 +121,8 @@ pub fn unlink_md_with(seg: &Seg, g: &Guard<'_>, i: u32, link: Option<u32>) {
         return;
     }
     if let Some(link) = link {
-        let mut ev = Event { kind: PTL_EVENT_UNLINK, md_handle: seg.handle(handle::MD, m.gen, i), md: m.view, link, initiator: ptl_process_id_t { nid: seg.hdr().nid, pid: seg.hdr().pid }, ..Event::default() };
-        let eq = m.view.eq_handle;
-        crate::eq::push(seg, g, eq, &mut ev);
+        let ev = || Packed { link, initiator: ptl_process_id_t { nid: seg.hdr().nid, pid: seg.hdr().pid }, ..Packed::about(PTL_EVENT_UNLINK, seg.handle(handle::MD, m.gen, i), &m.view) };
+        crate::eq::push(seg, g, m.view.eq_handle, ev);
     }
     let m = seg.md(g, i).expect("checked");
     let mei = m.me;
@@ -530,6 +529,7 @@ impl std::ops::Deref for Pieces {
 }
 
 /// The pieces of MD row `i`'s memory.
+#[inline]
 pub fn pieces(seg: &Seg, g: &Guard<'_>, i: u32) -> Pieces {
     let Some(m) = seg.md(g, i) else { return Pieces::Many(Vec::new()) };
     if m.niov == 0 {

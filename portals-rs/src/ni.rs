@@ -54,6 +54,8 @@ pub struct Ni {
     pub md_mem: Mutex<Vec<MdMem>>,
     pub rt: Mutex<Runtime>,
     pub handler_thread: Mutex<bool>,
+    /// The target NIs this NI has reached.
+    pub targets: crate::ops::Targets,
 }
 
 impl Drop for Ni {
@@ -106,14 +108,39 @@ impl Lib {
 
     /// The current NI, whatever its handle.
     pub fn current() -> PResult<Arc<Ni>> {
+        Self::with_current(|n| Ok(n.clone()))
+    }
+
+    /// Runs `f` on the current NI, borrowed from the thread's cache while that NI lives
+    /// (no lock and no reference count on the common path: the cache's reference keeps
+    /// it alive, and nothing replaces it while `f` runs, see [`Lib::current_slow`]).
+    #[inline]
+    pub fn with_current<R>(f: impl FnOnce(&Arc<Ni>) -> PResult<R>) -> PResult<R> {
         Self::check_init()?;
-        // The thread's last answer while that NI lives (no lock on the common path).
-        if let Some(n) = CURRENT.with(|c| c.borrow().as_ref().filter(|n| !n.ended.load(Ordering::Acquire)).cloned()) {
-            return Ok(n);
-        }
+        CURRENT.with(|c| {
+            let b = c.try_borrow();
+            if let Ok(Some(n)) = b.as_deref() {
+                if !n.ended.load(Ordering::Acquire) {
+                    return f(n);
+                }
+            }
+            drop(b);
+            f(&Self::current_slow()?)
+        })
+    }
+
+    /// The current NI from the library's table, cached for the thread when the cache is
+    /// not in use (a call nested in `with_current`'s `f` leaves it alone, so that the
+    /// NI `f` borrows stays referenced).
+    #[cold]
+    fn current_slow() -> PResult<Arc<Ni>> {
         let g = LIB.ni.read().unwrap_or_else(|e| e.into_inner());
         let n = g.as_ref().filter(|n| !n.ended.load(Ordering::Relaxed)).cloned().ok_or(PTL_NI_INVALID)?;
-        CURRENT.with(|c| *c.borrow_mut() = Some(n.clone()));
+        CURRENT.with(|c| {
+            if let Ok(mut c) = c.try_borrow_mut() {
+                *c = Some(n.clone());
+            }
+        });
         Ok(n)
     }
 
@@ -129,10 +156,25 @@ impl Lib {
     /// The NI an object handle of `kind` belongs to (its index and generation bits are
     /// the caller's to check), or `bad` for a handle of another kind.
     pub fn of(h: u32, kind: u32, bad: i32) -> PResult<(Arc<Ni>, u32, u32)> {
+        Self::with_of(h, kind, bad, |n, idx, gen| Ok((n.clone(), idx, gen)))
+    }
+
+    /// [`Lib::of`] with the NI borrowed for `f` (see [`Lib::with_current`]).
+    #[inline]
+    pub fn with_of<R>(h: u32, kind: u32, bad: i32, f: impl FnOnce(&Arc<Ni>, u32, u32) -> PResult<R>) -> PResult<R> {
         Self::check_init()?;
         let (idx, gen) = handle::index_of(h, kind).ok_or(bad)?;
-        let n = Self::current().map_err(|e| if e == PTL_NI_INVALID { bad } else { e })?;
-        Ok((n, idx, gen))
+        CURRENT.with(|c| {
+            let b = c.try_borrow();
+            if let Ok(Some(n)) = b.as_deref() {
+                if !n.ended.load(Ordering::Acquire) {
+                    return f(n, idx, gen);
+                }
+            }
+            drop(b);
+            let n = Self::current_slow().map_err(|e| if e == PTL_NI_INVALID { bad } else { e })?;
+            f(&n, idx, gen)
+        })
     }
 }
 
@@ -321,6 +363,7 @@ fn ni_init(interface: u32, pid: u32, desired: Option<&ptl_ni_limits_t>, actual: 
         md_mem: Mutex::new((0..lim.mds).map(|_| MdMem::default()).collect()),
         rt: Mutex::new(Runtime::from_ids(&ids)),
         handler_thread: Mutex::new(false),
+        targets: Default::default(),
     });
     // Across machines every rank's network address must be visible before anyone sends,
     // and MPICH's PMI-1 server publishes the KVS to other hosts only at a barrier: there
@@ -343,7 +386,11 @@ fn ni_init(interface: u32, pid: u32, desired: Option<&ptl_ni_limits_t>, actual: 
 /// when the last reference does.
 fn end_ni(n: &Arc<Ni>) {
     n.ended.store(true, Ordering::Release);
-    CURRENT.with(|c| *c.borrow_mut() = None);
+    CURRENT.with(|c| {
+        if let Ok(mut c) = c.try_borrow_mut() {
+            *c = None;
+        }
+    });
     {
         let _g = n.seg.lock();
         n.seg.hdr().alive.store(0, Ordering::Release);
@@ -358,7 +405,6 @@ fn end_ni(n: &Arc<Ni>) {
     }
     crate::eq::stop_handlers(n);
     crate::md::release_all(n);
-    crate::ops::forget_targets();
     crate::service::forget_own_views();
 }
 

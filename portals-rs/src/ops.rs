@@ -8,6 +8,16 @@
 //! threshold and unlink bookkeeping.  One operation after the other on one thread is
 //! therefore delivered in order.
 //!
+//! **One critical section.**  A put or get of up to [`FAST_MAX`] bytes to a target on
+//! this machine that the thread has reached before keeps its own NI's lock from its
+//! first half to its second and runs the target side in between, directly
+//! (`service::run_local`, the handler's code without the request's bytes): under that
+//! same lock when the target is our own NI, else under the target's lock when a short
+//! try gets it ([`fast`]; nobody waits for a lock while holding another, so processes
+//! putting to each other cannot deadlock).  Anything else (first contact, a busy
+//! target, another machine, a larger transfer) releases our lock around
+//! `rma::Peer::call` as described above.
+//!
 //! **Targets** are found in the node registry of the target's node under (job, nid,
 //! pid) (`rma::Peer::lookup`: this machine's registry, or the node's through the network
 //! engine) and cached; an answer that the NI is gone (or a lookup that finds nothing)
@@ -26,6 +36,7 @@ use softnic_fabric::registry;
 use softnic_fabric::rma::{self, Peer};
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// A target NI found in a registry.
@@ -34,12 +45,97 @@ pub struct Target {
     peer: Arc<Peer>,
     loc: RingLoc,
     nonce: u64,
+    /// Its segment mapped here, for another process on this machine.
+    view: Option<Arc<service::NiView>>,
+    /// The NI is our own (its segment is `Ni::seg`).
+    own: bool,
+    /// Found gone: no longer returned (kept until the NI goes, see [`Targets`]).
+    stale: AtomicBool,
 }
 
 /// (job, nid, pid) of a target NI.
 type TargetKey = (u32, u32, u32);
 
-static TARGETS: Mutex<Option<HashMap<TargetKey, Arc<Target>>>> = Mutex::new(None);
+/// Slots of [`Targets`]'s lock-free table.
+const HOT_TARGETS: usize = 256;
+
+/// The targets an NI has reached.  Each is allocated once and kept as long as the NI
+/// (a stale one too), so that an operation borrows it from the NI it runs on: no lock,
+/// no reference count, no thread-local lookup per operation.  Found by key in a
+/// direct-mapped table of pointers (the common case), else under the mutex.
+pub struct Targets {
+    hot: [AtomicPtr<Target>; HOT_TARGETS],
+    all: Mutex<TargetTable>,
+}
+
+#[derive(Default)]
+struct TargetTable {
+    by_key: HashMap<TargetKey, usize>,
+    owned: Vec<Box<Target>>,
+}
+
+impl Default for Targets {
+    fn default() -> Targets {
+        Targets { hot: [const { AtomicPtr::new(std::ptr::null_mut()) }; HOT_TARGETS], all: Mutex::default() }
+    }
+}
+
+fn hot_slot((_, nid, pid): TargetKey) -> usize {
+    (nid.wrapping_mul(0x9e37_79b9) ^ pid.wrapping_mul(0x85eb_ca6b)) as usize % HOT_TARGETS
+}
+
+impl Targets {
+    /// The live target `key` if the table has it.
+    #[inline]
+    fn get(&self, key: TargetKey) -> Option<&Target> {
+        // Acquire: pairs with the Release in `insert` (the Target is fully built).
+        let p = self.hot[hot_slot(key)].load(Ordering::Acquire);
+        // SAFETY: non-null pointers in `hot` are Targets owned by `all`, freed only with
+        // `self`, which the caller borrows.
+        let t = unsafe { p.as_ref() }?;
+        (t.key == key && !t.stale.load(Ordering::Relaxed)).then_some(t)
+    }
+
+    /// The live target `key`: from the table's hot slot, else from the whole table.
+    #[inline]
+    fn lookup(&self, key: TargetKey) -> Option<&Target> {
+        self.get(key).or_else(|| self.find(key))
+    }
+
+    /// The live target `key` from the whole table (refreshing its hot slot).
+    #[cold]
+    fn find(&self, key: TargetKey) -> Option<&Target> {
+        let all = self.all.lock().unwrap_or_else(|e| e.into_inner());
+        let t: &Target = all.owned.get(*all.by_key.get(&key)?)?;
+        // SAFETY: boxed, never freed or moved before `self` (see the type's doc).
+        let t = unsafe { &*(t as *const Target) };
+        self.hot[hot_slot(key)].store(t as *const Target as *mut Target, Ordering::Release);
+        Some(t)
+    }
+
+    fn insert(&self, t: Target) -> &Target {
+        let key = t.key;
+        let mut all = self.all.lock().unwrap_or_else(|e| e.into_inner());
+        let b = Box::new(t);
+        let p = &*b as *const Target as *mut Target;
+        all.owned.push(b);
+        let at = all.owned.len() - 1;
+        all.by_key.insert(key, at);
+        self.hot[hot_slot(key)].store(p, Ordering::Release);
+        // SAFETY: as in `find`.
+        unsafe { &*p }
+    }
+
+    /// Marks target `key` stale: the next operation looks it up again.
+    fn forget(&self, key: TargetKey) {
+        let mut all = self.all.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(at) = all.by_key.remove(&key) {
+            if let Some(t) = all.owned.get(at) {
+                t.stale.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+}
 
 /// A thread's request and reply buffers (kept: no allocation per operation).
 struct Bufs {
@@ -48,44 +144,38 @@ struct Bufs {
 }
 
 thread_local! {
-    static LAST_TARGET: RefCell<Option<Arc<Target>>> = const { RefCell::new(None) };
     static BUFS: RefCell<Bufs> = const { RefCell::new(Bufs { req: Vec::new(), reply: Vec::new() }) };
 }
 
-/// Forgets every cached target (PtlNIFini).
-pub fn forget_targets() {
-    *TARGETS.lock().unwrap_or_else(|e| e.into_inner()) = None;
-    LAST_TARGET.with(|l| *l.borrow_mut() = None);
-}
-
-fn forget(key: TargetKey) {
-    if let Some(m) = TARGETS.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
-        m.remove(&key);
-    }
-    LAST_TARGET.with(|l| *l.borrow_mut() = None);
-}
-
 /// The target NI `id` of our job, None when there is none.
-fn resolve(n: &Ni, id: ptl_process_id_t) -> Option<Arc<Target>> {
+fn resolve(n: &Ni, id: ptl_process_id_t) -> Option<&Target> {
     let key = (n.jid, id.nid, id.pid);
-    if let Some(t) = LAST_TARGET.with(|l| l.borrow().as_ref().filter(|t| t.key == key).cloned()) {
+    if let Some(t) = n.targets.lookup(key) {
         return Some(t);
     }
-    if let Some(t) = TARGETS.lock().unwrap_or_else(|e| e.into_inner()).as_ref().and_then(|m| m.get(&key).cloned()) {
-        LAST_TARGET.with(|l| *l.borrow_mut() = Some(t.clone()));
-        return Some(t);
-    }
-    let t = if id == n.id {
-        Target { key, peer: Peer::this().ok()?, loc: n.loc, nonce: n.nonce }
+    let own = id == n.id;
+    let (peer, loc, nonce) = if own {
+        (Peer::this().ok()?, n.loc, n.nonce)
     } else {
         let (peer, payload) = Peer::lookup(id.nid, registry::api::PORTALS, &endpoint_key(n.jid, id.nid, id.pid)).ok()?;
         let (loc, nonce) = parse_payload(&payload);
-        Target { key, peer, loc, nonce }
+        (peer, loc, nonce)
     };
-    let t = Arc::new(t);
-    TARGETS.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashMap::new).insert(key, t.clone());
-    LAST_TARGET.with(|l| *l.borrow_mut() = Some(t.clone()));
-    Some(t)
+    // Our own segment is `n.seg` (a view of it would hold the NI: a cycle).
+    let view = if peer.is_remote() || own { None } else { service::view(&peer, loc) };
+    Some(n.targets.insert(Target { key, peer, loc, nonce, view, own, stale: AtomicBool::new(false) }))
+}
+
+/// The target `id` if the NI has reached it before (checked then), else None after
+/// the checks of [`check_target`].
+#[inline]
+fn known_target(n: &Ni, id: ptl_process_id_t) -> PResult<Option<&Target>> {
+    let key = (n.jid, id.nid, id.pid);
+    if let Some(t) = n.targets.get(key) {
+        return Ok(Some(t));
+    }
+    check_target(n, id)?;
+    Ok(n.targets.find(key))
 }
 
 /// A target id names no process: a wildcard, or a node the job does not have.
@@ -181,7 +271,7 @@ fn send(n: &Ni, tid: ptl_process_id_t, base: Req, src: Option<&Mem>, dst: Option
             Ok((None, _)) => return Outcome::Failed,
             Err(e) => {
                 softnic_fabric::sn_debug!("Portals", "request to nid {} pid {} failed: {}", tid.nid, tid.pid, e);
-                forget(t.key);
+                n.targets.forget(t.key);
                 if attempt == 0 && matches!(e, softnic_fabric::Error::StaleHandle | softnic_fabric::Error::NotFound) {
                     continue;
                 }
@@ -189,11 +279,11 @@ fn send(n: &Ni, tid: ptl_process_id_t, base: Req, src: Option<&Mem>, dst: Option
             }
         };
         return match rep.status {
-            service::ST_ACCEPTED if rep.flags & service::R_TWO_PHASE != 0 => two_phase(&t, &req, rep, &extra, src, dst),
+            service::ST_ACCEPTED if rep.flags & service::R_TWO_PHASE != 0 => two_phase(t, &req, rep, &extra, src, dst),
             service::ST_ACCEPTED => Outcome::Accepted(rep, extra),
             service::ST_DROPPED => Outcome::Dropped,
             _ => {
-                forget(t.key);
+                n.targets.forget(t.key);
                 if attempt == 0 {
                     continue;
                 }
@@ -202,6 +292,88 @@ fn send(n: &Ni, tid: ptl_process_id_t, base: Req, src: Option<&Mem>, dst: Option
         };
     }
     Outcome::Failed
+}
+
+/// Largest transfer run in one critical section of the initiator (see [`fast`]): a
+/// larger one copies long enough that its own lock is better released meanwhile.
+const FAST_MAX: u64 = 8192;
+
+/// How often [`fast`] tries a busy target lock before it takes the general path.
+const FAST_TRIES: u32 = 64;
+
+/// Starts fetching the target's lock and event lines while our own lock is taken (see
+/// [`Seg::prefetch`]): they are usually in the other process's cache.
+#[inline]
+fn prefetch_target(t: Option<&Target>) {
+    if let Some(v) = t.and_then(|t| t.view.as_ref()) {
+        v.seg.prefetch();
+    }
+}
+
+/// What [`fast`] made of an operation.
+enum Fast {
+    Done(Outcome),
+    /// Not possible here: take the general path.
+    Slow,
+    /// The cached target is not the NI it was: forget it, then the general path.
+    Stale,
+}
+
+/// The one-critical-section path of a put or get to a target on this machine: while
+/// the caller holds its own NI's lock `g` (taken for the operation's first half, kept for
+/// its second), the target side runs here on the target's segment: under that same
+/// lock when the target is our own NI, else under the target's lock if it can be had
+/// without waiting long.  Nobody waits for a lock while holding another one (a busy
+/// target lock sends the caller to the general path, which releases its own first), so
+/// two processes putting to each other cannot deadlock.  None: take the general path.
+#[inline(always)]
+fn fast(n: &Ni, t: Option<&Target>, g: &Guard<'_>, req: &mut Req, spans: &LocalSpans) -> Option<Outcome> {
+    let t = t?;
+    if req.rlength > FAST_MAX {
+        return None;
+    }
+    match fast_on(n, t, g, req, spans) {
+        Fast::Done(o) => Some(o),
+        Fast::Slow => None,
+        Fast::Stale => {
+            n.targets.forget(t.key);
+            None
+        }
+    }
+}
+
+#[inline(always)]
+fn fast_on(n: &Ni, t: &Target, g: &Guard<'_>, req: &mut Req, spans: &LocalSpans) -> Fast {
+    if t.view.is_none() && !t.own {
+        return Fast::Slow;
+    }
+    // The liveness probe Peer::call would make.
+    let Ok(live) = t.peer.live() else { return Fast::Slow };
+    (req.tgt_jid, req.tgt_nid, req.tgt_pid) = t.key;
+    req.ni_nonce = t.nonce;
+    let rep = match &t.view {
+        None => service::run_local(&t.peer, live, &n.seg, g, req, spans),
+        Some(v) => {
+            let seg = &v.seg;
+            let mut tries = 0;
+            let tg = loop {
+                if let Some(tg) = seg.try_lock() {
+                    break tg;
+                }
+                tries += 1;
+                if tries == FAST_TRIES {
+                    return Fast::Slow;
+                }
+                std::hint::spin_loop();
+            };
+            service::run_local(&t.peer, live, seg, &tg, req, spans)
+        }
+    };
+    match rep {
+        Some(rep) if rep.status == service::ST_ACCEPTED => Fast::Done(Outcome::Accepted(rep, Vec::new())),
+        Some(_) => Fast::Done(Outcome::Dropped),
+        None => Fast::Stale,
+    }
 }
 
 /// Moves a large transfer's data into or out of the target pieces named by `extra`,
@@ -250,6 +422,7 @@ fn two_phase(t: &Target, req: &Req, rep: Rep, extra: &[u8], src: Option<&Mem>, d
 
 /// An initiator event about our MD row `mi` (lock held).
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 fn own_event(seg: &Seg, g: &Guard<'_>, mi: u32, kind: u32, peer: ptl_process_id_t, req: &Req, rlength: u64, mlength: u64, offset: u64, link: u32, fail: bool) -> bool {
     let Some(m) = seg.md(g, mi) else { return false };
     let disable = match kind {
@@ -261,8 +434,7 @@ fn own_event(seg: &Seg, g: &Guard<'_>, mi: u32, kind: u32, peer: ptl_process_id_
         return true;
     }
     let h = seg.hdr();
-    let mut ev = Event {
-        kind,
+    let ev = || Packed {
         initiator: peer,
         uid: h.uid,
         jid: h.jid,
@@ -271,20 +443,18 @@ fn own_event(seg: &Seg, g: &Guard<'_>, mi: u32, kind: u32, peer: ptl_process_id_
         rlength,
         mlength,
         offset,
-        md_handle: seg.handle(handle::MD, m.gen, mi),
-        md: m.view,
         hdr_data: if kind == PTL_EVENT_REPLY_START || kind == PTL_EVENT_REPLY_END { 0 } else { req.hdr_data },
         link,
-        ni_fail_type: if fail { PTL_NI_FAIL } else { PTL_NI_OK },
-        ..Event::default()
+        fail: fail as u8 * PTL_NI_FAIL as u8,
+        ..Packed::about(kind, seg.handle(handle::MD, m.gen, mi), &m.view)
     };
-    let eqh = m.view.eq_handle;
-    crate::eq::push(seg, g, eqh, &mut ev)
+    crate::eq::push(seg, g, m.view.eq_handle, ev)
 }
 
 /// Phase A of every operation on our MD `(idx, gen)`: checks, the region, the
 /// threshold unit of a send, the busy mark.  Returns the row, the operation's link and
 /// the memory.
+#[inline(always)]
 fn begin(n: &Ni, g: &Guard<'_>, idx: u32, gen: u32, region: Option<(u64, u64)>, write: bool, counts: bool) -> PResult<(u32, u32, Mem)> {
     let seg = &n.seg;
     let mi = md::row_of(seg, g, idx, gen)?;
@@ -309,6 +479,7 @@ fn begin(n: &Ni, g: &Guard<'_>, idx: u32, gen: u32, region: Option<(u64, u64)>, 
 
 /// Takes one threshold unit of an initiator-side operation (a send, an ack, a reply),
 /// if any is left: these are never refused for the threshold.
+#[inline]
 fn use_unit(m: &mut MdRow) {
     if m.view.threshold > 0 {
         m.view.threshold -= 1;
@@ -320,6 +491,7 @@ fn use_unit(m: &mut MdRow) {
 
 /// The end of every operation on our MD row `mi`: busy mark off, then the unlink check
 /// (lock held).  True when the MD went (the caller reaps).
+#[inline]
 fn end(seg: &Seg, g: &Guard<'_>, mi: u32, link: u32) -> bool {
     let Some(m) = seg.md(g, mi) else { return false };
     m.pending = m.pending.saturating_sub(1);
@@ -338,6 +510,7 @@ fn end(seg: &Seg, g: &Guard<'_>, mi: u32, link: u32) -> bool {
 }
 
 #[allow(clippy::too_many_arguments)]
+#[inline]
 fn base_req(n: &Ni, op: u32, pt: u32, ac: u32, bits: u64, roff: u64, hdr: u64, rlength: u64) -> Req {
     Req {
         wire: 0x5033_0001,
@@ -358,96 +531,110 @@ fn base_req(n: &Ni, op: u32, pt: u32, ac: u32, bits: u64, roff: u64, hdr: u64, r
 
 #[allow(clippy::too_many_arguments)]
 fn put(md_h: u32, region: Option<(u64, u64)>, ack_req: u32, target: ptl_process_id_t, pt: u32, ac: u32, bits: u64, roff: u64, hdr: u64) -> PResult<()> {
-    let (n, idx, gen) = Lib::of(md_h, handle::MD, PTL_MD_INVALID)?;
-    if ack_req > PTL_NO_ACK_REQ {
-        return Err(PTL_FAIL);
-    }
-    check_target(&n, target)?;
-    let seg = &n.seg;
-    let (mi, link, mem, ack_wanted) = {
-        let g = seg.lock();
-        let (mi, link, mem) = begin(&n, &g, idx, gen, region, false, true)?;
+    Lib::with_of(md_h, handle::MD, PTL_MD_INVALID, |n, idx, gen| {
+        if ack_req > PTL_NO_ACK_REQ {
+            return Err(PTL_FAIL);
+        }
+        let t = known_target(n, target)?;
+        let seg = &n.seg;
+        prefetch_target(t);
+        let mut g = seg.lock();
+        let (mi, link, mem) = begin(n, &g, idx, gen, region, false, true)?;
         let ack_wanted = ack_req == PTL_ACK_REQ && seg.md(&g, mi).expect("live").view.eq_handle != PTL_EQ_NONE;
-        let base = base_req(&n, service::OP_PUT, pt, ac, bits, roff, hdr, mem.len);
-        own_event(seg, &g, mi, PTL_EVENT_SEND_START, n.id, &base, mem.len, mem.len, mem.off, link, false);
+        let mut req = base_req(n, service::OP_PUT, pt, ac, bits, roff, hdr, mem.len);
+        own_event(seg, &g, mi, PTL_EVENT_SEND_START, n.id, &req, mem.len, mem.len, mem.off, link, false);
         let st = &mut seg.state(&g).hot;
         st.send_count += 1;
         st.send_length = st.send_length.wrapping_add(mem.len);
-        (mi, link, mem, ack_wanted)
-    };
-    let mut req = base_req(&n, service::OP_PUT, pt, ac, bits, roff, hdr, mem.len);
-    if ack_wanted {
-        req.flags |= service::F_ACK;
-    }
-    let outcome = send(&n, target, req, Some(&mem), None, None);
-    let g = seg.lock();
-    let failed = matches!(outcome, Outcome::Failed) || matches!(&outcome, Outcome::Accepted(r, _) if r.flags & service::R_FAILED != 0);
-    own_event(seg, &g, mi, PTL_EVENT_SEND_END, n.id, &req, mem.len, mem.len, mem.off, link, failed);
-    if let Outcome::Accepted(rep, _) = &outcome {
-        if ack_wanted && rep.flags & service::R_ACK != 0 {
-            if let Some(m) = seg.md(&g, mi) {
-                use_unit(m);
+        if ack_wanted {
+            req.flags |= service::F_ACK;
+        }
+        let spans = LocalSpans { src: mem.span(), dst: empty_span() };
+        let outcome = match fast(n, t, &g, &mut req, &spans) {
+            Some(o) => o,
+            None => {
+                drop(g);
+                let o = send(n, target, req, Some(&mem), None, None);
+                g = seg.lock();
+                o
             }
-            // An ack that finds no room is discarded and counted (doc 4.2).
-            if !own_event(seg, &g, mi, PTL_EVENT_ACK, target, &req, mem.len, rep.mlength, rep.offset, link, false) {
-                seg.state(&g).stats.drop_count += 1;
+        };
+        let failed = matches!(outcome, Outcome::Failed) || matches!(&outcome, Outcome::Accepted(r, _) if r.flags & service::R_FAILED != 0);
+        own_event(seg, &g, mi, PTL_EVENT_SEND_END, n.id, &req, mem.len, mem.len, mem.off, link, failed);
+        if let Outcome::Accepted(rep, _) = &outcome {
+            if ack_wanted && rep.flags & service::R_ACK != 0 {
+                if let Some(m) = seg.md(&g, mi) {
+                    use_unit(m);
+                }
+                // An ack that finds no room is discarded and counted (doc 4.2).
+                if !own_event(seg, &g, mi, PTL_EVENT_ACK, target, &req, mem.len, rep.mlength, rep.offset, link, false) {
+                    seg.state(&g).stats.drop_count += 1;
+                }
             }
         }
-    }
-    let gone = end(seg, &g, mi, link);
-    drop(g);
-    if gone {
-        md::reap(&n);
-    }
-    Ok(())
+        let gone = end(seg, &g, mi, link);
+        drop(g);
+        if gone {
+            md::reap(n);
+        }
+        Ok(())
+    })
 }
 
 #[allow(clippy::too_many_arguments)]
 fn get(md_h: u32, region: Option<(u64, u64)>, target: ptl_process_id_t, pt: u32, ac: u32, bits: u64, roff: u64) -> PResult<()> {
-    let (n, idx, gen) = Lib::of(md_h, handle::MD, PTL_MD_INVALID)?;
-    check_target(&n, target)?;
-    let seg = &n.seg;
-    let (mi, link, mem) = {
-        let g = seg.lock();
-        begin(&n, &g, idx, gen, region, true, false)?
-    };
-    let req = base_req(&n, service::OP_GET, pt, ac, bits, roff, 0, mem.len);
-    let outcome = send(&n, target, req, None, Some(&mem), None);
-    let (got, fail) = match &outcome {
-        Outcome::Accepted(rep, extra) => {
-            let mut fail = rep.flags & service::R_FAILED != 0;
-            if rep.flags & service::R_DATA != 0 {
-                // Inline data: into our pieces.
-                if (extra.len() as u64) < rep.mlength {
-                    fail = true;
-                } else {
-                    service::local_parts(&mem.span(), 0, rep.mlength.min(mem.len), |d, p| {
-                        let l = p.len();
-                        p.copy_from_slice(&extra[d as usize..d as usize + l]);
-                    });
+    Lib::with_of(md_h, handle::MD, PTL_MD_INVALID, |n, idx, gen| {
+        let t = known_target(n, target)?;
+        let seg = &n.seg;
+        prefetch_target(t);
+        let mut g = seg.lock();
+        let (mi, link, mem) = begin(n, &g, idx, gen, region, true, false)?;
+        let mut req = base_req(n, service::OP_GET, pt, ac, bits, roff, 0, mem.len);
+        let spans = LocalSpans { src: empty_span(), dst: mem.span() };
+        let outcome = match fast(n, t, &g, &mut req, &spans) {
+            Some(o) => o,
+            None => {
+                drop(g);
+                let o = send(n, target, req, None, Some(&mem), None);
+                g = seg.lock();
+                o
+            }
+        };
+        let (got, fail) = match &outcome {
+            Outcome::Accepted(rep, extra) => {
+                let mut fail = rep.flags & service::R_FAILED != 0;
+                if rep.flags & service::R_DATA != 0 {
+                    // Inline data: into our pieces.
+                    if (extra.len() as u64) < rep.mlength {
+                        fail = true;
+                    } else {
+                        service::local_parts(&mem.span(), 0, rep.mlength.min(mem.len), |d, p| {
+                            let l = p.len();
+                            p.copy_from_slice(&extra[d as usize..d as usize + l]);
+                        });
+                    }
+                }
+                (Some(rep.mlength), fail)
+            }
+            Outcome::Dropped => (None, false),
+            Outcome::Failed => (Some(0), true),
+        };
+        if let Some(mlength) = got {
+            own_event(seg, &g, mi, PTL_EVENT_REPLY_START, target, &req, mem.len, mlength, mem.off, link, false);
+            own_event(seg, &g, mi, PTL_EVENT_REPLY_END, target, &req, mem.len, mlength, mem.off, link, fail);
+            if !fail {
+                if let Some(m) = seg.md(&g, mi) {
+                    use_unit(m);
                 }
             }
-            (Some(rep.mlength), fail)
         }
-        Outcome::Dropped => (None, false),
-        Outcome::Failed => (Some(0), true),
-    };
-    let g = seg.lock();
-    if let Some(mlength) = got {
-        own_event(seg, &g, mi, PTL_EVENT_REPLY_START, target, &req, mem.len, mlength, mem.off, link, false);
-        own_event(seg, &g, mi, PTL_EVENT_REPLY_END, target, &req, mem.len, mlength, mem.off, link, fail);
-        if !fail {
-            if let Some(m) = seg.md(&g, mi) {
-                use_unit(m);
-            }
+        let gone = end(seg, &g, mi, link);
+        drop(g);
+        if gone {
+            md::reap(n);
         }
-    }
-    let gone = end(seg, &g, mi, link);
-    drop(g);
-    if gone {
-        md::reap(&n);
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -28,11 +28,20 @@
 //! read and written only under the header's lock ([`crate::lock`]), by the owner's API
 //! calls and by whoever runs a Portals operation against this NI.  The row accessors
 //! therefore take the lock guard as a witness.
+//!
+//! **Per-view caches.**  A [`Seg`] (this process's view of a segment) keeps, under the
+//! same lock, the event rings it attached (by queue row, generation and place) and pins
+//! of contiguous MDs' memory (by MD row, generation and piece, `rma::Pinned`), so that an
+//! operation does not validate them again; and a hint of the event slot the next
+//! deposit fills, for [`Seg::prefetch`].
 
 use crate::lock::{Held, ShmLock};
 use crate::types::*;
+use softnic_fabric::mem::MemKey;
 use softnic_fabric::ring::{Pod, Ring};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use softnic_fabric::rma::{Live, Peer, Pinned, PinnedRef};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 pub const MAGIC: u64 = u64::from_le_bytes(*b"snicPTL3");
 /// Layout version: bump on any change below.
@@ -315,6 +324,33 @@ pub struct Seg {
     base: *mut u8,
     pub lay: Layout,
     hbase: u32,
+    /// Event rings this view attached, by queue row (see [`Seg::with_eq_ring`]).
+    rings: std::cell::UnsafeCell<Vec<Option<CachedRing>>>,
+    /// Target memory pinned by this view, by MD row modulo PINS (see [`Seg::with_pin`]).
+    pins: std::cell::UnsafeCell<[Option<PinEntry>; PINS]>,
+    /// Where the last deposit through this view left its queue's next slot (see
+    /// [`Seg::prefetch`]).
+    slot_hint: AtomicPtr<u8>,
+}
+
+/// Entries of a view's pin cache.
+const PINS: usize = 8;
+
+/// The memory of a contiguous MD (row of one generation, registration, range) pinned for
+/// writing, or None when it cannot be pinned (the per-operation path serves it).
+struct PinEntry {
+    row: u32,
+    gen: u32,
+    piece: (u64, u64, u64),
+    pin: Option<Pinned>,
+}
+
+/// A queue's ring as attached for a row of one generation at one place.
+struct CachedRing {
+    gen: u32,
+    off: u64,
+    len: u64,
+    ring: Ring<Packed>,
 }
 
 // SAFETY: the segment is shared memory; all access goes through atomics or happens
@@ -324,7 +360,18 @@ unsafe impl Sync for Seg {}
 
 /// The lock held, as a witness for the row accessors.
 pub struct Guard<'a> {
-    _held: Held<'a>,
+    held: Held<'a>,
+}
+
+impl Guard<'_> {
+    /// See [`Held::wake_on_release`].
+    ///
+    /// # Safety
+    /// As there.
+    pub unsafe fn wake_on_release(&self, w: *const softnic_fabric::wait::WaitWords) {
+        // SAFETY: the caller's contract.
+        unsafe { self.held.wake_on_release(w) }
+    }
 }
 
 impl Seg {
@@ -333,7 +380,7 @@ impl Seg {
     /// # Safety
     /// `base` valid for `lay.total` bytes, 64-aligned, not yet visible to anyone.
     pub unsafe fn format(base: *mut u8, lay: Layout, id: (u32, u32, u32, u32), nonce: u64) -> Seg {
-        let s = Seg { base, lay, hbase: nonce as u32 };
+        let s = Seg { base, lay, hbase: nonce as u32, rings: Default::default(), pins: Default::default(), slot_hint: AtomicPtr::new(std::ptr::null_mut()) };
         // SAFETY: the caller's contract: fresh memory of lay.total bytes.
         let h = unsafe { &mut *(base as *mut Header) };
         h.hbase = nonce as u32;
@@ -386,7 +433,7 @@ impl Seg {
         if lay.total as u64 != total || lay.total > len {
             return None;
         }
-        Some(Seg { base, lay, hbase })
+        Some(Seg { base, lay, hbase, rings: Default::default(), pins: Default::default(), slot_hint: AtomicPtr::new(std::ptr::null_mut()) })
     }
 
     /// The handle of row `idx` (generation `row_gen`) of table `kind`.
@@ -408,8 +455,50 @@ impl Seg {
         unsafe { &*(self.base as *const Header) }
     }
 
+    #[inline]
     pub fn lock(&self) -> Guard<'_> {
-        Guard { _held: self.hdr().lock.lock() }
+        Guard { held: self.hdr().lock.lock() }
+    }
+
+    /// Starts fetching, for writing, what an operation on this NI writes first and what
+    /// is usually in the cache of the NI's owner (another process, another core): the
+    /// lock's line ([`ShmLock::prefetch`]) and the event slot the last deposit through
+    /// this view left next (a hint, see [`Seg::hint_next_slot`]).  The fetches overlap
+    /// each other and the caller's work until it takes the lock.
+    #[inline]
+    pub fn prefetch(&self) {
+        self.hdr().lock.prefetch();
+        let p = self.slot_hint.load(Ordering::Relaxed);
+        if !p.is_null() {
+            // A slot is two lines (the hint is refreshed under the lock from a ring of this
+            // segment; a stale one only wastes the prefetch).
+            prefetch_write(p);
+            prefetch_write(p.wrapping_add(64));
+        }
+    }
+
+    /// See [`ShmLock::prefetch`].
+    #[inline]
+    pub fn prefetch_lock(&self) {
+        self.hdr().lock.prefetch();
+    }
+
+    /// Records the slot a queue's next deposit will fill (from `Ring::next_slot`).
+    #[inline]
+    pub fn hint_next_slot(&self, (p, len): (*const u8, usize)) {
+        let p = if len <= 128 { p as *mut u8 } else { std::ptr::null_mut() };
+        self.slot_hint.store(p, Ordering::Relaxed);
+    }
+
+    /// The lock if it is free now.
+    #[inline]
+    pub fn try_lock(&self) -> Option<Guard<'_>> {
+        self.hdr().lock.try_lock().map(|held| Guard { held })
+    }
+
+    /// Is this a view of the same segment as `other` (one lock)?
+    pub fn same(&self, other: &Seg) -> bool {
+        self.base == other.base
     }
 
     /// The state under the lock (`next_link`, `zombies`, `stats`).
@@ -459,14 +548,72 @@ impl Seg {
 
     /// The ring of queue row `q` (its offset and length checked against the arena).
     pub fn eq_ring(&self, q: &EqRow) -> Option<Ring<Packed>> {
-        let off = q.ring_off as usize;
-        let len = q.ring_len as usize;
+        self.eq_ring_at(q.ring_off, q.ring_len)
+    }
+
+    fn eq_ring_at(&self, off: u64, len: u64) -> Option<Ring<Packed>> {
+        let off = off as usize;
+        let len = len as usize;
         let end = off.checked_add(len)?;
         if off < self.lay.arena || end > self.lay.arena + self.lay.arena_len {
             return None;
         }
         // SAFETY: inside the arena of the mapping; attach validates the ring header.
         unsafe { Ring::<Packed>::attach(self.base.add(off), len).ok() }
+    }
+
+    /// Runs `f` on the ring of queue row `i` (`q`), attached (and validated) once per view
+    /// and reused while the row keeps its generation and place (a freed queue's row
+    /// changes generation; a view never indexes outside the place it validated, whatever
+    /// is written in the ring's header later).  None when `q` names no valid ring.
+    #[inline]
+    pub fn with_eq_ring<R>(&self, _g: &Guard<'_>, i: u32, (gen, off, len): (u32, u64, u64), f: impl FnOnce(&Ring<Packed>) -> R) -> Option<R> {
+        // SAFETY: the cache is only touched here, under the segment's lock (the guard),
+        // which excludes every other thread of this process too; `f` cannot reach it.
+        let rings = unsafe { &mut *self.rings.get() };
+        if rings.is_empty() {
+            rings.resize_with(self.lay.lim.eqs as usize, || None);
+        }
+        let slot = rings.get_mut(i as usize)?;
+        match slot {
+            Some(c) if c.gen == gen && c.off == off && c.len == len => {}
+            _ => {
+                let ring = self.eq_ring_at(off, len)?;
+                *slot = Some(CachedRing { gen, off, len, ring });
+            }
+        }
+        slot.as_ref().map(|c| f(&c.ring))
+    }
+
+    /// Runs `f` on the memory `piece` (registration, address, length) of the contiguous
+    /// MD row `row` of generation `gen`, pinned for writing at `target` once per view
+    /// (`rma::Pinned`: validated once, then re-checked per use in a few loads) while the
+    /// row, its generation and its piece stay the same.  None when it cannot be pinned or
+    /// the pin no longer holds: the caller takes the per-operation path, which reports
+    /// the exact error.
+    #[inline]
+    pub fn with_pin<R>(&self, _g: &Guard<'_>, target: &Arc<Peer>, live: Live<'_>, row: u32, gen: u32, piece: (u64, u64, u64), f: impl FnOnce(PinnedRef<'_>) -> R) -> Option<R> {
+        // SAFETY: the cache is only touched here, under the segment's lock (the guard),
+        // which excludes every other thread of this process too; `f` cannot reach it.
+        let pins = unsafe { &mut *self.pins.get() };
+        let slot = &mut pins[row as usize % PINS];
+        match slot {
+            // (A pin of another peer fails its check below and is replaced.)
+            Some(e) if e.row == row && e.gen == gen && e.piece == piece => {}
+            _ => {
+                let (key, addr, len) = piece;
+                let pin = Pinned::new(target, MemKey::from_u64(key), addr, len as usize, true, crate::ni::PD).ok();
+                *slot = Some(PinEntry { row, gen, piece, pin });
+            }
+        }
+        let pin = slot.as_ref()?.pin.as_ref()?;
+        match pin.check(live) {
+            Ok(r) => Some(f(r)),
+            Err(_) => {
+                *slot = None;
+                None
+            }
+        }
     }
 
     /// The EQ-handler ring.
@@ -541,6 +688,27 @@ impl Seg {
     pub fn alive(&self) -> bool {
         self.hdr().alive.load(Ordering::Acquire) != 0
     }
+}
+
+/// Starts fetching the cache line at `p` for writing (a hint: reads nothing, cannot
+/// fault; PREFETCHW executes as a no-op on processors without it).
+#[inline]
+pub fn prefetch_write(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch hint (see above).
+    unsafe {
+        std::arch::asm!("prefetchw byte ptr [{0}]", in(reg) p, options(nostack, preserves_flags, readonly))
+    };
+}
+
+/// Starts fetching the cache line at `p` for reading (a hint, see [`prefetch_write`]).
+#[inline]
+pub fn prefetch_read(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch hint: reads nothing architecturally, cannot fault.
+    unsafe {
+        std::arch::asm!("prefetcht0 byte ptr [{0}]", in(reg) p, options(nostack, preserves_flags, readonly))
+    };
 }
 
 /// Limits a segment may carry (the maxima of crate::ni).

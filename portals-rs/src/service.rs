@@ -9,6 +9,8 @@
 //! registered memory, through the one-sided engine), in the target's network progress
 //! thread otherwise (on its own segment and memory).  It takes the target NI's lock for
 //! the whole match-and-deposit, never waits on another remote operation, and is short.
+//! The initiator's one-critical-section path ([`run_local`], see [`crate::ops`]) runs
+//! the same [`request`] under the lock it took itself, with the request as a value.
 //!
 //! **Data.**  When the handler runs in the initiator's own process (a `proc_nonce`
 //! match), the request carries a pointer to the initiator's pieces of memory and data
@@ -25,7 +27,7 @@ use crate::ni::{Lib, Ni, PD};
 use crate::seg::{Guard, Seg, LIVE, MDF_DOOMED, MDF_UNLINK_NOFIT, MDF_UNLINK_OP, NONE};
 use crate::types::*;
 use softnic_fabric::mem::{MemKey, RingLoc};
-use softnic_fabric::rma::{self, Live, Peer, RegionView};
+use softnic_fabric::rma::{self, Live, Peer, PinnedRef, RegionView};
 use softnic_fabric::{Error, Result};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -121,6 +123,20 @@ pub struct Span {
     pub off: u64,
 }
 
+impl Span {
+    /// The `len` bytes from the start of the span when they lie in its first piece.
+    #[inline]
+    fn one(&self, len: u64) -> Option<&[u8]> {
+        if self.n == 0 {
+            return None;
+        }
+        // SAFETY: the span lists the initiator's MD pieces (see `serve`); n > 0.
+        let &(_, addr, plen) = unsafe { &*self.ptr };
+        // SAFETY: inside the initiator's first MD piece, mapped while the operation runs.
+        (self.off.checked_add(len).is_some_and(|e| e <= plen)).then(|| unsafe { std::slice::from_raw_parts((addr + self.off) as *const u8, len as usize) })
+    }
+}
+
 /// What `Req::local` points at: the source of a put, the destination of a get.
 #[repr(C)]
 pub struct LocalSpans {
@@ -170,7 +186,7 @@ thread_local! {
 }
 
 /// The segment of the NI at `loc` of `target`; None when there is none (any more).
-fn view(target: &Arc<Peer>, loc: RingLoc) -> Option<Arc<NiView>> {
+pub(crate) fn view(target: &Arc<Peer>, loc: RingLoc) -> Option<Arc<NiView>> {
     let id = target.proc_id();
     let key = (target.pid(), id.slot, id.gen, loc.to_words());
     if let Some(v) = LAST_VIEW.with(|l| l.borrow().as_ref().filter(|(k, _)| *k == key).map(|(_, v)| v.clone())) {
@@ -249,7 +265,7 @@ pub fn serve(target: &Arc<Peer>, req_bytes: &[u8], reply: &mut Vec<u8>) -> Resul
         }
         match req.op & 0xff {
             // Peer::call checked the target's liveness just before.
-            OP_PUT | OP_GET | OP_GETPUT => request(target.live_probed()?, seg, &g, &req, data, local, &mut out),
+            OP_PUT | OP_GET | OP_GETPUT => request(target, target.live_probed()?, seg, &g, &req, data, local, &mut out),
             OP_COMPLETE => complete(seg, &g, &req, &mut out),
             _ => return Err(Error::InvalidArg),
         }
@@ -258,6 +274,21 @@ pub fn serve(target: &Arc<Peer>, req_bytes: &[u8], reply: &mut Vec<u8>) -> Resul
     reply.extend_from_slice(bytes_of(&out.rep));
     reply.extend_from_slice(&out.extra);
     Ok(())
+}
+
+/// The handler's work for a request built in this process for a target NI whose
+/// segment is mapped here (`seg`, locked by `g`): what [`serve`] does after decoding,
+/// without the bytes.  The data moves between `spans` (the initiator's memory) and the
+/// target's memory.  None when `seg` is no longer the NI the request names.
+#[inline(always)]
+pub(crate) fn run_local(peer: &Arc<Peer>, target: Live<'_>, seg: &Seg, g: &Guard<'_>, req: &Req, spans: &LocalSpans) -> Option<Rep> {
+    let h = seg.hdr();
+    if !seg.alive() || h.nonce != req.ni_nonce || (h.jid, h.nid, h.pid) != (req.tgt_jid, req.tgt_nid, req.tgt_pid) {
+        return None;
+    }
+    let mut out = Out { rep: Rep { status: ST_DROPPED, ..Rep::default() }, extra: Vec::new() };
+    request(peer, target, seg, g, req, &[], Some(spans), &mut out);
+    Some(out.rep)
 }
 
 /// What the handler answers: the reply header, then get data or the pieces of a
@@ -303,6 +334,7 @@ fn wild_eq(rule: u32, v: u32) -> bool {
 
 /// Access control (doc 4.2): the cookie names a valid entry whose process, user, job
 /// and portal admit the request.
+#[inline(always)]
 fn admitted(seg: &Seg, g: &Guard<'_>, req: &Req) -> std::result::Result<(), &'static str> {
     if seg.pt(g, req.pt_index).is_none() {
         return Err("invalid portal index");
@@ -333,6 +365,7 @@ struct Matched {
 /// The match-list walk (digest 5.1): the first ME whose criteria match and whose MD is
 /// active, enables the operation and has room (or truncates).  A matching MD without
 /// room is unlinked when it was attached with unlink_nofit, and the walk goes on.
+#[inline(always)]
 fn walk(seg: &Seg, g: &Guard<'_>, req: &Req) -> Option<Matched> {
     let want = match req.op {
         OP_PUT => PTL_MD_OP_PUT,
@@ -375,6 +408,7 @@ fn walk(seg: &Seg, g: &Guard<'_>, req: &Req) -> Option<Matched> {
     None
 }
 
+#[inline]
 fn next_link(seg: &Seg, g: &Guard<'_>) -> u32 {
     let s = seg.state(g);
     let l = s.next_link;
@@ -385,13 +419,13 @@ fn next_link(seg: &Seg, g: &Guard<'_>) -> u32 {
 /// A target event about MD row `mi` (lock held), logged unless `disable` is set in its
 /// options.
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 fn target_event(seg: &Seg, g: &Guard<'_>, mi: u32, kind: u32, disable: u32, req: &Req, mlength: u64, offset: u64, link: u32, fail: bool) {
     let Some(m) = seg.md(g, mi) else { return };
     if m.view.options & disable != 0 {
         return;
     }
-    let mut ev = Event {
-        kind,
+    let ev = || Packed {
         initiator: ptl_process_id_t { nid: req.init_nid, pid: req.init_pid },
         uid: req.init_uid,
         jid: req.init_jid,
@@ -400,15 +434,12 @@ fn target_event(seg: &Seg, g: &Guard<'_>, mi: u32, kind: u32, disable: u32, req:
         rlength: req.rlength,
         mlength,
         offset,
-        md_handle: seg.handle(handle::MD, m.gen, mi),
-        md: m.view,
         hdr_data: if kind == PTL_EVENT_GET_START || kind == PTL_EVENT_GET_END { 0 } else { req.hdr_data },
         link,
-        ni_fail_type: if fail { PTL_NI_FAIL } else { PTL_NI_OK },
-        ..Event::default()
+        fail: fail as u8 * PTL_NI_FAIL as u8,
+        ..Packed::about(kind, seg.handle(handle::MD, m.gen, mi), &m.view)
     };
-    let eqh = m.view.eq_handle;
-    eq::push(seg, g, eqh, &mut ev);
+    eq::push(seg, g, m.view.eq_handle, ev);
 }
 
 fn kinds(op: u32) -> (u32, u32) {
@@ -420,7 +451,9 @@ fn kinds(op: u32) -> (u32, u32) {
 }
 
 /// A put, get or getput request (lock held).
-fn request(target: Live<'_>, seg: &Seg, g: &Guard<'_>, req: &Req, data: &[u8], local: Option<&LocalSpans>, out: &mut Out) {
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn request(peer: &Arc<Peer>, target: Live<'_>, seg: &Seg, g: &Guard<'_>, req: &Req, data: &[u8], local: Option<&LocalSpans>, out: &mut Out) {
     if let Err(why) = admitted(seg, g, req) {
         return drop_req(seg, g, req, why);
     }
@@ -468,7 +501,24 @@ fn request(target: Live<'_>, seg: &Seg, g: &Guard<'_>, req: &Req, data: &[u8], l
         return;
     }
     let ok = match (req.op, local) {
-        (OP_PUT, Some(l)) => copy_local_to_pieces(target, &l.src, &pieces, offset, mlength).is_ok(),
+        (OP_PUT, Some(l)) => {
+            let gen = seg.md(g, mi).map_or(0, |m| m.gen);
+            match &*pieces {
+                // A contiguous MD, written through its pin (the common small put).
+                &[piece] if offset.checked_add(mlength).is_some_and(|e| e <= piece.2) => seg.with_pin(g, peer, target, mi, gen, piece, |p| match l.src.one(mlength) {
+                    // From one piece of ours (a contiguous MD): one copy.
+                    Some(s) => put_pinned(&p, offset as usize, s),
+                    None => {
+                        let mut ok = true;
+                        local_parts(&l.src, 0, mlength, |d, s| ok &= p.put((offset + d) as usize, s).is_ok());
+                        ok
+                    }
+                }),
+                _ => None,
+            }
+            .filter(|&ok| ok)
+            .map_or_else(|| copy_local_to_pieces(target, &l.src, &pieces, offset, mlength).is_ok(), |_| true)
+        }
         (OP_PUT, None) => data.len() as u64 >= mlength && write_pieces(target, &pieces, offset, &data[..mlength as usize]).is_ok(),
         (OP_GET, Some(l)) => copy_pieces_to_local(target, &pieces, offset, mlength, &l.dst).is_ok(),
         (OP_GET, None) => {
@@ -493,6 +543,7 @@ fn request(target: Live<'_>, seg: &Seg, g: &Guard<'_>, req: &Req, data: &[u8], l
 
 /// END event, statistics and the unlink check of an accepted operation (lock held).
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 fn finish(seg: &Seg, g: &Guard<'_>, mi: u32, end_kind: u32, req: &Req, mlength: u64, offset: u64, link: u32, fail: bool) {
     target_event(seg, g, mi, end_kind, PTL_MD_EVENT_END_DISABLE, req, mlength, offset, link, fail);
     let st = &mut seg.state(g).hot;
@@ -529,6 +580,20 @@ impl Req {
     fn op_of_complete(&self) -> u32 {
         self.op >> 8
     }
+}
+
+/// Writes `s` at `off` of a pinned range.  Up to 16 bytes as two overlapping copies of
+/// a fixed size (a few moves once inlined, where a copy of a run-time length is a call
+/// to memmove: most of a small put's copy).
+#[inline]
+fn put_pinned(p: &PinnedRef<'_>, off: usize, s: &[u8]) -> bool {
+    let n = s.len();
+    let r = match n {
+        8..=16 => p.put(off, &s[..8]).and_then(|_| p.put(off + n - 8, &s[n - 8..])),
+        4..=7 => p.put(off, &s[..4]).and_then(|_| p.put(off + n - 4, &s[n - 4..])),
+        _ => p.put(off, s),
+    };
+    r.is_ok()
 }
 
 /// Calls `f(key, addr, at, len)` for each part of `[off, off+n)` of `pieces` (`at`: the

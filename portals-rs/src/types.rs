@@ -240,6 +240,34 @@ pub type ptl_event_t = Event;
 // fields), any bit pattern valid.
 unsafe impl softnic_fabric::ring::Pod for Event {}
 
+/// The part of [`Event`] before `sequence` (which a consumer writes last).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct EventHead {
+    pub kind: u32,
+    pub initiator: ptl_process_id_t,
+    pub uid: u32,
+    pub jid: u32,
+    pub pt_index: u32,
+    pub match_bits: u64,
+    pub rlength: u64,
+    pub mlength: u64,
+    pub offset: u64,
+    pub md_handle: u32,
+    pub _pad0: u32,
+    pub md: MdView,
+    pub hdr_data: u64,
+    pub link: u32,
+    pub ni_fail_type: u32,
+}
+
+const _: () = {
+    use std::mem::{offset_of, size_of};
+    assert!(size_of::<EventHead>() == offset_of!(Event, sequence));
+    assert!(offset_of!(EventHead, md) == offset_of!(Event, md) && offset_of!(EventHead, hdr_data) == offset_of!(Event, hdr_data));
+    assert!(offset_of!(EventHead, ni_fail_type) == offset_of!(Event, ni_fail_type) && offset_of!(EventHead, match_bits) == offset_of!(Event, match_bits));
+};
+
 /// An [`Event`] without its padding, as the event rings hold it: 120 bytes, so that a
 /// ring slot (a sequence word and the entry) is exactly two cache lines, which is what
 /// a deposit moves from the depositing process to the consumer.
@@ -279,6 +307,24 @@ impl Packed {
     /// The kind that is no event (wakes waiters of a freed queue).
     pub const POISON: u8 = u8::MAX;
 
+    /// An event of `kind` about the MD `md_handle` whose view is `md`; the caller sets
+    /// the other fields (built in place: this is on every operation's path).
+    #[inline]
+    pub fn about(kind: u32, md_handle: u32, md: &MdView) -> Packed {
+        Packed {
+            kind: kind.min(254) as u8,
+            md_handle,
+            md_start: md.start,
+            md_length: md.length,
+            md_max_size: md.max_size,
+            md_user_ptr: md.user_ptr,
+            md_threshold: md.threshold,
+            md_options: md.options,
+            md_eq_handle: md.eq_handle,
+            ..Packed::default()
+        }
+    }
+
     pub fn pack(e: &Event) -> Packed {
         Packed {
             kind: e.kind.min(254) as u8,
@@ -303,6 +349,37 @@ impl Packed {
             md_options: e.md.options,
             sequence: e.sequence,
             md_eq_handle: e.md.eq_handle,
+        }
+    }
+
+    /// The event's fields before `sequence`, in `ptl_event_t`'s layout.
+    #[inline]
+    pub fn head(&self) -> EventHead {
+        EventHead {
+            kind: self.kind as u32,
+            initiator: self.initiator,
+            uid: self.uid,
+            jid: self.jid,
+            pt_index: self.pt_index,
+            match_bits: self.match_bits,
+            rlength: self.rlength,
+            mlength: self.mlength,
+            offset: self.offset,
+            md_handle: self.md_handle,
+            _pad0: 0,
+            md: MdView {
+                start: self.md_start,
+                length: self.md_length,
+                threshold: self.md_threshold,
+                max_size: self.md_max_size,
+                options: self.md_options,
+                user_ptr: self.md_user_ptr,
+                eq_handle: self.md_eq_handle,
+                ..MdView::default()
+            },
+            hdr_data: self.hdr_data,
+            link: self.link,
+            ni_fail_type: self.fail as u32,
         }
     }
 
