@@ -10,11 +10,12 @@
  *  2. Each round one rank writes a data block, SCIStoreBarrier, then a flag, and makes
  *     no further call; the others poll the flag with plain loads, then SCIStartSequence
  *     and find the whole block.
- * Usage: sisci_bcast [rounds] [nomember|die]
+ * Usage: sisci_bcast [rounds] [nomember|die|dielast]
  *   nomember: the last node has no member (its ranks write through the hub's copy).
  *   die:      the first node's segment is made first (its machine's copy is the hub),
  *             then, after the rounds, every process on rank 0's machine ends; the others
- *             carry on: each writes one more word and all of them see all of them. */
+ *             carry on: each writes one more word and all of them see all of them.
+ *   dielast:  the same with the processes of the last rank's machine (not the hub's). */
 #include "stest.h"
 #include <signal.h>
 
@@ -32,7 +33,8 @@ int main(int argc, char **argv)
 {
     int rounds = argc > 1 ? atoi(argv[1]) : 10;
     const char *mode = argc > 2 ? argv[2] : "";
-    int nomember = strcmp(mode, "nomember") == 0, die = strcmp(mode, "die") == 0;
+    int nomember = strcmp(mode, "nomember") == 0, dielast = strcmp(mode, "dielast") == 0;
+    int die = dielast || strcmp(mode, "die") == 0;
     int rank, size;
     unsigned int *nodes;
     OK(SCIInitialize(0, &err));
@@ -59,7 +61,7 @@ int main(int argc, char **argv)
     volatile uint64_t *loc = NULL;
     for (int turn = 0; turn < 2; turn++) {
         /* die: node of rank 0 first, so its machine's copy is the oldest (the hub). */
-        int mine_now = die ? (turn == 0) == (nodes[rank] == nodes[0]) : turn == 0;
+        int mine_now = die && !dielast ? (turn == 0) == (nodes[rank] == nodes[0]) : turn == 0;
         if (member && mine_now) {
             OK(SCICreateSegment(sd, &ls, SEG, SIZE, NULL, NULL, SCI_FLAG_BROADCAST, &err));
             loc = SCIMapLocalSegment(ls, &lm, 0, SIZE, NULL, 0, &err);
@@ -67,7 +69,7 @@ int main(int argc, char **argv)
             OK(SCIPrepareSegment(ls, 0, 0, &err));
             OK(SCISetSegmentAvailable(ls, 0, 0, &err));
         }
-        if (die) PMI_Barrier();
+        if (die && !dielast) PMI_Barrier();
     }
     PMI_Barrier();
     sci_remote_segment_t all;
@@ -130,15 +132,17 @@ int main(int argc, char **argv)
     }
 
     if (die) {
-        /* Every process on rank 0's machine (the hub's) ends; the others carry on. */
-        if (strcmp(host, hosts) == 0) {
+        /* Every process on the victim's machine ends (rank 0's: the hub's; or the last
+         * rank's); the others carry on. */
+        const char *victim = hosts + 64 * (dielast ? size - 1 : 0);
+        if (strcmp(host, victim) == 0) {
             printf("sisci_bcast: rank %d of %d on %s ends now\n", rank, size, host);
             fflush(stdout);
             PMI_Finalize();
             _exit(0);
         }
         int survivors = 0;
-        for (int q = 0; q < size; q++) survivors += strcmp(hosts + 64 * q, hosts) != 0;
+        for (int q = 0; q < size; q++) survivors += strcmp(hosts + 64 * q, victim) != 0;
         /* Once they are gone (what only the hub held when it ended is lost). */
         usleep(500000);
         w[DIEW + rank] = 0xdead0000u + (unsigned)rank;
@@ -154,7 +158,7 @@ int main(int argc, char **argv)
                 CHECK_EQ(st, SCI_SEQ_OK);
                 int seen = 0, missing = -1;
                 for (int q = 0; q < size; q++)
-                    if (strcmp(hosts + 64 * q, hosts) != 0) {
+                    if (strcmp(hosts + 64 * q, victim) != 0) {
                         int ok = phase == 0 ? w[DIEW + q] == 0xdead0000u + (unsigned)q : w[ACKW + q] == 1;
                         seen += ok;
                         if (!ok) missing = q;
