@@ -101,27 +101,29 @@
  *   refresh never replaces a word stored but not yet shipped: on a word two
  *   nodes store, the last writer wins.  SCIMemCpy, SCIMemWrite and DMA always
  *   go to the owner.
- * - Reflective memory: all broadcast segments with one id on one machine share
- *   one memory, the machine's copy of the group, so a store through a broadcast
- *   map, SCIMemCpy or SCIMemWrite through it, or a DMA with SCI_FLAG_BROADCAST
- *   is seen by every member of that machine at once, the writer's own node
- *   included.  Across machines the copies are kept in step with the weaker
- *   model of the maps above: the oldest copy (the first machine's; the lowest
- *   node among machines that made theirs at once) is the group's hub; every
- *   other machine ships the 8-byte words changed in its copy to the hub and
- *   reloads its copy from it (a word stored and not shipped yet keeps its
- *   value) at its members' SCIFlush, SCIStoreBarrier, SCIStartSequence,
- *   SCICheckSequence, SCIUnmapSegment and triggers, SCICacheSync (with
- *   SCI_FLAG_CACHE_FLUSH it ships, with SCI_FLAG_CACHE_INVALIDATE it also
- *   reloads), before SCIMemCpy, SCIMemWrite and a broadcast DMA return, and
- *   every SOFTNIC_SISCI_SHADOW_US in the background (one process per
- *   machine).  A write thus reaches the hub at the writer's next sync point
- *   and the other machines at their next reload: a writer calls
- *   SCIStoreBarrier between data and the flag behind it, and a reader that
- *   sees the flag calls
- *   SCIStartSequence on its broadcast map (or SCICacheSync with
- *   SCI_FLAG_CACHE_INVALIDATE on any map of the group) before it reads the
- *   data.  Every store into a machine's copy travels, also one through a
+ * - Reflective memory: all broadcast segments with one id on one machine
+ *   share one memory, the machine's copy of the group, so a store through a
+ *   broadcast map, SCIMemCpy or SCIMemWrite through it, or a DMA with
+ *   SCI_FLAG_BROADCAST is seen by every member of that machine at once, the
+ *   writer's own node included.  Across machines the copies are kept in step
+ *   with the weaker model of the maps above: the oldest copy (the first
+ *   machine's; the lowest node among machines that made theirs at once) is
+ *   the group's hub; every other machine ships the 8-byte words changed in
+ *   its copy to the hub and reloads its copy from it (a word stored and not
+ *   shipped yet keeps its value) at its members' SCIFlush, SCIStoreBarrier,
+ *   SCIStartSequence, SCICheckSequence, SCIUnmapSegment and triggers,
+ *   SCICacheSync (with SCI_FLAG_CACHE_FLUSH it ships, with
+ *   SCI_FLAG_CACHE_INVALIDATE it also reloads), before SCIMemCpy, SCIMemWrite
+ *   and a broadcast DMA return, and every SOFTNIC_SISCI_SHADOW_US in the
+ *   background (one process per machine).  A write thus reaches the hub at
+ *   the writer's next sync point and the other machines at their next reload:
+ *   a writer calls SCIStoreBarrier between data and the flag behind it, and a
+ *   reader that sees the flag calls SCIStartSequence on its broadcast map (or
+ *   SCICacheSync with SCI_FLAG_CACHE_INVALIDATE on any map of the group)
+ *   before it reads the data.  An interrupt or data interrupt is delivered
+ *   (wait or callback) after its process's copies were reloaded, so data
+ *   written into the group before the trigger (which ships it) is seen at
+ *   once.  Every store into a machine's copy travels, also one through a
  *   member's local map.  On a word machines store at once the hub's order
  *   decides, and every copy ends with the hub's value.  A machine without a
  *   member reaches the group through the hub's copy (its maps are shadows of

@@ -10,6 +10,9 @@
  *  2. Each round one rank writes a data block, SCIStoreBarrier, then a flag, and makes
  *     no further call; the others poll the flag with plain loads, then SCIStartSequence
  *     and find the whole block.
+ *  3. (Node ids of the launcher's numbering.)  Each round one rank writes a block and
+ *     triggers every other rank's interrupt, with no other call; each finds the block
+ *     as soon as SCIWaitForInterrupt returns (an interrupt never overtakes the data).
  * Usage: sisci_bcast [rounds] [nomember|die|dielast]
  *   nomember: the last node has no member (its ranks write through the hub's copy).
  *   die:      the first node's segment is made first (its machine's copy is the hub),
@@ -24,6 +27,7 @@
 #define SLOT(r) (16 * (size_t)(r))        /* a rank's 16 words */
 #define FLAG (4096 + 1024)                /* the flag word, after its data block */
 #define DATA 4096                         /* 1024 words of data */
+#define DATA2 2048                        /* 512 words: data behind an interrupt */
 #define DIEW 6144                       /* survivors' words */
 #define ACKW 7168
 
@@ -131,6 +135,34 @@ int main(int argc, char **argv)
         PMI_Barrier();
     }
 
+    /* 3. Data, then interrupts; the receivers read at once. */
+    int standard = 1;
+    for (int q = 0; q < size; q++) standard &= nodes[q] % 4 == 0 && nodes[q] <= 248;
+    sci_local_interrupt_t li;
+    sci_remote_interrupt_t *ri = calloc((size_t)size, sizeof *ri);
+    if (standard) {
+        unsigned int no = 600 + (unsigned)rank;
+        OK(SCICreateInterrupt(sd, &li, 0, &no, NULL, NULL, SCI_FLAG_FIXED_INTNO, &err));
+        PMI_Barrier();
+        for (int q = 0; q < size; q++)
+            if (q != rank) ri[q] = st_connect_int(sd, nodes[q], 600 + (unsigned)q, 0, 30);
+        PMI_Barrier();
+        for (int r = 1; r <= rounds; r++) {
+            int writer = (r + 1) % size;
+            if (rank == writer) {
+                for (int i = 0; i < 512; i++) w[DATA2 + i] = val(r, writer, 2000 + i);
+                for (int q = 0; q < size; q++)
+                    if (q != rank) OK(SCITriggerInterrupt(ri[q], 0, &err));
+            } else {
+                OK(SCIWaitForInterrupt(li, 20000, 0, &err));
+                for (int i = 0; i < 512; i++)
+                    if (w[DATA2 + i] != val(r, writer, 2000 + i))
+                        SN_FAIL("round %d: interrupt from rank %d seen, data word %d is %#llx", r, writer, i, (unsigned long long)w[DATA2 + i]);
+            }
+            PMI_Barrier();
+        }
+    }
+
     if (die) {
         /* Every process on the victim's machine ends (rank 0's: the hub's; or the last
          * rank's); the others carry on. */
@@ -181,6 +213,12 @@ int main(int argc, char **argv)
         return 0;
     }
 
+    if (standard) {
+        for (int q = 0; q < size; q++)
+            if (q != rank) OK(SCIDisconnectInterrupt(ri[q], 0, &err));
+        PMI_Barrier();
+        OK(SCIRemoveInterrupt(li, 0, &err));
+    }
     OK(SCIRemoveDMAQueue(dq, 0, &err));
     OK(SCIRemoveSequence(seq, 0, &err));
     OK(SCIUnmapSegment(bm, 0, &err));

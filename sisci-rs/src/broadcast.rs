@@ -15,8 +15,9 @@
 //! *hub*; every other machine ships the 8-byte words changed in its copy to the hub and
 //! reloads its copy from the hub word by word (a word stored and not shipped yet keeps
 //! its value), at the sync points of its members (SCIFlush, SCIStoreBarrier, sequences,
-//! triggers, unmaps; SCIMemCpy, SCIMemWrite and broadcast DMA ship what they wrote before
-//! returning) and every SOFTNIC_SISCI_SHADOW_US in the background.  Stores on the hub's
+//! triggers, unmaps, SCICacheSync; SCIMemCpy, SCIMemWrite and broadcast DMA ship what they
+//! wrote before returning; an interrupt's delivery reloads first) and every
+//! SOFTNIC_SISCI_SHADOW_US in the background.  Stores on the hub's
 //! machine are in the hub at once.  So a write reaches the hub at the writer's next sync
 //! point and the other machines at their next reload; on a word several machines store,
 //! the hub's order decides (the last writer wins) and every copy ends with the hub's
@@ -57,7 +58,7 @@ use crate::types::*;
 use softnic_fabric::mem::{MemKey, RingLoc};
 use softnic_fabric::registry::{self, api, ProcId};
 use softnic_fabric::rma::{Peer, RegionView};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -180,6 +181,8 @@ fn new_token() -> u64 {
 static MINE: Mutex<Vec<(u32, Data)>> = Mutex::new(Vec::new());
 /// This process's handles, one per copy.
 static OPEN: Mutex<Vec<Weak<Group>>> = Mutex::new(Vec::new());
+/// Handles alive that may have other machines (the network engine ran when made).
+static SPANNING: AtomicUsize = AtomicUsize::new(0);
 
 /// This process's handle of its machine's copy of a group.
 pub struct Group {
@@ -195,6 +198,16 @@ pub struct Group {
     _view: RegionView,
     /// Hubs this process reached, by token.
     hubs: Mutex<Vec<(u64, Arc<Peer>)>>,
+    /// Counted in SPANNING.
+    spanning: bool,
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        if self.spanning {
+            SPANNING.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
 }
 
 // SAFETY: `base` points into the mapping `_view` keeps; the shared words are atomics, the
@@ -425,15 +438,21 @@ fn handle(id: u32, c: &Card, owner: Arc<Peer>) -> R<Arc<Group>> {
     if need.map_or(true, |n| n > view.len()) {
         return Err(SCI_ERR_NO_SUCH_SEGMENT);
     }
-    let g = Arc::new(Group { id, token: c.token, base: view.as_ptr(), size, owner, loc: c.loc, key: c.key, addr: c.base, _view: view, hubs: Mutex::new(Vec::new()) });
-    if g.word(G_MAGIC).load(Ordering::Acquire) != GROUP_MAGIC || g.word(G_TOKEN).load(Ordering::Acquire) != c.token {
+    // Other machines can only be there when the network engine runs (a job of one
+    // machine, e.g. under snrun, has no background pass nor reload for it).
+    let spanning = softnic_fabric::net::running().is_some();
+    // SAFETY: the first words of the mapping (at least HDR + data + twin bytes, checked).
+    let hw = |off: usize| unsafe { &*(view.as_ptr().add(off) as *const AtomicU64) };
+    if hw(G_MAGIC).load(Ordering::Acquire) != GROUP_MAGIC || hw(G_TOKEN).load(Ordering::Acquire) != c.token {
         return Err(SCI_ERR_NO_SUCH_SEGMENT);
     }
+    if spanning {
+        SPANNING.fetch_add(1, Ordering::AcqRel);
+    }
+    let g = Arc::new(Group { id, token: c.token, base: view.as_ptr(), size, owner, loc: c.loc, key: c.key, addr: c.base, _view: view, hubs: Mutex::new(Vec::new()), spanning });
     open.push(Arc::downgrade(&g));
     drop(open);
-    // Other machines can only be there when the network engine runs (a job of one
-    // machine, e.g. under snrun, has no background thread for it).
-    if softnic_fabric::net::running().is_some() {
+    if spanning {
         let kept: Arc<dyn Kept> = g.clone();
         shadow::keep_in_step(Arc::downgrade(&kept));
     }
@@ -494,6 +513,18 @@ pub fn join(id: u32, size: usize) -> R<(Data, Arc<Group>)> {
         }
     }
     Err(SCI_ERR_NOSPC)
+}
+
+/// Reloads every copy this process uses that other machines share, from their hubs
+/// (when an interrupt is delivered: crate::map::reload_reflective).
+pub fn reload_all() {
+    if SPANNING.load(Ordering::Acquire) == 0 {
+        return;
+    }
+    let open: Vec<Arc<Group>> = OPEN.lock().unwrap_or_else(|e| e.into_inner()).iter().filter_map(|w| w.upgrade()).collect();
+    for g in open {
+        let _ = g.sync(0, g.size, true);
+    }
 }
 
 /// This process's handle of this machine's copy of group `id`, if the machine has one.

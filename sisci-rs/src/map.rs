@@ -64,6 +64,9 @@ impl Drop for Map {
         if self.shadow.is_some() || self.group().is_some() {
             SHADOWS.fetch_sub(1, Ordering::AcqRel);
         }
+        if self.reflective_shadow() {
+            REFLECTIVE_SHADOWS.fetch_sub(1, Ordering::AcqRel);
+        }
         match &self.of {
             Of::Local(s) => s.maps.fetch_sub(1, Ordering::AcqRel),
             Of::Remote(s) => s.maps.fetch_sub(1, Ordering::AcqRel),
@@ -76,6 +79,27 @@ pub static MAPS: Table<Map> = Table::new(4);
 /// Maps alive in this process that are kept in step with other machines: shadows (see
 /// crate::shadow) and maps of reflective memory (crate::broadcast).
 static SHADOWS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Shadow maps of reflective memory on another machine (a machine without a member).
+static REFLECTIVE_SHADOWS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Called when an interrupt is delivered, before the program hears of it: reloads this
+/// process's copies of reflective memory that other machines share (this machine's
+/// copies of groups, shadows of another machine's), so that data written into the group
+/// before the trigger (which shipped it) is seen, as on the hardware, where the data
+/// reach every member before the interrupt.  (Maps of another machine's plain segment
+/// are reloaded by sequences, as documented.)
+pub fn reload_reflective() {
+    crate::broadcast::reload_all();
+    if REFLECTIVE_SHADOWS.load(Ordering::Acquire) == 0 {
+        return;
+    }
+    for m in MAPS.all() {
+        if m.reflective_shadow() {
+            let _ = m.refresh();
+        }
+    }
+}
 
 /// Ships what the program stored through shadow maps: a trigger must not overtake the
 /// data stored before it (on the hardware the interrupt write follows the data writes).
@@ -113,6 +137,10 @@ impl Map {
         }
         // SAFETY: off + n <= size: inside the window.
         Ok(unsafe { self.ptr.add(off) })
+    }
+    /// A shadow of another machine's copy of a reflective-memory group.
+    fn reflective_shadow(&self) -> bool {
+        matches!((&self.shadow, &self.of), (Some(_), Of::Remote(r)) if r.flags & SCI_FLAG_BROADCAST != 0)
     }
     /// The reflective-memory group whose copy on this machine the map points into.
     pub fn group(&self) -> Option<&Arc<crate::broadcast::Group>> {
@@ -251,6 +279,9 @@ fn map_remote(h: usize, out_map: *mut usize, offset: usize, size: usize, flags: 
             _ => {
                 let sh = Shadow::new(&s, offset, size)?;
                 SHADOWS.fetch_add(1, Ordering::AcqRel);
+                if s.flags & SCI_FLAG_BROADCAST != 0 {
+                    REFLECTIVE_SHADOWS.fetch_add(1, Ordering::AcqRel);
+                }
                 (sh.ptr(), None, Some(sh))
             }
         };
