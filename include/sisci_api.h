@@ -89,10 +89,11 @@
  *   SCITriggerDataInterrupt (so an interrupt never overtakes the data stored
  *   before it); loads see the owner's memory as of the map or the last
  *   SCIStartSequence / SCICheckSequence, which refresh the copy after
- *   shipping.  In between, a library thread does the same every
- *   SOFTNIC_SISCI_SHADOW_US microseconds (default 1000; less often for large
- *   windows), so flags polled or stored without those calls still move, with
- *   that delay.  A background pass is not ordered with the program's own
+ *   shipping (SCICacheSync ships, with SCI_FLAG_CACHE_INVALIDATE refreshes).
+ *   In between, a library thread does the same every SOFTNIC_SISCI_SHADOW_US
+ *   microseconds (default 1000; less often for large windows), so flags
+ *   polled or stored without those calls still move, with that delay.  A
+ *   background pass is not ordered with the program's own
  *   stores: between data and the flag behind it a writer calls SCIFlush or
  *   SCIStoreBarrier (as write combining on the real hardware requires), and a
  *   reader, having seen the flag change, calls SCIStartSequence (or reads with
@@ -100,11 +101,38 @@
  *   refresh never replaces a word stored but not yet shipped: on a word two
  *   nodes store, the last writer wins.  SCIMemCpy, SCIMemWrite and DMA always
  *   go to the owner.
- * - Reflective memory: all broadcast segments with one id on one machine share
- *   one memory (the group's), so a store through a broadcast map, or a DMA
- *   with SCI_FLAG_BROADCAST, is seen by every member of that machine at once,
- *   the writer's own node included; it does not reach other machines.  A
- *   member larger than its group is SCI_ERR_OUT_OF_RANGE.
+ * - Reflective memory: all broadcast segments with one id on one machine
+ *   share one memory, the machine's copy of the group, so a store through a
+ *   broadcast map, SCIMemCpy or SCIMemWrite through it, or a DMA with
+ *   SCI_FLAG_BROADCAST is seen by every member of that machine at once, the
+ *   writer's own node included.  Across machines the copies are kept in step
+ *   with the weaker model of the maps above: the oldest copy (the first
+ *   machine's; the lowest node among machines that made theirs at once) is
+ *   the group's hub; every other machine ships the 8-byte words changed in
+ *   its copy to the hub and reloads its copy from it (a word stored and not
+ *   shipped yet keeps its value) at its members' SCIFlush, SCIStoreBarrier,
+ *   SCIStartSequence, SCICheckSequence, SCIUnmapSegment and triggers,
+ *   SCICacheSync (with SCI_FLAG_CACHE_FLUSH it ships, with
+ *   SCI_FLAG_CACHE_INVALIDATE it also reloads), before SCIMemCpy, SCIMemWrite
+ *   and a broadcast DMA return, and every SOFTNIC_SISCI_SHADOW_US in the
+ *   background (one process per machine).  A write thus reaches the hub at
+ *   the writer's next sync point and the other machines at their next reload:
+ *   a writer calls SCIStoreBarrier between data and the flag behind it, and a
+ *   reader that sees the flag calls SCIStartSequence on its broadcast map (or
+ *   SCICacheSync with SCI_FLAG_CACHE_INVALIDATE on any map of the group)
+ *   before it reads the data.  An interrupt or data interrupt is delivered
+ *   (wait or callback) after its process's copies were reloaded, so data
+ *   written into the group before the trigger (which ships it) is seen at
+ *   once.  Every store into a machine's copy travels, also one through a
+ *   member's local map.  On a word machines store at once the hub's order
+ *   decides, and every copy ends with the hub's value.  A machine without a
+ *   member reaches the group through the hub's copy (its maps are shadows of
+ *   it).  A copy lives as long as the process that made it; a copy made later
+ *   starts with the group's content.  When the hub's process ends, the next
+ *   oldest copy is the hub (found out within SOFTNIC_NET_TIMEOUT_MS, during
+ *   which sequences may answer SCI_SEQ_PENDING); what only the old hub had is
+ *   lost.  A member larger than its machine's copy is SCI_ERR_OUT_OF_RANGE;
+ *   up to 63 machines share a group.
  * - DMA moves data with the fabric's one-sided engine (a copy between the two
  *   mappings on one machine, libfabric across machines).  Without
  *   SCI_FLAG_USE_CALLBACK a transfer runs within its start call (POSTED while

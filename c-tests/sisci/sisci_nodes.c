@@ -4,9 +4,9 @@
  * which the ranks exchange (PMI_Allgather) and everybody connects to everybody's;
  * the owner's callback counts every connection; program memory exported with
  * SCIRegisterSegmentMemory is mapped in place; broadcast segments (one per node, same
- * id) share what a broadcast map or a SCI_FLAG_BROADCAST DMA writes.  Usage:
- * sisci_nodes [machine] ("machine": leave reflective memory out, for jobs spread over
- * machines, where it reaches only the writer's machine). */
+ * id) share what a broadcast map or a SCI_FLAG_BROADCAST DMA writes, also when the
+ * nodes are on different machines (the writer ships with SCIStoreBarrier and the DMA's
+ * completion, the members reload with SCICacheSync(SCI_FLAG_CACHE_INVALIDATE)). */
 #include "stest.h"
 
 static volatile int connects;
@@ -19,7 +19,7 @@ static sci_callback_action_t on_conn(void *arg, sci_local_segment_t s, sci_segme
 
 int main(int argc, char **argv)
 {
-    int broadcast = !(argc > 1 && strcmp(argv[1], "machine") == 0);
+    (void)argc; (void)argv;
     int rank, size;
     unsigned int *nodes;
     OK(SCIInitialize(0, &err));
@@ -104,12 +104,10 @@ int main(int argc, char **argv)
         volatile uint64_t *u = SCIMapRemoteSegment(urs, &um, 0, 16384, NULL, 0, &err);
         CHECK_EQ(err, SCI_ERR_OK);
         u[1000] = 0x5eed0000u + (unsigned)rank;
-        if (!broadcast) {
-            sci_sequence_t s;
-            OK(SCICreateMapSequence(um, &s, 0, &err));
-            SCIStoreBarrier(s, 0);
-            OK(SCIRemoveSequence(s, 0, &err));
-        }
+        sci_sequence_t s;
+        OK(SCICreateMapSequence(um, &s, 0, &err));
+        SCIStoreBarrier(s, 0);
+        OK(SCIRemoveSequence(s, 0, &err));
         PMI_Barrier();
         int from = (rank + size - 1) % size;
         CHECK_EQ(mem[1000], 0x5eed0000u + (unsigned)from);
@@ -124,7 +122,7 @@ int main(int argc, char **argv)
      * segment 950. */
     /* (The writer's own node has no member when there are several nodes: a broadcast
      * connection reaches the machine's group from any node.) */
-    int leader = broadcast && (rank == 0 || nodes[rank - 1] != nodes[rank]) && (nodes[rank] != nodes[size - 1] || nodes[0] == nodes[size - 1]);
+    int leader = (rank == 0 || nodes[rank - 1] != nodes[rank]) && (nodes[rank] != nodes[size - 1] || nodes[0] == nodes[size - 1]);
     sci_local_segment_t bc;
     sci_map_t bm;
     volatile uint64_t *b = NULL;
@@ -136,7 +134,7 @@ int main(int argc, char **argv)
         OK(SCISetSegmentAvailable(bc, 0, 0, &err));
     }
     PMI_Barrier();
-    if (broadcast && rank == size - 1) {
+    if (rank == size - 1) {
         sci_remote_segment_t all;
         sci_map_t am;
         OK(SCIConnectSegment(sd, &all, DIS_BROADCAST_NODEID_GROUP_ALL, 950, 0, NULL, NULL, SCI_INFINITE_TIMEOUT, SCI_FLAG_BROADCAST, &err));
@@ -160,6 +158,8 @@ int main(int argc, char **argv)
     }
     PMI_Barrier();
     if (leader) {
+        /* Reload this machine's copy (another machine may have been written). */
+        OK(SCICacheSync(bm, (void *)b, 8192, SCI_FLAG_CACHE_INVALIDATE, &err));
         CHECK_EQ(b[1], 0xb0adca57);               /* every node's segment has it */
         for (int i = 0; i < 64; i++) CHECK_EQ(b[512 + i], 0xd0d0000000ull + (uint64_t)i);
         size_t gsz = 0;

@@ -199,7 +199,8 @@ pub static TUNABLES: &[Tunable] = &[
         name: "SOFTNIC_SISCI_SHADOW_US",
         default: "1000",
         help: "Microseconds between background passes over SISCI maps of memory on another \
-               machine (shadow copies): each pass ships the program's stores and reloads the \
+               machine (shadow copies) and over a machine's copies of reflective memory \
+               groups spanning machines: each pass ships the program's stores and reloads the \
                copy, so flags polled or stored without SCIFlush/sequence calls still move. \
                Windows over 100 KB are passed over less often (100 MB/s each at most). 0: \
                only at SCIFlush, SCIStoreBarrier, sequences, triggers and SCIUnmapSegment.",

@@ -141,6 +141,12 @@ fn run(q: &Queue, job: &Job) -> (u32, SciErr) {
             },
             Local::Mem(ptr) => *ptr,
         };
+        // Reflective memory on this machine: read what the group holds now.
+        if let (true, Some(g)) = (p.read, &p.rseg.group) {
+            if g.sync(p.roff, p.roff + p.size, true).is_err() {
+                return (SCI_DMAQUEUE_ERROR, SCI_ERR_TRANSFER_FAILED);
+            }
+        }
         let mut done = 0;
         while done < p.size {
             if q.abort.load(Ordering::Acquire) {
@@ -161,6 +167,16 @@ fn run(q: &Queue, job: &Job) -> (u32, SciErr) {
                 return (SCI_DMAQUEUE_ERROR, SCI_ERR_TRANSFER_FAILED);
             }
             done += n;
+        }
+        // What the transfer wrote into this machine's copy of a reflective-memory group
+        // goes on towards the other machines before the transfer is done.
+        let shipped = match (&p.local, p.read) {
+            (_, false) => p.rseg.group.as_ref().map(|g| g.sync(p.roff, p.roff + p.size, false)),
+            (Local::Seg(s), true) => s.group.as_ref().map(|g| g.sync(p.loff, p.loff + p.size, false)),
+            (Local::Mem(_), true) => None,
+        };
+        if let Some(Err(_)) = shipped {
+            return (SCI_DMAQUEUE_ERROR, SCI_ERR_TRANSFER_FAILED);
         }
     }
     (SCI_DMAQUEUE_DONE, SCI_ERR_OK)

@@ -132,6 +132,7 @@ impl Armed for LocalInt {
                 if !self.take() {
                     return true;
                 }
+                crate::map::reload_reflective();
                 // SAFETY: the program's callback and argument, called as documented.
                 unsafe { f(arg as *mut c_void, self.handle, SCI_ERR_OK) }
             } else if let Some((Some(f), arg)) = data {
@@ -139,6 +140,7 @@ impl Armed for LocalInt {
                 if m.len == CANCEL_LEN {
                     return false;
                 }
+                crate::map::reload_reflective();
                 // SAFETY: as above; the message buffer lives for the call.
                 unsafe { f(arg as *mut c_void, self.handle, m.data.as_mut_ptr() as *mut c_void, m.len as u32, SCI_ERR_OK) }
             } else {
@@ -326,6 +328,7 @@ fn wait(h: usize, timeout: u32, flags: u32) -> R<()> {
             return Err(SCI_ERR_CANCELLED);
         }
         if i.take() {
+            crate::map::reload_reflective();
             return Ok(());
         }
         match i.wake.wait_nonempty(remaining(d)?) {
@@ -367,6 +370,7 @@ fn wait_data(h: usize, data: *mut c_void, length: *mut u32, timeout: u32, flags:
             }
             // SAFETY: the program's buffer of `cap` >= len bytes.
             unsafe { std::ptr::copy_nonoverlapping(m.data.as_ptr() as *const u8, data as *mut u8, m.len as usize) };
+            crate::map::reload_reflective();
             return out(length, m.len as u32);
         }
         match ring.wait_nonempty(remaining(d)?) {

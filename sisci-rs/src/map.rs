@@ -61,8 +61,11 @@ unsafe impl Sync for Map {}
 
 impl Drop for Map {
     fn drop(&mut self) {
-        if self.shadow.is_some() {
+        if self.shadow.is_some() || self.group().is_some() {
             SHADOWS.fetch_sub(1, Ordering::AcqRel);
+        }
+        if self.reflective_shadow() {
+            REFLECTIVE_SHADOWS.fetch_sub(1, Ordering::AcqRel);
         }
         match &self.of {
             Of::Local(s) => s.maps.fetch_sub(1, Ordering::AcqRel),
@@ -73,8 +76,30 @@ impl Drop for Map {
 
 pub static MAPS: Table<Map> = Table::new(4);
 
-/// Shadow maps alive in this process (see crate::shadow).
+/// Maps alive in this process that are kept in step with other machines: shadows (see
+/// crate::shadow) and maps of reflective memory (crate::broadcast).
 static SHADOWS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Shadow maps of reflective memory on another machine (a machine without a member).
+static REFLECTIVE_SHADOWS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Called when an interrupt is delivered, before the program hears of it: reloads this
+/// process's copies of reflective memory that other machines share (this machine's
+/// copies of groups, shadows of another machine's), so that data written into the group
+/// before the trigger (which shipped it) is seen, as on the hardware, where the data
+/// reach every member before the interrupt.  (Maps of another machine's plain segment
+/// are reloaded by sequences, as documented.)
+pub fn reload_reflective() {
+    crate::broadcast::reload_all();
+    if REFLECTIVE_SHADOWS.load(Ordering::Acquire) == 0 {
+        return;
+    }
+    for m in MAPS.all() {
+        if m.reflective_shadow() {
+            let _ = m.refresh();
+        }
+    }
+}
 
 /// Ships what the program stored through shadow maps: a trigger must not overtake the
 /// data stored before it (on the hardware the interrupt write follows the data writes).
@@ -83,7 +108,7 @@ pub fn flush_shadows() {
         return;
     }
     for m in MAPS.all() {
-        if m.shadow.is_some() {
+        if m.shadow.is_some() || m.group().is_some() {
             let _ = m.flush();
         }
     }
@@ -113,13 +138,38 @@ impl Map {
         // SAFETY: off + n <= size: inside the window.
         Ok(unsafe { self.ptr.add(off) })
     }
-    /// Pushes local stores of a shadow map to the owner (no-op for real mappings).
+    /// A shadow of another machine's copy of a reflective-memory group.
+    fn reflective_shadow(&self) -> bool {
+        matches!((&self.shadow, &self.of), (Some(_), Of::Remote(r)) if r.flags & SCI_FLAG_BROADCAST != 0)
+    }
+    /// The reflective-memory group whose copy on this machine the map points into.
+    pub fn group(&self) -> Option<&Arc<crate::broadcast::Group>> {
+        match &self.of {
+            Of::Local(s) => s.group.as_ref(),
+            Of::Remote(r) if self.shadow.is_none() => r.group.as_ref(),
+            Of::Remote(_) => None,
+        }
+    }
+    /// Pushes local stores of a shadow map to the owner, and those of a map of
+    /// reflective memory towards the other machines (no-op for other mappings).
     pub fn flush(&self) -> R<()> {
         fence(Ordering::SeqCst);
         if let Some(sh) = &self.shadow {
             sh.flush()?;
+        } else if let Some(g) = self.group() {
+            g.sync(self.offset, self.offset + self.size, false)?;
         }
         Ok(())
+    }
+    /// Ships local stores and reloads the copy (shadows and reflective memory).
+    fn refresh(&self) -> R<()> {
+        if let Some(sh) = &self.shadow {
+            sh.flush().and_then(|_| sh.refresh())
+        } else if let Some(g) = self.group() {
+            g.sync(self.offset, self.offset + self.size, true)
+        } else {
+            Ok(())
+        }
     }
 }
 
@@ -189,6 +239,9 @@ fn map_local(h: usize, out_map: *mut usize, offset: usize, size: usize, flags: u
     // SAFETY: offset + size <= len: inside the segment's memory.
     let ptr = unsafe { d.ptr.add(offset) };
     let m = Map { handle: 0, of: Of::Local(s), ptr, offset, size, readonly: flags & SCI_FLAG_READONLY_MAP != 0, _view: None, _keep: None, shadow: None, seqs: AtomicU32::new(0) };
+    if m.group().is_some() {
+        SHADOWS.fetch_add(1, Ordering::AcqRel);
+    }
     publish(m, out_map)
 }
 
@@ -226,10 +279,16 @@ fn map_remote(h: usize, out_map: *mut usize, offset: usize, size: usize, flags: 
             _ => {
                 let sh = Shadow::new(&s, offset, size)?;
                 SHADOWS.fetch_add(1, Ordering::AcqRel);
+                if s.flags & SCI_FLAG_BROADCAST != 0 {
+                    REFLECTIVE_SHADOWS.fetch_add(1, Ordering::AcqRel);
+                }
                 (sh.ptr(), None, Some(sh))
             }
         };
         let m = Map { handle: 0, of: Of::Remote(s.clone()), ptr, offset, size, readonly, _view: view, _keep: keep, shadow, seqs: AtomicU32::new(0) };
+        if m.shadow.is_none() && m.group().is_some() {
+            SHADOWS.fetch_add(1, Ordering::AcqRel);
+        }
         publish(m, out_map)
     })();
     if r.is_err() {
@@ -291,10 +350,8 @@ fn start_seq(h: usize, flags: u32) -> R<u32> {
     if !s.map.healthy() {
         return Ok(SCI_SEQ_PENDING);
     }
-    if let Some(sh) = &s.map.shadow {
-        if sh.flush().and_then(|_| sh.refresh()).is_err() {
-            return Ok(SCI_SEQ_PENDING);
-        }
+    if s.map.refresh().is_err() {
+        return Ok(SCI_SEQ_PENDING);
     }
     Ok(SCI_SEQ_OK)
 }
@@ -304,10 +361,8 @@ fn check_seq(h: usize, flags: u32) -> R<u32> {
     let s = SEQS.get(h).ok_or(SCI_ERR_ILLEGAL_PARAMETER)?;
     if flags & (SCI_FLAG_NO_FLUSH | SCI_FLAG_NO_STORE_BARRIER) != (SCI_FLAG_NO_FLUSH | SCI_FLAG_NO_STORE_BARRIER) {
         fence(Ordering::SeqCst);
-        if let Some(sh) = &s.map.shadow {
-            if sh.flush().and_then(|_| sh.refresh()).is_err() {
-                return Ok(SCI_SEQ_NOT_RETRIABLE);
-            }
+        if s.map.refresh().is_err() {
+            return Ok(SCI_SEQ_NOT_RETRIABLE);
         }
     }
     if !s.map.healthy() {
@@ -342,6 +397,11 @@ pub fn memcpy(m: &Map, mem: *mut u8, off: usize, size: usize, read: bool) -> R<(
     if let Some(sh) = &m.shadow {
         return sh.copy(mem, off, size, read);
     }
+    // Reflective memory: read what the group holds now; ship what was written.
+    let group = m.group();
+    if let (Some(g), true) = (group, read) {
+        g.sync(m.offset + off, m.offset + off + size, true)?;
+    }
     // SAFETY: p..p+size is inside the map (checked); `mem` is the program's buffer of
     // `size` bytes (its contract, as for memcpy); `copy` tolerates overlap.
     unsafe {
@@ -352,6 +412,9 @@ pub fn memcpy(m: &Map, mem: *mut u8, off: usize, size: usize, read: bool) -> R<(
         }
     }
     fence(Ordering::SeqCst);
+    if let (Some(g), false) = (group, read) {
+        g.sync(m.offset + off, m.offset + off + size, false)?;
+    }
     Ok(())
 }
 
@@ -400,7 +463,13 @@ fn cache_sync(h: usize, addr: *mut c_void, len: usize, flags: u32) -> R<()> {
         return Err(SCI_ERR_OUT_OF_RANGE);
     }
     fence(Ordering::SeqCst);
-    Ok(())
+    // A copy kept in step with another machine (a shadow, reflective memory): flushing
+    // ships the stores, invalidating also reloads it.
+    if flags & SCI_FLAG_CACHE_INVALIDATE != 0 {
+        m.refresh()
+    } else {
+        m.flush()
+    }
 }
 
 sisci_export! {
@@ -536,7 +605,8 @@ sisci_export! {
 
 sisci_export! {
     /// Cache control: x86 and arm64 servers are IO-coherent, so after the checks this
-    /// is a fence.
+    /// is a fence; on a copy kept in step with another machine, SCI_FLAG_CACHE_FLUSH
+    /// ships the stores and SCI_FLAG_CACHE_INVALIDATE also reloads the copy.
     fn SCICacheSync(map: usize, addr: *mut c_void, length: usize, flags: u32, error: *mut SciErr) {
         done("SCICacheSync", error, cache_sync(map, addr, length, flags))
     }

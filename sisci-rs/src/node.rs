@@ -120,7 +120,7 @@ pub fn job_nodes() -> Vec<u32> {
 }
 
 /// Number of nodes in the job as the launcher tells it.
-fn known_nodes() -> u32 {
+pub fn known_nodes() -> u32 {
     static N: OnceCell<u32> = OnceCell::new();
     *N.get_or_init(|| {
         let env = |k: &str| std::env::var(k).ok().and_then(|v| v.trim().parse::<u32>().ok());
@@ -176,7 +176,21 @@ pub fn group_key(id: u32) -> [u8; 8] {
 /// id outside the launcher's numbering (given by SOFTNIC_SISCI_NODE_ID) is looked for on
 /// this machine.
 pub fn lookup(node: u32, key: &[u8]) -> FResult<(Arc<Peer>, [u8; 64])> {
-    let fnode = if node == my_node() { my_fabric_node() } else { fabric_of_sisci(node).unwrap_or(my_fabric_node()) };
+    lookup_at(launcher_node_of(node), key)
+}
+
+/// The launcher node where objects of SISCI node `node` are looked for: the node its id
+/// names, or this one (this node, and ids outside the launcher's numbering).
+pub fn launcher_node_of(node: u32) -> u32 {
+    if node == my_node() {
+        my_fabric_node()
+    } else {
+        fabric_of_sisci(node).unwrap_or(my_fabric_node())
+    }
+}
+
+/// The object published under `key` in the registry of launcher node `fnode`.
+pub fn lookup_at(fnode: u32, key: &[u8]) -> FResult<(Arc<Peer>, [u8; 64])> {
     Peer::lookup(fnode, api::SISCI, key)
 }
 

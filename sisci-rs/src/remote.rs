@@ -46,6 +46,8 @@ pub struct RemoteSeg {
     pub data_key: MemKey,
     pub data_addr: u64,
     pub data_loc: Option<RingLoc>,
+    /// A broadcast segment whose memory is this machine's copy of its group.
+    pub group: Option<Arc<crate::broadcast::Group>>,
     pub ev: Block,
     pub ring: Ring<Event>,
     cookie: u64,
@@ -149,25 +151,30 @@ fn connect(sd: usize, segment: *mut usize, node_id: u32, id: u32, adapter: u32, 
         return Err(SCI_ERR_FLAG_NOT_IMPLEMENTED);
     }
     let broadcast = flags & SCI_FLAG_BROADCAST != 0;
-    let node_id = if broadcast {
+    let (node_id, at) = if broadcast {
         if node_id != DIS_BROADCAST_NODEID_GROUP_ALL {
             return Err(SCI_ERR_ILLEGAL_NODEID);
         }
-        // A member on this node, else the node that created the machine's group.
+        // A member on this node, else the node that made this machine's copy of the
+        // group, else (a machine without one) the node of the hub's copy.
         let me = node::my_node();
+        let here = node::my_fabric_node();
         if node::lookup(me, &node::seg_key(me, id)).is_ok() {
-            me
+            (me, here)
+        } else if let Some(n) = crate::broadcast::creator_node(id) {
+            (n, node::launcher_node_of(n))
         } else {
-            crate::broadcast::creator_node(id).unwrap_or(me)
+            crate::broadcast::find(id).ok_or(SCI_ERR_NO_SUCH_SEGMENT)?
         }
     } else {
-        node::node_arg(node_id)?
+        let n = node::node_arg(node_id)?;
+        (n, node::launcher_node_of(n))
     };
-    if !node::node_exists(node_id) {
+    if !broadcast && !node::node_exists(node_id) {
         return Err(SCI_ERR_NO_SUCH_NODEID);
     }
     d.acquire(Kind::RemoteSegment)?;
-    let r = connect_in(&d, segment, node_id, id, adapter, cb, arg, flags);
+    let r = connect_in(&d, segment, node_id, at, id, adapter, cb, arg, flags);
     if r.is_err() {
         d.release(Kind::RemoteSegment);
     }
@@ -175,9 +182,9 @@ fn connect(sd: usize, segment: *mut usize, node_id: u32, id: u32, adapter: u32, 
 }
 
 #[allow(clippy::too_many_arguments)]
-fn connect_in(d: &Arc<Desc>, segment: *mut usize, node_id: u32, id: u32, adapter: u32, cb: CbRemoteSegment, arg: *mut c_void, flags: u32) -> R<()> {
+fn connect_in(d: &Arc<Desc>, segment: *mut usize, node_id: u32, at: u32, id: u32, adapter: u32, cb: CbRemoteSegment, arg: *mut c_void, flags: u32) -> R<()> {
     crate::segment::sweep_orphans();
-    let (owner, p) = node::lookup(node_id, &node::seg_key(node_id, id)).map_err(|e| {
+    let (owner, p) = node::lookup_at(at, &node::seg_key(node_id, id)).map_err(|e| {
         softnic_fabric::sn_debug!("SISCI", "SCIConnectSegment: segment {} of node {}: {}", id, node_id, e);
         reach_err(e, SCI_ERR_NO_SUCH_SEGMENT)
     })?;
@@ -204,6 +211,7 @@ fn connect_in(d: &Arc<Desc>, segment: *mut usize, node_id: u32, id: u32, adapter
         data_key: MemKey::NONE,
         data_addr: 0,
         data_loc: None,
+        group: None,
         ev,
         ring,
         cookie: next_cookie(),
@@ -248,8 +256,11 @@ fn connect_in(d: &Arc<Desc>, segment: *mut usize, node_id: u32, id: u32, adapter
         Ok(())
     })();
     if parsed.is_ok() && obj.flags & SCI_FLAG_BROADCAST != 0 {
-        match crate::broadcast::group_owner(id) {
-            Some(p) => obj.data_owner = p,
+        match crate::broadcast::backing(id, at) {
+            Some((p, g)) => {
+                obj.data_owner = p;
+                obj.group = g;
+            }
             None => {
                 disconnect_now(&obj);
                 return Err(SCI_ERR_NO_SUCH_SEGMENT);

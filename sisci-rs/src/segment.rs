@@ -95,6 +95,8 @@ pub struct LocalSeg {
     pub blk: Block,
     pub ring: Ring<Event>,
     pub data: OnceLock<Data>,
+    /// A broadcast segment's group (its memory is this machine's copy of it).
+    pub group: Option<Arc<crate::broadcast::Group>>,
     claim: Mutex<Option<EndpointId>>,
     /// Serialises the lifecycle calls (map, prepare, availability, remove).
     life: Mutex<()>,
@@ -375,8 +377,11 @@ fn create_in(d: &Arc<Desc>, segment: *mut usize, id: u32, size: usize, cb: CbLoc
     let blk = pool::alloc()?;
     let (ring, _) = blk.init_ring::<Event>(64)?;
     let data = OnceLock::new();
+    let mut group = None;
     if flags & SCI_FLAG_BROADCAST != 0 {
-        let _ = data.set(crate::broadcast::join(id, size)?);
+        let (d, g) = crate::broadcast::join(id, size)?;
+        let _ = data.set(d);
+        group = Some(g);
     } else if flags & SCI_FLAG_EMPTY == 0 {
         let _ = data.set(alloc_data(size)?);
     }
@@ -391,6 +396,7 @@ fn create_in(d: &Arc<Desc>, segment: *mut usize, id: u32, size: usize, cb: CbLoc
         blk,
         ring,
         data,
+        group,
         claim: Mutex::new(None),
         life: Mutex::new(()),
         maps: AtomicU32::new(0),
@@ -737,6 +743,7 @@ fn attach(sd: usize, segment: *mut usize, id: u32, size_out: *mut usize, cb: CbL
             blk,
             ring,
             data: cell,
+            group: if owner_flags & SCI_FLAG_BROADCAST != 0 { crate::broadcast::local(id) } else { None },
             claim: Mutex::new(None),
             life: Mutex::new(()),
             maps: AtomicU32::new(0),

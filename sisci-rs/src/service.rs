@@ -18,7 +18,10 @@
 //! INT_TRIGGER     block key, block address
 //! DATA_TRIGGER    block key, block address, length, payload
 //! PING            (block key, block address: ignored)
+//! BC_JOIN         copy key, copy header address, copy token, member (6 words)
 //! ```
+//! BC_JOIN adds another machine's copy of a reflective-memory group to the member table
+//! of a copy (crate::broadcast; the block is then the copy's header).
 //! Segment state word: bit 0 available, 1 prepared, 2 removed, 3 callback armed, 4 shared,
 //! 5 creator gone, 32..47 connections.  Interrupt state word: 0..39 pending triggers, 60 counting,
 //! 61 removed, 62 callback armed.
@@ -40,6 +43,8 @@ pub const INT_TRIGGER: u8 = 5;
 pub const DATA_TRIGGER: u8 = 6;
 /// No operation: answers OK (a liveness probe across machines).
 pub const PING: u8 = 7;
+/// A reflective-memory copy learns of another machine's copy.
+pub const BC_JOIN: u8 = 8;
 
 pub const SEG_AVAILABLE: u64 = 1 << 0;
 pub const SEG_PREPARED: u64 = 1 << 1;
@@ -170,6 +175,7 @@ pub fn serve(target: &Arc<Peer>, req: &[u8], reply: &mut Vec<u8>) -> FResult<()>
         INT_TRIGGER => int_trigger(&t),
         DATA_TRIGGER => data_trigger(&t, &mut r),
         PING => Ok(Msg::default()),
+        BC_JOIN => bc_join(&t, &mut r),
         _ => return Err(FErr::InvalidArg),
     };
     match out {
@@ -190,7 +196,7 @@ pub fn serve(target: &Arc<Peer>, req: &[u8], reply: &mut Vec<u8>) -> FResult<()>
 /// The status when the target object (or its process) is gone.
 fn gone(op: u8) -> SciErr {
     match op {
-        SEG_CONNECT => SCI_ERR_NO_SUCH_SEGMENT,
+        SEG_CONNECT | BC_JOIN => SCI_ERR_NO_SUCH_SEGMENT,
         INT_CONNECT => SCI_ERR_NO_SUCH_INTNO,
         SEG_DISCONNECT | INT_DISCONNECT => SCI_ERR_OK,
         _ => SCI_ERR_NOT_CONNECTED,
@@ -420,6 +426,54 @@ fn data_trigger(t: &Target, r: &mut Rd) -> Out {
         t.ring_doorbell();
     }
     Ok(Msg::default())
+}
+
+/// Adds member `m` to the table of a reflective-memory copy (see crate::broadcast): once
+/// (a copy already listed answers OK), replacing an older copy of the same node (that
+/// copy's process is gone, or the new one could not have been made).  Entries are
+/// claimed by compare-and-swap in the name of the process running this (a claim whose
+/// process died is free again), filled, then made live.
+fn bc_join(t: &Target, r: &mut Rd) -> Out {
+    use crate::broadcast::*;
+    let token = r.u64()?;
+    let mut w = [0u64; 6];
+    for x in w.iter_mut() {
+        *x = r.u64()?;
+    }
+    let m = Member::from_words(w);
+    if t.load(G_MAGIC)? != GROUP_MAGIC || t.load(G_TOKEN)? != token || m.token == token {
+        return Err(Fail::Sci(SCI_ERR_NO_SUCH_SEGMENT));
+    }
+    for i in 0..NMEMBER {
+        let e = M_OFF + i * M_LEN;
+        if t.load(e + M_STATE)? != ST_LIVE {
+            continue;
+        }
+        let tok = t.load(e + M_TOKEN)?;
+        if tok == m.token {
+            return Ok(Msg::default());
+        }
+        if (t.load(e + M_WHO)? >> 32) as u32 == m.enode {
+            t.cas(e + M_STATE, ST_LIVE, ST_GONE)?;
+        }
+    }
+    let me = std::process::id() as u64;
+    for i in 0..NMEMBER {
+        let e = M_OFF + i * M_LEN;
+        let st = t.load(e + M_STATE)?;
+        let free = st == ST_FREE || st == ST_GONE || (st & 0xff == ST_CLAIMED && !softnic_fabric::registry::pid_alive((st >> 8) as i32, None));
+        if !free || !t.cas(e + M_STATE, st, ST_CLAIMED | me << 8)? {
+            continue;
+        }
+        let mut b = Vec::with_capacity(48);
+        for x in w {
+            b.extend_from_slice(&x.to_le_bytes());
+        }
+        t.live.put(t.key, t.blk + (e + 8) as u64, &b, PD)?;
+        t.live.store_u64(t.key, t.blk + e as u64, ST_LIVE, PD)?;
+        return Ok(Msg::default());
+    }
+    Err(Fail::Sci(SCI_ERR_NOSPC))
 }
 
 /// Calls the service on `target` and splits the reply into status and payload.

@@ -24,6 +24,11 @@
 //!   later: the last writer wins;
 //! - SCIMemCpy and SCIMemWrite go to the owner directly (and update the copy), so they
 //!   are always exact.
+//!
+//! The two halves of a pass, [`ship`] and [`pull`], work on any copy and twin: a
+//! machine's copy of a reflective-memory group (crate::broadcast) is kept in step with
+//! its hub by the same code, with copy and twin in memory the machine's processes share.
+//! The background thread keeps anything [`Kept`] in step.
 
 use crate::pool::PD;
 use crate::remote::RemoteSeg;
@@ -65,6 +70,90 @@ const PIECE: usize = 64 * 1024;
 /// Bytes read from the owner per refresh request.
 const FETCH: usize = 1 << 20;
 
+fn word<'a>(buf: *mut u8, i: usize) -> &'a AtomicU64 {
+    // SAFETY: callers pass i with i * 8 + 8 <= the copy's size, and copies are 8-aligned
+    // (page-aligned mappings, or a group's data at a page offset); the reference does not
+    // outlive the call that made it (the copy outlives the pass).
+    unsafe { &*(buf.add(i * 8) as *const AtomicU64) }
+}
+
+fn byte(buf: *mut u8, i: usize) -> u8 {
+    // SAFETY: i < the copy's size; volatile: the program writes it concurrently.
+    unsafe { std::ptr::read_volatile(buf.add(i)) }
+}
+
+/// Ships the words of the copy `buf` in [lo, hi) (widened to whole words) that differ
+/// from `twin` (as long as the copy) to the memory they copy, `owner`'s `key` at `base`,
+/// and records them in the twin.  Only changed words travel (runs of adjacent ones
+/// joined): an unchanged word sent along would undo what another writer stored there
+/// since.  The caller holds the twin.
+pub(crate) fn ship(buf: *mut u8, twin: &mut [u8], lo: usize, hi: usize, owner: &Peer, key: MemKey, base: u64) -> R<()> {
+    let size = twin.len();
+    let hi = hi.min(size);
+    let words = size / 8;
+    let mut runs: Vec<(usize, Vec<u8>)> = Vec::new();
+    let mut add = |off: usize, bytes: &[u8]| match runs.last_mut() {
+        Some((s, v)) if *s + v.len() == off && v.len() + bytes.len() <= PIECE => v.extend_from_slice(bytes),
+        _ => runs.push((off, bytes.to_vec())),
+    };
+    for i in lo / 8..hi.div_ceil(8).min(words) {
+        // One load per word: what is shipped is what the twin records.
+        let v = word(buf, i).load(Ordering::Acquire).to_ne_bytes();
+        if v[..] != twin[i * 8..i * 8 + 8] {
+            add(i * 8, &v);
+        }
+    }
+    for i in (words * 8).max(lo)..hi {
+        let b = byte(buf, i);
+        if b != twin[i] {
+            add(i, &[b]);
+        }
+    }
+    if runs.is_empty() {
+        return Ok(());
+    }
+    let pieces: Vec<(MemKey, u64, &[u8])> = runs.iter().map(|(s, v)| (key, base + *s as u64, v.as_slice())).collect();
+    let live = owner.live().map_err(|_| SCI_ERR_TRANSFER_FAILED)?;
+    for chunk in pieces.chunks(16) {
+        live.put_compound(chunk, None, None, PD).map_err(transfer_err)?;
+    }
+    for (s, v) in &runs {
+        twin[*s..*s + v.len()].copy_from_slice(v);
+    }
+    Ok(())
+}
+
+/// Reloads the copy `buf` (as long as `twin`) from `owner`'s `key` at `base`, word by
+/// word: a word stored in the copy since the last pass keeps its value (it will be
+/// shipped).  The caller holds the twin, across the fetch: a ship in between would make
+/// the fetched data older than the twin.
+pub(crate) fn pull(buf: *mut u8, twin: &mut [u8], owner: &Peer, key: MemKey, base: u64) -> R<()> {
+    let size = twin.len();
+    let mut fresh = vec![0u8; size];
+    let mut off = 0;
+    while off < size {
+        let n = (size - off).min(FETCH);
+        rma::get(owner, key, base + off as u64, &mut fresh[off..off + n], PD).map_err(transfer_err)?;
+        off += n;
+    }
+    let words = size / 8;
+    for i in 0..words {
+        let old = u64::from_ne_bytes(twin[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+        let new = u64::from_ne_bytes(fresh[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+        if old != new && word(buf, i).compare_exchange(old, new, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+            twin[i * 8..i * 8 + 8].copy_from_slice(&fresh[i * 8..i * 8 + 8]);
+        }
+    }
+    for i in words * 8..size {
+        if twin[i] != fresh[i] && byte(buf, i) == twin[i] {
+            // SAFETY: i < size; the tail is at most 7 bytes the program rarely shares.
+            unsafe { std::ptr::write_volatile(buf.add(i), fresh[i]) };
+            twin[i] = fresh[i];
+        }
+    }
+    Ok(())
+}
+
 impl Shadow {
     pub fn new(s: &RemoteSeg, offset: usize, size: usize) -> R<Arc<Shadow>> {
         if s.data_key == MemKey::NONE {
@@ -87,7 +176,8 @@ impl Shadow {
             due: Mutex::new(Instant::now()),
         });
         sh.refresh()?;
-        background(&sh);
+        let kept: Arc<dyn Kept> = sh.clone();
+        keep_in_step(Arc::downgrade(&kept));
         Ok(sh)
     }
 
@@ -95,83 +185,17 @@ impl Shadow {
         self.buf
     }
 
-    fn word(&self, i: usize) -> &AtomicU64 {
-        // SAFETY: i * 8 + 8 <= size <= maplen (callers), and the mapping is page aligned.
-        unsafe { &*(self.buf.add(i * 8) as *const AtomicU64) }
-    }
-
-    fn byte(&self, i: usize) -> u8 {
-        // SAFETY: i < size; volatile: the program writes it concurrently.
-        unsafe { std::ptr::read_volatile(self.buf.add(i)) }
-    }
-
-    /// Ships the words the program changed since the last flush or refresh.  Only changed
-    /// words travel (runs of adjacent ones joined): an unchanged word sent along would
-    /// undo what another writer stored there since.
+    /// Ships the words the program changed since the last flush or refresh.
     pub fn flush(&self) -> R<()> {
         let mut twin = self.twin.lock().unwrap_or_else(|e| e.into_inner());
-        let words = self.size / 8;
-        let mut runs: Vec<(usize, Vec<u8>)> = Vec::new();
-        let mut add = |off: usize, bytes: &[u8]| match runs.last_mut() {
-            Some((s, v)) if *s + v.len() == off && v.len() + bytes.len() <= PIECE => v.extend_from_slice(bytes),
-            _ => runs.push((off, bytes.to_vec())),
-        };
-        for i in 0..words {
-            // One load per word: what is shipped is what the twin records.
-            let v = self.word(i).load(Ordering::Acquire).to_ne_bytes();
-            if v[..] != twin[i * 8..i * 8 + 8] {
-                add(i * 8, &v);
-            }
-        }
-        for i in words * 8..self.size {
-            let b = self.byte(i);
-            if b != twin[i] {
-                add(i, &[b]);
-            }
-        }
-        if runs.is_empty() {
-            return Ok(());
-        }
-        let pieces: Vec<(MemKey, u64, &[u8])> = runs.iter().map(|(s, v)| (self.key, self.base + *s as u64, v.as_slice())).collect();
-        let live = self.owner.live().map_err(|_| SCI_ERR_TRANSFER_FAILED)?;
-        for chunk in pieces.chunks(16) {
-            live.put_compound(chunk, None, None, PD).map_err(transfer_err)?;
-        }
-        for (s, v) in &runs {
-            twin[*s..*s + v.len()].copy_from_slice(v);
-        }
-        Ok(())
+        ship(self.buf, &mut twin, 0, self.size, &self.owner, self.key, self.base)
     }
 
-    /// Reloads the copy from the owner, word by word: a word the program changed since
-    /// the last sync keeps its value (it will be shipped).
+    /// Reloads the copy from the owner (a word the program changed since the last sync
+    /// keeps its value: it will be shipped).
     pub fn refresh(&self) -> R<()> {
-        // Locked across the fetch: a flush in between would make the fetched data older
-        // than the twin.
         let mut twin = self.twin.lock().unwrap_or_else(|e| e.into_inner());
-        let mut fresh = vec![0u8; self.size];
-        let mut off = 0;
-        while off < self.size {
-            let n = (self.size - off).min(FETCH);
-            rma::get(&self.owner, self.key, self.base + off as u64, &mut fresh[off..off + n], PD).map_err(transfer_err)?;
-            off += n;
-        }
-        let words = self.size / 8;
-        for i in 0..words {
-            let old = u64::from_ne_bytes(twin[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
-            let new = u64::from_ne_bytes(fresh[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
-            if old != new && self.word(i).compare_exchange(old, new, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
-                twin[i * 8..i * 8 + 8].copy_from_slice(&fresh[i * 8..i * 8 + 8]);
-            }
-        }
-        for i in words * 8..self.size {
-            if twin[i] != fresh[i] && self.byte(i) == twin[i] {
-                // SAFETY: i < size; the tail is at most 7 bytes the program rarely shares.
-                unsafe { std::ptr::write_volatile(self.buf.add(i), fresh[i]) };
-                twin[i] = fresh[i];
-            }
-        }
-        Ok(())
+        pull(self.buf, &mut twin, &self.owner, self.key, self.base)
     }
 
     /// SCIMemCpy through the shadow: straight to (or from) the owner, copy kept in step.
@@ -191,36 +215,60 @@ impl Shadow {
     }
 }
 
+impl Kept for Shadow {
+    fn keep(&self, period: Duration) {
+        let mut due = self.due.lock().unwrap_or_else(|e| e.into_inner());
+        if Instant::now() < *due {
+            return;
+        }
+        let ok = self.owner.seems_alive() && self.flush().and_then(|_| self.refresh()).is_ok();
+        // A large window at most RATE bytes a second; a dead owner is left alone.
+        *due = Instant::now() + if ok { period.max(rate_limit(self.size)) } else { Duration::from_secs(3600) };
+    }
+}
+
 // ---- the background thread -----------------------------------------------------------
 
-/// Bytes a second one shadow's background refreshes fetch at most.
+/// Bytes a second one copy's background refreshes fetch at most.
 const RATE: f64 = 100e6;
 
-/// Shadows the background thread keeps in step.
-static LIVE: Mutex<Vec<Weak<Shadow>>> = Mutex::new(Vec::new());
+/// The shortest interval between two background passes over a copy of `size` bytes.
+pub fn rate_limit(size: usize) -> Duration {
+    Duration::from_secs_f64(size as f64 / RATE)
+}
+
+/// Something the background thread keeps in step.
+pub trait Kept: Send + Sync {
+    /// One background pass, if one is due (`period`: SOFTNIC_SISCI_SHADOW_US).
+    fn keep(&self, period: Duration);
+}
+
+/// What the background thread keeps in step.
+static LIVE: Mutex<Vec<Weak<dyn Kept>>> = Mutex::new(Vec::new());
 static WAKE: Condvar = Condvar::new();
 
 /// The period of background synchronisation (SOFTNIC_SISCI_SHADOW_US; 0: none).
-fn period() -> Option<Duration> {
+pub fn period() -> Option<Duration> {
     static P: OnceLock<u64> = OnceLock::new();
     let us = *P.get_or_init(|| softnic_fabric::env::get_u64("SOFTNIC_SISCI_SHADOW_US"));
     (us > 0).then(|| Duration::from_micros(us))
 }
 
-fn background(sh: &Arc<Shadow>) {
+/// Has the background thread pass over `k` while it lives (nothing when the period is 0).
+pub fn keep_in_step(k: Weak<dyn Kept>) {
     if period().is_none() {
         return;
     }
     static STARTED: OnceLock<bool> = OnceLock::new();
     STARTED.get_or_init(|| std::thread::Builder::new().name("sisci-shadow".into()).spawn(run).is_ok());
-    LIVE.lock().unwrap_or_else(|e| e.into_inner()).push(Arc::downgrade(sh));
+    LIVE.lock().unwrap_or_else(|e| e.into_inner()).push(k);
     WAKE.notify_one();
 }
 
 fn run() {
     let Some(p) = period() else { return };
     loop {
-        let shadows: Vec<Arc<Shadow>> = {
+        let kept: Vec<Arc<dyn Kept>> = {
             let mut l = LIVE.lock().unwrap_or_else(|e| e.into_inner());
             l.retain(|w| w.strong_count() > 0);
             while l.is_empty() {
@@ -229,18 +277,10 @@ fn run() {
             }
             l.iter().filter_map(|w| w.upgrade()).collect()
         };
-        let now = Instant::now();
-        for sh in &shadows {
-            let mut due = sh.due.lock().unwrap_or_else(|e| e.into_inner());
-            if now < *due {
-                continue;
-            }
-            let ok = sh.owner.seems_alive() && sh.flush().and_then(|_| sh.refresh()).is_ok();
-            // A large window at most RATE bytes a second; a dead owner is left alone.
-            let rate = Duration::from_secs_f64(sh.size as f64 / RATE);
-            *due = Instant::now() + if ok { p.max(rate) } else { Duration::from_secs(3600) };
+        for k in &kept {
+            k.keep(p);
         }
-        drop(shadows);
+        drop(kept);
         std::thread::sleep(p);
     }
 }
