@@ -479,6 +479,17 @@ fn wait_one(eq_handle: u32, event: *mut Event, timeout: Option<Duration>) -> i32
     with_eq(eq_handle, |q| Ok(wait_on(q, event, timeout))).unwrap_or_else(|e| e)
 }
 
+/// The time left before `deadline` (None: no deadline), or PTL_EQ_EMPTY once it passed.
+fn time_left(deadline: Option<Instant>) -> Result<Option<Duration>, i32> {
+    match deadline {
+        None => Ok(None),
+        Some(d) => match d.checked_duration_since(Instant::now()) {
+            Some(l) if !l.is_zero() => Ok(Some(l)),
+            _ => Err(PTL_EQ_EMPTY),
+        },
+    }
+}
+
 fn wait_on(q: &EqLocal, event: *mut Event, timeout: Option<Duration>) -> i32 {
     if event.is_null() {
         return PTL_SEGV;
@@ -490,12 +501,9 @@ fn wait_on(q: &EqLocal, event: *mut Event, timeout: Option<Duration>) -> i32 {
             Ok(Some(rc)) => return rc,
             Ok(None) => {}
         }
-        let left = match deadline {
-            None => None,
-            Some(d) => match d.checked_duration_since(Instant::now()) {
-                Some(l) if !l.is_zero() => Some(l),
-                _ => return PTL_EQ_EMPTY,
-            },
+        let left = match time_left(deadline) {
+            Ok(l) => l,
+            Err(e) => return e,
         };
         match q.wait(left) {
             Ok(()) | Err(softnic_fabric::Error::Timeout) => {}
@@ -552,12 +560,9 @@ fn eq_poll(eq_handles: *mut u32, size: i32, timeout: u32, event: *mut Event, whi
                 Ok(None) => {}
             }
         }
-        let left = match deadline {
-            None => None,
-            Some(d) => match d.checked_duration_since(Instant::now()) {
-                Some(l) if !l.is_zero() => Some(l),
-                _ => return PTL_EQ_EMPTY,
-            },
+        let left = match time_left(deadline) {
+            Ok(l) => l,
+            Err(e) => return e,
         };
         for q in &qs {
             q.waiters.fetch_add(1, Ordering::AcqRel);

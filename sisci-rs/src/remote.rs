@@ -14,7 +14,7 @@ use crate::desc::{self, Desc, Kind};
 use crate::events::{self, Armed};
 use crate::node;
 use crate::pool::{self, Block};
-use crate::segment::{parse_payload, SWEEP_EVERY};
+use crate::segment::{parse_payload, sleep_on, SWEEP_EVERY};
 use crate::service::{self, *};
 use crate::sisci_export;
 use crate::status::*;
@@ -343,20 +343,7 @@ fn wait_event(h: usize, status: *mut SciErr, timeout: u32, flags: u32) -> R<u32>
         if s.removed.load(Ordering::Acquire) {
             return Err(SCI_ERR_CANCELLED);
         }
-        let slice = match deadline {
-            None => SWEEP_EVERY,
-            Some(d) => {
-                let now = Instant::now();
-                if now >= d {
-                    return Err(SCI_ERR_TIMEOUT);
-                }
-                (d - now).min(SWEEP_EVERY)
-            }
-        };
-        match s.ring.wait_nonempty(Some(slice)) {
-            Ok(()) | Err(softnic_fabric::Error::Timeout) => {}
-            Err(_) => return Err(SCI_ERR_SYSTEM),
-        }
+        sleep_on(&s.ring, deadline)?;
     }
 }
 

@@ -39,6 +39,26 @@ use std::time::{Duration, Instant};
 
 /// How often a waiter (or the callback thread) looks for connections whose process died.
 pub const SWEEP_EVERY: Duration = Duration::from_millis(200);
+
+/// One slice of a wait for a segment's connection events: sleeps on `ring` until an
+/// event, `deadline` or SWEEP_EVERY (the caller then sweeps for dead peers and looks
+/// again).  SCI_ERR_TIMEOUT once the deadline has passed.
+pub fn sleep_on(ring: &Ring<Event>, deadline: Option<Instant>) -> R<()> {
+    let slice = match deadline {
+        None => SWEEP_EVERY,
+        Some(d) => {
+            let now = Instant::now();
+            if now >= d {
+                return Err(SCI_ERR_TIMEOUT);
+            }
+            (d - now).min(SWEEP_EVERY)
+        }
+    };
+    match ring.wait_nonempty(Some(slice)) {
+        Ok(()) | Err(softnic_fabric::Error::Timeout) => Ok(()),
+        Err(_) => Err(SCI_ERR_SYSTEM),
+    }
+}
 /// Candidates SCI_FLAG_AUTO_ID tries: [id, id + 128].
 pub const AUTO_ID_RANGE: u32 = 128;
 
@@ -112,7 +132,47 @@ pub fn seg(h: usize) -> R<Arc<LocalSeg>> {
     SEGS.get(h).ok_or(SCI_ERR_ILLEGAL_PARAMETER)
 }
 
+/// Gives `s` its handle, then arms its callback if it has one (undone on failure).
+fn install(mut s: LocalSeg) -> R<Arc<LocalSeg>> {
+    let armed = s.cb.get_mut().unwrap_or_else(|e| e.into_inner()).is_some();
+    let (_, obj) = SEGS.insert_with(move |h| {
+        s.handle = h;
+        Arc::new(s)
+    }).ok_or(SCI_ERR_NOSPC)?;
+    if armed {
+        if let Err(e) = events::arm(obj.clone()) {
+            SEGS.remove(obj.handle);
+            return Err(e);
+        }
+    }
+    Ok(obj)
+}
+
 impl LocalSeg {
+    /// A handle-less segment object (the owner's, or an attacher's view of the owner's
+    /// block), with no maps, transfers or connection claim yet.
+    #[allow(clippy::too_many_arguments)]
+    fn new(desc: &Arc<Desc>, node: u32, id: u32, size: usize, flags: u32, blk: Block, ring: Ring<Event>, data: OnceLock<Data>, group: Option<Arc<crate::broadcast::Group>>, cb: Option<(CbLocalSegment, usize)>) -> LocalSeg {
+        LocalSeg {
+            handle: 0,
+            desc: desc.clone(),
+            node,
+            id: AtomicU32::new(id),
+            size,
+            flags,
+            blk,
+            ring,
+            data,
+            group,
+            claim: Mutex::new(None),
+            life: Mutex::new(()),
+            maps: AtomicU32::new(0),
+            dma: AtomicU32::new(0),
+            removed: AtomicBool::new(false),
+            cb: Mutex::new(cb),
+        }
+    }
+
     pub fn state(&self) -> u64 {
         self.blk.word(H_STATE).load(Ordering::Acquire)
     }
@@ -386,26 +446,8 @@ fn create_in(d: &Arc<Desc>, segment: *mut usize, id: u32, size: usize, cb: CbLoc
         let _ = data.set(alloc_data(size)?);
     }
     let node = node::my_node();
-    let mut s = LocalSeg {
-        handle: 0,
-        desc: d.clone(),
-        node,
-        id: AtomicU32::new(id),
-        size,
-        flags,
-        blk,
-        ring,
-        data,
-        group,
-        claim: Mutex::new(None),
-        life: Mutex::new(()),
-        maps: AtomicU32::new(0),
-        dma: AtomicU32::new(0),
-        removed: AtomicBool::new(false),
-        cb: Mutex::new(None),
-    };
+    let mut s = LocalSeg::new(d, node, id, size, flags, blk, ring, data, group, (flags & SCI_FLAG_USE_CALLBACK != 0).then_some((cb, arg as usize)));
     if flags & SCI_FLAG_USE_CALLBACK != 0 {
-        *s.cb.get_mut().unwrap_or_else(|e| e.into_inner()) = Some((cb, arg as usize));
         s.blk.word(H_STATE).fetch_or(SEG_ARMED, Ordering::Relaxed);
     }
     write_header(&s);
@@ -429,16 +471,7 @@ fn create_in(d: &Arc<Desc>, segment: *mut usize, id: u32, size: usize, cb: CbLoc
             None => return Err(SCI_ERR_SEGMENTID_USED),
         }
     }
-    let (_, obj) = SEGS.insert_with(move |h| {
-        s.handle = h;
-        Arc::new(s)
-    }).ok_or(SCI_ERR_NOSPC)?;
-    if flags & SCI_FLAG_USE_CALLBACK != 0 {
-        if let Err(e) = events::arm(obj.clone()) {
-            SEGS.remove(obj.handle);
-            return Err(e);
-        }
-    }
+    let obj = install(s)?;
     out(segment, obj.handle)
 }
 
@@ -624,20 +657,7 @@ fn wait_event(h: usize, node_out: *mut u32, adapter_out: *mut u32, timeout: u32,
         if !s.ring.is_empty() {
             continue;
         }
-        let slice = match deadline {
-            None => SWEEP_EVERY,
-            Some(d) => {
-                let now = Instant::now();
-                if now >= d {
-                    return Err(SCI_ERR_TIMEOUT);
-                }
-                (d - now).min(SWEEP_EVERY)
-            }
-        };
-        match s.ring.wait_nonempty(Some(slice)) {
-            Ok(()) | Err(softnic_fabric::Error::Timeout) => {}
-            Err(_) => return Err(SCI_ERR_SYSTEM),
-        }
+        sleep_on(&s.ring, deadline)?;
     }
 }
 
@@ -733,37 +753,9 @@ fn attach(sd: usize, segment: *mut usize, id: u32, size_out: *mut usize, cb: CbL
         let owner_flags = blk.word(H_FLAGS).load(Ordering::Relaxed) as u32;
         let cell = OnceLock::new();
         let _ = cell.set(data);
-        let mut s = LocalSeg {
-            handle: 0,
-            desc: d.clone(),
-            node,
-            id: AtomicU32::new(id),
-            size,
-            flags: owner_flags,
-            blk,
-            ring,
-            data: cell,
-            group: if owner_flags & SCI_FLAG_BROADCAST != 0 { crate::broadcast::local(id) } else { None },
-            claim: Mutex::new(None),
-            life: Mutex::new(()),
-            maps: AtomicU32::new(0),
-            dma: AtomicU32::new(0),
-            removed: AtomicBool::new(false),
-            cb: Mutex::new(None),
-        };
-        if flags & SCI_FLAG_USE_CALLBACK != 0 {
-            *s.cb.get_mut().unwrap_or_else(|e| e.into_inner()) = Some((cb, arg as usize));
-        }
-        let (_, obj) = SEGS.insert_with(move |h| {
-            s.handle = h;
-            Arc::new(s)
-        }).ok_or(SCI_ERR_NOSPC)?;
-        if flags & SCI_FLAG_USE_CALLBACK != 0 {
-            if let Err(e) = events::arm(obj.clone()) {
-                SEGS.remove(obj.handle);
-                return Err(e);
-            }
-        }
+        let group = if owner_flags & SCI_FLAG_BROADCAST != 0 { crate::broadcast::local(id) } else { None };
+        let s = LocalSeg::new(&d, node, id, size, owner_flags, blk, ring, cell, group, (flags & SCI_FLAG_USE_CALLBACK != 0).then_some((cb, arg as usize)));
+        let obj = install(s)?;
         if !size_out.is_null() {
             out(size_out, size)?;
         }
