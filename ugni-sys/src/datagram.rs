@@ -810,7 +810,7 @@ impl Board {
                         // The matcher died holding our slot: take it back.
                         let _ = s.state.compare_exchange(w, word(g, PENDING, 0), Ordering::AcqRel, Ordering::Acquire);
                     }
-                    std::thread::yield_now();
+                    softnic_fabric::spin::relax(spins);
                 }
                 _ => return GNI_RC_SUCCESS, // completed meanwhile: reaps as COMPLETED
             }
@@ -971,7 +971,7 @@ fn claim(b: B<'_>, j: usize, w: u64) -> Claim {
                         return Claim::Gone;
                     }
                 }
-                std::thread::yield_now();
+                softnic_fabric::spin::relax(spins);
             }
         }
     }
