@@ -1476,16 +1476,23 @@ impl Engine {
         }
     }
 
-    /// Starts a put of `src` into `to`'s registration `key` at `addr` as RMA pieces that
-    /// travel together (up to `SOFTNIC_NET_RMA_DEPTH` pieces in flight per process), and
-    /// returns; `done` runs once every piece has arrived (or one failed, or the peer
-    /// died).  The data is copied before this returns.  `Err(done)` when RMA cannot carry
-    /// it (no RMA, outside the window the target exposed, read-only): nothing started,
-    /// and the caller uses the synchronous path, which reports the exact error.
-    pub fn put_async(&self, to: &Arc<Remote>, key: u64, addr: u64, src: &[u8], pd: u64, done: Done) -> std::result::Result<(), Done> {
-        match self.rma_fits(to, key, addr, src.len(), true, pd) {
-            Some(w) if !src.is_empty() => {
-                self.rma_async(to, &w, addr, src.len(), Ok(src), done);
+    /// Starts a put of the `len` bytes at `src` into `to`'s registration `key` at `addr`
+    /// as RMA pieces that travel together (up to `SOFTNIC_NET_RMA_DEPTH` pieces in flight
+    /// per process), and returns; `done` runs once every piece has arrived (or one
+    /// failed, or the peer died).  The provider reads the source in place (no copy: the
+    /// copy cost a third of the initiator's core at 1 MiB).  `Err(done)` when RMA cannot
+    /// carry it (no RMA, outside the window the target exposed, read-only): nothing
+    /// started, and the caller uses the synchronous path, which reports the exact error.
+    ///
+    /// # Safety
+    /// `src` is readable for `len` bytes until `done` has run.  If the peer dies, `done`
+    /// may run while the provider still holds the piece; it then only reads the source
+    /// (through the kernel's socket copy with the tcp provider, where a vanished page
+    /// gives EFAULT, not a fault) and sends it nowhere useful.
+    pub unsafe fn put_async(&self, to: &Arc<Remote>, key: u64, addr: u64, src: *const u8, len: usize, pd: u64, done: Done) -> std::result::Result<(), Done> {
+        match self.rma_fits(to, key, addr, len, true, pd) {
+            Some(w) if len > 0 => {
+                self.rma_async(to, &w, addr, len, Ok(src as usize), done);
                 Ok(())
             }
             _ => Err(done),
@@ -1507,9 +1514,10 @@ impl Engine {
         }
     }
 
-    /// Issues the pieces of an asynchronous operation (`io`: the bytes to write, or the
-    /// address to read into).
-    fn rma_async(&self, to: &Arc<Remote>, w: &Window, addr: u64, len: usize, io: std::result::Result<&[u8], usize>, done: Done) {
+    /// Issues the pieces of an asynchronous operation (`io`: the address of the bytes to
+    /// write, which the provider reads in place, or the address to read into, through a
+    /// bounce buffer: a get's destination must never be written after `done` ran).
+    fn rma_async(&self, to: &Arc<Remote>, w: &Window, addr: u64, len: usize, io: std::result::Result<usize, usize>, done: Done) {
         let n = len.div_ceil(self.max_rma);
         let op = Arc::new(Async { remaining: AtomicUsize::new(n), error: std::sync::atomic::AtomicI32::new(0), done: Mutex::new(Some(done)) });
         for i in 0..n {
@@ -1523,15 +1531,15 @@ impl Engine {
             }
             let req = self.next_req.fetch_add(1, Ordering::Relaxed);
             let piece = Piece { op: op.clone(), req, read_into: io.err().map(|d| (d + off, k)), finished: AtomicBool::new(false), deadline: Instant::now() + self.timeout };
-            let mut bounce = self.bounces.lock().unwrap_or_else(|e| e.into_inner()).pop().unwrap_or_default();
-            match io {
-                Ok(src) => {
-                    bounce.clear();
-                    bounce.extend_from_slice(&src[off..off + k]);
+            let (bounce, iov) = match io {
+                Ok(src) => (Vec::new(), libc::iovec { iov_base: (src + off) as *mut c_void, iov_len: k }),
+                Err(_) => {
+                    let mut b = self.bounces.lock().unwrap_or_else(|e| e.into_inner()).pop().unwrap_or_default();
+                    b.resize(k, 0);
+                    let iov = libc::iovec { iov_base: b.as_mut_ptr() as *mut c_void, iov_len: k };
+                    (b, iov)
                 }
-                Err(_) => bounce.resize(k, 0),
-            }
-            let iov = libc::iovec { iov_base: bounce.as_mut_ptr() as *mut c_void, iov_len: k };
+            };
             let call = Arc::new(Call { to: to.clone(), done: Mutex::new(None), cv: Condvar::new(), bounce: Mutex::new(bounce), piece: Some(piece) });
             // Counted from here; finishing the piece (whoever does it) uncounts it.
             self.async_in_flight.fetch_add(1, Ordering::AcqRel);

@@ -254,13 +254,17 @@ impl Peer {
         self.is_self
     }
 
-    /// A put that travels asynchronously through the network engine (see
-    /// [`net::Engine::put_async`]): `Ok` when started (`done` runs at completion),
-    /// `Err(done)` untouched when the peer is not reached through the network engine or
-    /// RMA cannot carry this put (then use the synchronous operations).
-    pub fn put_async(&self, key: MemKey, addr: u64, src: &[u8], pd: u64, done: net::Done) -> std::result::Result<(), net::Done> {
+    /// A put of the `len` bytes at `src` that travels asynchronously through the network
+    /// engine (see [`net::Engine::put_async`]): `Ok` when started (`done` runs at
+    /// completion), `Err(done)` untouched when the peer is not reached through the
+    /// network engine or RMA cannot carry this put (then use the synchronous operations).
+    ///
+    /// # Safety
+    /// `src` stays readable for `len` bytes until `done` has run (it is read in place).
+    pub unsafe fn put_async(&self, key: MemKey, addr: u64, src: *const u8, len: usize, pd: u64, done: net::Done) -> std::result::Result<(), net::Done> {
         match (&self.net, net::running()) {
-            (Some(r), Some(e)) => e.put_async(r, key.to_u64(), addr, src, pd, done),
+            // SAFETY: passed on from our caller.
+            (Some(r), Some(e)) => unsafe { e.put_async(r, key.to_u64(), addr, src, len, pd, done) },
             _ => Err(done),
         }
     }

@@ -585,12 +585,10 @@ fn post_async(api: &'static str, ep_h: gni_ep_handle_t, peer: &softnic_fabric::r
         complete(api, &ep.nic, cq.as_deref(), desc_addr as *mut gni_post_descriptor_t, tokens, local_data, words4, r.map_err(Status::from_fabric));
     };
     let started = match *op {
-        Op::Put { len, sync: None } => {
-            // SAFETY: the caller's registered source of `length` bytes (checked at post
-            // time); copied before put_async returns.
-            let src = unsafe { std::slice::from_raw_parts(d.local_addr as *const u8, len as usize) };
-            peer.put_async(rm.notify_key(), d.remote_addr, src, pd, Box::new(finish))
-        }
+        // SAFETY: the caller's registered source of `length` bytes (checked at post
+        // time), which uGNI leaves the caller's to keep unchanged until the post's event:
+        // the network reads it in place, as the hardware's DMA engine would.
+        Op::Put { len, sync: None } => unsafe { peer.put_async(rm.notify_key(), d.remote_addr, d.local_addr as *const u8, len as usize, pd, Box::new(finish)) },
         // SAFETY: checked by `check_local`: inside a writable registration of ours, which
         // the caller keeps until the post's event (the contract of every post).
         Op::Get { len, flag: None } => unsafe { peer.get_async(rm.notify_key(), d.remote_addr, d.local_addr as *mut u8, len as usize, pd, Box::new(finish)) },
