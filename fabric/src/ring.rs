@@ -671,6 +671,16 @@ impl<T: Pod> Ring<T> {
         Some(v)
     }
 
+    /// The memory the next pop will read (the slot at `head`), as a hint for a consumer
+    /// that waits on an empty ring: that is the slot the next push fills, found without
+    /// reading the producers' `tail` line (a read that would cost the next producer a
+    /// cache-line upgrade on its critical path).
+    pub fn head_slot(&self) -> (*const u8, usize) {
+        // Relaxed: a hint.
+        let pos = self.hdr().head.0.load(Ordering::Relaxed);
+        (self.slot(pos) as *const Slot<T> as *const u8, std::mem::size_of::<Slot<T>>())
+    }
+
     /// True when `pop` would find an entry now (the slot at `head` is published).
     fn ready(&self) -> bool {
         let head = &self.hdr().head.0;
@@ -774,6 +784,19 @@ mod tests {
             let p = self.0.as_mut_ptr() as *mut u8;
             // SAFETY: the vector has 128 spare bytes for the alignment offset.
             unsafe { p.add(p.align_offset(64)) }
+        }
+    }
+
+    #[test]
+    fn an_empty_ring_waits_on_the_slot_the_next_push_fills() {
+        let r = Ring::<u64>::new_boxed(4).unwrap();
+        for i in 0..11u64 {
+            assert!(r.is_empty());
+            // What a waiting consumer watches is where the producer writes next.
+            assert_eq!(r.head_slot(), r.next_slot(), "after {i} push/pop pairs");
+            r.push(&i).unwrap();
+            assert_ne!(r.head_slot(), r.next_slot());
+            assert_eq!(r.pop(), Some(i));
         }
     }
 

@@ -159,7 +159,7 @@ impl EqLocal {
         // first line holds the word `is_empty` reads; keep its second line in the cache
         // too (a prefetch per check: free while nothing changes), so that both are
         // fetched together when the event is written, not one after the other.
-        let (slot, len) = self.ring.next_slot();
+        let (slot, len) = self.ring.head_slot();
         let second = (len > 64).then(|| slot.wrapping_add(64));
         let r = if spin_until(
             || {
