@@ -149,6 +149,14 @@ int main(void)
     txerr(right, &d, 0, "READ_ONLY");
     dt_desc(&d, GNI_POST_RDMA_PUT, GNI_CQMODE_GLOBAL_EVENT, loc, lh, rob[right], rom[right], 64);
     txerr(right, &d, 1, "READ_ONLY");
+    /* RDMA puts to another machine complete asynchronously (short ones as requests, 4 KiB
+     * and up as RMA): their errors still arrive as the post's event, nothing written. */
+    dt_desc(&d, GNI_POST_RDMA_PUT, GNI_CQMODE_GLOBAL_EVENT, loc, lh, R + SZ - 8, RH, 16);
+    txerr(right, &d, 1, "outside");
+    dt_desc(&d, GNI_POST_RDMA_PUT, GNI_CQMODE_GLOBAL_EVENT, loc, lh, R + 4096 + 8, RH, 4096);
+    txerr(right, &d, 1, "outside");
+    dt_desc(&d, GNI_POST_RDMA_PUT, GNI_CQMODE_GLOBAL_EVENT, loc, lh, gob[right], gom[right], 64);
+    txerr(right, &d, 1, "deregistered");
     dt_desc(&d, GNI_POST_AMO, GNI_CQMODE_GLOBAL_EVENT, loc, lh, rob[right], rom[right], 8);
     d.amo_cmd = GNI_FMA_ATOMIC_ADD; d.first_operand = 1;
     txerr(right, &d, 0, "READ_ONLY");

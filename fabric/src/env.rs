@@ -176,8 +176,9 @@ pub static TUNABLES: &[Tunable] = &[
         name: "SOFTNIC_NET_RMA_DEPTH",
         default: "16",
         help: "Pieces (of up to 1 MiB) of asynchronous network-engine RMA in flight per \
-               process, each with a bounce buffer kept for reuse: bulk transfers to other \
-               machines (uGNI RDMA) are pipelined this deep.",
+               process: transfers to other machines (uGNI RDMA) are pipelined this deep \
+               (four times as deep for puts shorter than the RMA threshold, which go as \
+               requests); a get's piece holds a bounce buffer, kept for reuse.",
     },
     Tunable {
         name: "SOFTNIC_NET_RMA",

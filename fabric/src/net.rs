@@ -57,12 +57,20 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+/// Short asynchronous puts (requests) may have this many times `SOFTNIC_NET_RMA_DEPTH`
+/// pieces in flight: they hold no bounce buffer.
+const SHORT_DEPTH_FACTOR: usize = 4;
+
 /// Most data bytes in one request or reply.
 pub const MAX_DATA: usize = 256 * 1024;
 /// Puts and gets of at least this many bytes go as RMA (fi_writemsg/fi_readmsg into the
 /// target's registered memory) where the provider can; shorter ones as requests, where
 /// one round trip carrying the data costs less than the RMA's own completion round trip.
 pub const RMA_MIN: usize = 16 * 1024;
+/// The [`RMA_MIN`] of asynchronous puts, which are pipelined: no waiting for an RMA's
+/// completion, so only the target's cost counts, and RMA's is lower (the provider lands
+/// the data; no request to serve, no reply).
+pub const ASYNC_RMA_MIN: usize = 4 * 1024;
 /// Most bytes in one RMA operation (bounce buffers of this size are kept for reuse).
 /// Longer transfers are several operations in turn: on tcp 1 MiB pieces went faster than
 /// 4 MiB ones (their copies stay in cache and fit the socket buffers) or 512 KiB ones.
@@ -870,10 +878,21 @@ impl Engine {
 
     /// Sends one request; [`Engine::reply`] collects its reply.
     fn issue(&self, to: &Arc<Remote>, op: Op, a: u64, b: u64, c: u64, data: &[&[u8]]) -> Result<(u64, Arc<Call>)> {
+        let req = self.next_req.fetch_add(1, Ordering::Relaxed);
+        self.issue_as(req, None, to, op, a, b, c, data)
+    }
+
+    /// [`Engine::issue`] of request `req`, which may be a piece of an asynchronous
+    /// operation: its reply then finishes the piece (see [`Engine::message`]), and so
+    /// does the error when the request cannot be sent.
+    #[allow(clippy::too_many_arguments)]
+    fn issue_as(&self, req: u64, piece: Option<Piece>, to: &Arc<Remote>, op: Op, a: u64, b: u64, c: u64, data: &[&[u8]]) -> Result<(u64, Arc<Call>)> {
         if to.is_dead() {
+            if let Some(p) = piece {
+                p.finish(err_code(Error::PeerDead), &[]);
+            }
             return Err(Error::PeerDead);
         }
-        let req = self.next_req.fetch_add(1, Ordering::Relaxed);
         let len: usize = data.iter().map(|d| d.len()).sum();
         let h = Hdr {
             magic: MAGIC,
@@ -895,12 +914,16 @@ impl Engine {
         for d in data {
             buf.extend_from_slice(d);
         }
-        let call = Arc::new(Call { to: to.clone(), done: Mutex::new(None), cv: Condvar::new(), bounce: Mutex::new(Vec::new()), piece: None });
+        let call = Arc::new(Call { to: to.clone(), done: Mutex::new(None), cv: Condvar::new(), bounce: Mutex::new(Vec::new()), piece });
         self.pending.lock().unwrap_or_else(|e| e.into_inner()).insert(req, call.clone());
         if let Err(e) = self.send(to.addr, buf, Some(to.clone())) {
             self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&req);
             self.mark_dead(to);
-            return Err(if e == Error::Unsupported { e } else { Error::PeerDead });
+            let e = if e == Error::Unsupported { e } else { Error::PeerDead };
+            if let Some(p) = &call.piece {
+                p.finish(err_code(e), &[]);
+            }
+            return Err(e);
         }
         Ok((req, call))
     }
@@ -1126,7 +1149,12 @@ impl Engine {
         }
         if op == Op::Reply {
             let body = m.get(HDR..HDR + h.len as usize).unwrap_or(&[]);
-            if let Some(c) = self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&h.req) {
+            let call = self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&h.req);
+            if let Some(c) = call {
+                if let Some(p) = &c.piece {
+                    p.finish(h.status, &[]);
+                    return;
+                }
                 *c.done.lock().unwrap_or_else(|e| e.into_inner()) = Some((h.status, body.to_vec()));
                 c.cv.notify_all();
             }
@@ -1489,7 +1517,18 @@ impl Engine {
     /// may run while the provider still holds the piece; it then only reads the source
     /// (through the kernel's socket copy with the tcp provider, where a vanished page
     /// gives EFAULT, not a fault) and sends it nowhere useful.
+    ///
+    /// A put shorter than [`ASYNC_RMA_MIN`] goes as put requests that the caller does not wait
+    /// for (their data copied into the messages before this returns): their replies
+    /// finish it, bounds and access errors included, as the synchronous path would
+    /// report them.
     pub unsafe fn put_async(&self, to: &Arc<Remote>, key: u64, addr: u64, src: *const u8, len: usize, pd: u64, done: Done) -> std::result::Result<(), Done> {
+        if len > 0 && len < ASYNC_RMA_MIN {
+            // SAFETY: the caller's contract; read (copied into the requests) before we return.
+            let bytes = unsafe { std::slice::from_raw_parts(src, len) };
+            self.put_requests_async(to, key, addr, bytes, pd, done);
+            return Ok(());
+        }
         match self.rma_fits(to, key, addr, len, true, pd) {
             Some(w) if len > 0 => {
                 self.rma_async(to, &w, addr, len, Ok(src as usize), done);
@@ -1499,14 +1538,49 @@ impl Engine {
         }
     }
 
+    /// A short asynchronous put as requests of at most [`MAX_DATA`] bytes, each a piece
+    /// of one operation (see [`Engine::put_async`]).  Requests to one target are served
+    /// in issue order, so its pieces land in order too.
+    fn put_requests_async(&self, to: &Arc<Remote>, key: u64, addr: u64, src: &[u8], pd: u64, done: Done) {
+        let n = src.len().div_ceil(MAX_DATA);
+        let op = Arc::new(Async { remaining: AtomicUsize::new(n), error: std::sync::atomic::AtomicI32::new(0), done: Mutex::new(Some(done)) });
+        for (i, chunk) in src.chunks(MAX_DATA).enumerate() {
+            // Short pieces hold no buffer of ours while in flight: a deeper pipeline.
+            self.wait_for_depth(to, self.async_max * SHORT_DEPTH_FACTOR);
+            let req = self.next_req.fetch_add(1, Ordering::Relaxed);
+            let piece = Piece { op: op.clone(), req, read_into: None, finished: AtomicBool::new(false), deadline: Instant::now() + self.timeout };
+            self.async_in_flight.fetch_add(1, Ordering::AcqRel);
+            let Some(a) = addr.checked_add((i * MAX_DATA) as u64) else {
+                piece.finish(err_code(Error::OutOfBounds), &[]);
+                continue;
+            };
+            // A request that cannot be sent finishes its piece with the error.
+            let _ = self.issue_as(req, Some(piece), to, Op::Put, key, a, pd, &[chunk]);
+        }
+    }
+
+    /// Drives the provider until fewer than `limit` asynchronous pieces are in flight
+    /// (or the peer died).
+    fn wait_for_depth(&self, to: &Arc<Remote>, limit: usize) {
+        while self.async_in_flight.load(Ordering::Acquire) >= limit && !to.is_dead() {
+            if !self.progress_once() {
+                std::hint::spin_loop();
+            }
+        }
+    }
+
     /// As [`Engine::put_async`] for a get into `dst` (`dst_len` bytes at that address),
     /// which the caller keeps valid until `done` runs.
     ///
     /// # Safety
     /// `dst` is valid for writes of `dst_len` bytes until `done` has run.
     pub unsafe fn get_async(&self, to: &Arc<Remote>, key: u64, addr: u64, dst: *mut u8, dst_len: usize, pd: u64, done: Done) -> std::result::Result<(), Done> {
+        if dst_len < RMA_MIN {
+            // A short get is one round trip anyway: the synchronous request.
+            return Err(done);
+        }
         match self.rma_fits(to, key, addr, dst_len, false, pd) {
-            Some(w) if dst_len > 0 => {
+            Some(w) => {
                 self.rma_async(to, &w, addr, dst_len, Err(dst as usize), done);
                 Ok(())
             }
@@ -1524,11 +1598,7 @@ impl Engine {
             let off = i * self.max_rma;
             let k = (len - off).min(self.max_rma);
             // Bounded depth: wait for earlier pieces (driving the provider ourselves).
-            while self.async_in_flight.load(Ordering::Acquire) >= self.async_max && !to.is_dead() {
-                if !self.progress_once() {
-                    std::hint::spin_loop();
-                }
-            }
+            self.wait_for_depth(to, self.async_max);
             let req = self.next_req.fetch_add(1, Ordering::Relaxed);
             let piece = Piece { op: op.clone(), req, read_into: io.err().map(|d| (d + off, k)), finished: AtomicBool::new(false), deadline: Instant::now() + self.timeout };
             let (bounce, iov) = match io {

@@ -467,7 +467,10 @@ fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_d
         }
         Ok(words) => {
             let st = guard.as_mut().expect("held");
-            if d.length <= HOLD_MAX {
+            // RDMA to another machine (no REMOTE event) travels asynchronously whatever
+            // its size (`post_async`), which needs the unlocked path.
+            let remote_rdma = engine == Engine::Rdma && !want_remote && st.binding.as_ref().and_then(|b| b.route.as_ref()).is_some_and(|r| r.1.is_remote());
+            if d.length <= HOLD_MAX && !remote_rdma {
                 // Small transfers move under the EP lock (the peer is borrowed from the
                 // binding), so no other thread can ever see them in flight.
                 Ok((None, words))
@@ -564,8 +567,9 @@ fn complete(api: &str, nic: &Nic, cq: Option<&Cq>, desc: *mut gni_post_descripto
     }
 }
 
-/// Bulk RDMA to another machine travels asynchronously: the data goes out in pieces
-/// that are all in flight together (the network engine's RMA), the post returns, and the
+/// RDMA to another machine travels asynchronously: the data goes out in pieces that
+/// are all in flight together (the network engine's RMA, or requests below its RMA
+/// size, whose replies complete them), the post returns, and the
 /// local events (or the transaction error) are queued when the last piece has arrived,
 /// from whichever thread sees that.  The EP counts the post in flight until then
 /// (EpUnbind answers NOT_DONE), and the caller's descriptor and local memory stay the
