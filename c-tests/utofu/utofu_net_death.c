@@ -87,6 +87,7 @@ int main(int argc, char **argv)
     CHECK_EQ(rc, UTOFU_ERR_MRQ_PEER);
     printf("utofu_net_death: rank 0 ok: MRQ_PEER %.2f s after the peer froze (%d puts)\n", now() - t0, puts);
     fflush(stdout);
+    usleep(300000); /* let the launcher forward the output before the abort tears it down */
     MPI_Abort(MPI_COMM_WORLD, 0);
     return 0;
 }
