@@ -562,7 +562,9 @@ fn put(md_h: u32, region: Option<(u64, u64)>, ack_req: u32, target: ptl_process_
         let failed = matches!(outcome, Outcome::Failed) || matches!(&outcome, Outcome::Accepted(r, _) if r.flags & service::R_FAILED != 0);
         own_event(seg, &g, mi, PTL_EVENT_SEND_END, n.id, &req, mem.len, mem.len, mem.off, link, failed);
         if let Outcome::Accepted(rep, _) = &outcome {
-            if ack_wanted && rep.flags & service::R_ACK != 0 {
+            // A put whose data did not land (the target died under it) ends with
+            // PTL_NI_FAIL and no ACK, even though the target had accepted it.
+            if ack_wanted && !failed && rep.flags & service::R_ACK != 0 {
                 if let Some(m) = seg.md(&g, mi) {
                     use_unit(m);
                 }
