@@ -38,6 +38,10 @@ while IFS= read -r line || [ -n "$line" ]; do
             *) echo "run.sh: $name: unknown option $kv"; exit 2 ;;
         esac
     done
+    # A lines= without its count would take the rest of the pattern as the count.
+    if [ -n "$lines" ] && ! [[ "${lines##*:}" =~ ^[0-9]+$ ]]; then
+        echo "run.sh: $name: lines='$lines' does not end in :COUNT"; exit 2
+    fi
     if [ -n "$need" ] && ! command -v "$need" >/dev/null 2>&1; then
         echo "SKIP $name: $need not installed"; skip=$((skip+1)); continue
     fi

@@ -191,16 +191,10 @@ const REC: usize = 19;
 /// The descriptor of one of this PE's symmetric segments (a handle naming this process).
 fn desc(base: u64, len: u64, key: Option<MemKey>) -> SegDesc {
     match key.and_then(|k| CrayHandle::mine(base, k).ok()) {
-        Some(h) => SegDesc {
-            addr: base as *mut c_void,
-            len: len as usize,
-            memhndl: {
-                let w = h.to_words();
-                GniMemHandle { qword1: w[0], qword2: w[1] }
-            },
-            flags: 0,
-            reserved: std::ptr::null_mut(),
-        },
+        Some(h) => {
+            let w = h.to_words();
+            SegDesc::new(base as *mut c_void, len as usize, GniMemHandle { qword1: w[0], qword2: w[1] })
+        }
         None => SegDesc::EMPTY,
     }
 }

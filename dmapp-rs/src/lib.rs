@@ -299,7 +299,7 @@ pub unsafe extern "C" fn dmapp_mem_register(addr: *mut c_void, length: u64, seg_
             };
             let w = h.to_words();
             lock(&job.dynregs).insert(w, key);
-            let d = SegDesc { addr, len, memhndl: GniMemHandle { qword1: w[0], qword2: w[1] }, flags: 0, reserved: std::ptr::null_mut() };
+            let d = SegDesc::new(addr, len, GniMemHandle { qword1: w[0], qword2: w[1] });
             // SAFETY: non-null.
             unsafe { seg_desc.write_unaligned(d) };
             DMAPP_RC_SUCCESS

@@ -59,13 +59,23 @@ pub struct SegDesc {
     pub len: usize,
     pub memhndl: GniMemHandle,
     pub flags: u16,
+    /// The C struct's padding, named so that it is always written as zeros: programs
+    /// byte-copy descriptors to other PEs (PMI_Allgather), and a copy of undefined
+    /// padding bytes is what memcheck reports.
+    pub pad: [u8; 6],
     pub reserved: *mut c_void,
 }
 
 impl SegDesc {
-    pub const EMPTY: SegDesc =
-        SegDesc { addr: std::ptr::null_mut(), len: 0, memhndl: GniMemHandle { qword1: 0, qword2: 0 }, flags: 0, reserved: std::ptr::null_mut() };
+    pub const EMPTY: SegDesc = SegDesc::new(std::ptr::null_mut(), 0, GniMemHandle { qword1: 0, qword2: 0 });
+
+    /// A descriptor of ours: `flags`, padding and `reserved` zero.
+    pub const fn new(addr: *mut c_void, len: usize, memhndl: GniMemHandle) -> SegDesc {
+        SegDesc { addr, len, memhndl, flags: 0, pad: [0; 6], reserved: std::ptr::null_mut() }
+    }
 }
+
+const _: () = assert!(std::mem::size_of::<SegDesc>() == 48 && std::mem::offset_of!(SegDesc, reserved) == 40);
 
 /// `dmapp_jobinfo_t`.
 #[repr(C)]

@@ -57,6 +57,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+/// How often a peer that is only watched is probed ([`Engine::probe`]).
+const PROBE_EVERY_NS: u64 = 250_000_000;
+
 /// Short asynchronous puts (requests) may have this many times `SOFTNIC_NET_RMA_DEPTH`
 /// pieces in flight: they hold no bounce buffer.
 const SHORT_DEPTH_FACTOR: usize = 4;
@@ -113,6 +116,8 @@ enum Op {
     Call = 17,
     /// Look a key up in this node's registry (`a`: the API id; body: the key).
     Lookup = 18,
+    /// Are you there?  Answered at once, with nothing ([`Engine::probe`]).
+    Ping = 19,
 }
 
 impl Op {
@@ -136,6 +141,7 @@ impl Op {
             16 => Op::Revoke,
             17 => Op::Call,
             18 => Op::Lookup,
+            19 => Op::Ping,
             _ => return None,
         })
     }
@@ -229,6 +235,12 @@ pub struct Remote {
     dead: AtomicBool,
     /// Its registrations exposed to us for RMA: (key, pd) -> window.
     windows: Mutex<HashMap<(u64, u64), Window>>,
+    /// When the last liveness probe was sent (CLOCK_MONOTONIC_COARSE, ns), and whether
+    /// it is still unanswered ([`Engine::probe`]).
+    probed_ns: AtomicU64,
+    probing: AtomicBool,
+    /// When the first probe still unanswered was due (0: the last one was answered).
+    silent_since_ns: AtomicU64,
 }
 
 /// A peer's registration as its RMA target: extent, access and remote key.
@@ -749,7 +761,7 @@ impl Engine {
             return Err(Error::StaleHandle);
         }
         let addr = self.insert_addr(&name)?;
-        let r = Arc::new(Remote { node, id: ProcId { slot: id.slot, gen }, addr, dead: AtomicBool::new(false), windows: Mutex::new(HashMap::new()) });
+        let r = Arc::new(Remote { node, id: ProcId { slot: id.slot, gen }, addr, dead: AtomicBool::new(false), windows: Mutex::new(HashMap::new()), probed_ns: AtomicU64::new(crate::rma::now_ns()), probing: AtomicBool::new(false), silent_since_ns: AtomicU64::new(0) });
         self.remotes.lock().unwrap_or_else(|e| e.into_inner()).insert((node, id.slot), r.clone());
         Ok(r)
     }
@@ -832,6 +844,12 @@ impl Engine {
     /// Sends `buf` to `to`.  Small messages are injected (no completion); larger ones
     /// are owned by the send until its completion frees them.
     fn send(&self, addr: fi_addr_t, buf: Vec<u8>, to: Option<Arc<Remote>>) -> Result<()> {
+        self.send_within(addr, buf, to, true)
+    }
+
+    /// [`Engine::send`]; not `patient`: one attempt, `Again` when the provider has no
+    /// room for it now (a connection being made, say).
+    fn send_within(&self, addr: fi_addr_t, buf: Vec<u8>, to: Option<Arc<Remote>>, patient: bool) -> Result<()> {
         let deadline = Instant::now() + self.timeout;
         if buf.len() <= self.inject_size {
             loop {
@@ -843,6 +861,9 @@ impl Engine {
                 };
                 if rc == 0 {
                     return Ok(());
+                }
+                if rc as isize == -ofi::FI_EAGAIN && !patient {
+                    return Err(Error::Again);
                 }
                 if rc as isize != -ofi::FI_EAGAIN || Instant::now() > deadline {
                     return Err(to_err(&self.fi.lib, "fi_inject", rc as i64));
@@ -861,9 +882,12 @@ impl Engine {
             if rc == 0 {
                 return Ok(());
             }
-            if rc as isize != -ofi::FI_EAGAIN || Instant::now() > deadline {
+            if rc as isize != -ofi::FI_EAGAIN || Instant::now() > deadline || !patient {
                 // SAFETY: not posted: ours again.
                 drop(unsafe { Box::from_raw(ctx) });
+                if rc as isize == -ofi::FI_EAGAIN && !patient {
+                    return Err(Error::Again);
+                }
                 return Err(to_err(&self.fi.lib, "fi_send", rc as i64));
             }
             self.progress_once();
@@ -887,6 +911,13 @@ impl Engine {
     /// does the error when the request cannot be sent.
     #[allow(clippy::too_many_arguments)]
     fn issue_as(&self, req: u64, piece: Option<Piece>, to: &Arc<Remote>, op: Op, a: u64, b: u64, c: u64, data: &[&[u8]]) -> Result<(u64, Arc<Call>)> {
+        self.issue_with(req, piece, to, op, a, b, c, data, true)
+    }
+
+    /// [`Engine::issue_as`]; not `patient`: one attempt to send, and a provider without
+    /// room for it now fails the request with `Again` (the peer is not taken as dead).
+    #[allow(clippy::too_many_arguments)]
+    fn issue_with(&self, req: u64, piece: Option<Piece>, to: &Arc<Remote>, op: Op, a: u64, b: u64, c: u64, data: &[&[u8]], patient: bool) -> Result<(u64, Arc<Call>)> {
         if to.is_dead() {
             if let Some(p) = piece {
                 p.finish(err_code(Error::PeerDead), &[]);
@@ -916,8 +947,14 @@ impl Engine {
         }
         let call = Arc::new(Call { to: to.clone(), done: Mutex::new(None), cv: Condvar::new(), bounce: Mutex::new(Vec::new()), piece });
         self.pending.lock().unwrap_or_else(|e| e.into_inner()).insert(req, call.clone());
-        if let Err(e) = self.send(to.addr, buf, Some(to.clone())) {
+        if let Err(e) = self.send_within(to.addr, buf, Some(to.clone()), patient) {
             self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&req);
+            if e == Error::Again {
+                if let Some(p) = &call.piece {
+                    p.finish(err_code(e), &[]);
+                }
+                return Err(e);
+            }
             self.mark_dead(to);
             let e = if e == Error::Unsupported { e } else { Error::PeerDead };
             if let Some(p) = &call.piece {
@@ -926,6 +963,48 @@ impl Engine {
             return Err(e);
         }
         Ok((req, call))
+    }
+
+    /// Watches a peer that we only wait on (a program polling for a result or an event
+    /// that the peer would send): a peer that exits or freezes while nothing of ours is
+    /// in flight to it would otherwise never be found dead.  At most every
+    /// [`PROBE_EVERY_NS`], one `Op::Ping` without waiting for it: its reply (any status)
+    /// clears the probe; no reply within `SOFTNIC_NET_TIMEOUT_MS` takes the peer as dead,
+    /// as for any other unanswered request (the progress thread's `expire_async`).
+    /// Called from liveness checks ([`crate::rma::Peer::seems_alive`]): costs a clock read
+    /// when a probe is not due.
+    pub fn probe(&self, r: &Arc<Remote>) {
+        let now = crate::rma::now_ns();
+        if r.is_dead() || now.wrapping_sub(r.probed_ns.load(Ordering::Relaxed)) < PROBE_EVERY_NS {
+            return;
+        }
+        r.probed_ns.store(now, Ordering::Relaxed);
+        // Silent since the first probe that got no answer (a peer that never lets a probe
+        // out, its connection refused, is as silent as one that never answers).
+        let since = r.silent_since_ns.load(Ordering::Relaxed);
+        if since == 0 {
+            r.silent_since_ns.store(now, Ordering::Relaxed);
+        } else if now.wrapping_sub(since) > self.timeout.as_nanos() as u64 {
+            crate::sn_warn!("network engine", "node {} slot {} silent for {:?}: peer taken as dead", r.node, r.id.slot, self.timeout);
+            self.mark_dead(r);
+            return;
+        }
+        if r.probing.swap(true, Ordering::AcqRel) {
+            return; // one in flight: its reply or its expiry decides
+        }
+        let answered = r.clone();
+        let done: Done = Box::new(move |res| {
+            if res.is_ok() {
+                answered.silent_since_ns.store(0, Ordering::Relaxed);
+            }
+            answered.probing.store(false, Ordering::Release);
+        });
+        let op = Arc::new(Async { remaining: AtomicUsize::new(1), error: std::sync::atomic::AtomicI32::new(0), done: Mutex::new(Some(done)) });
+        let req = self.next_req.fetch_add(1, Ordering::Relaxed);
+        let piece = Piece { op, req, read_into: None, finished: AtomicBool::new(false), deadline: Instant::now() + self.timeout };
+        self.async_in_flight.fetch_add(1, Ordering::AcqRel);
+        // Never a wait: a probe the provider cannot take now is tried again later.
+        let _ = self.issue_with(req, Some(piece), r, Op::Ping, 0, 0, 0, &[], false);
     }
 
     /// Waits for the reply to request `req` (or the completion of RMA operation `req`):
@@ -1281,6 +1360,7 @@ fn serve(op: Op, h: &Hdr, body: &[u8]) -> Result<Vec<u8>> {
             Ok(out)
         }
         // Handled by the engine before `serve`.
+        Op::Ping => Ok(Vec::new()),
         Op::Reply | Op::Expose | Op::Revoke => Err(Error::InvalidArg),
     }
 }

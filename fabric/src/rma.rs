@@ -116,7 +116,7 @@ fn empty_fast() -> Box<[AtomicPtr<Cached>]> {
 
 /// CLOCK_MONOTONIC_COARSE in nanoseconds (the last tick's time, read from the vDSO with
 /// no counter access: this is on every operation's path).
-fn now_ns() -> u64 {
+pub(crate) fn now_ns() -> u64 {
     clock_ns(libc::CLOCK_MONOTONIC_COARSE)
 }
 
@@ -320,6 +320,10 @@ impl Peer {
             return true;
         }
         if let Some(r) = &self.net {
+            // Known only from traffic: keep some going while the peer is watched.
+            if let Some(e) = net::running() {
+                e.probe(r);
+            }
             return !r.is_dead();
         }
         if self.dead.load(Ordering::Relaxed) {
@@ -350,6 +354,9 @@ impl Peer {
             return Ok(());
         }
         if let Some(r) = &self.net {
+            if let Some(e) = net::running() {
+                e.probe(r);
+            }
             return if r.is_dead() { Err(Error::PeerDead) } else { Ok(()) };
         }
         if self.dead.load(Ordering::Relaxed) {
