@@ -321,10 +321,16 @@ def main():
     # The whole list runs `passes` times in turn (so every library is sampled at
     # several moments of a shared machine's life); a value is the median over passes.
     collected, status = {}, {}
+    # A run that timed out without a result in one pass is not run again: it would cost
+    # the timeout every pass (UCX's tcp put_bw hangs this way on some machines).
+    hung = set()
     for pas in range(args.passes):
         for run in cfg["runs"]:
             label = "%s %s" % (run["library"], run.get("benchmark") or " ".join(run.get("cmd", ["fi_pingpong"])[1:]) or run["launcher"])
             if args.only and not re.search(args.only, label):
+                continue
+            if label in hung:
+                log("[%d/%d] %-40s not run again (timed out in an earlier pass)" % (pas + 1, args.passes, label))
                 continue
             env = dict(base_env, **run.get("env", {}))
             t0 = time.time()
@@ -345,6 +351,8 @@ def main():
                 st["passes_ok"] += 1
             if reason:
                 st["reason"] = "pass %d: %s" % (pas + 1, reason)
+                if not res and "timed out" in reason:
+                    hung.add(label)
             log("[%d/%d] %-40s %6.1f s  %s" % (pas + 1, args.passes, label, dt,
                                                ("%d results" % len(res)) + ("; SKIPPED: " + reason if reason else "")))
     for st in status.values():

@@ -84,6 +84,24 @@ impl Kid {
     }
 }
 
+/// Sleeps until an operation is surely later than `rma::death_detect_bound()` after now,
+/// by the clock the bound is kept with: the coarse clock can lag real time by more than a
+/// tick on a loaded virtual machine (a plain sleep of the bound then saw the dead peer's
+/// last probe as too recent to repeat).
+fn sleep_past_death_detect_bound() {
+    fn coarse() -> Duration {
+        let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: a valid out pointer.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut t) };
+        Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+    }
+    let start = coarse();
+    std::thread::sleep(rma::death_detect_bound());
+    while coarse() - start <= rma::death_detect_bound() {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 fn self_words() -> String {
     let w = node::self_ref().unwrap().to_words();
     format!("{} {} {}", w[0], w[1], w[2])
@@ -595,7 +613,7 @@ fn dead_peer_is_an_error_not_a_hang() {
     let (key, a, _) = k.reg("heap_small", 0, 4096, "rw", 1);
     rma::put(&peer, key, a, &[1, 2, 3], 1).unwrap();
     k.finish(); // exits and is reaped
-    std::thread::sleep(rma::death_detect_bound() + Duration::from_millis(1));
+    sleep_past_death_detect_bound();
     let t = Instant::now();
     assert_eq!(rma::put(&peer, key, a, &[1, 2, 3], 1), Err(Error::PeerDead));
     assert_eq!(rma::atomic(&peer, key, a, AmoWidth::I64, AmoOp::Add(1), 1), Err(Error::PeerDead));
@@ -635,7 +653,7 @@ fn a_process_whose_setup_thread_ended_is_still_alive() {
     }
     assert_eq!(k.ok(&format!("peek {}", a)), vec![0x06_05_04]);
     k.finish();
-    std::thread::sleep(rma::death_detect_bound() + Duration::from_millis(1));
+    sleep_past_death_detect_bound();
     assert_eq!(rma::put(&peer, key, a, &[1], 1), Err(Error::PeerDead));
 }
 
