@@ -24,7 +24,8 @@
 //! the target's own atomic instructions and its node's other processes), the same ring
 //! protocol — and answers with a reply carrying the status and any data.  One thread per
 //! process serves requests and replies, spinning `SOFTNIC_NET_SPIN_US` and then sleeping
-//! in the provider's wait object; it needs no PMI (a request carries the initiator's
+//! in the provider's wait object, except while an application thread drives the
+//! completion queue itself waiting for a reply ([`Engine::polling`]); it needs no PMI (a request carries the initiator's
 //! address), so it can never wait on the application.  Requests from one initiator to one
 //! target are executed in issue order (one ordered connection, one serving thread).
 //!
@@ -408,6 +409,12 @@ pub struct Engine {
     spin: Duration,
     /// How long a thread waiting for a reply polls the completion queue itself.
     poll_reply: Duration,
+    /// What the progress thread sleeps on: an epoll set holding the provider's wait
+    /// descriptor, which application threads take out while they drive the completion
+    /// queue themselves ([`Engine::polling`]); -1 without a wait descriptor.
+    sleep_fd: i32,
+    /// Application threads driving the completion queue now ([`Polling`]).
+    pollers: Mutex<usize>,
 
     remotes: Mutex<HashMap<(u32, u32), Arc<Remote>>>,
     /// The job's published endpoints: (node, slot) -> (generation, address), and which
@@ -637,6 +644,7 @@ impl Engine {
         // SAFETY: the calls below follow libfabric's documented object life cycle; every
         // pointer passed is either ours or one libfabric returned.
         let o = unsafe { open_endpoint(&lib)? };
+        let fi_wait_fd = o.wait_fd;
         let fi = Fi { lib, fabric: o.fabric, domain: o.domain, rma: o.rma && crate::env::get_bool("SOFTNIC_NET_RMA"), virt_addr: o.virt_addr, wait_fd: o.wait_fd, info: o.info, ep: o.ep, av: o.av, cq: o.cq };
         let mut name = vec![0u8; 256];
         let mut len = name.len();
@@ -674,6 +682,8 @@ impl Engine {
             timeout: Duration::from_millis(crate::env::get_u64("SOFTNIC_NET_TIMEOUT_MS").max(1)),
             spin: Duration::from_micros(crate::env::get_u64("SOFTNIC_NET_SPIN_US")),
             poll_reply: Duration::from_micros(crate::env::get_u64("SOFTNIC_NET_POLL_US")),
+            sleep_fd: sleep_set(fi_wait_fd),
+            pollers: Mutex::new(0),
 
             remotes: Mutex::new(HashMap::new()),
             directory: Mutex::new(Directory::default()),
@@ -896,8 +906,9 @@ impl Engine {
 
     /// One request to `to`; waits for its reply (status, data).
     fn call(&self, to: &Arc<Remote>, op: Op, a: u64, b: u64, c: u64, data: &[&[u8]]) -> Result<Vec<u8>> {
+        let polling = self.polling();
         let (req, call) = self.issue(to, op, a, b, c, data)?;
-        self.reply(to, req, &call)
+        self.reply(to, req, &call, polling)
     }
 
     /// Sends one request; [`Engine::reply`] collects its reply.
@@ -1009,8 +1020,9 @@ impl Engine {
 
     /// Waits for the reply to request `req` (or the completion of RMA operation `req`):
     /// its data, or its status as an error.  No reply within the timeout: the peer is
-    /// taken as dead.
-    fn reply(&self, to: &Arc<Remote>, req: u64, call: &Arc<Call>) -> Result<Vec<u8>> {
+    /// taken as dead.  `polling` (taken before the request went out) ends with our own
+    /// polling, before we sleep.
+    fn reply(&self, to: &Arc<Remote>, req: u64, call: &Arc<Call>, polling: Polling<'_>) -> Result<Vec<u8>> {
         let start = Instant::now();
         let deadline = start + self.timeout;
         // Drive the completion queue ourselves while the reply is likely to come soon (a
@@ -1023,6 +1035,7 @@ impl Engine {
                 std::hint::spin_loop();
             }
         }
+        drop(polling);
         let mut g = call.done.lock().unwrap_or_else(|e| e.into_inner());
         loop {
             if let Some((status, data)) = g.take() {
@@ -1177,19 +1190,18 @@ impl Engine {
     /// Blocks until the completion queue may have something (at most 100 ms).
     fn sleep_for_traffic(&self) {
         if self.fi.wait_fd >= 0 {
-            let mut fids = [&mut unsafe { &mut *self.fi.cq }.fid as *mut ofi::fid];
-            // SAFETY: trywait with our one CQ; 0 means nothing is pending and the fd will
-            // signal new traffic, so sleeping on it cannot miss a completion.
-            let ok = unsafe {
-                match (*(*self.fi.fabric).ops).trywait {
-                    Some(f) => f(self.fi.fabric, fids.as_mut_ptr(), 1) == 0,
-                    None => false,
+            if self.trywait() {
+                // SAFETY: one event into a valid buffer; `sleep_fd` is our epoll set, and the
+                // provider's descriptor itself when there is none.
+                unsafe {
+                    if self.sleep_fd >= 0 {
+                        let mut ev = libc::epoll_event { events: 0, u64: 0 };
+                        libc::epoll_wait(self.sleep_fd, &mut ev, 1, 100);
+                    } else {
+                        let mut pfd = libc::pollfd { fd: self.fi.wait_fd, events: libc::POLLIN, revents: 0 };
+                        libc::poll(&mut pfd, 1, 100);
+                    }
                 }
-            };
-            if ok {
-                let mut pfd = libc::pollfd { fd: self.fi.wait_fd, events: libc::POLLIN, revents: 0 };
-                // SAFETY: one valid pollfd.
-                unsafe { libc::poll(&mut pfd, 1, 100) };
             }
             return;
         }
@@ -1210,6 +1222,49 @@ impl Engine {
         } else if n as isize == -ofi::FI_EAVAIL {
             self.error_completion();
         }
+    }
+
+    /// fi_trywait on our completion queue: true when nothing is pending and the wait
+    /// descriptor will signal new traffic (so sleeping on it misses nothing).  It also
+    /// takes the provider's pending wake-up signals.
+    fn trywait(&self) -> bool {
+        let mut fids = [&mut unsafe { &mut *self.fi.cq }.fid as *mut ofi::fid];
+        // SAFETY: trywait with our one CQ.
+        unsafe {
+            match (*(*self.fi.fabric).ops).trywait {
+                Some(f) => f(self.fi.fabric, fids.as_mut_ptr(), 1) == 0,
+                None => false,
+            }
+        }
+    }
+
+    /// Hands the completion queue to the calling application thread for a short while:
+    /// it is about to send a request and poll for the reply itself (a blocking put, get
+    /// or atomic), so the traffic of that round trip must not wake the progress thread,
+    /// which would preempt it on its own core (the provider signals its wait descriptor
+    /// for every send and completion as well as for arriving data).  While any thread
+    /// holds a [`Polling`], the progress thread's sleep does not watch the provider's
+    /// descriptor; the last one to let go takes the provider's pending signals (the
+    /// traffic it served itself) and watches it again, so that anything still unserved
+    /// wakes the progress thread at once.  Measured over two virtual hosts: 4 progress-
+    /// thread wake-ups per round trip -> 1, remote fetch-add 100 -> 50 us.
+    fn polling(&self) -> Polling<'_> {
+        if self.sleep_fd < 0 {
+            return Polling(None);
+        }
+        let mut n = self.pollers.lock().unwrap_or_else(|e| e.into_inner());
+        *n += 1;
+        if *n == 1 {
+            self.watch_provider(false);
+        }
+        Polling(Some(self))
+    }
+
+    /// Whether the progress thread's sleep watches the provider's wait descriptor.
+    fn watch_provider(&self, on: bool) {
+        let mut ev = libc::epoll_event { events: if on { libc::EPOLLIN as u32 } else { 0 }, u64: 0 };
+        // SAFETY: our epoll set, holding the provider's descriptor since the start.
+        unsafe { libc::epoll_ctl(self.sleep_fd, libc::EPOLL_CTL_MOD, self.fi.wait_fd, &mut ev) };
     }
 
     /// A message arrived: a request to serve or a reply to deliver.
@@ -1267,6 +1322,43 @@ impl Engine {
         if let Err(e) = self.send(from, buf, None) {
             crate::sn_debug!("network engine", "reply to node {} slot {} lost: {}", h.src_node, h.src_slot, e);
         }
+    }
+}
+
+/// An application thread polling the completion queue itself ([`Engine::polling`]).
+struct Polling<'a>(Option<&'a Engine>);
+
+impl Drop for Polling<'_> {
+    fn drop(&mut self) {
+        let Some(e) = self.0 else { return };
+        let mut n = e.pollers.lock().unwrap_or_else(|e| e.into_inner());
+        *n -= 1;
+        if *n == 0 {
+            e.trywait();
+            e.watch_provider(true);
+        }
+    }
+}
+
+/// The progress thread's epoll set, holding the provider's wait descriptor `wait_fd`
+/// (-1 when there is none or the set cannot be made: it then sleeps on `wait_fd` itself,
+/// and application threads never take the descriptor out).
+fn sleep_set(wait_fd: i32) -> i32 {
+    if wait_fd < 0 {
+        return -1;
+    }
+    // SAFETY: a new epoll set; the provider's descriptor added for input.
+    unsafe {
+        let ep = libc::epoll_create1(libc::EPOLL_CLOEXEC);
+        if ep < 0 {
+            return -1;
+        }
+        let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: 0 };
+        if libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, wait_fd, &mut ev) != 0 {
+            libc::close(ep);
+            return -1;
+        }
+        ep
     }
 }
 
@@ -1562,11 +1654,12 @@ impl Engine {
         let req = self.next_req.fetch_add(1, Ordering::Relaxed);
         // Pending like a request, so that `mark_dead` wakes the waiter too.
         self.pending.lock().unwrap_or_else(|e| e.into_inner()).insert(req, call.clone());
+        let polling = self.polling();
         if let Err(e) = self.post_rma(to, w, addr, &iov, write_op(&io), &call) {
             self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&req);
             return Err(e);
         }
-        let r = self.reply(to, req, &call);
+        let r = self.reply(to, req, &call, polling);
         self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&req);
         let data = r?;
         if let Rma::Read(d) = io {
