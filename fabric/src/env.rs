@@ -149,8 +149,8 @@ pub static TUNABLES: &[Tunable] = &[
         name: "SOFTNIC_LIBFABRIC",
         default: "libfabric.so.1",
         help: "The libfabric library the network engine loads (dlopen name or path). The \
-               provider comes from FI_PROVIDER when set, else verbs;ofi_rxm where it \
-               exists, else tcp;ofi_rxm; FI_TCP_IFACE picks the TCP interface.",
+               provider comes from FI_PROVIDER when set, else tcp;ofi_rxm; FI_TCP_IFACE \
+               picks the TCP interface.",
     },
     Tunable {
         name: "SOFTNIC_NET_TIMEOUT_MS",
@@ -186,7 +186,8 @@ pub static TUNABLES: &[Tunable] = &[
         help: "0 turns off RMA in the network engine (libfabric writes and reads straight \
                into the target's memory): puts and gets of 16 KiB or more then travel as \
                request messages like smaller ones. Both ends must allow it (a target with 0 \
-               refuses to expose its memory).",
+               refuses to expose its memory). Unset: on, except with the ofi_rxd provider \
+               (udp), whose RMA stalled when several threads used it at once.",
     },
     Tunable {
         name: "SOFTNIC_SISCI_NODE_ID",

@@ -645,7 +645,9 @@ impl Engine {
         // pointer passed is either ours or one libfabric returned.
         let o = unsafe { open_endpoint(&lib)? };
         let fi_wait_fd = o.wait_fd;
-        let fi = Fi { lib, fabric: o.fabric, domain: o.domain, rma: o.rma && crate::env::get_bool("SOFTNIC_NET_RMA"), virt_addr: o.virt_addr, wait_fd: o.wait_fd, info: o.info, ep: o.ep, av: o.av, cq: o.cq };
+        // SAFETY: o.info is the fi_info the endpoint was made from, alive with it.
+        let provider = unsafe { provider_name(&*o.info) };
+        let fi = Fi { lib, fabric: o.fabric, domain: o.domain, rma: o.rma && rma_wanted(&provider), virt_addr: o.virt_addr, wait_fd: o.wait_fd, info: o.info, ep: o.ep, av: o.av, cq: o.cq };
         let mut name = vec![0u8; 256];
         let mut len = name.len();
         // SAFETY: fi.ep is an enabled endpoint; getname writes at most `len` bytes.
@@ -661,16 +663,11 @@ impl Engine {
         }
         name.truncate(len);
         // SAFETY: info is the fi_info the endpoint was made from.
-        let (provider, inject_size, max_msg) = unsafe {
+        let (inject_size, max_msg) = unsafe {
             let info = &*fi.info;
-            let prov = if info.fabric_attr.is_null() || (*info.fabric_attr).prov_name.is_null() {
-                String::from("?")
-            } else {
-                std::ffi::CStr::from_ptr((*info.fabric_attr).prov_name).to_string_lossy().into_owned()
-            };
             let inj = if info.tx_attr.is_null() { 0 } else { (*info.tx_attr).inject_size };
             let max = if info.ep_attr.is_null() { 0 } else { (*info.ep_attr).max_msg_size };
-            (prov, inj, max)
+            (inj, max)
         };
         let e = Engine {
             fi,
@@ -1338,6 +1335,37 @@ impl Drop for Polling<'_> {
             e.watch_provider(true);
         }
     }
+}
+
+/// The provider's name in `info` (e.g. `tcp;ofi_rxm`), "?" when it has none.
+///
+/// # Safety
+/// `info` must be an fi_info libfabric returned (its attribute pointers null or valid).
+unsafe fn provider_name(info: &fi_info) -> String {
+    // SAFETY: the caller's promise: attribute pointers null or valid, names NUL-terminated.
+    unsafe {
+        if info.fabric_attr.is_null() || (*info.fabric_attr).prov_name.is_null() {
+            String::from("?")
+        } else {
+            std::ffi::CStr::from_ptr((*info.fabric_attr).prov_name).to_string_lossy().into_owned()
+        }
+    }
+}
+
+/// Whether bulk transfers use the provider's RMA: `SOFTNIC_NET_RMA` when it is set; unset,
+/// on for every provider but `ofi_rxd`.  libfabric 1.17's rxd (reliable datagrams over
+/// udp) stalled for good when several threads ran large RMA at once (c-tests/net.list
+/// under `FI_PROVIDER=udp;ofi_rxd`: one test hung), and passes everything with its bulk
+/// carried by request messages.  Both ends decide alike, as they run the same provider.
+fn rma_wanted(provider: &str) -> bool {
+    if crate::env::raw("SOFTNIC_NET_RMA").is_some() {
+        return crate::env::get_bool("SOFTNIC_NET_RMA");
+    }
+    let wanted = !provider.contains("ofi_rxd");
+    if !wanted {
+        crate::sn_debug!("network engine", "provider {}: bulk transfers as messages (no RMA; SOFTNIC_NET_RMA=1 forces it)", provider);
+    }
+    wanted
 }
 
 /// The progress thread's epoll set, holding the provider's wait descriptor `wait_fd`
