@@ -366,7 +366,7 @@ impl Pset {
         }
         let done = cur.round.is_some_and(|r| self.node.done() >= r);
         if !done {
-            softnic_fabric::net::poll();
+            softnic_fabric::net::poll_for_events();
             cur.polls = cur.polls.wrapping_add(1);
             if cur.polls % 256 == 0 && !self.members_alive() {
                 *op = None;

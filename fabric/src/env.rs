@@ -167,6 +167,17 @@ pub static TUNABLES: &[Tunable] = &[
                delivers the reply.",
     },
     Tunable {
+        name: "SOFTNIC_NET_LEASE_US",
+        default: "1000",
+        help: "Longest time (microseconds) for which a thread that polls for what peers send \
+               it (an empty GNI_CqGetEvent on a CQ that receives remote events, \
+               utofu_poll_mrq, a collective's test, PtlEQWait before it sleeps) serves \
+               network traffic itself after each poll, without the progress thread being \
+               woken. Leases shrink (to 50) when traffic waited for one to end, and grow \
+               back while a thread keeps polling; a thread that sleeps ends its lease. 0: \
+               the progress thread serves everything.",
+    },
+    Tunable {
         name: "SOFTNIC_NET_SPIN_US",
         default: "0",
         help: "Microseconds the network engine's progress thread polls for traffic \

@@ -739,6 +739,8 @@ impl<T: Pod> Ring<T> {
         if self.hdr().ctl.0.unwaited.load(Ordering::Relaxed) != 0 {
             return Err(Error::Unsupported);
         }
+        #[cfg(not(loom))]
+        crate::net::stop_polling_for_events();
         self.hdr().ctl.0.wake.wait_until(|| self.ready(), timeout)
     }
 
@@ -752,6 +754,7 @@ impl<T: Pod> Ring<T> {
         if rings.iter().any(|r| r.hdr().ctl.0.unwaited.load(Ordering::Relaxed) != 0) {
             return Err(Error::Unsupported);
         }
+        crate::net::stop_polling_for_events();
         let words: Vec<&WaitWords> = rings.iter().map(|r| &r.hdr().ctl.0.wake).collect();
         crate::wait::wait_any(&words, || rings.iter().any(|r| r.ready()), timeout)
     }

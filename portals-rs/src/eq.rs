@@ -211,6 +211,10 @@ fn spin_until(mut ready: impl FnMut() -> bool, timeout: Option<Duration>) -> boo
             }
             std::hint::spin_loop();
         }
+        // The event may come from another machine: serve the network meanwhile (the
+        // waiter sleeps on the ring next, which hands the network back to the progress
+        // thread).  A no-op in a one-machine job.
+        softnic_fabric::net::poll_for_events();
         if Instant::now() >= end {
             return ready();
         }

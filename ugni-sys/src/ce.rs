@@ -430,7 +430,7 @@ pub unsafe extern "C" fn GNI_CeCheckResult(result: *mut gni_ce_result_t, length:
     if control & DELIVERED == 0 {
         // Nothing yet: serve network traffic now (the result may be in it).  A VCE whose
         // owner died never completes its round: say so instead of NOT_DONE forever.
-        softnic_fabric::net::poll();
+        softnic_fabric::net::poll_for_events();
         let vce = lock(&PENDING).as_mut().and_then(|m| m.get_mut(&(result as usize))).and_then(|p| {
             p.polls = p.polls.wrapping_add(1);
             (p.polls % LIVENESS_POLLS == 0).then_some(p.vce)

@@ -149,6 +149,7 @@ fn register_segs(nic: &Arc<Nic>, segs: &[gni_mem_segment_t], dst_cq: gni_cq_hand
         if !Arc::ptr_eq(&cq.nic, nic) {
             return Err(GNI_RC_INVALID_PARAM);
         }
+        cq.remote_dst.store(true, std::sync::atomic::Ordering::Relaxed);
         Some(cq)
     };
     let read_only = flags & GNI_MEM_READ_ONLY as u32 != 0;

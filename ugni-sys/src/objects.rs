@@ -407,6 +407,12 @@ pub struct Cq {
     pub users: AtomicU32,
     /// Set when the ring overran: reported once as ERROR_RESOURCE, then cleared.
     overrun_reported: AtomicU32,
+    /// Some registration delivers REMOTE events here (it was a dst_cq): a program polling
+    /// it waits for peers, so its empty polls serve network traffic under a lease
+    /// (`net::poll_for_events`).  A CQ of local completions only does not: a program that
+    /// reaps its own post and then spins on memory for a peer's put must not hold the
+    /// progress thread off.
+    pub remote_dst: AtomicBool,
 }
 
 // SAFETY: the descriptor pointers in the slab are opaque values handed back to the user.
@@ -454,6 +460,7 @@ impl Cq {
             descs: SpinLock::new(Slab::default()),
             users: AtomicU32::new(0),
             overrun_reported: AtomicU32::new(0),
+            remote_dst: AtomicBool::new(false),
         }))
     }
 
@@ -506,7 +513,8 @@ impl Cq {
         let Some(mut e) = self.ring.pop().or_else(|| {
             // Nothing here yet: serve network traffic now (it may carry our event) rather
             // than when the progress thread wakes.
-            if softnic_fabric::net::poll() {
+            let served = if self.remote_dst.load(Ordering::Relaxed) { softnic_fabric::net::poll_for_events() } else { softnic_fabric::net::poll() };
+            if served {
                 self.ring.pop()
             } else {
                 None

@@ -887,7 +887,7 @@ pub unsafe extern "C" fn utofu_poll_mrq(h: usize, flags: u64, notice_out: *mut u
         }
         v.check_overflow();
         let Some(w) = v.ring.pop() else {
-            softnic_fabric::net::poll();
+            softnic_fabric::net::poll_for_events();
             return Err(UTOFU_ERR_NOT_FOUND);
         };
         let n = utofu_mrq_notice { notice_type: w[0] as u8, padding1: [0; 7], vcq_id: w[1], edata: w[2], rmt_value: w[3], lcl_stadd: w[4], rmt_stadd: w[5], reserved: [0; 2] };
