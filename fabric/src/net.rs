@@ -1523,7 +1523,7 @@ const KICK: u64 = 1;
 const LEASE_MIN_NS: u64 = 50_000;
 
 /// How long leases stay short after traffic waited for one to end ([`Engine::adapt_lease`]).
-const LEASE_CALM_NS: u64 = 200_000_000;
+const LEASE_CALM_NS: u64 = 20_000_000;
 
 /// CLOCK_MONOTONIC in nanoseconds (leases are far shorter than the coarse clock's tick).
 fn fine_now_ns() -> u64 {
