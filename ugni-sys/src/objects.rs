@@ -407,7 +407,8 @@ pub struct Cq {
     pub users: AtomicU32,
     /// Set when the ring overran: reported once as ERROR_RESOURCE, then cleared.
     overrun_reported: AtomicU32,
-    /// Some registration delivers REMOTE events here (it was a dst_cq): a program polling
+    /// A registration has named this CQ its dst_cq (set then, never cleared: a hint, also
+    /// left by a registration that failed after the lookup): a program polling
     /// it waits for peers, so its empty polls serve network traffic under a lease
     /// (`net::poll_for_events`).  A CQ of local completions only does not: a program that
     /// reaps its own post and then spins on memory for a peer's put must not hold the
