@@ -440,21 +440,24 @@ pub extern "C" fn dmapp_c_pset_test(pset_hndl: PsetHandle) -> Rc {
     p.test()
 }
 
-#[no_mangle]
-pub extern "C" fn dmapp_c_pset_wait(pset_hndl: PsetHandle) -> Rc {
-    let Ok(p) = get(pset_hndl) else { return DMAPP_RC_INVALID_PARAM };
-    let mut spins = 0u32;
-    loop {
-        let rc = p.test();
-        if rc != DMAPP_RC_NOT_DONE {
-            return rc;
-        }
-        crate::progress::run();
-        spins += 1;
-        if spins > 64 {
-            std::thread::yield_now();
-        } else {
-            std::hint::spin_loop();
+softnic_fabric::blocking_export! {
+    pub fn dmapp_c_pset_wait(pset_hndl: PsetHandle) -> Rc {
+        let Ok(p) = get(pset_hndl) else { return DMAPP_RC_INVALID_PARAM };
+        let mut spins = 0u32;
+        loop {
+            let rc = p.test();
+            if rc != DMAPP_RC_NOT_DONE {
+                return rc;
+            }
+            crate::progress::run();
+            spins += 1;
+            if spins > 64 {
+                // The call's cancellation point: the collective polls its tree, it never sleeps.
+                softnic_fabric::cancel::test();
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
         }
     }
 }

@@ -4,7 +4,8 @@
 //! - [`shm`]: per-user directory, memfd-backed shared segments, peer mapping.
 //! - [`registry`]: the node registry where processes and endpoints are found by key.
 //! - [`ring`]: bounded lock-free rings in shared memory (completion queues, mailboxes).
-//! - [`wait`]: futex waiting on shared words (spin briefly, then sleep).
+//! - [`wait`]: futex waiting on shared words (spin briefly, then sleep); [`cancel`]: blocking
+//!   calls as cancellation points (`pthread_cancel`).
 //! - [`mem`]: memory registration (page rebinding, handles, generations, PD keys).
 //! - [`atomic`]: the remote atomic operation set.
 //! - [`rma`]: the one-sided engine (put, get, atomics, remote events) on peer memory.
@@ -23,6 +24,7 @@ pub mod shm;
 pub mod registry;
 pub mod ring;
 pub mod wait;
+pub mod cancel;
 pub mod mem;
 pub mod atomic;
 pub mod rma;

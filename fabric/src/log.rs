@@ -10,7 +10,6 @@
 //! level costs one relaxed atomic load and a compare; the message arguments are
 //! not evaluated.
 
-use std::io::Write;
 use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 
 /// Severity, most severe first.  `Off` disables everything.
@@ -143,8 +142,21 @@ pub fn emit(level: Level, api: &str, args: std::fmt::Arguments<'_>) {
 /// One `write_all` of a whole line so lines from concurrent processes do not
 /// interleave mid-line; errors are ignored (logging must never fail the caller,
 /// and `eprintln!` would panic on a closed stderr).
-fn write_stderr(bytes: &[u8]) {
-    let _ = std::io::stderr().lock().write_all(bytes);
+///
+/// The raw system call, not libc's `write`: that one is a cancellation point, and a log line
+/// must not end a thread whose cancellation is pending (see [`crate::cancel`]).
+fn write_stderr(mut bytes: &[u8]) {
+    while !bytes.is_empty() {
+        // SAFETY: writes from a live buffer of the given length to fd 2.
+        let r = unsafe { libc::syscall(libc::SYS_write, 2, bytes.as_ptr(), bytes.len()) };
+        if r > 0 {
+            bytes = &bytes[r as usize..];
+        } else if r < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+            continue;
+        } else {
+            return;
+        }
+    }
 }
 
 /// Internal invariant violated: print `softnic[pid] FATAL in <api>: <msg>` and abort.

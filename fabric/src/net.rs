@@ -637,6 +637,8 @@ pub fn stop_polling_for_events() {
 /// are never reused: we request ever-growing ones, and libfabric's own allocator counts up.
 pub fn forget_registration(key: crate::mem::MemKey) {
     let Some(e) = running() else { return };
+    // libfabric's system calls are cancellation points: not to be unwound halfway.
+    let _masked = crate::cancel::Masked::new();
     let Some(x) = e.exposed.lock().unwrap_or_else(|e| e.into_inner()).remove(&key.to_u64()) else { return };
     let mr = x.mr as *mut ofi::fid_mr;
     // SAFETY: an MR fi_mr_reg returned, removed from `exposed`, so closed exactly once.
@@ -777,6 +779,8 @@ impl Engine {
     }
 
     fn post_recv(&self, b: Box<RecvBuf>) -> Result<()> {
+        // libfabric's system calls are cancellation points: not to be unwound halfway.
+        let _masked = crate::cancel::Masked::new();
         let raw = Box::into_raw(b);
         loop {
             // SAFETY: the buffer lives until its completion hands the Box back.
@@ -817,7 +821,7 @@ impl Engine {
             if !pending || Instant::now() >= deadline {
                 return Err(Error::StaleHandle);
             }
-            std::thread::sleep(Duration::from_millis(5));
+            crate::cancel::nap(Duration::from_millis(5));
         };
         if gen & mask != id.gen & mask {
             return Err(Error::StaleHandle);
@@ -890,6 +894,8 @@ impl Engine {
     }
 
     fn insert_addr(&self, name: &[u8]) -> Result<fi_addr_t> {
+        // libfabric's system calls are cancellation points: not to be unwound halfway.
+        let _masked = crate::cancel::Masked::new();
         let mut a: fi_addr_t = ofi::FI_ADDR_UNSPEC;
         // SAFETY: `name` is an endpoint name of this provider; one address is inserted.
         let rc = unsafe {
@@ -912,6 +918,8 @@ impl Engine {
     /// [`Engine::send`]; not `patient`: one attempt, `Again` when the provider has no
     /// room for it now (a connection being made, say).
     fn send_within(&self, addr: fi_addr_t, buf: Vec<u8>, to: Option<Arc<Remote>>, patient: bool) -> Result<()> {
+        // libfabric's system calls are cancellation points: not to be unwound halfway.
+        let _masked = crate::cancel::Masked::new();
         let deadline = Instant::now() + self.timeout;
         if buf.len() <= self.inject_size {
             loop {
@@ -1125,6 +1133,8 @@ impl Engine {
 
     /// Reads and handles what the completion queue holds; false when it was empty.
     fn progress_once(&self) -> bool {
+        // libfabric's system calls are cancellation points: not to be unwound halfway.
+        let _masked = crate::cancel::Masked::new();
         let mut ents = [fi_cq_data_entry { op_context: std::ptr::null_mut(), flags: 0, len: 0, buf: std::ptr::null_mut(), data: 0 }; 16];
         // SAFETY: reads up to 16 entries of the format the CQ was opened with.
         let n = unsafe {
@@ -1295,7 +1305,7 @@ impl Engine {
             match (*ops).sread {
                 Some(f) => f(self.fi.cq, &mut e as *mut _ as *mut c_void, 1, std::ptr::null(), 100),
                 None => {
-                    std::thread::sleep(Duration::from_micros(50));
+                    crate::cancel::nap(Duration::from_micros(50));
                     0
                 }
             }
@@ -1797,6 +1807,8 @@ impl Engine {
 
     /// fi_mr_reg of [base, base+len) for remote reads (and writes): (MR, remote key).
     fn mr_reg(&self, base: u64, len: u64, writable: bool) -> Result<(*mut ofi::fid_mr, u64)> {
+        // libfabric's system calls are cancellation points: not to be unwound halfway.
+        let _masked = crate::cancel::Masked::new();
         let access = ofi::FI_REMOTE_READ | if writable { ofi::FI_REMOTE_WRITE } else { 0 };
         // A requested key the provider already uses (FI_ENOKEY) is skipped.
         for _ in 0..16 {
@@ -2045,6 +2057,8 @@ impl Engine {
     /// Posts one RMA operation for `call` (whose context reference the provider then
     /// holds until the completion).
     fn post_rma(&self, to: &Arc<Remote>, w: &Window, addr: u64, iov: &libc::iovec, write: bool, call: &Arc<Call>) -> Result<()> {
+        // libfabric's system calls are cancellation points: not to be unwound halfway.
+        let _masked = crate::cancel::Masked::new();
         let raw = Arc::into_raw(call.clone());
         let rma_iov = ofi::fi_rma_iov { addr: if self.fi.virt_addr { addr } else { addr - w.base }, len: iov.iov_len, key: w.rkey };
         let msg = ofi::fi_msg_rma {
@@ -2270,7 +2284,7 @@ impl Engine {
             if !pending || Instant::now() >= deadline {
                 return Err(Error::NotFound);
             }
-            std::thread::sleep(Duration::from_millis(5));
+            crate::cancel::nap(Duration::from_millis(5));
         };
         let mut last = Error::PeerDead;
         for id in procs {

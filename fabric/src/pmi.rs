@@ -190,14 +190,34 @@ impl Reply {
     }
 }
 
+/// The connection to the server.  Its I/O is never a cancellation point (a request half
+/// sent or a reply half read would corrupt the conversation for every other thread), except
+/// the wait for a barrier's reply inside `PMI_Barrier`: there a cancelled thread leaves its
+/// reply unread, and the next request marks it *abandoned*.  The process has entered that
+/// barrier, and the other ranks complete it without a second entry: the process's next
+/// barrier *adopts* it (waits for its reply instead of entering again), so barriers stay
+/// matched across the job.  Any other abandoned reply is skipped when it arrives.
 struct Wire {
     f: File,
     buf: Vec<u8>,
+    /// The reply the current request waits for; still set at the next request when a
+    /// cancellation ended the one that sent it.
+    awaiting: Option<String>,
+    /// Replies nobody waits for any more, skipped when they arrive (oldest first).
+    abandoned: Vec<String>,
 }
 
 impl Wire {
     fn new(f: File) -> Wire {
-        Wire { f, buf: Vec::new() }
+        Wire { f, buf: Vec::new(), awaiting: None, abandoned: Vec::new() }
+    }
+
+    /// Starts a request that `reply` answers.
+    fn begin(&mut self, reply: &str) {
+        if let Some(r) = self.awaiting.replace(reply.to_string()) {
+            log_debug(&format!("the request awaiting {} was cancelled: its reply will be skipped", r));
+            self.abandoned.push(r);
+        }
     }
 
     fn send(&mut self, line: &str) -> Result<()> {
@@ -205,7 +225,37 @@ impl Wire {
         let mut msg = Vec::with_capacity(line.len() + 1);
         msg.extend_from_slice(line.as_bytes());
         msg.push(b'\n');
+        let _masked = crate::cancel::Masked::new();
         self.f.write_all(&msg).map_err(|e| Error::Os(e.raw_os_error().unwrap_or(libc::EIO)))
+    }
+
+    /// Waits until the connection has data: the cancellation window of a barrier (see the
+    /// type's doc); nothing to do elsewhere, where the read below just blocks.
+    fn wait_readable(&self) {
+        if !crate::cancel::at_point() {
+            return;
+        }
+        use std::os::fd::AsRawFd;
+        let mut pfd = libc::pollfd { fd: self.f.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        let _ = crate::cancel::syscall(libc::SYS_poll, [&mut pfd as *mut libc::pollfd as libc::c_long, 1, -1, 0, 0, 0]);
+    }
+
+    /// Reads what the connection has into the buffer (`Ok(false)`: the server went away).
+    fn fill(&mut self) -> Result<bool> {
+        self.wait_readable();
+        let mut chunk = [0u8; 4096];
+        let _masked = crate::cancel::Masked::new();
+        loop {
+            match self.f.read(&mut chunk) {
+                Ok(0) => return Ok(false),
+                Ok(n) => {
+                    self.buf.extend_from_slice(&chunk[..n]);
+                    return Ok(true);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(Error::Os(e.raw_os_error().unwrap_or(libc::EIO))),
+            }
+        }
     }
 
     fn recv_line(&mut self) -> Result<String> {
@@ -216,40 +266,84 @@ impl Wire {
                 log_debug(&format!("<- {}", s));
                 return Ok(s);
             }
-            let mut chunk = [0u8; 4096];
-            match self.f.read(&mut chunk) {
-                Ok(0) => return Err(Error::Bootstrap), // server went away
-                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(Error::Os(e.raw_os_error().unwrap_or(libc::EIO))),
+            if !self.fill()? {
+                return Err(Error::Bootstrap); // server went away
             }
         }
     }
 
-    /// Receives one reply and insists on its `cmd`.
+    /// Receives one reply and insists on its `cmd`, skipping abandoned replies.
     fn expect(&mut self, cmd: &str) -> Result<Reply> {
-        let r = Reply::parse(&self.recv_line()?);
-        if r.cmd() != cmd {
-            log_error(&format!("expected cmd={} from the PMI server, got cmd={}", cmd, r.cmd()));
-            return Err(Error::Bootstrap);
+        loop {
+            let r = Reply::parse(&self.recv_line()?);
+            if self.skip_abandoned(r.cmd()) {
+                continue;
+            }
+            if r.cmd() != cmd {
+                log_error(&format!("expected cmd={} from the PMI server, got cmd={}", cmd, r.cmd()));
+                return Err(Error::Bootstrap);
+            }
+            return Ok(r);
         }
-        Ok(r)
+    }
+
+    /// Takes over an abandoned request answered by `reply` (see the type's doc): true if
+    /// there was one, whose reply the caller now waits for with `expect`/`expect2`.
+    fn adopt(&mut self, reply: &str) -> bool {
+        if let Some(r) = self.awaiting.take() {
+            self.abandoned.push(r);
+        }
+        match self.abandoned.iter().position(|a| a == reply) {
+            Some(i) => {
+                self.abandoned.remove(i);
+                log_debug(&format!("adopting the cancelled request's {}", reply));
+                self.awaiting = Some(reply.to_string());
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether a reply of `cmd` is the oldest abandoned one of its kind (then forgotten):
+    /// a server answers one client's requests of a kind in order.
+    fn skip_abandoned(&mut self, cmd: &str) -> bool {
+        match self.abandoned.iter().position(|a| a == cmd) {
+            Some(i) => {
+                self.abandoned.remove(i);
+                log_debug(&format!("skipped the abandoned {}", cmd));
+                true
+            }
+            None => false,
+        }
     }
 
     fn call(&mut self, line: &str, reply: &str) -> Result<Reply> {
+        self.begin(reply);
         self.send(line)?;
-        self.expect(reply)
+        self.finish(reply)
+    }
+
+    /// Waits for the reply the current request awaits.
+    fn finish(&mut self, reply: &str) -> Result<Reply> {
+        let r = self.expect(reply);
+        self.awaiting = None;
+        r
+    }
+
+    /// A barrier (PMI-1 `barrier_in`), adopting a cancelled one (see the type's doc).
+    fn barrier(&mut self) -> Result<Reply> {
+        if self.adopt("barrier_out") {
+            self.finish("barrier_out")
+        } else {
+            self.call("cmd=barrier_in", "barrier_out")
+        }
     }
 
     /// Reads exactly `n` bytes (through the line buffer).
     fn recv_exact(&mut self, n: usize) -> Result<Vec<u8>> {
         while self.buf.len() < n {
-            let mut chunk = [0u8; 4096];
-            match self.f.read(&mut chunk) {
-                Ok(0) => return Err(Error::Bootstrap),
-                Ok(k) => self.buf.extend_from_slice(&chunk[..k]),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(Error::Os(e.raw_os_error().unwrap_or(libc::EIO))),
+            if !self.fill()? {
+                return Err(Error::Bootstrap);
             }
         }
         Ok(self.buf.drain(..n).collect())
@@ -260,12 +354,36 @@ impl Wire {
         let body = encode_v2(pairs);
         log_debug(&format!("-> {}", body));
         let msg = format!("{:6}{}", body.len(), body);
-        self.f.write_all(msg.as_bytes()).map_err(|e| Error::Os(e.raw_os_error().unwrap_or(libc::EIO)))?;
-        let len = self.recv_exact(6)?;
-        let len: usize = String::from_utf8_lossy(&len).trim().parse().map_err(|_| Error::Bootstrap)?;
-        let body = String::from_utf8_lossy(&self.recv_exact(len)?).into_owned();
-        log_debug(&format!("<- {}", body));
-        let r = parse_v2(&body);
+        self.begin(reply);
+        {
+            let _masked = crate::cancel::Masked::new();
+            self.f.write_all(msg.as_bytes()).map_err(|e| Error::Os(e.raw_os_error().unwrap_or(libc::EIO)))?;
+        }
+        self.finish2(reply)
+    }
+
+    /// A PMI-2 barrier (`kvs-fence`), adopting a cancelled one (see the type's doc).
+    fn fence2(&mut self) -> Result<Reply> {
+        if self.adopt("kvs-fence-response") {
+            self.finish2("kvs-fence-response")
+        } else {
+            self.call2(&[("cmd", "kvs-fence")], "kvs-fence-response")
+        }
+    }
+
+    /// Waits for the PMI-2 reply the current request awaits.
+    fn finish2(&mut self, reply: &str) -> Result<Reply> {
+        let r = loop {
+            let len = self.recv_exact(6)?;
+            let len: usize = String::from_utf8_lossy(&len).trim().parse().map_err(|_| Error::Bootstrap)?;
+            let body = String::from_utf8_lossy(&self.recv_exact(len)?).into_owned();
+            log_debug(&format!("<- {}", body));
+            let r = parse_v2(&body);
+            if !self.skip_abandoned(r.cmd()) {
+                break r;
+            }
+        };
+        self.awaiting = None;
         if r.cmd() != reply {
             log_error(&format!("expected cmd={} from the PMI-2 server, got cmd={}", reply, r.cmd()));
             return Err(Error::Bootstrap);
@@ -699,13 +817,14 @@ impl Client {
     pub fn barrier(&mut self) -> Result<()> {
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
         if let Transport::Wire(w) = &mut self.t {
+            // The cancellation point of PMI_Barrier and the calls built on it (see `Wire`).
             if self.v2 {
                 // kvs-fence: a barrier that also publishes every put made before it.
-                if w.call2(&[("cmd", "kvs-fence")], "kvs-fence-response")?.rc() != 0 {
+                if crate::cancel::point(|| w.fence2())?.rc() != 0 {
                     return Err(Error::Bootstrap);
                 }
             } else {
-                w.call("cmd=barrier_in", "barrier_out")?;
+                crate::cancel::point(|| w.barrier())?;
             }
         }
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);

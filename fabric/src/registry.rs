@@ -301,7 +301,7 @@ impl RegFile {
             // Joiner: wait for the creator's ftruncate and header.
             let (_, _, mut size) = shm::fd_identity(fd.0)?;
             while size < FILE_LEN as u64 && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_micros(200));
+                crate::cancel::nap(Duration::from_micros(200));
                 size = shm::fd_identity(fd.0)?.2;
             }
             if size < FILE_LEN as u64 {
@@ -319,7 +319,7 @@ impl RegFile {
                 if Instant::now() > deadline {
                     return Err(Error::Timeout);
                 }
-                std::thread::sleep(Duration::from_micros(200));
+                crate::cancel::nap(Duration::from_micros(200));
             }
             if f.hdr().magic != MAGIC || f.hdr().version != VERSION || f.hdr().nproc != NPROC as u32 || f.hdr().nendp != NENDP as u32 {
                 return Err(Error::Version);
@@ -351,7 +351,7 @@ impl RegFile {
                 if Instant::now() > deadline {
                     return Err(Error::Timeout);
                 }
-                std::thread::sleep(Duration::from_micros(100));
+                crate::cancel::nap(Duration::from_micros(100));
             }
         }
     }

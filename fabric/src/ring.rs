@@ -734,21 +734,22 @@ impl<T: Pod> Ring<T> {
 
     /// Waits until the ring is non-empty: spin briefly, then futex sleep.
     /// `None` waits forever; `Err(Timeout)` when the time runs out.  Another consumer may
-    /// still take the entry before the caller's `pop`.
+    /// still take the entry before the caller's `pop`.  A cancellation point of the blocking
+    /// call it runs in (a consumer waits for what the call is about; see [`crate::cancel`]).
     pub fn wait_nonempty(&self, timeout: Option<Duration>) -> Result<()> {
         if self.hdr().ctl.0.unwaited.load(Ordering::Relaxed) != 0 {
             return Err(Error::Unsupported);
         }
         #[cfg(not(loom))]
         crate::net::stop_polling_for_events();
-        self.hdr().ctl.0.wake.wait_until(|| self.ready(), timeout)
+        crate::cancel::point(|| self.hdr().ctl.0.wake.wait_until(|| self.ready(), timeout))
     }
 
     /// Waits until any of `rings` has an entry: one sleep on all of them
     /// ([`crate::wait::wait_any`]), woken by the first push to any.  `Err(Unsupported)`,
     /// before any wait, when one sleep cannot cover them (more than
     /// [`crate::wait::WAIT_ANY_MAX`] rings, or a kernel without `futex_waitv`) or one of
-    /// them is never waited on (`init_unwaited`).
+    /// them is never waited on (`init_unwaited`).  A cancellation point, as `wait_nonempty`.
     #[cfg(not(loom))]
     pub fn wait_any_nonempty(rings: &[&Ring<T>], timeout: Option<Duration>) -> Result<()> {
         if rings.iter().any(|r| r.hdr().ctl.0.unwaited.load(Ordering::Relaxed) != 0) {
@@ -756,7 +757,7 @@ impl<T: Pod> Ring<T> {
         }
         crate::net::stop_polling_for_events();
         let words: Vec<&WaitWords> = rings.iter().map(|r| &r.hdr().ctl.0.wake).collect();
-        crate::wait::wait_any(&words, || rings.iter().any(|r| r.ready()), timeout)
+        crate::cancel::point(|| crate::wait::wait_any(&words, || rings.iter().any(|r| r.ready()), timeout))
     }
 
     /// Consumers currently asleep (or about to sleep) in `wait_nonempty`; diagnostics/tests.

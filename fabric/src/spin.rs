@@ -44,7 +44,7 @@ pub fn relax(spins: u32) {
     } else if spins < 96 {
         std::thread::yield_now();
     } else {
-        std::thread::sleep(std::time::Duration::from_micros(1 << (spins - 96).min(8)));
+        crate::cancel::nap(std::time::Duration::from_micros(1 << (spins - 96).min(8)));
     }
 }
 

@@ -81,24 +81,18 @@ pub fn futex_wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) ->
         }
         None => std::ptr::null(),
     };
-    // SAFETY: `word` is a live, 4-aligned u32 (AtomicU32 has u32's layout); FUTEX_WAIT only
-    // reads it.  `tsp` is null or points at `ts`, alive for the call.  Shared (non-private)
-    // futex on purpose: the word may be in memory mapped by other processes.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word as *const AtomicU32 as *const u32,
-            libc::FUTEX_WAIT,
-            expected,
-            tsp,
-            std::ptr::null::<u32>(),
-            0u32,
-        )
-    };
+    // `word` is a live, 4-aligned u32 (AtomicU32 has u32's layout); FUTEX_WAIT only reads
+    // it.  `tsp` is null or points at `ts`, alive for the call.  Shared (non-private) futex on
+    // purpose: the word may be in memory mapped by other processes.  At a cancellation point
+    // of a blocking call this sleep is where a cancellation request ends the thread.
+    let (r, e) = crate::cancel::syscall(
+        libc::SYS_futex,
+        [word as *const AtomicU32 as libc::c_long, libc::FUTEX_WAIT as libc::c_long, expected as libc::c_long, tsp as libc::c_long, 0, 0],
+    );
     if r == 0 {
         return Ok(());
     }
-    match std::io::Error::last_os_error().raw_os_error().unwrap_or(0) {
+    match e {
         libc::ETIMEDOUT => Err(Error::Timeout),
         libc::EINTR | libc::EAGAIN => Ok(()),
         e => Err(Error::Os(e)),
@@ -212,8 +206,9 @@ pub fn wait_until(
     };
 
     loop {
-        // Step 2.  Relaxed: the fence below orders it.
-        waiters.fetch_add(1, Ordering::Relaxed);
+        // Step 2.  Relaxed: the fence below orders it.  The guard takes the count back
+        // (step 7) however this iteration ends, a cancellation in the sleep included.
+        let counted = Counted::enter(std::slice::from_ref(&waiters));
         // Step 3: pairs with the fence in `notify` (Dekker: we see the published condition,
         // or the notifier sees our increment).
         full_fence();
@@ -222,7 +217,6 @@ pub fn wait_until(
         let s = seq.load(Ordering::Acquire);
         // Step 5.
         if ready() {
-            waiters.fetch_sub(1, Ordering::Relaxed);
             return Ok(());
         }
         let remaining = match deadline {
@@ -230,7 +224,6 @@ pub fn wait_until(
             Some(d) => {
                 let now = Instant::now();
                 if now >= d {
-                    waiters.fetch_sub(1, Ordering::Relaxed);
                     return Err(Error::Timeout);
                 }
                 Some(d - now)
@@ -239,7 +232,7 @@ pub fn wait_until(
         // Step 6.
         let r = futex_wait(seq, s, remaining);
         // Step 7.  Relaxed: a late decrement only costs a notifier a needless wake.
-        waiters.fetch_sub(1, Ordering::Relaxed);
+        drop(counted);
         if ready() {
             return Ok(());
         }
@@ -247,6 +240,30 @@ pub fn wait_until(
             Ok(()) => {}
             Err(Error::Timeout) => return Err(Error::Timeout),
             Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Steps 2 and 7 of a wait on some words: `waiters += 1` on each now, `-= 1` when dropped
+/// (also when a cancellation unwinds the sleeping thread, which would otherwise leave every
+/// later notifier paying a needless wake).
+struct Counted<'a>(&'a [&'a AtomicU32]);
+
+impl<'a> Counted<'a> {
+    fn enter(words: &'a [&'a AtomicU32]) -> Self {
+        for w in words {
+            // Relaxed: the full fence that follows orders it.
+            w.fetch_add(1, Ordering::Relaxed);
+        }
+        Counted(words)
+    }
+}
+
+impl Drop for Counted<'_> {
+    fn drop(&mut self) {
+        for w in self.0 {
+            // Relaxed: as in `wait_until` step 7.
+            w.fetch_sub(1, Ordering::Relaxed);
         }
     }
 }
@@ -307,23 +324,15 @@ pub fn wait_any(words: &[&WaitWords], mut ready: impl FnMut() -> bool, timeout: 
         Spun::Done(r) => return r,
         Spun::Sleep(d) => d,
     };
-    let leave = || {
-        for w in words {
-            // Relaxed: as in `wait_until` step 7.
-            w.waiters.fetch_sub(1, Ordering::Relaxed);
-        }
-    };
+    let counts: Vec<&AtomicU32> = words.iter().map(|w| &w.waiters).collect();
     let mut v: Vec<FutexWaitv> = Vec::with_capacity(words.len());
     loop {
-        for w in words {
-            w.waiters.fetch_add(1, Ordering::Relaxed);
-        }
+        let counted = Counted::enter(&counts);
         full_fence();
         v.clear();
         // FUTEX_32 (2), shared: the words are in memory other processes map.
         v.extend(words.iter().map(|w| FutexWaitv { val: w.seq.load(Ordering::Acquire) as u64, uaddr: &w.seq as *const AtomicU32 as u64, flags: 2, reserved: 0 }));
         if ready() {
-            leave();
             return Ok(());
         }
         // futex_waitv takes an absolute CLOCK_MONOTONIC deadline.
@@ -332,7 +341,6 @@ pub fn wait_any(words: &[&WaitWords], mut ready: impl FnMut() -> bool, timeout: 
             Some(d) => {
                 let now = Instant::now();
                 if now >= d {
-                    leave();
                     return Err(Error::Timeout);
                 }
                 let left = d - now;
@@ -346,11 +354,14 @@ pub fn wait_any(words: &[&WaitWords], mut ready: impl FnMut() -> bool, timeout: 
             }
         };
         let tsp = abs.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
-        // SAFETY: `v` holds `len` valid entries naming live, 4-aligned u32 words; `tsp` is
-        // null or points at `abs`, alive for the call; flags 0.
-        let r = unsafe { libc::syscall(libc::SYS_futex_waitv, v.as_ptr(), v.len() as u32, 0u32, tsp, libc::CLOCK_MONOTONIC) };
-        let err = if r < 0 { std::io::Error::last_os_error().raw_os_error().unwrap_or(0) } else { 0 };
-        leave();
+        // `v` holds `len` valid entries naming live, 4-aligned u32 words; `tsp` is null or
+        // points at `abs`, alive for the call; flags 0.  A cancellation window as in
+        // `futex_wait`.
+        let (_, err) = crate::cancel::syscall(
+            libc::SYS_futex_waitv,
+            [v.as_ptr() as libc::c_long, v.len() as libc::c_long, 0, tsp as libc::c_long, libc::CLOCK_MONOTONIC as libc::c_long, 0],
+        );
+        drop(counted);
         if ready() {
             return Ok(());
         }

@@ -286,9 +286,10 @@ pub unsafe extern "C" fn PMI_Get_id_length_max(length: *mut c_int) -> c_int {
     with(|c| unsafe { out(length, c.job.maxes.kvsname as c_int) })
 }
 
-#[no_mangle]
-pub extern "C" fn PMI_Barrier() -> c_int {
-    with(|c| c.barrier().map_err(|_| PMI_FAIL))
+softnic_fabric::blocking_export! {
+    pub fn PMI_Barrier() -> c_int {
+        with(|c| c.barrier().map_err(|_| PMI_FAIL))
+    }
 }
 
 #[no_mangle]
@@ -730,10 +731,11 @@ pub unsafe extern "C" fn PMI_Get_max_dimension(max: *mut PmiMeshCoord) -> c_int 
     })
 }
 
-#[no_mangle]
-pub extern "C" fn PMI_Ibarrier() -> c_int {
-    // Completing the barrier now is a valid non-blocking barrier: PMI_Wait has nothing left.
-    PMI_Barrier()
+softnic_fabric::blocking_export! {
+    pub fn PMI_Ibarrier() -> c_int {
+        // Completing the barrier now is a valid non-blocking barrier: PMI_Wait has nothing left.
+        PMI_Barrier()
+    }
 }
 
 #[no_mangle]

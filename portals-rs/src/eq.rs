@@ -154,7 +154,7 @@ impl EqLocal {
     /// event is seen within a few dozen nanoseconds) for up to SOFTNIC_PTL_SPIN_NS, then
     /// sleeps on the ring's futex.
     fn wait(&self, timeout: Option<Duration>) -> softnic_fabric::Result<()> {
-        self.waiters.fetch_add(1, Ordering::AcqRel);
+        let _waiting = Waiting::on(std::slice::from_ref(&self));
         // The queue is empty: the next event lands in the slot the next push fills.  Its
         // first line holds the word `is_empty` reads; keep its second line in the cache
         // too (a prefetch per check: free while nothing changes), so that both are
@@ -175,8 +175,28 @@ impl EqLocal {
             let left = timeout.map(|t| t.saturating_sub(spin_time()));
             self.ring.wait_nonempty(left)
         };
-        self.waiters.fetch_sub(1, Ordering::AcqRel);
         r
+    }
+}
+
+/// A wait on some queues, counted in their `waiters` (PtlEQGet leaves a queue with a waiter
+/// to it) for as long as it lasts, also when a cancellation ends it in its sleep.
+struct Waiting<'a>(&'a [&'a EqLocal]);
+
+impl<'a> Waiting<'a> {
+    fn on(qs: &'a [&'a EqLocal]) -> Self {
+        for q in qs {
+            q.waiters.fetch_add(1, Ordering::AcqRel);
+        }
+        Waiting(qs)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        for q in self.0 {
+            q.waiters.fetch_sub(1, Ordering::AcqRel);
+        }
     }
 }
 
@@ -516,20 +536,23 @@ fn wait_on(q: &EqLocal, event: *mut Event, timeout: Option<Duration>) -> i32 {
     }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PtlEQWait(eq_handle: u32, event: *mut Event) -> i32 {
-    ret("PtlEQWait", wait_one(eq_handle, event, None))
+softnic_fabric::blocking_export! {
+    pub unsafe fn PtlEQWait(eq_handle: u32, event: *mut Event) -> i32 {
+        ret("PtlEQWait", wait_one(eq_handle, event, None))
+    }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PtlEQWait_timeout(eq_handle: u32, event_out: *mut Event) -> i32 {
-    let ms = softnic_fabric::env::get_u64("SOFTNIC_PTL_WAIT_TIMEOUT_MS");
-    ret("PtlEQWait_timeout", wait_one(eq_handle, event_out, Some(Duration::from_millis(ms))))
+softnic_fabric::blocking_export! {
+    pub unsafe fn PtlEQWait_timeout(eq_handle: u32, event_out: *mut Event) -> i32 {
+        let ms = softnic_fabric::env::get_u64("SOFTNIC_PTL_WAIT_TIMEOUT_MS");
+        ret("PtlEQWait_timeout", wait_one(eq_handle, event_out, Some(Duration::from_millis(ms))))
+    }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PtlEQPoll(eq_handles: *mut u32, size: i32, timeout: u32, event: *mut Event, which_eq: *mut i32) -> i32 {
-    ret("PtlEQPoll", eq_poll(eq_handles, size, timeout, event, which_eq))
+softnic_fabric::blocking_export! {
+    pub unsafe fn PtlEQPoll(eq_handles: *mut u32, size: i32, timeout: u32, event: *mut Event, which_eq: *mut i32) -> i32 {
+        ret("PtlEQPoll", eq_poll(eq_handles, size, timeout, event, which_eq))
+    }
 }
 
 fn eq_poll(eq_handles: *mut u32, size: i32, timeout: u32, event: *mut Event, which: *mut i32) -> i32 {
@@ -568,9 +591,8 @@ fn eq_poll(eq_handles: *mut u32, size: i32, timeout: u32, event: *mut Event, whi
             Ok(l) => l,
             Err(e) => return e,
         };
-        for q in &qs {
-            q.waiters.fetch_add(1, Ordering::AcqRel);
-        }
+        let refs: Vec<&EqLocal> = qs.iter().map(|q| &**q).collect();
+        let _waiting = Waiting::on(&refs);
         let rings: Vec<&Ring<Packed>> = qs.iter().map(|q| &q.ring).collect();
         let r = if spin_until(|| rings.iter().any(|r| !r.is_empty()), left) {
             Ok(())
@@ -578,11 +600,9 @@ fn eq_poll(eq_handles: *mut u32, size: i32, timeout: u32, event: *mut Event, whi
             Ring::wait_any_nonempty(&rings, left.map(|l| l.saturating_sub(spin_time())))
         };
         if r == Err(softnic_fabric::Error::Unsupported) {
-            // One sleep cannot cover them (too many queues, or an old kernel): short naps.
-            std::thread::sleep(left.unwrap_or(Duration::MAX).min(Duration::from_millis(1)));
-        }
-        for q in &qs {
-            q.waiters.fetch_sub(1, Ordering::AcqRel);
+            // One sleep cannot cover them (too many queues, or an old kernel): short naps,
+            // the call's cancellation point.
+            softnic_fabric::cancel::point(|| softnic_fabric::cancel::sleep(left.unwrap_or(Duration::MAX).min(Duration::from_millis(1))));
         }
     }
 }

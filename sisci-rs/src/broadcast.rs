@@ -265,7 +265,7 @@ impl Group {
             if tries < 64 {
                 std::hint::spin_loop();
             } else {
-                std::thread::sleep(Duration::from_micros(20));
+                softnic_fabric::cancel::nap(Duration::from_micros(20));
             }
         }
     }

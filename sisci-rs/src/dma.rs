@@ -278,7 +278,8 @@ fn launch(q: &Arc<Queue>, pieces: Vec<Piece>, cb: CbDma, arg: *mut c_void, flags
             e.jobs.lock().unwrap_or_else(|x| x.into_inner()).push_back((q.clone(), job));
             e.cv.notify_one();
             if flags & SCI_FLAG_DMA_WAIT != 0 {
-                let _ = q.wake.wait_until(|| q.state() != SCI_DMAQUEUE_POSTED, None);
+                // The call's cancellation point (the transfer goes on without us).
+                let _ = softnic_fabric::cancel::point(|| q.wake.wait_until(|| q.state() != SCI_DMAQUEUE_POSTED, None));
             }
         }
     }
@@ -382,7 +383,7 @@ fn wait(dq: usize, timeout: u32, flags: u32) -> R<u32> {
         return Err(SCI_ERR_ILLEGAL_OPERATION);
     }
     let t = (timeout != SCI_INFINITE_TIMEOUT).then(|| Duration::from_millis(timeout as u64));
-    match q.wake.wait_until(|| q.state() != SCI_DMAQUEUE_POSTED, t) {
+    match softnic_fabric::cancel::point(|| q.wake.wait_until(|| q.state() != SCI_DMAQUEUE_POSTED, t)) {
         Ok(()) => Ok(q.state()),
         Err(softnic_fabric::Error::Timeout) => Err(SCI_ERR_TIMEOUT),
         Err(_) => Err(SCI_ERR_SYSTEM),
@@ -474,7 +475,7 @@ sisci_export! {
 }
 
 sisci_export! {
-    fn SCIWaitForDMAQueue(dq: usize, timeout: u32, flags: u32, error: *mut SciErr) -> u32 {
+    blocking fn SCIWaitForDMAQueue(dq: usize, timeout: u32, flags: u32, error: *mut SciErr) -> u32 {
         let r = wait(dq, timeout, flags);
         let fail = QUEUES.get(dq).map_or(SCI_DMAQUEUE_ERROR, |q| q.state());
         finish("SCIWaitForDMAQueue", error, r, fail)
@@ -482,32 +483,32 @@ sisci_export! {
 }
 
 sisci_export! {
-    fn SCIStartDmaTransfer(dq: usize, localSegment: usize, remoteSegment: usize, localOffset: usize, size: usize, remoteOffset: usize, callback: CbDma, callbackArg: *mut c_void, flags: u32, error: *mut SciErr) {
+    blocking fn SCIStartDmaTransfer(dq: usize, localSegment: usize, remoteSegment: usize, localOffset: usize, size: usize, remoteOffset: usize, callback: CbDma, callbackArg: *mut c_void, flags: u32, error: *mut SciErr) {
         done("SCIStartDmaTransfer", error, start(dq, localSegment, std::ptr::null_mut(), remoteSegment, localOffset, size, remoteOffset, callback, callbackArg, flags))
     }
 }
 
 sisci_export! {
-    fn DISStartDmaTransfer(dq: usize, localSegment: usize, remoteSegment: usize, localOffset: usize, size: usize, remoteOffset: usize, callback: CbDma, callbackArg: *mut c_void, flags: u32, error: *mut SciErr) {
+    blocking fn DISStartDmaTransfer(dq: usize, localSegment: usize, remoteSegment: usize, localOffset: usize, size: usize, remoteOffset: usize, callback: CbDma, callbackArg: *mut c_void, flags: u32, error: *mut SciErr) {
         done("DISStartDmaTransfer", error, start(dq, localSegment, std::ptr::null_mut(), remoteSegment, localOffset, size, remoteOffset, callback, callbackArg, flags))
     }
 }
 
 sisci_export! {
-    fn SCIStartDmaTransferMem(dq: usize, localAddress: *mut c_void, remoteSegment: usize, size: usize, remoteOffset: usize, callback: CbDma, callbackArg: *mut c_void, flags: u32, error: *mut SciErr) {
+    blocking fn SCIStartDmaTransferMem(dq: usize, localAddress: *mut c_void, remoteSegment: usize, size: usize, remoteOffset: usize, callback: CbDma, callbackArg: *mut c_void, flags: u32, error: *mut SciErr) {
         let r = if localAddress.is_null() { Err(SCI_ERR_ILLEGAL_ADDRESS) } else { start(dq, 0, localAddress as *mut u8, remoteSegment, 0, size, remoteOffset, callback, callbackArg, flags) };
         done("SCIStartDmaTransferMem", error, r)
     }
 }
 
 sisci_export! {
-    fn SCIStartDmaTransferVec(dq: usize, localSegment: usize, remoteSegment: usize, vecLength: usize, disDmaVec: *const DisDmaVec, callback: CbDma, callbackArg: *mut c_void, flags: u32, error: *mut SciErr) {
+    blocking fn SCIStartDmaTransferVec(dq: usize, localSegment: usize, remoteSegment: usize, vecLength: usize, disDmaVec: *const DisDmaVec, callback: CbDma, callbackArg: *mut c_void, flags: u32, error: *mut SciErr) {
         done("SCIStartDmaTransferVec", error, start_vec(dq, localSegment, remoteSegment, vecLength, disDmaVec, callback, callbackArg, flags))
     }
 }
 
 sisci_export! {
-    fn DISStartDmaTransferVec(dq: usize, localSegment: usize, remoteSegment: usize, vecLength: usize, disDmaVec: *const DisDmaVec, callback: CbDma, callbackArg: *mut c_void, flags: u32, error: *mut SciErr) {
+    blocking fn DISStartDmaTransferVec(dq: usize, localSegment: usize, remoteSegment: usize, vecLength: usize, disDmaVec: *const DisDmaVec, callback: CbDma, callbackArg: *mut c_void, flags: u32, error: *mut SciErr) {
         done("DISStartDmaTransferVec", error, start_vec(dq, localSegment, remoteSegment, vecLength, disDmaVec, callback, callbackArg, flags))
     }
 }
@@ -523,7 +524,7 @@ sisci_export! {
 
 sisci_export! {
     /// SISCI 1.10: starts the gathered transfers.
-    fn SCIPostDMAQueue(dq: usize, callback: CbDma, callbackArg: *mut c_void, flags: u32, error: *mut SciErr) {
+    blocking fn SCIPostDMAQueue(dq: usize, callback: CbDma, callbackArg: *mut c_void, flags: u32, error: *mut SciErr) {
         done("SCIPostDMAQueue", error, post(dq, callback, callbackArg, flags))
     }
 }

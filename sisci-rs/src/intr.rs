@@ -529,7 +529,7 @@ fn trigger_data(h: usize, data: *mut c_void, len: u32, flags: u32) -> R<()> {
             if start.elapsed() >= FULL_WAIT {
                 break SCI_ERR_TIMEOUT;
             }
-            std::thread::sleep(nap);
+            softnic_fabric::cancel::nap(nap);
             nap = (nap * 2).min(Duration::from_millis(1));
         };
         if st != SCI_ERR_OK && res.is_ok() {
@@ -559,7 +559,7 @@ sisci_export! {
 }
 
 sisci_export! {
-    fn SCIWaitForInterrupt(interrupt: usize, timeout: u32, flags: u32, error: *mut SciErr) {
+    blocking fn SCIWaitForInterrupt(interrupt: usize, timeout: u32, flags: u32, error: *mut SciErr) {
         done("SCIWaitForInterrupt", error, wait(interrupt, timeout, flags))
     }
 }
@@ -604,7 +604,7 @@ sisci_export! {
 }
 
 sisci_export! {
-    fn SCIWaitForDataInterrupt(interrupt: usize, data: *mut c_void, length: *mut u32, timeout: u32, flags: u32, error: *mut SciErr) {
+    blocking fn SCIWaitForDataInterrupt(interrupt: usize, data: *mut c_void, length: *mut u32, timeout: u32, flags: u32, error: *mut SciErr) {
         done("SCIWaitForDataInterrupt", error, wait_data(interrupt, data, length, timeout, flags))
     }
 }

@@ -384,7 +384,7 @@ sisci_export! {
 }
 
 sisci_export! {
-    fn SCIWaitForRemoteSegmentEvent(segment: usize, status: *mut SciErr, timeout: u32, flags: u32, error: *mut SciErr) -> u32 {
+    blocking fn SCIWaitForRemoteSegmentEvent(segment: usize, status: *mut SciErr, timeout: u32, flags: u32, error: *mut SciErr) -> u32 {
         finish("SCIWaitForRemoteSegmentEvent", error, wait_event(segment, status, timeout, flags), 0)
     }
 }

@@ -769,7 +769,7 @@ fn attach(sd: usize, segment: *mut usize, id: u32, size_out: *mut usize, cb: CbL
 
 sisci_export! {
     /// Blocks until an event of the local segment arrives (not with a callback armed).
-    fn SCIWaitForLocalSegmentEvent(segment: usize, sourcenodeId: *mut u32, localAdapterNo: *mut u32, timeout: u32, flags: u32, error: *mut SciErr) -> u32 {
+    blocking fn SCIWaitForLocalSegmentEvent(segment: usize, sourcenodeId: *mut u32, localAdapterNo: *mut u32, timeout: u32, flags: u32, error: *mut SciErr) -> u32 {
         finish("SCIWaitForLocalSegmentEvent", error, wait_event(segment, sourcenodeId, localAdapterNo, timeout, flags), 0)
     }
 }

@@ -281,6 +281,6 @@ fn run() {
             k.keep(p);
         }
         drop(kept);
-        std::thread::sleep(p);
+        softnic_fabric::cancel::nap(p);
     }
 }

@@ -13,6 +13,38 @@ pub type R<T> = std::result::Result<T, SciErr>;
 /// merged into it by the compiler).
 #[macro_export]
 macro_rules! sisci_export {
+    // A call that waits: a cancellation point (fabric::cancel), its body run through
+    // `cancel::blocking` from a frame that holds nothing.
+    ($(#[$m:meta])* blocking fn $name:ident($($a:ident: $t:ty),* $(,)?) $(-> $r:ty)? $body:block) => {
+        $(#[$m])*
+        #[no_mangle]
+        #[allow(non_snake_case, clippy::too_many_arguments)]
+        pub unsafe extern "C-unwind" fn $name($($a: $t),*) $(-> $r)? {
+            #[inline(never)]
+            #[allow(non_snake_case, clippy::too_many_arguments)]
+            unsafe fn body($($a: $t),*) $(-> $r)? $body
+            // SAFETY: the caller's arguments, forwarded under the export's contract.
+            softnic_fabric::cancel::blocking(stringify!($name), move || unsafe { body($($a),*) })
+        }
+
+        #[allow(non_snake_case)]
+        pub mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+            #[export_name = concat!("_SISCI_PUBLIC_FUNC_ST_", stringify!($name))]
+            #[allow(clippy::too_many_arguments)]
+            pub unsafe extern "C-unwind" fn st($($a: $t),*) $(-> $r)? {
+                // SAFETY: the caller's contract is the exported function's.
+                unsafe { super::$name($($a),*) }
+            }
+            #[export_name = concat!("_SISCI_PUBLIC_FUNC_MT_", stringify!($name))]
+            #[allow(clippy::too_many_arguments)]
+            pub unsafe extern "C-unwind" fn mt($($a: $t),*) $(-> $r)? {
+                // SAFETY: as above.
+                unsafe { super::$name($($a),*) }
+            }
+        }
+    };
     ($(#[$m:meta])* fn $name:ident($($a:ident: $t:ty),* $(,)?) $(-> $r:ty)? $body:block) => {
         $(#[$m])*
         #[no_mangle]

@@ -126,15 +126,16 @@ pub unsafe extern "C" fn GNI_CqGetEvent(cq_hndl: gni_cq_handle_t, event_data: *m
     .unwrap_or(GNI_RC_INVALID_PARAM)
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn GNI_CqWaitEvent(cq_hndl: gni_cq_handle_t, timeout: u64, event_data: *mut gni_cq_entry_t) -> gni_return_t {
-    let Ok(cq) = cq_of(cq_hndl) else { return GNI_RC_INVALID_PARAM };
-    if event_data.is_null() {
-        return GNI_RC_INVALID_PARAM;
+softnic_fabric::blocking_export! {
+    pub unsafe fn GNI_CqWaitEvent(cq_hndl: gni_cq_handle_t, timeout: u64, event_data: *mut gni_cq_entry_t) -> gni_return_t {
+        let Ok(cq) = cq_of(cq_hndl) else { return GNI_RC_INVALID_PARAM };
+        if event_data.is_null() {
+            return GNI_RC_INVALID_PARAM;
+        }
+        let (rc, e) = cq.wait_event(timeout);
+        // SAFETY: checked non-NULL.
+        unsafe { deliver(rc, e, event_data) }
     }
-    let (rc, e) = cq.wait_event(timeout);
-    // SAFETY: checked non-NULL.
-    unsafe { deliver(rc, e, event_data) }
 }
 
 /// Validates a CQ vector: every handle valid (INVALID_PARAM), every CQ blocking
@@ -184,47 +185,49 @@ fn vector_loop<R>(cqs: &[Arc<Cq>], timeout: u64, mut f: impl FnMut(usize, &Cq) -
     }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn GNI_CqVectorWaitEvent(cq_hndls: *mut gni_cq_handle_t, num_cqs: u32, timeout: u64, event_data: *mut gni_cq_entry_t, which: *mut u32) -> gni_return_t {
-    // SAFETY: the caller's array.
-    let cqs = match unsafe { vector(cq_hndls, num_cqs) } {
-        Ok(c) => c,
-        Err(rc) => return rc,
-    };
-    if event_data.is_null() || which.is_null() {
-        return GNI_RC_INVALID_PARAM;
-    }
-    let r = vector_loop(&cqs, timeout, |i, cq| {
-        let (rc, e) = cq.get_event();
-        (rc != GNI_RC_NOT_DONE).then_some((i, rc, e))
-    });
-    match r {
-        None => GNI_RC_TIMEOUT,
-        Some((i, rc, e)) => {
-            // SAFETY: checked non-NULL.
-            unsafe { which.write(i as u32) };
-            // SAFETY: checked non-NULL.
-            unsafe { deliver(rc, e, event_data) }
+softnic_fabric::blocking_export! {
+    pub unsafe fn GNI_CqVectorWaitEvent(cq_hndls: *mut gni_cq_handle_t, num_cqs: u32, timeout: u64, event_data: *mut gni_cq_entry_t, which: *mut u32) -> gni_return_t {
+        // SAFETY: the caller's array.
+        let cqs = match unsafe { vector(cq_hndls, num_cqs) } {
+            Ok(c) => c,
+            Err(rc) => return rc,
+        };
+        if event_data.is_null() || which.is_null() {
+            return GNI_RC_INVALID_PARAM;
+        }
+        let r = vector_loop(&cqs, timeout, |i, cq| {
+            let (rc, e) = cq.get_event();
+            (rc != GNI_RC_NOT_DONE).then_some((i, rc, e))
+        });
+        match r {
+            None => GNI_RC_TIMEOUT,
+            Some((i, rc, e)) => {
+                // SAFETY: checked non-NULL.
+                unsafe { which.write(i as u32) };
+                // SAFETY: checked non-NULL.
+                unsafe { deliver(rc, e, event_data) }
+            }
         }
     }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn GNI_CqVectorMonitor(cq_hndls: *mut gni_cq_handle_t, num_cqs: u32, timeout: u64, which: *mut u32) -> gni_return_t {
-    // SAFETY: the caller's array.
-    let cqs = match unsafe { vector(cq_hndls, num_cqs) } {
-        Ok(c) => c,
-        Err(rc) => return rc,
-    };
-    if which.is_null() {
-        return GNI_RC_INVALID_PARAM;
-    }
-    match vector_loop(&cqs, timeout, |i, cq| (cq.test_event() != GNI_RC_NOT_DONE).then_some(i)) {
-        None => GNI_RC_TIMEOUT,
-        Some(i) => {
-            // SAFETY: checked non-NULL.
-            unsafe { which.write(i as u32) };
-            GNI_RC_SUCCESS
+softnic_fabric::blocking_export! {
+    pub unsafe fn GNI_CqVectorMonitor(cq_hndls: *mut gni_cq_handle_t, num_cqs: u32, timeout: u64, which: *mut u32) -> gni_return_t {
+        // SAFETY: the caller's array.
+        let cqs = match unsafe { vector(cq_hndls, num_cqs) } {
+            Ok(c) => c,
+            Err(rc) => return rc,
+        };
+        if which.is_null() {
+            return GNI_RC_INVALID_PARAM;
+        }
+        match vector_loop(&cqs, timeout, |i, cq| (cq.test_event() != GNI_RC_NOT_DONE).then_some(i)) {
+            None => GNI_RC_TIMEOUT,
+            Some(i) => {
+                // SAFETY: checked non-NULL.
+                unsafe { which.write(i as u32) };
+                GNI_RC_SUCCESS
+            }
         }
     }
 }

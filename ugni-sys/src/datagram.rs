@@ -780,7 +780,8 @@ impl Board {
                 },
             };
             let s = self.view.slot(i);
-            let _ = self.view.hdr().bell.wait_until(|| s.state.load(Ordering::Acquire) != word(g, PENDING, 0), Some(left));
+            // The call's cancellation point (nothing held here).
+            let _ = softnic_fabric::cancel::point(|| self.view.hdr().bell.wait_until(|| s.state.load(Ordering::Acquire) != word(g, PENDING, 0), Some(left)));
         }
     }
 
@@ -924,7 +925,8 @@ impl Board {
             };
             // Wake on any bell ring (a match on this board), or poll every 20 ms.
             let h = self.view.hdr();
-            let _ = h.bell.wait_until(|| h.bell.seq.load(Ordering::Acquire) != seen, Some(left));
+            // The call's cancellation point (nothing held here).
+            let _ = softnic_fabric::cancel::point(|| h.bell.wait_until(|| h.bell.seq.load(Ordering::Acquire) != seen, Some(left)));
         }
     }
 }
@@ -1106,16 +1108,18 @@ pub unsafe extern "C" fn GNI_EpPostDataTestById(ep_hndl: gni_ep_handle_t, datagr
     unsafe { test_common(ep_hndl, Some(datagram_id), None, post_state, remote_addr, remote_id) }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn GNI_EpPostDataWait(ep_hndl: gni_ep_handle_t, timeout: u32, post_state: *mut gni_post_state_t, remote_addr: *mut u32, remote_id: *mut u32) -> gni_return_t {
-    // SAFETY: forwarded caller pointers.
-    unsafe { test_common(ep_hndl, None, Some(timeout), post_state, remote_addr, remote_id) }
+softnic_fabric::blocking_export! {
+    pub unsafe fn GNI_EpPostDataWait(ep_hndl: gni_ep_handle_t, timeout: u32, post_state: *mut gni_post_state_t, remote_addr: *mut u32, remote_id: *mut u32) -> gni_return_t {
+        // SAFETY: forwarded caller pointers.
+        unsafe { test_common(ep_hndl, None, Some(timeout), post_state, remote_addr, remote_id) }
+    }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn GNI_EpPostDataWaitById(ep_hndl: gni_ep_handle_t, datagram_id: u64, timeout: u32, post_state: *mut gni_post_state_t, remote_addr: *mut u32, remote_id: *mut u32) -> gni_return_t {
-    // SAFETY: forwarded caller pointers.
-    unsafe { test_common(ep_hndl, Some(datagram_id), Some(timeout), post_state, remote_addr, remote_id) }
+softnic_fabric::blocking_export! {
+    pub unsafe fn GNI_EpPostDataWaitById(ep_hndl: gni_ep_handle_t, datagram_id: u64, timeout: u32, post_state: *mut gni_post_state_t, remote_addr: *mut u32, remote_id: *mut u32) -> gni_return_t {
+        // SAFETY: forwarded caller pointers.
+        unsafe { test_common(ep_hndl, Some(datagram_id), Some(timeout), post_state, remote_addr, remote_id) }
+    }
 }
 
 #[no_mangle]
@@ -1178,25 +1182,27 @@ pub unsafe extern "C" fn GNI_PostDataProbeById(nic_hndl: gni_nic_handle_t, datag
     }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn GNI_PostdataProbeWaitById(nic_hndl: gni_nic_handle_t, timeout: u32, datagram_id: *mut u64) -> gni_return_t {
-    let Ok(nic) = nic_of(nic_hndl) else { return GNI_RC_INVALID_PARAM };
-    if datagram_id.is_null() || timeout == 0 {
-        return GNI_RC_INVALID_PARAM;
-    }
-    match nic.dgram.probe_wait(&nic, timeout) {
-        None => GNI_RC_TIMEOUT,
-        Some(id) => {
-            // SAFETY: checked non-NULL.
-            unsafe { datagram_id.write(id) };
-            GNI_RC_SUCCESS
+softnic_fabric::blocking_export! {
+    pub unsafe fn GNI_PostdataProbeWaitById(nic_hndl: gni_nic_handle_t, timeout: u32, datagram_id: *mut u64) -> gni_return_t {
+        let Ok(nic) = nic_of(nic_hndl) else { return GNI_RC_INVALID_PARAM };
+        if datagram_id.is_null() || timeout == 0 {
+            return GNI_RC_INVALID_PARAM;
+        }
+        match nic.dgram.probe_wait(&nic, timeout) {
+            None => GNI_RC_TIMEOUT,
+            Some(id) => {
+                // SAFETY: checked non-NULL.
+                unsafe { datagram_id.write(id) };
+                GNI_RC_SUCCESS
+            }
         }
     }
 }
 
-/// The 2010 manual's spelling of [`GNI_PostdataProbeWaitById`].
-#[no_mangle]
-pub unsafe extern "C" fn GNI_PostDataProbeWaitById(nic_hndl: gni_nic_handle_t, timeout: u32, datagram_id: *mut u64) -> gni_return_t {
-    // SAFETY: forwarded.
-    unsafe { GNI_PostdataProbeWaitById(nic_hndl, timeout, datagram_id) }
+softnic_fabric::blocking_export! {
+    /// The 2010 manual's spelling of [`GNI_PostdataProbeWaitById`].
+    pub unsafe fn GNI_PostDataProbeWaitById(nic_hndl: gni_nic_handle_t, timeout: u32, datagram_id: *mut u64) -> gni_return_t {
+        // SAFETY: forwarded.
+        unsafe { GNI_PostdataProbeWaitById(nic_hndl, timeout, datagram_id) }
+    }
 }

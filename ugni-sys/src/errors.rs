@@ -31,7 +31,8 @@ use crate::types::*;
 use libc::c_void;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use softnic_fabric::wait::WaitWords;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub struct ErrSub {
@@ -40,7 +41,9 @@ pub struct ErrSub {
     mask: AtomicU8,
     cap: usize,
     q: Mutex<(VecDeque<gni_error_event_t>, u32)>,
-    cv: Condvar,
+    /// Events queued (what waiters watch, without the lock) and their wake-up words.
+    queued: AtomicU32,
+    wake: WaitWords,
     waiting: AtomicU32,
 }
 
@@ -76,7 +79,8 @@ pub fn report_transaction_error(nic: &Nic, status: Status, info: [u64; 4]) {
         if q.0.len() < s.cap {
             let ev = gni_error_event_t { error_code: status as u16, error_category: category, ptag: nic.cdm.ptag, serial_number: q.1, timestamp: now_ns(), info_mmrs: info };
             q.0.push_back(ev);
-            s.cv.notify_all();
+            s.queued.store(q.0.len() as u32, Ordering::Release);
+            s.wake.notify();
         }
     }
 }
@@ -106,7 +110,8 @@ pub unsafe extern "C" fn GNI_SubscribeErrors(nic_handle: gni_nic_handle_t, devic
         mask: AtomicU8::new(mask),
         cap: if eeq_size == 0 { 64 } else { eeq_size as usize },
         q: Mutex::new((VecDeque::new(), 0)),
-        cv: Condvar::new(),
+        queued: AtomicU32::new(0),
+        wake: WaitWords::new(),
         waiting: AtomicU32::new(0),
     });
     lock(&SUBS).push(s.clone());
@@ -156,7 +161,12 @@ pub unsafe extern "C" fn GNI_GetErrorEvent(err_handle: gni_err_handle_t, event: 
     if event.is_null() {
         return GNI_RC_INVALID_PARAM;
     }
-    let ev = lock(&s.q).0.pop_front();
+    let ev = {
+        let mut q = lock(&s.q);
+        let ev = q.0.pop_front();
+        s.queued.store(q.0.len() as u32, Ordering::Release);
+        ev
+    };
     match ev {
         Some(ev) => {
             // SAFETY: checked non-NULL.
@@ -167,40 +177,59 @@ pub unsafe extern "C" fn GNI_GetErrorEvent(err_handle: gni_err_handle_t, event: 
     }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn GNI_WaitErrorEvents(err_handle: gni_err_handle_t, events: *mut gni_error_event_t, events_size: u32, timeout: u32, num_events: *mut u32) -> gni_return_t {
-    let Ok(s) = sub_of(err_handle) else { return GNI_RC_INVALID_PARAM };
-    if events.is_null() || num_events.is_null() || events_size == 0 {
-        return GNI_RC_INVALID_PARAM;
-    }
-    s.waiting.fetch_add(1, Ordering::AcqRel);
-    let deadline = (timeout != 0).then(|| Instant::now() + Duration::from_millis(timeout as u64));
-    let mut got = 0u32;
-    let mut q = lock(&s.q);
-    let rc = loop {
-        while got < events_size {
-            let Some(ev) = q.0.pop_front() else { break };
-            // SAFETY: the caller's array of events_size entries.
-            unsafe { events.add(got as usize).write(ev) };
-            got += 1;
+softnic_fabric::blocking_export! {
+    pub unsafe fn GNI_WaitErrorEvents(err_handle: gni_err_handle_t, events: *mut gni_error_event_t, events_size: u32, timeout: u32, num_events: *mut u32) -> gni_return_t {
+        let Ok(s) = sub_of(err_handle) else { return GNI_RC_INVALID_PARAM };
+        if events.is_null() || num_events.is_null() || events_size == 0 {
+            return GNI_RC_INVALID_PARAM;
         }
+        // Counted while waiting (ReleaseErrors answers NOT_DONE meanwhile), also when a
+        // cancellation ends the wait.
+        struct Waiting<'a>(&'a AtomicU32);
+        impl Drop for Waiting<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+        s.waiting.fetch_add(1, Ordering::AcqRel);
+        let waiting = Waiting(&s.waiting);
+        let deadline = (timeout != 0).then(|| Instant::now() + Duration::from_millis(timeout as u64));
+        // Wait without taking anything, so a cancellation leaves every event queued; take
+        // them when the wait is over.
+        loop {
+            let seen = s.queued.load(Ordering::Acquire);
+            if seen >= events_size || (deadline.is_none() && seen > 0) {
+                break;
+            }
+            let left = match deadline {
+                None => None,
+                Some(d) => match d.checked_duration_since(Instant::now()) {
+                    Some(l) if !l.is_zero() => Some(l),
+                    _ => break,
+                },
+            };
+            let _ = softnic_fabric::cancel::point(|| s.wake.wait_until(|| s.queued.load(Ordering::Acquire) != seen, left));
+        }
+        let mut got = 0u32;
+        {
+            let mut q = lock(&s.q);
+            while got < events_size {
+                let Some(ev) = q.0.pop_front() else { break };
+                // SAFETY: the caller's array of events_size entries.
+                unsafe { events.add(got as usize).write(ev) };
+                got += 1;
+            }
+            s.queued.store(q.0.len() as u32, Ordering::Release);
+        }
+        drop(waiting);
+        // SAFETY: checked non-NULL.
+        unsafe { num_events.write(got) };
         if got == events_size {
-            break GNI_RC_SUCCESS;
+            GNI_RC_SUCCESS
+        } else {
+            GNI_RC_TIMEOUT
         }
-        match deadline {
-            None if got > 0 => break GNI_RC_TIMEOUT,
-            None => q = s.cv.wait(q).unwrap_or_else(|e| e.into_inner()),
-            Some(d) => match d.checked_duration_since(Instant::now()) {
-                Some(l) if !l.is_zero() => q = s.cv.wait_timeout(q, l).unwrap_or_else(|e| e.into_inner()).0,
-                _ => break GNI_RC_TIMEOUT,
-            },
-        }
-    };
-    drop(q);
-    s.waiting.fetch_sub(1, Ordering::AcqRel);
-    // SAFETY: checked non-NULL.
-    unsafe { num_events.write(got) };
-    rc
+    }
 }
 
 #[no_mangle]

@@ -849,8 +849,14 @@ pub extern "C" fn utofu_post_toq(h: usize, desc: *mut c_void, desc_size: usize, 
 
 // ---- exported: completion ---------------------------------------------------------------
 
+// The polls are how a uTofu program waits (no call blocks), so a watcher thread spends its
+// life in them and is cancelled there, often asynchronously.  They are "C-unwind" and hold
+// nothing to drop, so that an asynchronous cancellation may unwind from any instruction of
+// them (see fabric::cancel): a frame with landing pads would abort the process instead.
+// c-tests/tools/check-cancel-frames checks that they stay so.
+
 #[no_mangle]
-pub unsafe extern "C" fn utofu_poll_tcq(h: usize, flags: u64, cbdata: *mut *mut c_void) -> i32 {
+pub unsafe extern "C-unwind" fn utofu_poll_tcq(h: usize, flags: u64, cbdata: *mut *mut c_void) -> i32 {
     let r = (|| {
         let v = vcq::get(h)?;
         if flags != 0 {
@@ -863,20 +869,27 @@ pub unsafe extern "C" fn utofu_poll_tcq(h: usize, flags: u64, cbdata: *mut *mut 
         if v.queued.load(Ordering::Acquire) == 0 {
             return Err(UTOFU_ERR_NOT_FOUND);
         }
-        let mut q = v.tcq.lock();
-        let e = q.tcq.pop_front();
-        v.queued.store(q.tcq.len(), Ordering::Release);
-        drop(q);
-        // Every queued entry is reported (successes with TCQ_NOTICE, and errors).
-        let Some(e) = e else { return Err(UTOFU_ERR_NOT_FOUND) };
-        out(cbdata, e.cbdata as *mut c_void)?;
-        if e.rc == UTOFU_SUCCESS { Ok(()) } else { Err(e.rc) }
+        take_tcq(v, cbdata)
     })();
     done("utofu_poll_tcq", r)
 }
 
+/// The TCQ entry of a non-empty poll, under the queue's lock (whose guard lives here, not in
+/// the export).
+#[inline(never)]
+fn take_tcq(v: &vcq::Vcq, cbdata: *mut *mut c_void) -> UResult<()> {
+    let mut q = v.tcq.lock();
+    let e = q.tcq.pop_front();
+    v.queued.store(q.tcq.len(), Ordering::Release);
+    drop(q);
+    // Every queued entry is reported (successes with TCQ_NOTICE, and errors).
+    let Some(e) = e else { return Err(UTOFU_ERR_NOT_FOUND) };
+    out(cbdata, e.cbdata as *mut c_void)?;
+    if e.rc == UTOFU_SUCCESS { Ok(()) } else { Err(e.rc) }
+}
+
 #[no_mangle]
-pub unsafe extern "C" fn utofu_poll_mrq(h: usize, flags: u64, notice_out: *mut utofu_mrq_notice) -> i32 {
+pub unsafe extern "C-unwind" fn utofu_poll_mrq(h: usize, flags: u64, notice_out: *mut utofu_mrq_notice) -> i32 {
     let r = (|| {
         let v = vcq::get(h)?;
         if flags != 0 {

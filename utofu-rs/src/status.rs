@@ -16,10 +16,18 @@ thread_local! {
 #[inline]
 pub fn ret(func: &'static str, rc: i32) -> i32 {
     if rc != UTOFU_SUCCESS && rc != UTOFU_ERR_NOT_FOUND && rc != UTOFU_ERR_NOT_COMPLETED {
-        LAST.with(|l| l.set(Some((func, rc))));
-        softnic_fabric::sn_debug!("uTofu", "{} -> {} ({})", func, rc, name(rc));
+        record_failure(func, rc);
     }
     rc
+}
+
+/// [`ret`]'s failure path, out of line (the polls that report through `ret` hold nothing to
+/// drop, see `utofu_poll_mrq`).
+#[cold]
+#[inline(never)]
+fn record_failure(func: &'static str, rc: i32) {
+    LAST.with(|l| l.set(Some((func, rc))));
+    softnic_fabric::sn_debug!("uTofu", "{} -> {} ({})", func, rc, name(rc));
 }
 
 /// `ret` for an internal result.

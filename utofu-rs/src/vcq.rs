@@ -276,8 +276,16 @@ impl Vcq {
         // SAFETY: inside our block, 4-aligned.
         let w = unsafe { &*(self.blk().add(H_OVERFLOW) as *const AtomicU32) };
         if w.load(Ordering::Relaxed) != 0 {
-            crate::status::fatal(&format!("MRQ Overflow on TNI {} CQ {}", self.addr.tni, self.addr.cq));
+            self.overflowed();
         }
+    }
+
+    /// The fatal end of an overflowed MRQ, out of line: the polls that check for it hold
+    /// nothing to drop (see `utofu_poll_mrq`).
+    #[cold]
+    #[inline(never)]
+    fn overflowed(&self) -> ! {
+        crate::status::fatal(&format!("MRQ Overflow on TNI {} CQ {}", self.addr.tni, self.addr.cq))
     }
 
     /// Pushes a notice into our own MRQ (a local notice); a full MRQ is an overflow.

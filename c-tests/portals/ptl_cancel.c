@@ -1,0 +1,134 @@
+/* Watcher threads blocked in PtlEQWait, PtlEQWait_timeout and PtlEQPoll, cancelled as
+ * programs do at exit (deferred and asynchronous; at once, soon and after they slept),
+ * plus threads calling PtlEQPoll with a zero timeout in a loop.  Afterwards the queues the
+ * watchers slept on still work from the main thread: PtlEQGet takes the events of the left
+ * neighbour's puts (a waiter count left behind would make it answer PTL_EQ_EMPTY forever),
+ * a second waiter beside a cancelled one gets its event, and PtlEQFree succeeds.
+ * Usage: ptl_cancel [rounds].  Prints "ptl_cancel: rank R of N ok". */
+#include "ptest.h"
+#include "canceltest.h"
+#include <pmi.h>
+
+enum { PT_DATA = 4 };
+static ptl_handle_ni_t ni;
+static ptl_handle_eq_t q1, q2;
+
+static void eq_wait(void *a)
+{
+    ptl_event_t ev;
+    int rc = PtlEQWait(q1, &ev);
+    SN_FAIL("PtlEQWait returned %s with nothing sent", PtlErrorStr(rc));
+}
+
+static void eq_wait_timeout(void *a)
+{
+    ptl_event_t ev;
+    int rc = PtlEQWait_timeout(q2, &ev);
+    SN_FAIL("PtlEQWait_timeout returned %s with nothing sent", PtlErrorStr(rc));
+}
+
+static void eq_poll(void *a)
+{
+    ptl_handle_eq_t qs[2] = { q2, q1 };
+    ptl_event_t ev;
+    int which;
+    int rc = PtlEQPoll(qs, 2, PTL_TIME_FOREVER, &ev, &which);
+    SN_FAIL("PtlEQPoll returned %s with nothing sent", PtlErrorStr(rc));
+}
+
+static void eq_poll_zero(void *a)
+{
+    ptl_handle_eq_t qs[2] = { q1, q2 };
+    ptl_event_t ev;
+    int which;
+    int rc = PtlEQPoll(qs, 2, 0, &ev, &which);
+    if (rc != PTL_EQ_EMPTY) SN_FAIL("PtlEQPoll(0) returned %s", PtlErrorStr(rc));
+}
+
+typedef struct { atomic_int done; ptl_event_t ev; } second_t;
+
+static void *second_waiter(void *p)
+{
+    second_t *s = p;
+    int rc = PtlEQWait(q1, &s->ev);
+    if (rc != PTL_OK) SN_FAIL("PtlEQWait beside a cancelled waiter: %s", PtlErrorStr(rc));
+    atomic_store(&s->done, 1);
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    int spawned, rank, n, maxif;
+    int rounds = argc > 1 ? atoi(argv[1]) : 10;
+    CHECK_EQ(PMI_Init(&spawned), PMI_SUCCESS);
+    CHECK_EQ(PMI_Get_rank(&rank), PMI_SUCCESS);
+    CHECK_EQ(PMI_Get_size(&n), PMI_SUCCESS);
+    sntest_rank = rank;
+    /* PtlEQWait_timeout waits SOFTNIC_PTL_WAIT_TIMEOUT_MS: long enough never to return here. */
+    setenv("SOFTNIC_PTL_WAIT_TIMEOUT_MS", "600000", 1);
+    PCHECK(PtlInit(&maxif));
+    PCHECK(PtlNIInit(PTL_IFACE_DEFAULT, PTL_PID_ANY, NULL, NULL, &ni));
+    ptl_process_id_t right;
+    PCHECK(PtlGetRankId(ni, (rank + 1) % n, &right));
+    PCHECK(PtlEQAlloc(ni, 64, PTL_EQ_HANDLER_NONE, &q1));
+    PCHECK(PtlEQAlloc(ni, 64, PTL_EQ_HANDLER_NONE, &q2));
+    uint64_t target = 0;
+    ptl_handle_me_t me;
+    PCHECK(PtlMEAttach(ni, PT_DATA, ANY_ID, 0, 0, PTL_RETAIN, PTL_INS_AFTER, &me));
+    PCHECK(PtlMDAttach(me, md_of(&target, 8, PTL_MD_THRESH_INF, PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE, q1), PTL_RETAIN, NULL));
+
+    ct_battery("PtlEQWait", eq_wait, NULL, rounds);
+    ct_battery("PtlEQWait_timeout", eq_wait_timeout, NULL, rounds);
+    ct_battery("PtlEQPoll", eq_poll, NULL, rounds);
+    for (int i = 0; i < rounds; i++) {
+        ct_cancel("PtlEQPoll(0) in a loop", eq_poll_zero, NULL, PTHREAD_CANCEL_ASYNCHRONOUS, 1, 2000 + 100 * i);
+        ct_cancel("PtlEQPoll(0) in a loop", eq_poll_zero, NULL, PTHREAD_CANCEL_DEFERRED, 1, 2000 + 100 * i);
+    }
+    /* Nothing was taken or left half-taken. */
+    expect_empty(q1);
+    expect_empty(q2);
+
+    second_t second;
+    memset(&second, 0, sizeof second);
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, second_waiter, &second) == 0);
+    ct_sleep_us(20000);
+    ct_cancel("PtlEQWait beside another waiter", eq_wait, NULL, PTHREAD_CANCEL_ASYNCHRONOUS, 0, 20000);
+    ct_cancel("PtlEQWait beside another waiter", eq_wait, NULL, PTHREAD_CANCEL_DEFERRED, 0, 20000);
+    CHECK_EQ(PMI_Barrier(), PMI_SUCCESS);
+
+    uint64_t word;
+    ptl_handle_md_t md;
+    PCHECK(PtlMDBind(ni, md_of(&word, 8, PTL_MD_THRESH_INF, PTL_MD_EVENT_START_DISABLE, q2), PTL_RETAIN, &md));
+    word = 0xca11ed00u + rank;
+    PCHECK(PtlPut(md, PTL_NOACK_REQ, right, PT_DATA, 0, 0, 0, 0));
+    EXPECT(q2, PTL_EVENT_SEND_END);
+    CHECK(pthread_join(th, NULL) == 0);
+    CHECK(atomic_load(&second.done));
+    CHECK_EQ(second.ev.type, PTL_EVENT_PUT_END);
+    CHECK_EQ(target, 0xca11ed00u + (rank + n - 1) % n);
+
+    /* PtlEQGet from this thread: no stale waiter makes it answer EMPTY. */
+    CHECK_EQ(PMI_Barrier(), PMI_SUCCESS);
+    word = 0xbeef0000u + rank;
+    PCHECK(PtlPut(md, PTL_NOACK_REQ, right, PT_DATA, 0, 0, 0, 0));
+    EXPECT(q2, PTL_EVENT_SEND_END);
+    ptl_event_t ev;
+    int rc;
+    for (long spins = 0; (rc = PtlEQGet(q1, &ev)) == PTL_EQ_EMPTY; spins++) {
+        if (spins > 20000) SN_FAIL("PtlEQGet never saw the put (a waiter count left behind?)");
+        ct_sleep_us(500);
+    }
+    PCHECK_RC(rc, PTL_OK);
+    CHECK_EQ(ev.type, PTL_EVENT_PUT_END);
+    CHECK_EQ(target, 0xbeef0000u + (rank + n - 1) % n);
+
+    CHECK_EQ(PMI_Barrier(), PMI_SUCCESS);
+    PCHECK(PtlMDUnlink(md));
+    PCHECK(PtlEQFree(q1));
+    PCHECK(PtlEQFree(q2));
+    PCHECK(PtlNIFini(ni));
+    PtlFini();
+    printf("ptl_cancel: rank %d of %d ok\n", rank, n);
+    return 0;
+}

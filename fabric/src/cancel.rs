@@ -1,0 +1,399 @@
+//! Thread cancellation (`pthread_cancel`) in blocking calls.
+//!
+//! The vendors' libraries are C libraries, and their blocking calls are cancellation points:
+//! programs park a watcher thread in `GNI_CqWaitEvent` or `PtlEQWait` (often with
+//! `PTHREAD_CANCEL_ASYNCHRONOUS`) and cancel it at exit.  Cancellation unwinds the thread
+//! (glibc's forced unwind); in Rust that runs the destructors of the frames it passes, so what
+//! a call holds is released, provided that the unwind reaches us only where we expect it.
+//!
+//! The rules:
+//! - **A blocking export** is `extern "C-unwind"` and runs its body through [`blocking`].  On
+//!   entry the calling thread's cancellation is made deferred and disabled, so nothing inside
+//!   the library — a lock held, a ring slot half claimed, a libfabric call, a log line written
+//!   — can be interrupted by it; the caller's type and state are put back on return.
+//! - **Cancellation points** are the blocking calls themselves (a request pending when one
+//!   is called ends the thread there) and the waits for what the call is about (an event, a
+//!   barrier, a DMA completion), marked with [`point`].  Their sleeps ([`syscall`] from `wait`'s futex
+//!   calls, [`sleep`]) are *windows*: if the caller had cancellation enabled, it is enabled
+//!   again, asynchronous, around that one system call, as glibc does for its own cancellable
+//!   system calls.  A pending or arriving request then unwinds the thread out of the system
+//!   call: the waits' guards drop their waiter counts, guards release locks and references,
+//!   and the C frames above the export run the program's cleanup handlers.  Lock waits and
+//!   other short internal sleeps are never windows.
+//! - **Frames an asynchronous unwind may start in hold nothing to drop.**  An unwind that
+//!   starts between two calls of a frame with landing pads aborts (the unwinder finds no
+//!   entry for the instruction), so the window functions, [`blocking`] and the exports
+//!   themselves have no destructors; everything else runs with cancellation disabled.
+//! - **Outside blocking calls** the library never acts on a cancellation request: its own
+//!   sleeps use the raw system call, which is not a cancellation point.
+//! - A Rust panic inside a blocking call still aborts, naming the call ([`blocking`]'s
+//!   guard tells a panic from a cancellation by `std::thread::panicking`).
+
+use std::cell::Cell;
+use std::time::Duration;
+
+use libc::{c_int, c_long};
+
+const PTHREAD_CANCEL_ENABLE: c_int = 0;
+const PTHREAD_CANCEL_DISABLE: c_int = 1;
+const PTHREAD_CANCEL_DEFERRED: c_int = 0;
+const PTHREAD_CANCEL_ASYNCHRONOUS: c_int = 1;
+
+// Declared "C-unwind": enabling cancellation, or a system call made with it enabled, may
+// unwind the thread.  (Declared here rather than taken from `libc`, whose declarations
+// are "C": calls through them are assumed not to unwind.)
+#[allow(clashing_extern_declarations)]
+extern "C-unwind" {
+    fn pthread_setcancelstate(state: c_int, oldstate: *mut c_int) -> c_int;
+    fn pthread_setcanceltype(ty: c_int, oldtype: *mut c_int) -> c_int;
+    fn pthread_testcancel();
+    /// glibc's `syscall` is variadic, but it only moves integer registers (it never reads
+    /// variable arguments through `va_list`), so calling it with six fixed `long`s is the
+    /// same call.
+    #[link_name = "syscall"]
+    fn syscall6(nr: c_long, a1: c_long, a2: c_long, a3: c_long, a4: c_long, a5: c_long, a6: c_long) -> c_long;
+}
+
+/// This thread's place, as bits: inside a blocking call; the caller had cancellation
+/// enabled; inside a cancellation point of that call.
+const IN_CALL: u8 = 1;
+const CALLER_ENABLED: u8 = 2;
+const AT_POINT: u8 = 4;
+
+thread_local! {
+    static STATE: Cell<u8> = const { Cell::new(0) };
+}
+
+/// Runs the body of a blocking export (see the module doc).  `api` names the call in the
+/// message printed if a panic happens inside.  Nested blocking calls (a library function
+/// calling another) keep the outermost call's settings.
+///
+/// No destructors here: this frame is the one an asynchronous cancellation may find between
+/// the export's entry and the disabling of cancellation.
+#[inline(never)]
+pub fn blocking<R>(api: &'static str, f: impl FnOnce() -> R) -> R {
+    let before = STATE.with(|s| s.get());
+    if before & IN_CALL != 0 {
+        return run(api, f);
+    }
+    let mut ty: c_int = 0;
+    let mut st: c_int = 0;
+    // SAFETY: valid out pointers.  A cancellation point acts on a request already pending
+    // when it is called, even if it would not sleep (a wait with a zero timeout in a loop).
+    // Then deferred: a cancellation signal already on its way only marks the thread (glibc
+    // acts on it from the handler only when asynchronous).
+    unsafe {
+        pthread_testcancel();
+        pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, &mut ty);
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &mut st);
+    }
+    STATE.with(|s| s.set(IN_CALL | if st == PTHREAD_CANCEL_ENABLE { CALLER_ENABLED } else { 0 }));
+    let r = run(api, f);
+    STATE.with(|s| s.set(0));
+    let mut ignored: c_int = 0;
+    if st == PTHREAD_CANCEL_ENABLE {
+        // SAFETY: still deferred here (see `enable`).  An asynchronous caller is cancelled
+        // at once by a request that arrived meanwhile (the unwind starts in this frame,
+        // which holds nothing); a deferred one at its next cancellation point.
+        unsafe { enable(ty == PTHREAD_CANCEL_ASYNCHRONOUS) };
+    }
+    if ty == PTHREAD_CANCEL_ASYNCHRONOUS {
+        // SAFETY: valid out pointer.
+        unsafe { pthread_setcanceltype(ty, &mut ignored) };
+    }
+    r
+}
+
+/// Enables cancellation of a thread that is deferred, acting on a pending request only if
+/// `act`.  Never through `pthread_setcancelstate` acting itself: glibc (2.36) then unwinds
+/// without setting the thread's result, and `pthread_join` reads NULL instead of
+/// `PTHREAD_CANCELED`; `pthread_testcancel` sets it.
+///
+/// # Safety
+/// The thread's type must be deferred; the caller's frame holds nothing to drop if `act`.
+#[inline(always)]
+unsafe fn enable(act: bool) {
+    let mut st: c_int = 0;
+    // SAFETY: valid out pointer; deferred, so enabling does not act by itself.
+    unsafe { pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &mut st) };
+    if act {
+        // SAFETY: a plain cancellation point.
+        unsafe { pthread_testcancel() };
+    }
+}
+
+/// Defines a blocking export: `#[no_mangle] extern "C-unwind"`, its body run through
+/// [`blocking`] as a separate function, so that the export's own frame holds nothing to
+/// drop (see the module doc).  `return` in the body returns from the call.
+///
+/// ```ignore
+/// softnic_fabric::blocking_export! {
+///     pub unsafe fn GNI_CqWaitEvent(cq: gni_cq_handle_t, timeout: u64, ev: *mut u64) -> gni_return_t {
+///         ...
+///     }
+/// }
+/// ```
+#[macro_export]
+macro_rules! blocking_export {
+    ($(#[$m:meta])* pub unsafe fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty $body:block) => {
+        $(#[$m])*
+        #[no_mangle]
+        pub unsafe extern "C-unwind" fn $name($($arg: $ty),*) -> $ret {
+            #[inline(never)]
+            unsafe fn body($($arg: $ty),*) -> $ret $body
+            // SAFETY: the caller's arguments, forwarded under the export's own contract.
+            $crate::cancel::blocking(stringify!($name), move || unsafe { body($($arg),*) })
+        }
+    };
+    ($(#[$m:meta])* pub fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty $body:block) => {
+        $(#[$m])*
+        #[no_mangle]
+        pub extern "C-unwind" fn $name($($arg: $ty),*) -> $ret {
+            #[inline(never)]
+            fn body($($arg: $ty),*) -> $ret $body
+            $crate::cancel::blocking(stringify!($name), move || body($($arg),*))
+        }
+    };
+}
+
+/// The body of a blocking call, under a guard that aborts on a Rust panic and forgets the
+/// call's thread state when a cancellation unwinds through it.
+#[inline(never)]
+fn run<R>(api: &'static str, f: impl FnOnce() -> R) -> R {
+    struct Guard(&'static str);
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            if std::thread::panicking() {
+                crate::log::fatal(self.0, "internal error (a panic inside a blocking call)");
+            }
+            // A cancellation: the thread is ending; whatever the program's cleanup handlers
+            // call next starts afresh.
+            STATE.with(|s| s.set(0));
+        }
+    }
+    let g = Guard(api);
+    let r = f();
+    std::mem::forget(g);
+    r
+}
+
+/// Runs `f` as a cancellation point of the current blocking call: its sleeps are windows
+/// (see the module doc).  Outside a blocking call, or when the caller had cancellation
+/// disabled, `f` just runs.
+#[inline]
+pub fn point<R>(f: impl FnOnce() -> R) -> R {
+    let before = STATE.with(|s| s.get());
+    if before & (IN_CALL | CALLER_ENABLED) != IN_CALL | CALLER_ENABLED || before & AT_POINT != 0 {
+        return f();
+    }
+    struct Leave(u8);
+    impl Drop for Leave {
+        fn drop(&mut self) {
+            STATE.with(|s| s.set(self.0));
+        }
+    }
+    STATE.with(|s| s.set(before | AT_POINT));
+    let _leave = Leave(before);
+    f()
+}
+
+/// A cancellation point for waits that poll instead of sleeping (a collective's progress
+/// loop): acts on a pending request if this thread is in a blocking call whose caller had
+/// cancellation enabled.  A thread-local read otherwise.
+#[inline]
+pub fn test() {
+    if STATE.with(|s| s.get()) & (IN_CALL | CALLER_ENABLED) == IN_CALL | CALLER_ENABLED {
+        test_window();
+    }
+}
+
+/// `pthread_testcancel` with cancellation enabled around it.  No destructors (the unwind
+/// starts in glibc, called from here).
+#[inline(never)]
+fn test_window() {
+    let mut st: c_int = 0;
+    // SAFETY: valid out pointers; the thread is deferred inside a blocking call.
+    unsafe {
+        enable(true);
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &mut st);
+    }
+}
+
+/// Whether a sleep of this thread now is a window.
+#[inline]
+fn window_open() -> bool {
+    STATE.with(|s| s.get()) == IN_CALL | CALLER_ENABLED | AT_POINT
+}
+
+/// A system call that sleeps (futex waits, nanosleep, poll): a cancellation window at a
+/// cancellation point of a blocking call, otherwise the plain system call (never a
+/// cancellation point).  Returns the call's result and `errno` (0 on success).
+pub fn syscall(nr: c_long, args: [c_long; 6]) -> (c_long, c_int) {
+    if window_open() {
+        window(nr, args)
+    } else {
+        // SAFETY: the caller's system call and arguments, as for libc::syscall.
+        let r = unsafe { syscall6(nr, args[0], args[1], args[2], args[3], args[4], args[5]) };
+        (r, if r < 0 { errno() } else { 0 })
+    }
+}
+
+/// The system call with cancellation enabled and asynchronous around it.  No destructors:
+/// the unwind may start in this frame.
+#[inline(never)]
+fn window(nr: c_long, args: [c_long; 6]) -> (c_long, c_int) {
+    let mut ty: c_int = 0;
+    let mut st: c_int = 0;
+    // SAFETY: valid out pointers; the system call as the caller gave it.  Enabling with a
+    // request pending (asynchronous by then) unwinds at once.
+    unsafe {
+        // A request already pending is acted on here, one that arrives later by the signal
+        // (both set the thread's result, see `enable`).
+        enable(true);
+        pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &mut ty);
+        let r = syscall6(nr, args[0], args[1], args[2], args[3], args[4], args[5]);
+        let e = if r < 0 { errno() } else { 0 };
+        pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, &mut ty);
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &mut st);
+        (r, e)
+    }
+}
+
+fn errno() -> c_int {
+    // SAFETY: glibc's per-thread errno location.
+    unsafe { *libc::__errno_location() }
+}
+
+/// Sleeps for `d`: a window at a cancellation point (see [`syscall`]), never a
+/// cancellation point elsewhere, unlike `std::thread::sleep`.  For the naps of waits for
+/// what a blocking call is about (a peer's answer, a DMA completion).
+pub fn sleep(d: Duration) {
+    nanosleep(d, true)
+}
+
+/// Sleeps for `d` and is never a cancellation point: for short waits on internal state
+/// (a lock, a claim another thread is finishing), where the thread may hold something
+/// that must not be left half done.
+pub fn nap(d: Duration) {
+    nanosleep(d, false)
+}
+
+fn nanosleep(d: Duration, may_be_window: bool) {
+    let mut ts = libc::timespec { tv_sec: d.as_secs().min(i64::MAX as u64) as libc::time_t, tv_nsec: d.subsec_nanos() as libc::c_long };
+    loop {
+        let mut rem = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        let args = [&ts as *const libc::timespec as c_long, &mut rem as *mut libc::timespec as c_long, 0, 0, 0, 0];
+        let (r, e) = if may_be_window {
+            syscall(libc::SYS_nanosleep, args)
+        } else {
+            // SAFETY: nanosleep with two live timespecs.
+            let r = unsafe { syscall6(libc::SYS_nanosleep, args[0], args[1], 0, 0, 0, 0) };
+            (r, if r < 0 { errno() } else { 0 })
+        };
+        if r == 0 || e != libc::EINTR {
+            return;
+        }
+        ts = rem;
+    }
+}
+
+/// Cancellation held off while alive: for calls into other C libraries (libfabric) whose
+/// internal system calls are cancellation points and which must not be unwound halfway,
+/// from whatever call of ours reaches them.  Cheap (one compare-exchange each way in
+/// glibc), but meant for paths that are system calls anyway.
+pub struct Masked(c_int);
+
+impl Masked {
+    pub fn new() -> Masked {
+        let mut st: c_int = PTHREAD_CANCEL_DISABLE;
+        // SAFETY: valid out pointer; disabling never acts on a request.
+        unsafe { pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &mut st) };
+        Masked(st)
+    }
+}
+
+impl Default for Masked {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for Masked {
+    fn drop(&mut self) {
+        if self.0 != PTHREAD_CANCEL_DISABLE {
+            let mut ty: c_int = 0;
+            // SAFETY: valid out pointers.  Enabled again while deferred (see `enable`); an
+            // asynchronous thread is then cancelled by a request that came meanwhile (the
+            // unwind starts in glibc, at a call site of ours), a deferred one later.
+            unsafe {
+                pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, &mut ty);
+                enable(ty == PTHREAD_CANCEL_ASYNCHRONOUS);
+                if ty == PTHREAD_CANCEL_ASYNCHRONOUS {
+                    pthread_setcanceltype(ty, &mut ty);
+                }
+            }
+        }
+    }
+}
+
+/// Whether this thread is at a live cancellation point (its sleeps are windows): for waits
+/// that must choose a sleeping system call to be cancellable (a poll before a read).
+pub fn at_point() -> bool {
+    window_open()
+}
+
+/// Whether this thread is inside a blocking call whose cancellation points are live
+/// (diagnostics and tests).
+pub fn in_cancellable_call() -> bool {
+    STATE.with(|s| s.get()) & (IN_CALL | CALLER_ENABLED) == IN_CALL | CALLER_ENABLED
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outside_calls_sleeps_are_plain() {
+        assert!(!window_open());
+        let t = std::time::Instant::now();
+        sleep(Duration::from_millis(5));
+        assert!(t.elapsed() >= Duration::from_millis(5));
+        point(|| assert!(!window_open()));
+    }
+
+    #[test]
+    fn a_blocking_call_opens_windows_only_at_its_points_and_restores_the_state() {
+        let r = blocking("test", || {
+            assert!(in_cancellable_call());
+            assert!(!window_open());
+            point(|| {
+                assert!(window_open());
+                // Nested points and nested calls keep the outer settings.
+                point(|| assert!(window_open()));
+                blocking("inner", || assert!(window_open()));
+            });
+            assert!(!window_open());
+            // A window with nothing pending is an ordinary system call.
+            point(|| sleep(Duration::from_millis(1)));
+            7
+        });
+        assert_eq!(r, 7);
+        assert_eq!(STATE.with(|s| s.get()), 0);
+        let mut st: c_int = -1;
+        // SAFETY: valid out pointer; puts the (enabled) state back.
+        unsafe {
+            pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &mut st);
+        }
+        assert_eq!(st, PTHREAD_CANCEL_ENABLE, "the caller's state is back after the call");
+    }
+
+    #[test]
+    fn a_caller_with_cancellation_disabled_gets_no_windows() {
+        let mut st: c_int = 0;
+        // SAFETY: valid out pointers.
+        unsafe { pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &mut st) };
+        blocking("test", || point(|| assert!(!window_open())));
+        // SAFETY: as above.
+        unsafe { pthread_setcancelstate(st, &mut st) };
+    }
+}
