@@ -134,6 +134,33 @@ int main(void)
     GNI_OK(GNI_CqGetEvent(cq2, &ev));
     CHECK_EQ(GNI_CQ_GET_CE_ID(ev), id2);
 
+    /* A segmented registration as the result buffer: local_addr is an offset, and the
+     * result must lie in one segment (not across the boundary, not past the end). */
+    uint64_t *s1 = aligned_alloc(4096, 4096), *s2 = aligned_alloc(4096, 4096);
+    CHECK(s1 && s2);
+    memset(s2, 0x5a, 4096);
+    gni_mem_segment_t sg[2] = { { (uint64_t)(uintptr_t)s1, 4096 }, { (uint64_t)(uintptr_t)s2, 4096 } };
+    gni_mem_handle_t smh;
+    GNI_OK(GNI_MemRegisterSegments(t.nic, sg, 2, NULL, GNI_MEM_READWRITE, -1, &smh));
+    ce_post(me, &d, (void *)(uintptr_t)(4096 - 16), smh, GNI_FMA_CE_IADD);
+    GNI_EXPECT(GNI_RC_INVALID_PARAM, GNI_PostFma(me, &d));
+    ce_post(me, &d, (void *)(uintptr_t)(8192 - 16), smh, GNI_FMA_CE_IADD);
+    GNI_EXPECT(GNI_RC_INVALID_PARAM, GNI_PostFma(me, &d));
+    ce_post(me, &d, (void *)(uintptr_t)(4096 + 64), smh, GNI_FMA_CE_IADD);
+    d.ce_red_id = 77;
+    GNI_OK(GNI_PostFma(me, &d));
+    gni_ce_result_t *sr = (gni_ce_result_t *)(s2 + 8);
+    GNI_OK(GNI_CeCheckResult(sr, 1));
+    CHECK_EQ(sr->result1, 5);
+    CHECK_EQ(gni_ce_res_get_red_id(sr), 77);
+    CHECK_EQ(s2[7], 0x5a5a5a5a5a5a5a5aull);
+    CHECK_EQ(s2[11], 0x5a5a5a5a5a5a5a5aull);
+    ev = gnit_wait(t.cq, GNI_RC_SUCCESS);
+    GNI_OK(GNI_GetCompleted(t.cq, ev, &done));
+    CHECK(done == &d);
+    GNI_OK(GNI_CqGetEvent(cq2, &ev));
+    GNI_OK(GNI_MemDeregister(t.nic, &smh));
+
     /* Destroy: twice is INVALID_PARAM; a post naming a destroyed VCE is an error event. */
     GNI_OK(GNI_CeDestroy(ce2));
     GNI_EXPECT(GNI_RC_INVALID_PARAM, GNI_CeDestroy(ce2));
