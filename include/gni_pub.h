@@ -82,7 +82,9 @@
  * 35..32, bit 40 when contributions disagreed and bit 63 once delivered; a
  * post's GLOBAL event reports the transfer, GNI_CeCheckResult the reduction
  * (TRANSACTION_ERROR for disagreement or a trapped exception, also when the
- * VCE's owner has exited); a second post on an endpoint before its previous
+ * VCE's owner has exited); GNI_CeCheckResult's length is not a byte count
+ * (programs pass 1 for one result, 0, or sizeof(gni_ce_result_t)): any value
+ * is accepted and the one result at `result` is checked; a second post on an endpoint before its previous
  * result arrived is INVALID_PARAM; the ROUND_* mode of the VCE that combines
  * applies, RC_* modes change nothing; every VCE configured with CQE_ONCOMP
  * gets one event per round (GNI_CQ_GET_CE_ID), CQE_ONERR only failed rounds.
