@@ -49,6 +49,17 @@
  * instances by inst_id, and the endpoint's remote_id picks one of them (or the
  * only instance connected at that address).
  *
+ * Multi-segment registrations (GNI_MemRegisterSegments) are one memory domain
+ * addressed by offset: the segments concatenated in list order, no padding.  A
+ * segmented handle works on both sides of every post (FMA and RDMA PUT/GET, the
+ * flagged and sync-flag variants, AMOs, CE results): as remote_mem_hndl,
+ * remote_addr is the offset; as local_mem_hndl, local_addr is (0 included), and
+ * a transfer may cross from one segment into the next on either side.  A local
+ * range past the total length is INVALID_PARAM from the post itself (nothing
+ * moves); a remote one is a transaction error.  An FMA PUT needs no local
+ * handle: its local_addr is a virtual address unless the handle is segmented.
+ * (GNI_SmsgInit's local mailbox is the msg_buffer pointer: not segmented.)
+ *
  * Event data: every event on the initiator's CQ (LOCAL and GLOBAL POST events,
  * CQ-write completions, SMSG and MSGQ send completions) carries the endpoint's
  * local_event value, by default the remote_id it was bound with; every event at
@@ -71,7 +82,9 @@
  * 35..32, bit 40 when contributions disagreed and bit 63 once delivered; a
  * post's GLOBAL event reports the transfer, GNI_CeCheckResult the reduction
  * (TRANSACTION_ERROR for disagreement or a trapped exception, also when the
- * VCE's owner has exited); a second post on an endpoint before its previous
+ * VCE's owner has exited); GNI_CeCheckResult's length is not a byte count
+ * (programs pass 1 for one result, 0, or sizeof(gni_ce_result_t)): any value
+ * is accepted and the one result at `result` is checked; a second post on an endpoint before its previous
  * result arrived is INVALID_PARAM; the ROUND_* mode of the VCE that combines
  * applies, RC_* modes change nothing; every VCE configured with CQE_ONCOMP
  * gets one event per round (GNI_CQ_GET_CE_ID), CQE_ONERR only failed rounds.

@@ -1,5 +1,5 @@
 /* Bad input to the collective engine: every call gets its documented code and changes
- * nothing (a VCE refused a configuration can still be configured; a refused post leaves
+ * nothing; GNI_CeCheckResult takes any length (0, 1, sizeof: what programs pass) (a VCE refused a configuration can still be configured; a refused post leaves
  * the result buffer and the CQ untouched).  Also: a VCE destroyed while a contributor's
  * endpoint still names it gives that contributor an error event, not a hang.
  * Runs on any number of ranks (each rank works on its own VCEs). */
@@ -112,11 +112,14 @@ int main(void)
     gni_cq_entry_t ev;
     GNI_EXPECT(GNI_RC_NOT_DONE, GNI_CqGetEvent(t.cq, &ev));
 
-    /* CheckResult. */
+    /* CheckResult: `length` is not a byte count (programs pass 1, 0 or the size), so only
+     * a NULL or misaligned result is refused, whatever the length. */
     gni_ce_result_t *r = (gni_ce_result_t *)(buf + 8);
-    GNI_EXPECT(GNI_RC_INVALID_PARAM, GNI_CeCheckResult(NULL, sizeof(*r)));
-    GNI_EXPECT(GNI_RC_INVALID_PARAM, GNI_CeCheckResult(r, sizeof(*r) - 1));
-    GNI_EXPECT(GNI_RC_INVALID_PARAM, GNI_CeCheckResult((gni_ce_result_t *)((char *)r + 4), sizeof(*r)));
+    const uint32_t lengths[5] = { 0, 1, sizeof(*r), sizeof(*r) - 1, 1000 };
+    for (int i = 0; i < 5; i++) {
+        GNI_EXPECT(GNI_RC_INVALID_PARAM, GNI_CeCheckResult(NULL, lengths[i]));
+        GNI_EXPECT(GNI_RC_INVALID_PARAM, GNI_CeCheckResult((gni_ce_result_t *)((char *)r + 4), lengths[i]));
+    }
     CHECK_EQ(gni_ce_res_status_ok(NULL), 0);
     CHECK_EQ(gni_ce_res_get_red_id(NULL), 0);
 
@@ -124,7 +127,7 @@ int main(void)
     ce_post(me, &d, r, mh, GNI_FMA_CE_IADD);
     d.ce_red_id = 0x123456789ull;
     GNI_OK(GNI_PostFma(me, &d));
-    GNI_OK(GNI_CeCheckResult(r, sizeof(*r)));
+    for (int i = 0; i < 5; i++) GNI_OK(GNI_CeCheckResult(r, lengths[i]));
     CHECK_EQ(r->result1, 5);
     CHECK_EQ(gni_ce_res_get_red_id(r), 0x23456789);
     ev = gnit_wait(t.cq, GNI_RC_SUCCESS);
@@ -133,6 +136,33 @@ int main(void)
     CHECK(done == &d);
     GNI_OK(GNI_CqGetEvent(cq2, &ev));
     CHECK_EQ(GNI_CQ_GET_CE_ID(ev), id2);
+
+    /* A segmented registration as the result buffer: local_addr is an offset, and the
+     * result must lie in one segment (not across the boundary, not past the end). */
+    uint64_t *s1 = aligned_alloc(4096, 4096), *s2 = aligned_alloc(4096, 4096);
+    CHECK(s1 && s2);
+    memset(s2, 0x5a, 4096);
+    gni_mem_segment_t sg[2] = { { (uint64_t)(uintptr_t)s1, 4096 }, { (uint64_t)(uintptr_t)s2, 4096 } };
+    gni_mem_handle_t smh;
+    GNI_OK(GNI_MemRegisterSegments(t.nic, sg, 2, NULL, GNI_MEM_READWRITE, -1, &smh));
+    ce_post(me, &d, (void *)(uintptr_t)(4096 - 16), smh, GNI_FMA_CE_IADD);
+    GNI_EXPECT(GNI_RC_INVALID_PARAM, GNI_PostFma(me, &d));
+    ce_post(me, &d, (void *)(uintptr_t)(8192 - 16), smh, GNI_FMA_CE_IADD);
+    GNI_EXPECT(GNI_RC_INVALID_PARAM, GNI_PostFma(me, &d));
+    ce_post(me, &d, (void *)(uintptr_t)(4096 + 64), smh, GNI_FMA_CE_IADD);
+    d.ce_red_id = 77;
+    GNI_OK(GNI_PostFma(me, &d));
+    gni_ce_result_t *sr = (gni_ce_result_t *)(s2 + 8);
+    GNI_OK(GNI_CeCheckResult(sr, 1));
+    CHECK_EQ(sr->result1, 5);
+    CHECK_EQ(gni_ce_res_get_red_id(sr), 77);
+    CHECK_EQ(s2[7], 0x5a5a5a5a5a5a5a5aull);
+    CHECK_EQ(s2[11], 0x5a5a5a5a5a5a5a5aull);
+    ev = gnit_wait(t.cq, GNI_RC_SUCCESS);
+    GNI_OK(GNI_GetCompleted(t.cq, ev, &done));
+    CHECK(done == &d);
+    GNI_OK(GNI_CqGetEvent(cq2, &ev));
+    GNI_OK(GNI_MemDeregister(t.nic, &smh));
 
     /* Destroy: twice is INVALID_PARAM; a post naming a destroyed VCE is an error event. */
     GNI_OK(GNI_CeDestroy(ce2));

@@ -3,8 +3,8 @@
  * Segments: three discontiguous regions registered as one; a peer's PUT at offset 0
  * spanning all three lands in order; a GET across a boundary; an AMO at a segment start;
  * a REMOTE event on the registration's dst CQ; an access past the total length and any
- * access after deregistration are transaction errors; a segmented handle is not a local
- * handle.  vMDH: every rank's handle for index 2 is the same value and addresses each
+ * access after deregistration are transaction errors; as a local handle a segmented one
+ * takes offsets, not addresses.  vMDH: every rank's handle for index 2 is the same value and addresses each
  * peer's own registration (no handle exchange); an index with no entry at the target and
  * a deregistered entry are transaction errors; GNI_RebuildMemHndl; QueryAttr. */
 #include "data_util.h"
@@ -63,7 +63,8 @@ int main(void)
     dt_desc(&d, GNI_POST_FMA_PUT, GNI_CQMODE_GLOBAL_EVENT, src, hsrc, 16384 - 8, hs_all[right], 16);
     GNI_OK(GNI_PostFma(t.eps[right], &d));
     dt_complete(t.cq, &d, GNI_RC_TRANSACTION_ERROR);
-    /* a segmented handle is not a local handle */
+    /* as a local handle it takes offsets too (mem_segments_local.c): a virtual address
+     * is an offset far past its 16384 bytes */
     dt_desc(&d, GNI_POST_FMA_GET, GNI_CQMODE_GLOBAL_EVENT, A, hseg, 0, hs_all[right], 64);
     GNI_EXPECT(GNI_RC_INVALID_PARAM, GNI_PostFma(t.eps[right], &d));
     int yes = -1;

@@ -25,14 +25,18 @@
 //!   bits 35..32 = FP exceptions raised (`GNI_CE_FPE_*` values).  A post clears it; until
 //!   the result arrives `GNI_CeCheckResult` answers NOT_DONE; then SUCCESS, or
 //!   TRANSACTION_ERROR when the contributions disagreed or an exception the post enabled
-//!   (`GNI_CEMODE_FPE_*`) was raised.  Its `length` must be at least 24 (one result).
+//!   (`GNI_CEMODE_FPE_*`) was raised.  Its `length` is not a byte count: programs pass 1
+//!   (one result), 0, or `sizeof(gni_ce_result_t)`; every value is accepted and the call
+//!   checks the one result at `result` (NULL or not 8-aligned: INVALID_PARAM).
 //! - ROUND_* modes of the VCE that finishes a combine apply (nearest when none); RC_*
 //!   modes change nothing.
 //! - A post on a VCE whose previous reduction this endpoint has not seen completed is
 //!   INVALID_PARAM (digest 8b); so is a post on an endpoint without PE attributes, on a
 //!   VCE not configured yet or with an index past its children, an unknown command, or a
 //!   result buffer (`local_addr`, 24 bytes, 8-aligned) outside a writable registration of
-//!   this NIC.  A VCE that cannot be found at the bound address is a transaction error.
+//!   this NIC.  With a segmented registration as `local_mem_hndl`, `local_addr` is an
+//!   offset (as for other posts) and the 24 bytes must lie in one segment;
+//!   GNI_CeCheckResult takes their address.  A VCE that cannot be found at the bound address is a transaction error.
 //! - GNI_CeConfigure: 1..=32 children, each endpoint of this NIC with CE attributes,
 //!   indices 0..n-1 each exactly once; a parent endpoint with VCE attributes (its
 //!   `child_id` = our index there); once only (again: INVALID_STATE); a CQ of this NIC when
@@ -51,6 +55,8 @@ use std::sync::{Arc, Mutex};
 
 /// Most children of a VCE (`GNI_CE_MAX_CHILDREN`).
 pub const MAX_CHILDREN: usize = GNI_CE_MAX_CHILDREN as usize;
+/// Bytes of one `gni_ce_result_t` (control word, result1, result2).
+const RESULT_BYTES: u64 = std::mem::size_of::<gni_ce_result_t>() as u64;
 const DELIVERED: u64 = 1 << 63;
 const DISAGREED: u64 = coll::STATUS_ERROR << 32;
 const FPE_SHIFT: u32 = 32;
@@ -321,14 +327,23 @@ pub(crate) fn post(ep: &Ep, desc: *mut gni_post_descriptor_t) -> gni_return_t {
     if d.ce_mode & !(GNI_CEMODE_TWO_OP as u32 | fpe_bits) != 0 || d.cq_mode & !(GNI_CQMODE_GLOBAL_EVENT | GNI_CQMODE_SILENT) as u16 != 0 {
         return GNI_RC_INVALID_PARAM;
     }
-    // The result buffer: 24 bytes in a writable registration of ours.
+    // The result buffer: 24 bytes in a writable registration of ours (in one segment of
+    // a segmented one, `local_addr` then being an offset); `result` is where they are.
     if d.local_addr % 8 != 0 {
         return GNI_RC_ALIGNMENT_ERROR;
     }
-    if let Err(rc) = crate::post::check_local(&ep.nic, &d.local_mem_hndl, d.local_addr, 24, true) {
-        return rc;
+    let local = match crate::memreg::LocalMem::open(&ep.nic, &d.local_mem_hndl, d.local_addr, RESULT_BYTES, true) {
+        Ok(l) => l,
+        Err(rc) => return rc,
+    };
+    let (key, result) = match local.word(d.local_addr, RESULT_BYTES) {
+        Ok(w) => w,
+        Err(rc) => return rc,
+    };
+    if result % 8 != 0 {
+        return GNI_RC_ALIGNMENT_ERROR;
     }
-    let Some(local) = crate::memreg::local_handle(&ep.nic, &d.local_mem_hndl) else { return GNI_RC_INVALID_PARAM };
+    let Ok(me) = softnic_fabric::node::get().map(|n| n.proc_id()) else { return GNI_RC_INVALID_PARAM };
     let cq = if d.src_cq_hndl.is_null() {
         ep.cq.clone()
     } else {
@@ -370,14 +385,14 @@ pub(crate) fn post(ep: &Ep, desc: *mut gni_post_descriptor_t) -> gni_return_t {
     unsafe {
         (*desc).status = 0;
         (*desc).cq_mode_complete = 0;
-        std::ptr::write_volatile(d.local_addr as *mut u64, 0);
+        std::ptr::write_volatile(result as *mut u64, 0);
     }
-    lock(&PENDING).get_or_insert_with(HashMap::new).insert(d.local_addr as usize, PendingResult { enabled_fpe: ((d.ce_mode & fpe_bits) >> 1) as u64, vce, polls: 0 });
+    lock(&PENDING).get_or_insert_with(HashMap::new).insert(result as usize, PendingResult { enabled_fpe: ((d.ce_mode & fpe_bits) >> 1) as u64, vce, polls: 0 });
     let event = match (&cq, token) {
         (Some(c), Some(t)) => Some((c.loc, cqe::make(cqe::SRC_LOCAL, cqe::TYPE_POST, Status::Ok, t as u64, local_data as u64))),
         _ => None,
     };
-    let deliver = Deliver::Buffer { node: ep.nic.address, proc: local.owner, key: local.key, addr: d.local_addr, tag: d.ce_red_id as u32, pd: ep.nic.pd_key(), event };
+    let deliver = Deliver::Buffer { node: ep.nic.address, proc: me, key, addr: result, tag: d.ce_red_id as u32, pd: ep.nic.pd_key(), event };
     let params = Params { op, elem, rounding: Rounding::Nearest };
     let pl = payload(d.ce_cmd, d.ce_mode, d.first_operand, d.second_operand);
     match coll::contribute(&vce, attr.child_id as usize, params, &pl, deliver) {
@@ -421,7 +436,10 @@ fn transaction_error(_ep: &Ep, cq: Option<&Cq>, desc: *mut gni_post_descriptor_t
 /// Has the result of a `GNI_POST_CE` arrived in `result`?  (module doc)
 #[no_mangle]
 pub unsafe extern "C" fn GNI_CeCheckResult(result: *mut gni_ce_result_t, length: u32) -> gni_return_t {
-    if result.is_null() || (length as usize) < std::mem::size_of::<gni_ce_result_t>() || result as usize % 8 != 0 {
+    // `length` says nothing we need: programs pass 1 (one result), 0 or the size of one;
+    // the call checks the one result at `result` whatever it is (module doc).
+    let _ = length;
+    if result.is_null() || result as usize % 8 != 0 {
         return GNI_RC_INVALID_PARAM;
     }
     // SAFETY: the caller's result buffer (non-NULL, aligned); written by the engine with

@@ -47,11 +47,23 @@
 //!   page-rounded layout).  The initiator reads the table with `rma::get` and splits an
 //!   access that spans segments into per-segment pieces; an access past the total length
 //!   is a transaction error; an AMO or sync flag must lie within one segment.  REMOTE
-//!   events and CQ writes use the table registration's dst CQ.  A segmented handle is not
-//!   a valid *local* handle (INVALID_PARAM), and SMSG mailboxes in one are addressed by
-//!   offset (`msg_buffer + mbox_offset` as an offset).  Zero segments, a NULL list or a
-//!   zero-length segment is INVALID_PARAM.  Deregistration releases the segments and the
-//!   table; later remote accesses fail with a transaction error.
+//!   events and CQ writes use the table registration's dst CQ.  SMSG mailboxes in one
+//!   are addressed by offset at the peer (`msg_buffer + mbox_offset` as an offset).  Zero
+//!   segments, a NULL list or a zero-length segment is INVALID_PARAM.  Deregistration
+//!   releases the segments and the table; later remote accesses fail with a transaction
+//!   error.
+//! - **Segmented handles as local handles** (FMA and RDMA PUT/GET, the flagged variants,
+//!   fetching and flagged AMOs, CE results): one memory domain addressed by offset, as at
+//!   a target: `local_addr` is the offset into the concatenated segments (0 included) and
+//!   a transfer crossing from one segment into the next is split into pieces ([`pair`]
+//!   matches them with the remote pieces).  [`LocalMem`] resolves the table from our own
+//!   memory at post time; an access past the total length is INVALID_PARAM returned by
+//!   the post (nothing moves), like any local range outside its registration.  An FMA PUT
+//!   source needs no handle and `local_addr` stays a virtual address unless the handle is
+//!   segmented.  A fetched AMO value or a response flag straddling two segments (possible
+//!   only where a segment's length is not a multiple of 4 or 8) is stored in pieces.  A
+//!   CE result must lie within one segment.  The local mailbox of GNI_SmsgInit is read
+//!   through `msg_buffer`, a pointer: a segmented handle there stays INVALID_PARAM.
 //! - GNI_MemHndlQueryAttr accepts plain, segmented (READONLY from the segments) and vMDH
 //!   handles (resolved in the table of the NIC of this process that registered them).
 //! - GNI_MemDeregister of a handle this NIC did not register (never, already
@@ -66,6 +78,7 @@ use libc::{c_int, c_void};
 use softnic_fabric::mem::{self, Access, CrayHandle, MemKey, SharedMem};
 use softnic_fabric::rma::Peer;
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// What a NIC remembers about one of its registrations.
@@ -360,21 +373,31 @@ pub struct SegEnt {
 /// NICs owning vMDH entries: (pd key, index) -> NIC (GNI_MemHndlQueryAttr has no NIC).
 static VMDH_OWNERS: Mutex<Option<HashMap<(u64, usize), std::sync::Weak<Nic>>>> = Mutex::new(None);
 
+/// The words of a handle of this NIC: a vMDH handle is replaced by the handle of the
+/// entry it names in the NIC's own table (None when there is none).
+fn local_words(nic: &Nic, h: &gni_mem_handle_t) -> Option<[u64; 2]> {
+    if h.qword1 & VMDH_FLAG != 0 {
+        if h.qword2 != nic.pd_key() {
+            return None;
+        }
+        return nic.dgram.vmdh((h.qword1 & !VMDH_FLAG) as usize);
+    }
+    Some([h.qword1, h.qword2])
+}
+
 /// The registration a handle of this NIC names (vMDH handles resolved in the NIC's own
 /// table, the SEG flag stripped); None for a vMDH index with no entry or a handle another
 /// process owns.
 pub(crate) fn local_handle(nic: &Nic, h: &gni_mem_handle_t) -> Option<CrayHandle> {
-    let w = if h.qword1 & VMDH_FLAG != 0 {
-        if h.qword2 != nic.pd_key() {
-            return None;
-        }
-        nic.dgram.vmdh((h.qword1 & !VMDH_FLAG) as usize)?
-    } else {
-        [h.qword1, h.qword2]
-    };
+    local_handle_kind(nic, h).map(|(ch, _)| ch)
+}
+
+/// [`local_handle`] and whether it is a segmented registration.
+fn local_handle_kind(nic: &Nic, h: &gni_mem_handle_t) -> Option<(CrayHandle, bool)> {
+    let w = local_words(nic, h)?;
     let ch = CrayHandle::from_words([w[0] & !SEG_FLAG, w[1]]);
     let me = softnic_fabric::node::get().ok()?.proc_id();
-    ch.owner_matches(me).then_some(ch)
+    ch.owner_matches(me).then_some((ch, w[0] & SEG_FLAG != 0))
 }
 
 fn parse_table(w: &[u64]) -> Option<Vec<SegEnt>> {
@@ -641,57 +664,206 @@ pub unsafe extern "C" fn GNI_MemQueryHndls(nic_hndl: gni_nic_handle_t, _fd: c_in
     GNI_RC_ILLEGAL_OP
 }
 
-/// The (key, address, length) pieces of one remote access: inline for a plain
-/// registration (the hot path), a list for segmented ones.
-pub(crate) enum Pieces {
-    One([(MemKey, u64, u64); 1]),
-    Many(Vec<(MemKey, u64, u64)>),
+/// One or more pieces of an access: inline when there is one (plain registrations, the
+/// hot path, allocate nothing), a list when segments split it.
+pub(crate) enum Seq<T> {
+    One([T; 1]),
+    Many(Vec<T>),
 }
 
-/// The pieces of one remote write with the bytes that go to each (no allocation for a
-/// plain registration).
-pub(crate) enum Parts<'a> {
-    One([(MemKey, u64, &'a [u8]); 1]),
-    Many(Vec<(MemKey, u64, &'a [u8])>),
-}
-
-impl<'a> Parts<'a> {
-    pub(crate) fn as_slice(&self) -> &[(MemKey, u64, &'a [u8])] {
+impl<T> Seq<T> {
+    pub(crate) fn as_slice(&self) -> &[T] {
         match self {
-            Parts::One(a) => a,
-            Parts::Many(v) => v,
+            Seq::One(a) => a,
+            Seq::Many(v) => v,
+        }
+    }
+
+    pub(crate) fn map<U>(self, mut f: impl FnMut(T) -> U) -> Seq<U> {
+        match self {
+            Seq::One([x]) => Seq::One([f(x)]),
+            Seq::Many(v) => Seq::Many(v.into_iter().map(f).collect()),
         }
     }
 }
+
+/// The `(key, target address, length)` pieces of one remote access.
+pub(crate) type Pieces = Seq<(MemKey, u64, u64)>;
+/// The pieces of one remote write with the bytes that go to each.
+pub(crate) type Parts<'a> = Seq<(MemKey, u64, &'a [u8])>;
 
 impl RemoteMem {
     /// [`RemoteMem::pieces`] of writing `src` at `addr`, each with its bytes of `src`.
     pub(crate) fn parts<'a>(&self, addr: u64, src: &'a [u8]) -> softnic_fabric::Result<Parts<'a>> {
-        Ok(match self.pieces(addr, src.len() as u64)? {
-            Pieces::One([(k, a, _)]) => Parts::One([(k, a, src)]),
-            Pieces::Many(v) => {
-                let mut done = 0usize;
-                Parts::Many(
-                    v.iter()
-                        .map(|&(k, a, n)| {
-                            let p = (k, a, &src[done..done + n as usize]);
-                            done += n as usize;
-                            p
-                        })
-                        .collect(),
-                )
-            }
-        })
+        let mut done = 0usize;
+        Ok(self.pieces(addr, src.len() as u64)?.map(|(k, a, n)| {
+            let p = (k, a, &src[done..done + n as usize]);
+            done += n as usize;
+            p
+        }))
     }
 }
 
-impl Pieces {
-    pub(crate) fn as_slice(&self) -> &[(MemKey, u64, u64)] {
-        match self {
-            Pieces::One(a) => a,
-            Pieces::Many(v) => v,
+/// The local side of a post (`local_mem_hndl`, `local_addr`) resolved at the initiator.
+/// A plain or vMDH registration (or no handle, for an FMA PUT source) is addressed by
+/// virtual address; a segmented one, like at a target, by offset into the concatenation
+/// of its segments (0 = the first byte of the first segment), an access crossing from
+/// one segment into the next being split into pieces.
+pub(crate) enum LocalMem {
+    /// `local_addr` is a virtual address; the registration's key when a handle was checked.
+    Virtual(Option<MemKey>),
+    /// `local_addr` is an offset into these segments (one of this process's segmented
+    /// registrations, checked to cover the access).
+    Segments(Vec<SegEnt>),
+}
+
+impl LocalMem {
+    /// Resolves a local handle for the access `[addr, addr+len)`: `h` must name a live
+    /// registration of this process in the NIC's domain covering it (for a segmented one:
+    /// `addr + len` at most the total length), else INVALID_PARAM; `write` on a READ_ONLY
+    /// registration is PERMISSION_ERROR.
+    pub(crate) fn open(nic: &Nic, h: &gni_mem_handle_t, addr: u64, len: u64, write: bool) -> Result<LocalMem, gni_return_t> {
+        let (ch, segmented) = local_handle_kind(nic, h).ok_or(GNI_RC_INVALID_PARAM)?;
+        let end = addr.checked_add(len).ok_or(GNI_RC_INVALID_PARAM)?;
+        let live = |key: MemKey| match mem::query(key) {
+            Ok(r) if r.pd_key == nic.pd_key() => Ok(r),
+            _ => Err(GNI_RC_INVALID_PARAM),
+        };
+        let writable = |r: &mem::Region| if write && r.access == Access::ReadOnly { Err(GNI_RC_PERMISSION_ERROR) } else { Ok(()) };
+        if !segmented {
+            let r = live(ch.key)?;
+            if addr < r.base || end > r.base.saturating_add(r.len) {
+                return Err(GNI_RC_INVALID_PARAM);
+            }
+            writable(&r)?;
+            return Ok(LocalMem::Virtual(Some(ch.key)));
+        }
+        let segs = match live(ch.key) {
+            Ok(r) if r.base == ch.base => seg_table_local(ch).ok_or(GNI_RC_INVALID_PARAM)?,
+            _ => return Err(GNI_RC_INVALID_PARAM),
+        };
+        let total = segs.last().map_or(0, |s| s.off + s.len);
+        if end > total {
+            softnic_fabric::sn_debug!("local handle", "offset {}+{} past the {} bytes of a segmented registration", addr, len, total);
+            return Err(GNI_RC_INVALID_PARAM);
+        }
+        for s in segs.iter().filter(|s| s.off < end && addr < s.off + s.len) {
+            writable(&live(s.key)?)?;
+        }
+        Ok(LocalMem::Segments(segs))
+    }
+
+    /// The source of an FMA PUT, which needs no registration: `local_addr` is a virtual
+    /// address unless `h` is a segmented handle (itself or through our vMDH entry), which
+    /// must then be one of ours covering the access ([`LocalMem::open`]).
+    pub(crate) fn source(nic: &Nic, h: &gni_mem_handle_t, addr: u64, len: u64) -> Result<LocalMem, gni_return_t> {
+        let segmented = if h.qword1 & VMDH_FLAG != 0 { local_words(nic, h).is_some_and(|w| w[0] & SEG_FLAG != 0) } else { h.qword1 & SEG_FLAG != 0 };
+        if segmented {
+            Self::open(nic, h, addr, len, false)
+        } else {
+            Ok(LocalMem::Virtual(None))
         }
     }
+
+    /// Was `local_addr` an offset (a segmented registration)?
+    pub(crate) fn is_segmented(&self) -> bool {
+        matches!(self, LocalMem::Segments(_))
+    }
+
+    /// The `(virtual address, length)` pieces of `[addr, addr+len)` (checked by `open`);
+    /// one piece for a zero length.
+    pub(crate) fn spans(&self, addr: u64, len: u64) -> Seq<(u64, u64)> {
+        let LocalMem::Segments(segs) = self else { return Seq::One([(addr, len)]) };
+        let end = addr + len;
+        let mut out: Vec<(u64, u64)> = segs
+            .iter()
+            .filter_map(|s| {
+                let (a, b) = (addr.max(s.off), end.min(s.off + s.len));
+                (a < b).then(|| (s.addr + (a - s.off), b - a))
+            })
+            .collect();
+        if out.is_empty() {
+            // Zero length: where it would start (the end of the domain maps past its last segment).
+            let a = segs.iter().find(|s| addr < s.off + s.len).map_or_else(|| segs.last().map_or(0, |s| s.addr + s.len), |s| s.addr + (addr - s.off));
+            out.push((a, 0));
+        }
+        if out.len() == 1 {
+            Seq::One([out[0]])
+        } else {
+            Seq::Many(out)
+        }
+    }
+
+    /// `(registration, virtual address)` of `[addr, addr+len)`, which must lie in one
+    /// segment (INVALID_PARAM otherwise, or when no handle was checked).
+    pub(crate) fn word(&self, addr: u64, len: u64) -> Result<(MemKey, u64), gni_return_t> {
+        match self {
+            LocalMem::Virtual(Some(k)) => Ok((*k, addr)),
+            LocalMem::Virtual(None) => Err(GNI_RC_INVALID_PARAM),
+            LocalMem::Segments(segs) => segs
+                .iter()
+                .find(|s| addr >= s.off && addr + len <= s.off + s.len)
+                .map(|s| (s.key, s.addr + (addr - s.off)))
+                .ok_or(GNI_RC_INVALID_PARAM),
+        }
+    }
+
+    /// Stores the low `width` (4 or 8) bytes of `v` at `addr` (a fetched AMO value or a
+    /// response flag, checked by `open`): one atomic Release store when the bytes are
+    /// aligned in one piece (a thread polling the word never sees it torn, and sees the
+    /// response data before it), else byte pieces after a Release fence (only where a
+    /// segment's length is not a multiple of the width).
+    pub(crate) fn store(&self, addr: u64, v: u64, width: u64) {
+        let bytes = v.to_ne_bytes();
+        match self.spans(addr, width).as_slice() {
+            &[(p, _)] if p % width == 0 => {
+                // SAFETY: inside a writable registration of ours (checked by `open`), aligned.
+                unsafe {
+                    match width {
+                        4 => (*(p as *const AtomicU32)).store(v as u32, Ordering::Release),
+                        _ => (*(p as *const AtomicU64)).store(v, Ordering::Release),
+                    }
+                }
+            }
+            spans => {
+                std::sync::atomic::fence(Ordering::Release);
+                let mut done = 0usize;
+                for &(p, n) in spans {
+                    // SAFETY: as above; the pieces hold `width` bytes in all.
+                    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr().add(done), p as *mut u8, n as usize) };
+                    done += n as usize;
+                }
+            }
+        }
+    }
+}
+
+/// Pairs the remote pieces of a transfer with its local pieces (the same bytes, split
+/// where either side's segments end): `(key, remote address, local address, length)`
+/// spans, each contiguous on both sides.  A zero-length transfer (one piece each side)
+/// keeps its one span.
+pub(crate) fn pair(remote: &[(MemKey, u64, u64)], local: &[(u64, u64)]) -> Seq<(MemKey, u64, u64, u64)> {
+    if let (&[(k, ra, n)], &[(la, _)]) = (remote, local) {
+        return Seq::One([(k, ra, la, n)]);
+    }
+    let mut out = Vec::with_capacity(remote.len() + local.len());
+    let (mut i, mut j, mut ri, mut lj) = (0, 0, 0u64, 0u64);
+    while i < remote.len() && j < local.len() {
+        let ((k, ra, rn), (la, ln)) = (remote[i], local[j]);
+        let n = (rn - ri).min(ln - lj);
+        if n > 0 {
+            out.push((k, ra + ri, la + lj, n));
+        }
+        ri += n;
+        lj += n;
+        if ri == rn {
+            (i, ri) = (i + 1, 0);
+        }
+        if lj == ln {
+            (j, lj) = (j + 1, 0);
+        }
+    }
+    Seq::Many(out)
 }
 
 #[cfg(test)]
@@ -705,6 +877,38 @@ mod tests {
             w.extend_from_slice(s);
         }
         w
+    }
+
+    #[test]
+    fn transfers_split_where_either_side_has_a_segment_boundary() {
+        let (k1, k2) = (MemKey { index: 1, generation: 1 }, MemKey { index: 2, generation: 1 });
+        let got = pair(&[(k1, 100, 10), (k2, 200, 20)], &[(1000, 5), (2000, 25)]);
+        assert_eq!(got.as_slice(), &[(k1, 100, 1000, 5), (k1, 105, 2000, 5), (k2, 200, 2005, 20)]);
+        // Both sides in one piece: one span, no list; zero lengths keep their one span.
+        assert!(matches!(pair(&[(k1, 100, 8)], &[(1000, 8)]), Seq::One([(_, 100, 1000, 8)])));
+        assert_eq!(pair(&[(k1, 100, 0)], &[(1000, 0)]).as_slice(), &[(k1, 100, 1000, 0)]);
+        // Boundaries at the same place on both sides: no empty span.
+        let got = pair(&[(k1, 0, 4), (k2, 50, 4)], &[(10, 4), (90, 4)]);
+        assert_eq!(got.as_slice(), &[(k1, 0, 10, 4), (k2, 50, 90, 4)]);
+    }
+
+    #[test]
+    fn local_offsets_map_into_the_segments() {
+        let k = MemKey { index: 1, generation: 1 };
+        let segs = vec![
+            SegEnt { off: 0, len: 4096, key: k, addr: 0x10000 },
+            SegEnt { off: 4096, len: 100, key: k, addr: 0x30000 },
+            SegEnt { off: 4196, len: 4096, key: k, addr: 0x50000 },
+        ];
+        let l = LocalMem::Segments(segs);
+        assert_eq!(l.spans(0, 8).as_slice(), &[(0x10000, 8)]);
+        assert_eq!(l.spans(4090, 10).as_slice(), &[(0x10000 + 4090, 6), (0x30000, 4)]);
+        assert_eq!(l.spans(4000, 300).as_slice(), &[(0x10000 + 4000, 96), (0x30000, 100), (0x50000, 104)]);
+        assert_eq!(l.spans(8292, 0).as_slice(), &[(0x50000 + 4096, 0)]);
+        assert_eq!(l.spans(4196, 0).as_slice(), &[(0x50000, 0)]);
+        assert_eq!(l.word(4100, 8), Ok((k, 0x30004)));
+        assert_eq!(l.word(4190, 8), Err(GNI_RC_INVALID_PARAM));
+        assert_eq!(LocalMem::Virtual(None).spans(0x1234, 5).as_slice(), &[(0x1234, 5)]);
     }
 
     #[test]

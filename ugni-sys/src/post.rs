@@ -29,9 +29,11 @@
 //! its operand size -> INVALID_PARAM; alignment (GET: local_addr, remote_addr and length
 //! multiples of 4; AMO: addresses aligned to the operand, 8 bytes, 4 for the Aries `_S`
 //! commands) -> ALIGNMENT_ERROR; `local_mem_hndl` (required for GET, fetching AMO, every
-//! RDMA and the flagged variants) not naming a live registration of this process that
-//! covers the local range -> INVALID_PARAM, and a READ_ONLY one as the destination of a
-//! GET/fetch -> PERMISSION_ERROR; too many outstanding descriptors -> ERROR_RESOURCE.
+//! RDMA and the flagged variants; for an FMA PUT only when it is segmented) not naming a
+//! live registration of this process that covers the local range (for a segmented one:
+//! offset + length at most its total length) -> INVALID_PARAM, and a READ_ONLY one as the
+//! destination of a GET/fetch -> PERMISSION_ERROR; too many outstanding descriptors ->
+//! ERROR_RESOURCE.
 //!
 //! **Routing.**  A post goes to the process its `remote_mem_hndl` names (the handle carries
 //! its owner; the bound NIC address must be that process's node, else a transaction
@@ -39,7 +41,9 @@
 //! by `crate::memreg::RemoteMem`: plain handles name a registration and a virtual address;
 //! symmetric vMDH handles are looked up in the vMDH table of the instance bound as
 //! `remote_id`; multi-segment handles take offsets, split at segment boundaries (see
-//! crate::memreg).  Local handles may be plain or vMDH, not multi-segment.
+//! crate::memreg).  Local handles may be plain, vMDH or multi-segment, the last with
+//! `local_addr` an offset and pieces split at both sides' segment boundaries
+//! (`crate::memreg::LocalMem`, one path for every post type).
 //!
 //! **Transaction errors** (the remote side refuses: out of bounds, read-only, stale or
 //! forged handle, other protection domain, dead or unknown peer) touch nothing at the
@@ -75,13 +79,12 @@
 //! The `_S` commands work on 32-bit words (low 32 bits of the operands).
 
 use crate::cqe::{self, Status};
-use crate::memreg::RemoteMem;
+use crate::memreg::{self, LocalMem, RemoteMem};
 use crate::objects::{Cq, Ep, Nic, CQS, EPS};
 use crate::types::*;
 use softnic_fabric::atomic::{AmoOp, AmoWidth};
-use softnic_fabric::mem::{self, Access, MemKey};
+use softnic_fabric::mem::MemKey;
 use softnic_fabric::rma::Live;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 /// Largest FMA transfer (the size of a Gemini FMA window).  Longer -> INVALID_PARAM.
@@ -177,26 +180,15 @@ pub fn decode_amo(cmd: u32, first: u64, second: u64) -> Option<Amo> {
     Some(Amo { width, op, fetch: cmd & 0x100 == 0 })
 }
 
-/// Checks that `[addr, addr+len)` lies in a live registration of this process named by
-/// `h` (INVALID_PARAM otherwise), writable if `write` (else PERMISSION_ERROR).
+/// Checks a local buffer addressed by virtual address (an SMSG mailbox): `[addr,
+/// addr+len)` must lie in a live registration of this process named by `h`
+/// (INVALID_PARAM otherwise, and for a segmented handle), writable if `write` (else
+/// PERMISSION_ERROR).
 pub(crate) fn check_local(nic: &Nic, h: &gni_mem_handle_t, addr: u64, len: u64, write: bool) -> Result<(), gni_return_t> {
-    let pd = nic.pd_key();
-    // vMDH handles name an entry of our own table; multi-segment handles are not local
-    // handles (their accesses use offsets): INVALID_PARAM.
-    let ch = crate::memreg::local_handle(nic, h).ok_or(GNI_RC_INVALID_PARAM)?;
-    let raw = if h.qword1 & crate::memreg::VMDH_FLAG != 0 { nic.dgram.vmdh((h.qword1 & !crate::memreg::VMDH_FLAG) as usize).map_or(0, |w| w[0]) } else { h.qword1 };
-    if raw & crate::memreg::SEG_FLAG != 0 {
-        return Err(GNI_RC_INVALID_PARAM);
+    match LocalMem::open(nic, h, addr, len, write)? {
+        LocalMem::Virtual(_) => Ok(()),
+        LocalMem::Segments(_) => Err(GNI_RC_INVALID_PARAM),
     }
-    let r = mem::query(ch.key).map_err(|_| GNI_RC_INVALID_PARAM)?;
-    let end = addr.checked_add(len).ok_or(GNI_RC_INVALID_PARAM)?;
-    if addr < r.base || end > r.base.saturating_add(r.len) || r.pd_key != pd {
-        return Err(GNI_RC_INVALID_PARAM);
-    }
-    if write && r.access == Access::ReadOnly {
-        return Err(GNI_RC_PERMISSION_ERROR);
-    }
-    Ok(())
 }
 
 /// Flag value of the flagged-response posts.
@@ -207,20 +199,21 @@ fn flag_value(d: &gni_post_descriptor_t) -> u32 {
     }
 }
 
-/// Validates the descriptor's type, lengths, alignment and local handle.
-fn decode(engine: Engine, d: &gni_post_descriptor_t, nic: &Nic) -> Result<Op, gni_return_t> {
+/// Validates the descriptor's type, lengths, alignment and local handle; resolves where
+/// `local_addr` points.
+fn decode(engine: Engine, d: &gni_post_descriptor_t, nic: &Nic) -> Result<(Op, LocalMem), gni_return_t> {
     let len = d.length;
     let max = if engine == Engine::Rdma { RDMA_MAX_LENGTH } else { FMA_MAX_LENGTH };
-    let get_checks = |extra: u64| -> Result<(), gni_return_t> {
+    let get_checks = |extra: u64| -> Result<LocalMem, gni_return_t> {
         if len == 0 || len > max {
             return Err(GNI_RC_INVALID_PARAM);
         }
         if d.local_addr % 4 != 0 || d.remote_addr % 4 != 0 || len % 4 != 0 {
             return Err(GNI_RC_ALIGNMENT_ERROR);
         }
-        check_local(nic, &d.local_mem_hndl, d.local_addr, len + extra, true)
+        LocalMem::open(nic, &d.local_mem_hndl, d.local_addr, len + extra, true)
     };
-    let amo_checks = |flagged: bool| -> Result<Amo, gni_return_t> {
+    let amo_checks = |flagged: bool| -> Result<(Amo, LocalMem), gni_return_t> {
         let amo = decode_amo(d.amo_cmd, d.first_operand, d.second_operand).ok_or(GNI_RC_INVALID_PARAM)?;
         let n = amo.width.bytes() as u64;
         if len == 0 {
@@ -234,35 +227,35 @@ fn decode(engine: Engine, d: &gni_post_descriptor_t, nic: &Nic) -> Result<Op, gn
         }
         if amo.fetch || flagged {
             let extra = if flagged { GNI_FMA_FLAGGED_RESPONSE_SIZE } else { 0 };
-            check_local(nic, &d.local_mem_hndl, d.local_addr, n + extra, true)?;
+            return Ok((amo, LocalMem::open(nic, &d.local_mem_hndl, d.local_addr, n + extra, true)?));
         }
-        Ok(amo)
+        Ok((amo, LocalMem::Virtual(None)))
     };
     match (engine, d.type_) {
         (Engine::Fma, GNI_POST_FMA_PUT) | (Engine::Fma, GNI_POST_FMA_PUT_W_SYNCFLAG) | (Engine::Rdma, GNI_POST_RDMA_PUT) => {
             if len > max {
                 return Err(GNI_RC_INVALID_PARAM);
             }
-            if engine == Engine::Rdma {
-                check_local(nic, &d.local_mem_hndl, d.local_addr, len, false)?;
-            }
-            if len > 0 && d.local_addr == 0 {
+            let local = if engine == Engine::Rdma { LocalMem::open(nic, &d.local_mem_hndl, d.local_addr, len, false)? } else { LocalMem::source(nic, &d.local_mem_hndl, d.local_addr, len)? };
+            // Address 0 is no source buffer, but offset 0 of a segmented registration is.
+            if len > 0 && d.local_addr == 0 && !local.is_segmented() {
                 return Err(GNI_RC_INVALID_PARAM);
             }
             let sync = (d.type_ == GNI_POST_FMA_PUT_W_SYNCFLAG).then_some((d.sync_flag_addr, d.sync_flag_value));
-            Ok(Op::Put { len, sync })
+            Ok((Op::Put { len, sync }, local))
         }
-        (Engine::Fma, GNI_POST_FMA_GET) | (Engine::Rdma, GNI_POST_RDMA_GET) => {
-            get_checks(0)?;
-            Ok(Op::Get { len, flag: None })
+        (Engine::Fma, GNI_POST_FMA_GET) | (Engine::Rdma, GNI_POST_RDMA_GET) => Ok((Op::Get { len, flag: None }, get_checks(0)?)),
+        (Engine::Fma, GNI_POST_FMA_GET_W_FLAG) => Ok((Op::Get { len, flag: Some(flag_value(d)) }, get_checks(GNI_FMA_FLAGGED_RESPONSE_SIZE)?)),
+        (Engine::Fma, GNI_POST_AMO) => {
+            let (amo, local) = amo_checks(false)?;
+            Ok((Op::Amo { amo, flag: None }, local))
         }
-        (Engine::Fma, GNI_POST_FMA_GET_W_FLAG) => {
-            get_checks(GNI_FMA_FLAGGED_RESPONSE_SIZE)?;
-            Ok(Op::Get { len, flag: Some(flag_value(d)) })
+        (Engine::Fma, GNI_POST_AMO_W_FLAG) => {
+            let (amo, local) = amo_checks(true)?;
+            Ok((Op::Amo { amo, flag: Some(flag_value(d)) }, local))
         }
-        (Engine::Fma, GNI_POST_AMO) => Ok(Op::Amo { amo: amo_checks(false)?, flag: None }),
-        (Engine::Fma, GNI_POST_AMO_W_FLAG) => Ok(Op::Amo { amo: amo_checks(true)?, flag: Some(flag_value(d)) }),
-        (Engine::CqWrite, GNI_POST_CQWRITE) => Ok(Op::CqWrite(d.cqwrite_value)),
+        // A CQ write has no local buffer: its local handle is not read.
+        (Engine::CqWrite, GNI_POST_CQWRITE) => Ok((Op::CqWrite(d.cqwrite_value), LocalMem::Virtual(None))),
         _ => Err(GNI_RC_INVALID_PARAM),
     }
 }
@@ -287,17 +280,11 @@ impl Tokens {
     }
 }
 
-/// Stores the 32-bit response flag at `addr` (our own, validated memory).
-fn store_flag(addr: u64, v: u32) {
-    // SAFETY: addr is 4-byte aligned (GET/AMO alignment) and inside a registration of
-    // this process checked by `check_local`.
-    unsafe { (*(addr as *const AtomicU32)).store(v, Ordering::Release) };
-}
-
-/// Runs a validated operation against the target.  `notify`: the REMOTE event entry, when
-/// one is wanted; a put delivers it itself (after its data, in the same request on the
-/// network engine), and then `Ok(true)` says so; other operations leave it to the caller.
-fn execute(rm: &RemoteMem, peer: Live<'_>, d: &gni_post_descriptor_t, op: &Op, pd: u64, notify: Option<u64>) -> softnic_fabric::Result<bool> {
+/// Runs a validated operation against the target.  `local`: where `local_addr` points.
+/// `notify`: the REMOTE event entry, when one is wanted; a put delivers it itself (after
+/// its data, in the same request on the network engine), and then `Ok(true)` says so;
+/// other operations leave it to the caller.
+fn execute(rm: &RemoteMem, peer: Live<'_>, d: &gni_post_descriptor_t, op: &Op, local: &LocalMem, pd: u64, notify: Option<u64>) -> softnic_fabric::Result<bool> {
     match *op {
         Op::Put { len, sync } => {
             let flag = match sync {
@@ -307,44 +294,33 @@ fn execute(rm: &RemoteMem, peer: Live<'_>, d: &gni_post_descriptor_t, op: &Op, p
                 }
                 None => None,
             };
-            let src: &[u8] = if len == 0 {
-                &[]
-            } else {
-                // SAFETY: the caller's source buffer of `length` bytes (FMA PUT sources
-                // need no registration, as on the hardware: the CPU reads them).
-                unsafe { std::slice::from_raw_parts(d.local_addr as *const u8, len as usize) }
-            };
+            let spans = memreg::pair(rm.pieces(d.remote_addr, len)?.as_slice(), local.spans(d.local_addr, len).as_slice());
+            let parts = spans.map(|(k, ra, la, n)| (k, ra, local_bytes(la, n)));
             let notify = notify.map(|e| (rm.notify_key(), e));
-            peer.put_compound(rm.parts(d.remote_addr, src)?.as_slice(), flag, notify, pd)?;
+            peer.put_compound(parts.as_slice(), flag, notify, pd)?;
             Ok(notify.is_some())
         }
         Op::Get { len, flag } => {
-            // SAFETY: checked by `check_local`: inside a writable registration of ours.
-            let dst = unsafe { std::slice::from_raw_parts_mut(d.local_addr as *mut u8, len as usize) };
-            let mut done = 0usize;
-            for &(key, addr, n) in rm.pieces(d.remote_addr, len)?.as_slice() {
-                peer.get(key, addr, &mut dst[done..done + n as usize], pd)?;
-                done += n as usize;
+            let spans = memreg::pair(rm.pieces(d.remote_addr, len)?.as_slice(), local.spans(d.local_addr, len).as_slice());
+            for &(key, addr, la, n) in spans.as_slice() {
+                // SAFETY: checked by `LocalMem::open`: inside a writable registration of ours.
+                let dst = unsafe { std::slice::from_raw_parts_mut(la as *mut u8, n as usize) };
+                peer.get(key, addr, dst, pd)?;
             }
             if let Some(v) = flag {
-                store_flag(d.local_addr + len, v);
+                local.store(d.local_addr + len, v as u64, GNI_FMA_FLAGGED_RESPONSE_SIZE);
             }
             Ok(false)
         }
         Op::Amo { amo, flag } => {
-            let (key, addr) = rm.word(d.remote_addr, amo.width.bytes() as u64)?;
+            let n = amo.width.bytes() as u64;
+            let (key, addr) = rm.word(d.remote_addr, n)?;
             let old = peer.atomic(key, addr, amo.width, amo.op, pd)?;
             if amo.fetch {
-                // SAFETY: checked by `check_local`; aligned to the operand size.
-                unsafe {
-                    match amo.width.bytes() {
-                        4 => std::ptr::write_volatile(d.local_addr as *mut u32, old as u32),
-                        _ => std::ptr::write_volatile(d.local_addr as *mut u64, old),
-                    }
-                }
+                local.store(d.local_addr, old, n);
             }
             if let Some(v) = flag {
-                store_flag(d.local_addr + amo.width.bytes() as u64, v);
+                local.store(d.local_addr + n, v as u64, GNI_FMA_FLAGGED_RESPONSE_SIZE);
             }
             Ok(false)
         }
@@ -353,6 +329,16 @@ fn execute(rm: &RemoteMem, peer: Live<'_>, d: &gni_post_descriptor_t, op: &Op, p
             None => Err(softnic_fabric::Error::Unsupported),
         },
     }
+}
+
+/// `n` bytes of this process's memory at `addr` (empty when `n` is 0, whatever `addr`).
+fn local_bytes<'a>(addr: u64, n: u64) -> &'a [u8] {
+    if n == 0 {
+        return &[];
+    }
+    // SAFETY: a source checked at post time (a registration of ours, or an FMA PUT source,
+    // which needs none: the CPU reads it, as on the hardware).
+    unsafe { std::slice::from_raw_parts(addr as *const u8, n as usize) }
 }
 
 /// Queues the REMOTE event of a completed post at the target registration's dst CQ
@@ -418,8 +404,8 @@ fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_d
     if st.binding.is_none() {
         return GNI_RC_INVALID_PARAM;
     }
-    let op = match decode(engine, &d, &ep.nic) {
-        Ok(op) => op,
+    let (op, local) = match decode(engine, &d, &ep.nic) {
+        Ok(v) => v,
         Err(rc) => return rc,
     };
 
@@ -493,7 +479,7 @@ fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_d
                 Some(p) => p,
                 None => &*guard.as_ref().expect("held").binding.as_ref().and_then(|b| b.route.as_ref()).expect("routed").1,
             };
-            if unlocked && engine == Engine::Rdma && !want_remote && peer.is_remote() {
+            if unlocked && engine == Engine::Rdma && !want_remote && peer.is_remote() && !local.is_segmented() {
                 let cq = if d.src_cq_hndl.is_null() { ep.cq.clone() } else { CQS.get(d.src_cq_hndl as *const _).ok() };
                 if let Some(rc) = post_async(api, ep_h, peer, words, &d, &op, pd, desc, cq, tokens, local_data) {
                     return rc;
@@ -504,7 +490,7 @@ fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_d
             let event = want_remote.then(|| cqe::make(cqe::SRC_REMOTE, cqe::TYPE_POST, Status::Ok, 0, remote_data as u64));
             let r = peer.live_probed().and_then(|live| {
                 let rm = RemoteMem::open(peer, words, pd)?;
-                let notified = execute(&rm, live, &d, &op, pd, event)?;
+                let notified = execute(&rm, live, &d, &op, &local, pd, event)?;
                 Ok((live, rm.notify_key(), notified))
             });
             let r = match r {
@@ -573,8 +559,9 @@ fn complete(api: &str, nic: &Nic, cq: Option<&Cq>, desc: *mut gni_post_descripto
 /// local events (or the transaction error) are queued when the last piece has arrived,
 /// from whichever thread sees that.  The EP counts the post in flight until then
 /// (EpUnbind answers NOT_DONE), and the caller's descriptor and local memory stay the
-/// caller's until the event, as uGNI requires.  Segmented handles, REMOTE events and
-/// anything RMA cannot carry take the synchronous path (None is returned then).
+/// caller's until the event, as uGNI requires.  Segmented handles (remote or local),
+/// REMOTE events and anything RMA cannot carry take the synchronous path (None is
+/// returned then).
 #[allow(clippy::too_many_arguments)]
 fn post_async(api: &'static str, ep_h: gni_ep_handle_t, peer: &softnic_fabric::rma::Peer, words: [u64; 2], d: &gni_post_descriptor_t, op: &Op, pd: u64, desc: *mut gni_post_descriptor_t, cq: Option<Arc<Cq>>, tokens: Tokens, local_data: u32) -> Option<gni_return_t> {
     let rm = RemoteMem::open(peer, words, pd).ok().filter(|rm| rm.is_plain())?;
