@@ -29,9 +29,9 @@
 //!   creates it; every member keeps the memfd open and publishes it in the node registry
 //!   under (ptag, cookie, address, member row), so an instance that joins later finds it
 //!   through any member still there, whoever created it.  Changes hold the table's lock
-//!   (a word with the holder's pid: a dead holder's lock is taken over) and bump its epoch;
-//!   a sender reads connections from a per-process cache that it refills when the epoch
-//!   moved, so a send takes no cross-process lock.
+//!   (a word with the holder's pid: a dead holder's lock is taken over), and connection
+//!   changes bump its epoch; a sender reads connections from a per-process cache that it
+//!   refills when the epoch moved, so a send takes no cross-process lock.
 //!
 //! # Decisions
 //! - **One queue per instance, one table per node**: every NIC handle may have one MSGQ (a
@@ -270,9 +270,9 @@ pub mod node {
     unsafe impl Sync for View {}
 
     /// Is member `m` (a LIVE row) still running?  Our own process is, whatever its pid
-    /// says in tests.
+    /// says in tests.  A start time of 0 (it could not be read) checks the pid only.
     fn member_alive(m: &Member, my_pid: i32) -> bool {
-        m.pid == my_pid || registry::pid_alive(m.pid, Some(m.starttime))
+        m.pid == my_pid || registry::pid_alive(m.pid, (m.starttime != 0).then_some(m.starttime))
     }
 
     impl View {
@@ -721,6 +721,10 @@ impl NodeQ {
             } else {
                 let n = Arc::new(NodeQ::create(id, a, me)?);
                 // Row 0's key decides between instances creating a table at the same time.
+                // (A second table for the node could only come from members joining and
+                // leaving so that every row a joiner looked up was empty at that moment
+                // while the table lived on in rows it had already passed: not a pattern
+                // of programs, which join at start-up.)
                 match registry::publish(registry::api::UGNI, &NodeQ::key(id, 0), &n.payload()) {
                     Ok(e) => {
                         lock(&NODES).push(Arc::downgrade(&n));
