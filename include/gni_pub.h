@@ -67,6 +67,23 @@
  * remote_event value, by default the initiator's inst_id.  GNI_EpSetEventData
  * sets both.
  *
+ * MSGQ (ugni-sys/src/msgq.rs; tested by c-tests/ugni/msgq_node.c, msgq_basic.c): the
+ * instances of one (ptag, cookie) with one NIC address on a machine are a node (under
+ * snrun -N k, each group of k ranks) and share its MSGQ connections; each instance has
+ * its own receive queue, and its GNI_MsgqProgress delivers only what was addressed to
+ * it.  Our choices where the documents are silent: GNI_MsgqGetConnAttrs lists the
+ * node's instances that have called GNI_MsgqInit so far (the caller first), so take it
+ * after a barrier; a connection made by any local instance serves all of them;
+ * GNI_MsgqSend to a node that is not connected, or to an instance its connection does
+ * not list, is INVALID_STATE; every local instance that connected a node holds that
+ * connection: GNI_MsgqConnRelease by a holder drops its hold and the last live hold
+ * ends the connection, by an instance without a hold ends it at once, and for a node
+ * not connected is INVALID_PARAM; GNI_MsgqRelease or exit of the connecting instance
+ * ends no connection (connections last while any local instance has the MSGQ); at most
+ * GNI_MSGQ_NODE_INSTS_MAX instances per node (one more: INVALID_STATE); more than
+ * nloc_insts, or attributes that differ between local instances, are accepted and
+ * logged, and the first instance's apply.
+ *
  * A datagram still outstanding when its endpoint is destroyed is cancelled and
  * stays visible to GNI_PostDataProbe(ById) and GNI_PostdataProbeWaitById (which
  * it wakes) until one of them reports it.  Further decisions are documented

@@ -1,11 +1,13 @@
-/* MSGQ: one shared receive queue per instance, written by every connected rank.
- * GNI_MsgqSize/Init argument checks; GetConnAttrs contents; attrs allgathered and
- * connected (ranks sharing a node address merge into one connection; the connection
- * limit gives ERROR_RESOURCE); all-to-all traffic through small queues (NOT_DONE when a
- * queue is full, counted by GNI_STAT_SMSG_BUFF_CREDITS_STALL) with per-sender FIFO order,
- * header+data contiguity, tags and sender identity checked in the receive callback; MSGQ
- * events on the send CQ; Progress NOT_DONE/TIMEOUT/blocking wake; Idle; ConnRelease;
- * a send to a released queue -> error event; Release and use after release. */
+/* MSGQ with every rank connecting for itself (the instances of a node share one node
+ * table: their connections merge).  GNI_MsgqSize/Init argument checks; GetConnAttrs
+ * contents (the node's instances, the caller first); attrs allgathered and connected by
+ * every rank (the connection limit gives ERROR_RESOURCE); all-to-all traffic through
+ * small queues (NOT_DONE when a queue is full, counted by
+ * GNI_STAT_SMSG_BUFF_CREDITS_STALL) with per-sender FIFO order, header+data contiguity,
+ * tags and sender identity checked in the receive callback; MSGQ events on the send CQ;
+ * Progress NOT_DONE/TIMEOUT/blocking wake; Idle; ConnRelease by every holder ends a
+ * connection; a send to a released queue -> error event; Release and use after release.
+ * msgq_node.c tests the node sharing itself (only one rank per node connecting). */
 #include <unistd.h>
 #include "data_util.h"
 
@@ -108,11 +110,15 @@ int main(void)
     uint32_t asz = 0;
     memset(&mine, 0, sizeof(mine));
     GNI_EXPECT(GNI_RC_INVALID_PARAM, GNI_MsgqGetConnAttrs(q, 0, NULL, &asz));
+    dt_barrier();   /* every instance of this node has joined its MSGQ */
     GNI_OK(GNI_MsgqGetConnAttrs(q, t.addrs[(me + 1) % n], &mine, &asz));
-    CHECK_EQ(asz, 48);
+    int nlocal = 0;
+    for (int r = 0; r < n; r++) nlocal += t.addrs[r] == t.nic_addr;
     CHECK_EQ(mine.pe_addr, t.nic_addr);
-    CHECK_EQ(mine.num_insts, 1);
+    CHECK_EQ(mine.num_insts, nlocal);      /* the node's instances, the caller first */
+    CHECK_EQ(asz, 16 + 32 * nlocal);
     CHECK_EQ(mine.insts[0].id, me);
+    for (uint32_t i = 0; i < mine.num_insts; i++) CHECK_EQ(t.addrs[mine.insts[i].id], t.nic_addr);
     CHECK_EQ(mine.max_msg_sz, MAXSZ);
     CHECK_EQ(mine.smsg_q_sz, 4);
     CHECK(PMI_Allgather(&mine, all, sizeof(mine)) == PMI_SUCCESS);
@@ -120,6 +126,7 @@ int main(void)
     /* not connected yet */
     hdr_t h = { (uint32_t)me, 0 };
     GNI_EXPECT(GNI_RC_INVALID_STATE, GNI_MsgqSend(q, t.eps[me], &h, sizeof(h), NULL, 0, 1, 0));
+    dt_barrier();   /* a neighbour's connection would be ours too */
     GNI_EXPECT(GNI_RC_INVALID_PARAM, GNI_MsgqConnect(q, t.addrs[0] + 1, &all[0]));
     GNI_EXPECT(GNI_RC_INVALID_PARAM, GNI_MsgqConnect(q, t.addrs[0], NULL));
     for (int r = 0; r < n; r++) GNI_OK(GNI_MsgqConnect(q, all[r].pe_addr, &all[r]));
@@ -208,11 +215,14 @@ int main(void)
     }
     dt_barrier();
 
-    /* ConnRelease: a released connection cannot be used */
+    /* ConnRelease: every local rank connected this node, so each holds the connection;
+     * it ends with the last hold, then nobody can use it */
     GNI_EXPECT(GNI_RC_INVALID_PARAM, GNI_MsgqConnRelease(q, 0x7fffff0));
     GNI_OK(GNI_MsgqConnRelease(q, t.nic_addr));
+    dt_barrier();
     GNI_EXPECT(GNI_RC_INVALID_STATE, GNI_MsgqSend(q, t.eps[me], &h, sizeof(h), NULL, 0, 1, 0));
-    /* ranks of this node shared the connection: reconnect all of them */
+    GNI_EXPECT(GNI_RC_INVALID_PARAM, GNI_MsgqConnRelease(q, t.nic_addr));
+    dt_barrier();
     for (int r = 0; r < n; r++)
         if (all[r].pe_addr == t.nic_addr) GNI_OK(GNI_MsgqConnect(q, all[r].pe_addr, &all[r]));
     dt_barrier();
