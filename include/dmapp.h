@@ -141,7 +141,8 @@
  *   calls are ignored.  DMAPP_MAX_LOCKS (environment, default 128, 1..1023) is
  *   the number of locks one PE may hold or wait for at once; one more acquire
  *   is DMAPP_RC_NO_SPACE and touches nothing.  If the PE an acquirer waits
- *   behind exits, the lock is broken: that acquire returns TRANSACTION_ERROR.
+ *   behind exits, the lock is broken: that acquire returns TRANSACTION_ERROR
+ *   (and a release whose hand-off to an exited successor fails, likewise).
  * - Queues (later releases; dmapp-rs/src/queue.rs): every PE has one receive
  *   queue from dmapp_init (queue_depth entries of up to queue_nelems QW); a PE
  *   attaches one callback at a time (a second attach: DMAPP_RC_BUSY; NULL
@@ -152,8 +153,9 @@
  *   handle, and the length at most the target's queue_nelems QW (else
  *   INVALID_PARAM); zero-length puts are delivered.  Each sender's messages
  *   arrive in the order it put them.  The target's callback runs from the
- *   target's own DMAPP calls (every blocking call, the sync and collective
- *   waits and tests, dmapp_queue_put, lock calls), on the calling thread, or,
+ *   target's own DMAPP calls (blocking data motion, the syncid, gsync and
+ *   collective waits and tests, dmapp_queue_put, the lock calls and a lock
+ *   wait), on the calling thread, or,
  *   with DMAPP_QUEUE_ASYNC_PROGRESS in the attach flags or in queue_flags, from
  *   a library thread only.  One callback runs at a time; its return value is
  *   ignored.  Messages that arrive while nothing is attached wait for the next

@@ -322,6 +322,12 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_registry_default_is_the_documented_one() {
+        assert_eq!(env::lookup("DMAPP_MAX_LOCKS").map(|t| t.default), Some("128"));
+        assert_eq!(DEFAULT_MAX_LOCKS, 128);
+    }
+
+    #[test]
     fn ids_and_handles_round_trip() {
         assert_ne!(node_id(0, 0), 0);
         assert_eq!(node_id(3, 17), (4 << 16) | 17);
