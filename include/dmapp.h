@@ -21,7 +21,10 @@
  *   DMAPP_RC_NO_SPACE and do nothing.  _nbi and blocking calls never return
  *   NO_SPACE.  gsync does not retire syncids.
  * - Local checks give DMAPP_RC_INVALID_PARAM before anything moves: calls before
- *   dmapp_init or after dmapp_finalize (the heap calls return NULL then), NULL
+ *   dmapp_init or after dmapp_finalize (the heap calls return NULL then; the
+ *   exceptions, which work before init, are dmapp_get_rma_attrs*, dmapp_initialized,
+ *   dmapp_explain_error, dmapp_c_greduce_nelems_max and the progress-callback
+ *   registration), NULL
  *   descriptors/addresses/lists/syncid pointers, dmapp_type_t outside 0..3, a PE
  *   outside [0, npes), an empty PE list, strides < 1, negative indices, a remote
  *   range outside the descriptor [addr, addr+len) or outside the target PE's
@@ -68,6 +71,21 @@
  *   thread-safe whatever the value).  dmapp_set_rma_attrs changes only the
  *   dynamic attributes and reports all of them.  dmapp_init makes PMI usable
  *   (PMI_Barrier works without PMI_Init).
+ * - dmapp_get_rma_attrs / _ext before dmapp_init report the defaults (programs
+ *   read them, change a field, then call dmapp_init_ext): max_outstanding_nb
+ *   DMAPP_DEF_OUTSTANDING_NB, offload_threshold DMAPP_OFFLOAD_THRESHOLD, PUT
+ *   routing DETERMINISTIC, GET routing ADAPTIVE, max_concurrency 1, PI_ordering
+ *   STRICT, queue_depth DMAPP_QUEUE_DEFAULT_DEPTH, queue_nelems
+ *   DMAPP_QUEUE_DEFAULT_NELEMS, queue_flags 0.  After dmapp_finalize they are
+ *   DMAPP_RC_INVALID_PARAM; dmapp_set_rma_attrs* works only between the two.
+ *   dmapp_initialized sets *flag to 1 between a successful init and finalize,
+ *   else 0 (NULL: INVALID_PARAM).
+ * - Queue attributes (static, taken at init): 0 means the default (so
+ *   dmapp_init, whose struct has no such fields, and zero-filled structs get the
+ *   defaults); queue_depth is rounded up to a power of two, at most 4096;
+ *   queue_nelems counts QW (8-byte) units and is at most DMAPP_QUEUE_MAX_NELEMS
+ *   (1 KiB); unknown queue_flags bits are dropped; actual_attrs reports the
+ *   values in effect.
  * - dmapp_finalize: completes outstanding work, synchronises the whole job (a
  *   barrier), then unregisters every segment; the heap stays mapped so local
  *   results remain readable.  A second dmapp_finalize is INVALID_PARAM.
@@ -106,6 +124,51 @@
  * - Not supported (return DMAPP_RC_NOT_SUPPORTED, see dmapp-rs/src/unsupported.rs):
  *   dmapp_checkpoint and dmapp_restart.
  * - dmapp_explain_error (from later DMAPP releases) gives a text for each code.
+ * - Locks (later releases; dmapp-rs/src/lock.rs): an MCS queue lock over the
+ *   remote AMOs, so it works on one machine and across machines and is fair
+ *   (FIFO in the order acquirers reach the descriptor; its first word names the
+ *   last one in line, 0 when the lock is free).  Each acquirer sleeps
+ *   on a futex in its own memory; the holder's release wakes the next.  The
+ *   descriptor (dmapp_lock_desc_t, 16 bytes, zero = free) lives in a segment of
+ *   PE pe at lock, described by seg (NULL lock/seg/handle, bad PE, a descriptor
+ *   outside seg: INVALID_PARAM; not 8-byte aligned: ALIGNMENT_ERROR; a
+ *   descriptor holding garbage, i.e. not zero-filled: INVALID_PARAM, nothing
+ *   written).
+ *   dmapp_lock_acquire waits until the lock is this caller's (blocking); any
+ *   thread of the holding PE may release it; locks are not recursive.  A
+ *   release with a handle this PE does not hold (released already, another
+ *   PE's, forged, NULL) is INVALID_PARAM and touches nothing.  Flags of both
+ *   calls are ignored.  DMAPP_MAX_LOCKS (environment, default 128, 1..1023) is
+ *   the number of locks one PE may hold or wait for at once; one more acquire
+ *   is DMAPP_RC_NO_SPACE and touches nothing.  If the PE an acquirer waits
+ *   behind exits, the lock is broken: that acquire returns TRANSACTION_ERROR
+ *   (and a release whose hand-off to an exited successor fails, likewise).
+ * - Queues (later releases; dmapp-rs/src/queue.rs): every PE has one receive
+ *   queue from dmapp_init (queue_depth entries of up to queue_nelems QW); a PE
+ *   attaches one callback at a time (a second attach: DMAPP_RC_BUSY; NULL
+ *   callback or handle pointer: INVALID_PARAM).  dmapp_queue_put(h, src, nelems,
+ *   type, pe, flags) copies nelems elements of type into PE pe's queue and
+ *   returns; the callback gets (context, a copy of the bytes valid during the
+ *   call, their length in bytes, the sender PE).  h must be the caller's attached
+ *   handle, and the length at most the target's queue_nelems QW (else
+ *   INVALID_PARAM); zero-length puts are delivered.  Each sender's messages
+ *   arrive in the order it put them.  The target's callback runs from the
+ *   target's own DMAPP calls (blocking data motion, the syncid, gsync and
+ *   collective waits and tests, dmapp_queue_put, the lock calls and a lock
+ *   wait), on the calling thread, or,
+ *   with DMAPP_QUEUE_ASYNC_PROGRESS in the attach flags or in queue_flags, from
+ *   a library thread only.  One callback runs at a time; its return value is
+ *   ignored.  Messages that arrive while nothing is attached wait for the next
+ *   attach.  A full queue: the put waits (delivering its own PE's queue
+ *   meanwhile) until the target has taken an entry; it returns
+ *   DMAPP_RC_NO_SPACE at once only when called from inside a queue callback
+ *   (the target may be in its own, putting to us).  A target that has
+ *   exited: TRANSACTION_ERROR.  dmapp_queue_detach (flags ignored) stops
+ *   deliveries (an unknown handle: INVALID_PARAM); from another thread it waits
+ *   for a running callback to return.  dmapp_finalize delivers until every PE
+ *   has reached finalize (a library thread meanwhile; without a callback the
+ *   messages are dropped with a warning), then detaches.  Unknown flag bits are
+ *   ignored everywhere.
  */
 #ifndef _DMAPP_H
 #define _DMAPP_H
@@ -200,6 +263,14 @@ typedef struct dmapp_rma_attrs {
     uint8_t  max_concurrency;
 } dmapp_rma_attrs_t;
 
+#if defined(__GNUC__)
+#define DMAPP_ANON_ __extension__   /* anonymous members without -pedantic warnings */
+#else
+#define DMAPP_ANON_
+#endif
+
+/* The queue fields of later releases overlay the first 12 of the 32 reserved bytes
+ * (an anonymous union), so the size and every older offset are unchanged. */
 typedef struct dmapp_rma_attrs_ext {
     uint32_t max_outstanding_nb;
     uint32_t offload_threshold;
@@ -207,7 +278,14 @@ typedef struct dmapp_rma_attrs_ext {
     uint8_t  get_relaxed_ordering;
     uint8_t  max_concurrency;
     uint8_t  PI_ordering;
-    uint8_t  unused[32];
+    DMAPP_ANON_ union {
+        uint8_t unused[32];
+        DMAPP_ANON_ struct {
+            uint32_t queue_depth;    /* entries of this PE's receive queue */
+            uint32_t queue_nelems;   /* largest dmapp_queue_put into it, in QW (8 bytes) */
+            uint32_t queue_flags;    /* DMAPP_QUEUE_ASYNC_PROGRESS */
+        };
+    };
 } dmapp_rma_attrs_ext_t;
 
 typedef struct dmapp_syncid *dmapp_syncid_handle_t;
@@ -455,6 +533,32 @@ dmapp_return_t dmapp_c_pset_cancel_op(IN dmapp_c_pset_handle_t pset_hndl);
 /* ---- from later DMAPP releases -------------------------------------------------------- */
 
 extern dmapp_return_t dmapp_explain_error(IN dmapp_return_t rc, OUT const char **msg);
+extern dmapp_return_t dmapp_initialized(OUT int *flag);
+
+/* Locks (see the top comment).  A descriptor is 16 bytes, zero-filled before first use,
+ * 8-byte aligned, in a segment of the PE that owns it. */
+typedef struct dmapp_lock_desc {
+    uint64_t opaque[2];
+} dmapp_lock_desc_t;
+typedef struct dmapp_lock *dmapp_lock_handle_t;
+
+extern dmapp_return_t dmapp_lock_acquire(IN dmapp_lock_desc_t *lock, IN dmapp_seg_desc_t *seg, IN dmapp_pe_t pe,
+                                         IN uint64_t flags, OUT dmapp_lock_handle_t *handle);
+extern dmapp_return_t dmapp_lock_release(IN dmapp_lock_handle_t handle, IN uint64_t flags);
+
+/* Queues (see the top comment). */
+#define DMAPP_QUEUE_ASYNC_PROGRESS  0x1
+#define DMAPP_QUEUE_DEFAULT_DEPTH   128
+#define DMAPP_QUEUE_DEFAULT_NELEMS  128
+#define DMAPP_QUEUE_MAX_NELEMS      128
+
+typedef struct dmapp_queue *dmapp_queue_handle_t;
+
+extern dmapp_return_t dmapp_queue_attach(IN int (*queue_cb)(void *context, void *data, uint32_t len, dmapp_pe_t rank),
+                                         IN void *context, IN uint64_t flags, OUT dmapp_queue_handle_t *queue_hndl);
+extern dmapp_return_t dmapp_queue_detach(IN dmapp_queue_handle_t queue_hndl, IN uint64_t flags);
+extern dmapp_return_t dmapp_queue_put(IN dmapp_queue_handle_t queue_hndl, IN void *source, IN uint64_t nelems,
+                                      IN dmapp_type_t type, IN dmapp_pe_t target_pe, IN uint64_t flags);
 
 #ifdef __cplusplus
 }

@@ -11,10 +11,32 @@ static void before_init(void) {
     dmapp_rma_attrs_t a;
     dmapp_seg_desc_t d;
     dmapp_syncid_handle_t h = NULL;
-    int flag;
     long x = 0;
+    dmapp_rma_attrs_ext_t e;
     RC_EQ(dmapp_get_jobinfo(&j), DMAPP_RC_INVALID_PARAM);
-    RC_EQ(dmapp_get_rma_attrs(&a), DMAPP_RC_INVALID_PARAM);
+    /* The attributes read before init are the defaults (programs adjust them and pass
+     * them to dmapp_init_ext); setting them needs init. */
+    memset(&a, 0x5a, sizeof a);
+    OK(dmapp_get_rma_attrs(&a));
+    CHECK_EQ(a.max_outstanding_nb, DMAPP_DEF_OUTSTANDING_NB);
+    CHECK_EQ(a.offload_threshold, DMAPP_OFFLOAD_THRESHOLD);
+    CHECK_EQ(a.put_relaxed_ordering, DMAPP_ROUTING_DETERMINISTIC);
+    CHECK_EQ(a.get_relaxed_ordering, DMAPP_ROUTING_ADAPTIVE);
+    CHECK_EQ(a.max_concurrency, 1);
+    memset(&e, 0x5a, sizeof e);
+    OK(dmapp_get_rma_attrs_ext(&e));
+    CHECK_EQ(e.max_outstanding_nb, DMAPP_DEF_OUTSTANDING_NB);
+    CHECK_EQ(e.PI_ordering, DMAPP_PI_ORDERING_STRICT);
+    CHECK_EQ(e.queue_depth, DMAPP_QUEUE_DEFAULT_DEPTH);
+    CHECK_EQ(e.queue_nelems, DMAPP_QUEUE_DEFAULT_NELEMS);
+    CHECK_EQ(e.queue_flags, 0);
+    for (int i = 12; i < 32; i++) CHECK_EQ(e.unused[i], 0);
+    RC_EQ(dmapp_get_rma_attrs(NULL), DMAPP_RC_INVALID_PARAM);
+    RC_EQ(dmapp_get_rma_attrs_ext(NULL), DMAPP_RC_INVALID_PARAM);
+    RC_EQ(dmapp_set_rma_attrs(&a, &a), DMAPP_RC_INVALID_PARAM);
+    int flag = 7;
+    OK(dmapp_initialized(&flag));
+    CHECK_EQ(flag, 0);
     RC_EQ(dmapp_put(&x, &d, 0, &x, 1, DMAPP_QW), DMAPP_RC_INVALID_PARAM);
     RC_EQ(dmapp_aadd_qw(&x, &d, 0, 1), DMAPP_RC_INVALID_PARAM);
     RC_EQ(dmapp_syncid_wait(&h), DMAPP_RC_INVALID_PARAM);
@@ -114,9 +136,14 @@ int main(void) {
     dmapp_rma_attrs_ext_t ext, ext2;
     OK(dmapp_get_rma_attrs_ext(&ext));
     CHECK_EQ(ext.offload_threshold, 1 << 20);
+    /* dmapp_init's struct has no queue fields: the queue got the defaults. */
+    CHECK_EQ(ext.queue_depth, DMAPP_QUEUE_DEFAULT_DEPTH);
+    CHECK_EQ(ext.queue_nelems, DMAPP_QUEUE_DEFAULT_NELEMS);
     ext.PI_ordering = DMAPP_PI_ORDERING_RELAXED;
+    ext.queue_depth = 16;   /* static: ignored */
     OK(dmapp_set_rma_attrs_ext(&ext, &ext2));
     CHECK_EQ(ext2.PI_ordering, DMAPP_PI_ORDERING_RELAXED);
+    CHECK_EQ(ext2.queue_depth, DMAPP_QUEUE_DEFAULT_DEPTH);
     ext.PI_ordering = 3;
     RC_EQ(dmapp_set_rma_attrs_ext(&ext, &ext2), DMAPP_RC_INVALID_PARAM);
 
@@ -140,8 +167,14 @@ int main(void) {
     RC_EQ(dmapp_c_barrier_join(ps), DMAPP_RC_INVALID_PARAM);
 
     barrier();
+    int on = 0;
+    OK(dmapp_initialized(&on));
+    CHECK_EQ(on, 1);
     OK(dmapp_finalize());
     /* After finalize: the window is closed. */
+    OK(dmapp_initialized(&on));
+    CHECK_EQ(on, 0);
+    RC_EQ(dmapp_get_rma_attrs(&cur), DMAPP_RC_INVALID_PARAM);
     RC_EQ(dmapp_finalize(), DMAPP_RC_INVALID_PARAM);
     RC_EQ(dmapp_get_jobinfo(&job), DMAPP_RC_INVALID_PARAM);
     RC_EQ(dmapp_init(&req, &act), DMAPP_RC_INVALID_PARAM);

@@ -437,6 +437,7 @@ pub unsafe extern "C" fn dmapp_c_greduce_nelems_max(type_: i32, nelems_max: *mut
 #[no_mangle]
 pub extern "C" fn dmapp_c_pset_test(pset_hndl: PsetHandle) -> Rc {
     let Ok(p) = get(pset_hndl) else { return DMAPP_RC_INVALID_PARAM };
+    crate::queue::progress();
     p.test()
 }
 

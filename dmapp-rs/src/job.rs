@@ -20,7 +20,7 @@ use softnic_fabric::bootstrap;
 use softnic_fabric::mem::{self, Access, CrayHandle, MemKey, RingLoc, SharedMem};
 use softnic_fabric::node::{self, PeerRef};
 use softnic_fabric::registry::ProcId;
-use softnic_fabric::rma::Peer;
+use softnic_fabric::rma::{Peer, Region};
 use softnic_fabric::{env, sn_debug, sn_warn, Error};
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
@@ -45,7 +45,14 @@ pub struct PeInfo {
     pub segs: [SymSeg; 2],
     /// The PE's pset directory (crate::coll): where its exported psets' tree nodes are.
     pub pset_dir: RingLoc,
+    /// The PE's receive queue (crate::queue) and the largest put it takes, in QW.
+    pub queue_loc: RingLoc,
+    pub queue_nelems: u32,
+    /// The PE's table of lock queue nodes (crate::lock) and its number of nodes.
+    pub lock_loc: RingLoc,
+    pub lock_nodes: u32,
     peer: OnceLock<Arc<Peer>>,
+    lock_region: OnceLock<Region>,
 }
 
 /// Where a remote access goes.
@@ -76,6 +83,10 @@ pub struct Job {
     pub gsync_err: Mutex<Rc>,
     /// Handle words -> key of this PE's dmapp_mem_register regions.
     pub dynregs: Mutex<HashMap<[u64; 2], MemKey>>,
+    /// This PE's receive queue (crate::queue).
+    pub queue: crate::queue::Queue,
+    /// This PE's lock queue nodes (crate::lock).
+    pub locks: crate::lock::Table,
 }
 
 // SAFETY: the raw pointers in `local` are addresses only (never dereferenced here);
@@ -93,6 +104,16 @@ static PHASE: RwLock<Phase> = RwLock::new(Phase::Before);
 
 pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// True between a successful `dmapp_init*` and `dmapp_finalize` (`dmapp_initialized`).
+pub fn initialized() -> bool {
+    matches!(&*PHASE.read().unwrap_or_else(|e| e.into_inner()), Phase::Live(_))
+}
+
+/// True until the first successful `dmapp_init*`.
+pub fn before_init() -> bool {
+    matches!(&*PHASE.read().unwrap_or_else(|e| e.into_inner()), Phase::Before)
 }
 
 /// The live job, or INVALID_PARAM outside the init/finalize window.
@@ -185,8 +206,10 @@ fn job_pd() -> Result<u64, Error> {
 
 /// u64 words per PE in the init allgather: status, PeerRef (3), then per symmetric
 /// segment base, length, key and the two words of its handle, then the node id and the
-/// registry id (slot | generation << 32), then the location of the PE's pset directory.
-const REC: usize = 19;
+/// registry id (slot | generation << 32), then the location of the PE's pset directory,
+/// of its receive queue, the queue's largest put (QW), then the location of its lock
+/// node table and its number of nodes.
+const REC: usize = 27;
 
 /// The descriptor of one of this PE's symmetric segments (a handle naming this process).
 fn desc(base: u64, len: u64, key: Option<MemKey>) -> SegDesc {
@@ -197,6 +220,18 @@ fn desc(base: u64, len: u64, key: Option<MemKey>) -> SegDesc {
         }
         None => SegDesc::EMPTY,
     }
+}
+
+/// The queue attributes as they take effect (dmapp.h): 0 means the default; the depth is
+/// rounded up to a power of two and at most DMAPP_QUEUE_MAX_DEPTH; nelems at most
+/// DMAPP_QUEUE_MAX_NELEMS; unknown flag bits are dropped.
+pub fn settle_queue_attrs(a: &mut RmaAttrsExt) {
+    let depth = if a.queue_depth == 0 { DMAPP_QUEUE_DEFAULT_DEPTH } else { a.queue_depth };
+    a.queue_depth = depth.clamp(2, DMAPP_QUEUE_MAX_DEPTH).next_power_of_two();
+    let nelems = if a.queue_nelems == 0 { DMAPP_QUEUE_DEFAULT_NELEMS } else { a.queue_nelems };
+    a.queue_nelems = nelems.min(DMAPP_QUEUE_MAX_NELEMS);
+    a.queue_flags &= DMAPP_QUEUE_ASYNC_PROGRESS as u32;
+    a.reserved = [0; 20];
 }
 
 /// Validates requested attributes (digest 5.6).
@@ -288,6 +323,25 @@ pub fn init(req: &RmaAttrsExt) -> Result<RmaAttrsExt, Rc> {
     };
     let dir_loc = pset_dir.as_ref().and_then(|m| m.ring_loc(0, crate::coll::DIR_BYTES).ok()).map_or([0; 3], |l| l.to_words());
 
+    let mut attrs = *req;
+    settle_queue_attrs(&mut attrs);
+    let queue = match crate::queue::Queue::new(attrs.queue_depth, attrs.queue_nelems, attrs.queue_flags as u64) {
+        Ok(q) => Some(q),
+        Err(e) => {
+            sn_warn!("dmapp_init", "cannot allocate a receive queue of {} entries: {}", attrs.queue_depth, e);
+            status = 1;
+            None
+        }
+    };
+    let locks = match crate::lock::Table::new(crate::lock::max_locks()) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            sn_warn!("dmapp_init", "cannot allocate the lock node table: {}", e);
+            status = 1;
+            None
+        }
+    };
+
     // Exchange, even after a local failure, so that no PE waits forever for us.
     let local = [desc(segs[DATA].base, segs[DATA].len, keys[DATA]), desc(segs[SHEAP].base, segs[SHEAP].len, keys[SHEAP])];
     let mut rec = [0u64; REC];
@@ -305,6 +359,14 @@ pub fn init(req: &RmaAttrsExt) -> Result<RmaAttrsExt, Rc> {
     rec[14] = my_node as u64;
     rec[15] = my_id.slot as u64 | ((my_id.gen as u64) << 32);
     rec[16..19].copy_from_slice(&dir_loc);
+    if let Some(q) = &queue {
+        rec[19..22].copy_from_slice(&q.loc.to_words());
+        rec[22] = q.nelems as u64;
+    }
+    if let Some(t) = &locks {
+        rec[23..26].copy_from_slice(&t.loc.to_words());
+        rec[26] = t.count as u64;
+    }
     let bytes: Vec<u8> = rec.iter().flat_map(|w| w.to_ne_bytes()).collect();
     let all = match bootstrap::allgather(&bytes) {
         Ok(v) if v.len() == bytes.len() * npes as usize => v,
@@ -330,9 +392,20 @@ pub fn init(req: &RmaAttrsExt) -> Result<RmaAttrsExt, Rc> {
         }
         let id = ProcId { slot: r[15] as u32, gen: (r[15] >> 32) as u32 };
         let pset_dir = RingLoc::from_words([r[16], r[17], r[18]]);
-        pes.push(PeInfo { peer_ref: PeerRef::from_words([r[1], r[2], r[3]]), node: r[14] as u32, id, segs: s, pset_dir, peer: OnceLock::new() });
+        pes.push(PeInfo {
+            peer_ref: PeerRef::from_words([r[1], r[2], r[3]]),
+            node: r[14] as u32,
+            id,
+            segs: s,
+            pset_dir,
+            queue_loc: RingLoc::from_words([r[19], r[20], r[21]]),
+            queue_nelems: r[22] as u32,
+            lock_loc: RingLoc::from_words([r[23], r[24], r[25]]),
+            lock_nodes: r[26] as u32,
+            peer: OnceLock::new(),
+            lock_region: OnceLock::new(),
+        });
     }
-    let attrs = *req;
     let job = Job {
         pe,
         npes,
@@ -348,6 +421,8 @@ pub fn init(req: &RmaAttrsExt) -> Result<RmaAttrsExt, Rc> {
         sync: Mutex::new(crate::sync::Table::new(attrs.max_outstanding_nb)),
         gsync_err: Mutex::new(DMAPP_RC_SUCCESS),
         dynregs: Mutex::new(HashMap::new()),
+        queue: queue.ok_or(DMAPP_RC_RESOURCE_ERROR)?,
+        locks: locks.ok_or(DMAPP_RC_RESOURCE_ERROR)?,
     };
     sn_debug!(
         "dmapp_init",
@@ -379,9 +454,13 @@ pub fn finalize() -> Rc {
         }
     };
     lock(&job.sync).clear();
+    // A peer may be waiting for room in our queue before it reaches its own finalize:
+    // keep our queue draining while we wait for everyone (crate::queue).
+    let draining = crate::queue::drain_during_finalize(&job);
     if let Err(e) = bootstrap::barrier() {
         sn_warn!("dmapp_finalize", "job barrier failed: {}", e);
     }
+    drop(draining);
     for (_, k) in lock(&job.dynregs).drain() {
         let _ = mem::deregister(k);
     }
@@ -401,6 +480,16 @@ impl Job {
         // Through shared memory on this node, the network engine on another.
         let p = Peer::at(info.node, info.id, 32).map_err(crate::rc::from_rma)?;
         Ok(info.peer.get_or_init(|| p).clone())
+    }
+
+    /// PE `pe`'s lock node table (mapped on this node, through the network engine elsewhere).
+    pub fn lock_region(&self, pe: u32) -> Result<&Region, Rc> {
+        let info = &self.pes[pe as usize];
+        if let Some(r) = info.lock_region.get() {
+            return Ok(r);
+        }
+        let r = Region::open(&self.peer(pe)?, &info.lock_loc).map_err(crate::rc::from_rma)?;
+        Ok(info.lock_region.get_or_init(|| r))
     }
 
     pub fn check_pe(&self, pe: Pe) -> Result<u32, Rc> {
@@ -469,7 +558,27 @@ impl Job {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_size;
+    use super::{parse_size, settle_queue_attrs};
+    use crate::types::*;
+
+    #[test]
+    fn queue_attributes_settle() {
+        let mut a = RmaAttrsExt { queue_depth: 0, queue_nelems: 0, queue_flags: 0xff, reserved: [7; 20], ..RmaAttrsExt::DEFAULTS };
+        settle_queue_attrs(&mut a);
+        assert_eq!((a.queue_depth, a.queue_nelems, a.queue_flags), (DMAPP_QUEUE_DEFAULT_DEPTH, DMAPP_QUEUE_DEFAULT_NELEMS, 1));
+        assert_eq!(a.reserved, [0; 20]);
+        for (asked, got) in [(1, 2), (2, 2), (5, 8), (128, 128), (129, 256), (4096, 4096), (1 << 20, 4096), (u32::MAX, 4096)] {
+            a.queue_depth = asked;
+            settle_queue_attrs(&mut a);
+            assert_eq!(a.queue_depth, got, "depth {asked}");
+        }
+        a.queue_nelems = 1000;
+        settle_queue_attrs(&mut a);
+        assert_eq!(a.queue_nelems, DMAPP_QUEUE_MAX_NELEMS);
+        a.queue_nelems = 3;
+        settle_queue_attrs(&mut a);
+        assert_eq!(a.queue_nelems, 3);
+    }
 
     #[test]
     fn heap_size_suffixes() {

@@ -7,6 +7,8 @@
 //! - [`heap`]: the deterministic symmetric-heap allocator.
 //! - [`rma`], [`amo`]: data motion; [`sync`]: syncids and gsync.
 //! - [`coll`]: the collectives (psets, barrier, all-reduce) over the fabric's reduction trees.
+//! - [`lock`]: locks on descriptors in a PE's segment (MCS queue lock over the remote AMOs).
+//! - [`queue`]: message queues (a fabric ring per PE, a callback at the target).
 //! - [`progress`]: the progress callbacks, called from the library's waits.
 //! - [`rc`]: the one fabric-error -> DMAPP-code mapping, and error strings.
 //! - [`unsupported`]: the functions that return DMAPP_RC_NOT_SUPPORTED, with reasons.
@@ -15,7 +17,9 @@ pub mod amo;
 pub mod coll;
 pub mod heap;
 pub mod job;
+pub mod lock;
 pub mod progress;
+pub mod queue;
 pub mod rc;
 pub mod rma;
 pub mod sync;
@@ -36,7 +40,11 @@ fn ext_of(a: &RmaAttrs) -> RmaAttrsExt {
         get_relaxed_ordering: a.get_relaxed_ordering,
         max_concurrency: a.max_concurrency,
         PI_ordering: 0,
-        unused: [0; 32],
+        // 0: the defaults (this struct has no queue fields).
+        queue_depth: 0,
+        queue_nelems: 0,
+        queue_flags: 0,
+        reserved: [0; 20],
     }
 }
 
@@ -83,7 +91,7 @@ pub unsafe extern "C" fn dmapp_init_ext(requested_attrs: *mut RmaAttrsExt, actua
     }
     // SAFETY: non-null.
     let mut req = unsafe { requested_attrs.read_unaligned() };
-    req.unused = [0; 32];
+    req.reserved = [0; 20];
     match init_common(req) {
         Ok(a) => {
             // SAFETY: non-null.
@@ -123,8 +131,30 @@ pub unsafe extern "C" fn dmapp_get_jobinfo(info: *mut JobInfo) -> Rc {
     DMAPP_RC_SUCCESS
 }
 
+/// The attributes in effect; before `dmapp_init*` the defaults (programs read them,
+/// change a field and pass them to `dmapp_init_ext`); after `dmapp_finalize`
+/// INVALID_PARAM.
 fn get_attrs() -> Result<RmaAttrsExt, Rc> {
-    Ok(*lock(&live()?.attrs))
+    match live() {
+        Ok(job) => Ok(*lock(&job.attrs)),
+        Err(_) if job::before_init() => Ok(RmaAttrsExt::DEFAULTS),
+        Err(rc) => Err(rc),
+    }
+}
+
+/// `*flag` = 1 between a successful `dmapp_init*` and `dmapp_finalize`, else 0 (later
+/// DMAPP releases; callable at any time).
+///
+/// # Safety
+/// NULL or a valid pointer.
+#[no_mangle]
+pub unsafe extern "C" fn dmapp_initialized(flag: *mut c_int) -> Rc {
+    if flag.is_null() {
+        return DMAPP_RC_INVALID_PARAM;
+    }
+    // SAFETY: non-null.
+    unsafe { flag.write_unaligned(job::initialized() as c_int) };
+    DMAPP_RC_SUCCESS
 }
 
 /// Applies the dynamic fields of `req`; the static ones keep their init values.

@@ -5,7 +5,8 @@
 //! a request completes when it is issued, and the waits are: every blocking data-motion
 //! call (after the data has moved), `dmapp_syncid_wait`, `dmapp_gsync_wait`, and each poll
 //! of a collective wait.  [`run`] calls every registered callback once there, in
-//! registration order, with its data.
+//! registration order, with its data.  The same places deliver the message queue
+//! ([`crate::queue::progress`]) when its callback is not asynchronous.
 //!
 //! # Decisions (also in dmapp.h)
 //! - Callbacks are keyed by function: registering one that is already registered replaces
@@ -44,6 +45,8 @@ fn callbacks() -> std::sync::MutexGuard<'static, Vec<(ProgressCb, usize)>> {
 /// Calls every registered callback once (see the module doc); nothing when none is
 /// registered or when called from inside a callback.
 pub fn run() {
+    // The queue's messages are delivered at the same places (crate::queue).
+    crate::queue::progress();
     if COUNT.load(Ordering::Acquire) == 0 || IN_CALLBACK.with(|c| c.get()) {
         return;
     }

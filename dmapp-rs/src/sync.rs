@@ -113,6 +113,7 @@ pub unsafe extern "C" fn dmapp_syncid_test(syncid: *mut SyncHandle, flag: *mut c
         return DMAPP_RC_INVALID_PARAM;
     }
     let rc = retire(syncid);
+    crate::queue::progress();
     if rc == DMAPP_RC_SUCCESS || rc == DMAPP_RC_TRANSACTION_ERROR {
         // SAFETY: non-null.
         unsafe { flag.write_unaligned(1) };
@@ -145,6 +146,7 @@ pub unsafe extern "C" fn dmapp_gsync_test(flag: *mut c_int) -> Rc {
         return DMAPP_RC_INVALID_PARAM;
     }
     let rc = gsync();
+    crate::queue::progress();
     if rc != DMAPP_RC_INVALID_PARAM {
         // SAFETY: non-null.
         unsafe { flag.write_unaligned(1) };

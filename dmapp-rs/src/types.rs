@@ -33,6 +33,13 @@ pub const DMAPP_MIN_OUTSTANDING_NB: u32 = 5;
 pub const DMAPP_DEF_OUTSTANDING_NB: u32 = 512;
 pub const DMAPP_MAX_OUTSTANDING_NB: u32 = 2048;
 
+/// Queue attributes and flags (later DMAPP releases; values chosen here, see dmapp.h).
+pub const DMAPP_QUEUE_ASYNC_PROGRESS: u64 = 0x1;
+pub const DMAPP_QUEUE_DEFAULT_DEPTH: u32 = 128;
+pub const DMAPP_QUEUE_MAX_DEPTH: u32 = 4096;
+pub const DMAPP_QUEUE_MAX_NELEMS: u32 = 128;
+pub const DMAPP_QUEUE_DEFAULT_NELEMS: u32 = 128;
+
 /// What `dmapp_jobinfo_t.version` reports: DMAPP 3.1 (the documented release) as
 /// 0x00MMmmrr, and `hw_version`: `DMAPP_GNI_HW_MAJOR_GEMINI` (both chosen here, see dmapp.h).
 pub const DMAPP_JOB_VERSION: c_int = 0x0003_0100;
@@ -100,7 +107,9 @@ pub struct RmaAttrs {
     pub max_concurrency: u8,
 }
 
-/// `dmapp_rma_attrs_ext_t`.
+/// `dmapp_rma_attrs_ext_t`.  The queue fields of later DMAPP releases are carved out of
+/// the first 12 of the RB-3.1 header's 32 `unused` bytes (dmapp.h overlays them on
+/// `unused` in a union), so the size and every older offset stay as they were.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[allow(non_snake_case)]
@@ -111,7 +120,29 @@ pub struct RmaAttrsExt {
     pub get_relaxed_ordering: u8,
     pub max_concurrency: u8,
     pub PI_ordering: u8,
-    pub unused: [u8; 32],
+    pub queue_depth: u32,
+    pub queue_nelems: u32,
+    pub queue_flags: u32,
+    /// The rest of `unused`: always reported as zeros.
+    pub reserved: [u8; 20],
+}
+
+impl RmaAttrsExt {
+    /// What `dmapp_get_rma_attrs*` report before `dmapp_init*` (programs read these,
+    /// change a field and pass them to `dmapp_init_ext`): the documented defaults, and
+    /// the queue defaults chosen here.
+    pub const DEFAULTS: RmaAttrsExt = RmaAttrsExt {
+        max_outstanding_nb: DMAPP_DEF_OUTSTANDING_NB,
+        offload_threshold: DMAPP_OFFLOAD_THRESHOLD,
+        put_relaxed_ordering: DMAPP_ROUTING_DETERMINISTIC,
+        get_relaxed_ordering: DMAPP_ROUTING_ADAPTIVE,
+        max_concurrency: 1,
+        PI_ordering: 0,
+        queue_depth: DMAPP_QUEUE_DEFAULT_DEPTH,
+        queue_nelems: DMAPP_QUEUE_DEFAULT_NELEMS,
+        queue_flags: 0,
+        reserved: [0; 20],
+    };
 }
 
 /// `dmapp_syncid_handle_t`: an opaque pointer-sized token (see `sync.rs`).
@@ -122,7 +153,9 @@ const _: () = assert!(std::mem::size_of::<SegDesc>() == 48 && std::mem::align_of
 const _: () = assert!(std::mem::offset_of!(SegDesc, flags) == 32 && std::mem::offset_of!(SegDesc, reserved) == 40);
 const _: () = assert!(std::mem::size_of::<JobInfo>() == 112 && std::mem::offset_of!(JobInfo, sheap_seg) == 64);
 const _: () = assert!(std::mem::size_of::<RmaAttrs>() == 12 && std::mem::align_of::<RmaAttrs>() == 4);
-const _: () = assert!(std::mem::size_of::<RmaAttrsExt>() == 44);
+const _: () = assert!(std::mem::size_of::<RmaAttrsExt>() == 44 && std::mem::align_of::<RmaAttrsExt>() == 4);
+const _: () = assert!(std::mem::offset_of!(RmaAttrsExt, PI_ordering) == 11 && std::mem::offset_of!(RmaAttrsExt, queue_depth) == 12);
+const _: () = assert!(std::mem::offset_of!(RmaAttrsExt, queue_nelems) == 16 && std::mem::offset_of!(RmaAttrsExt, queue_flags) == 20);
 
 /// Element size of a `dmapp_type_t`, or None for a value outside the enum.
 pub fn elem_size(ty: c_int) -> Option<usize> {

@@ -244,6 +244,12 @@ pub static TUNABLES: &[Tunable] = &[
         help: "If true, DMAPP aborts (dumping core) instead of returning an error \
                from dmapp_init, memory registration and the symmetric-heap calls.",
     },
+    Tunable {
+        name: "DMAPP_MAX_LOCKS",
+        default: "128",
+        help: "DMAPP: locks one PE can hold or be waiting for at once (its lock queue \
+               nodes), 1..1023; dmapp_lock_acquire beyond it returns DMAPP_RC_NO_SPACE.",
+    },
 ];
 
 /// The environment as seen at first use: one entry per row of `TUNABLES`.
@@ -382,7 +388,7 @@ mod tests {
     fn registry_is_well_formed() {
         for (i, t) in TUNABLES.iter().enumerate() {
             // Vendor variables that real programs set are read under their own names.
-            let vendor = ["XT_SYMMETRIC_HEAP_SIZE", "DMAPP_ABORT_ON_ERROR", "PMI_GNI_PTAG", "PMI_GNI_COOKIE", "PMI_GNI_LOC_ADDR", "UTOFU_NUM_MRQ_ENTRIES", "UTOFU_NUM_EXCLUSIVE_CQS", "UTOFU_NUM_SESSION_MODE_CQS", "UTOFU_NUM_MRQ_ENTRIES_SESSION", "UTOFU_SWAP_PROTECT"];
+            let vendor = ["XT_SYMMETRIC_HEAP_SIZE", "DMAPP_ABORT_ON_ERROR", "DMAPP_MAX_LOCKS", "PMI_GNI_PTAG", "PMI_GNI_COOKIE", "PMI_GNI_LOC_ADDR", "UTOFU_NUM_MRQ_ENTRIES", "UTOFU_NUM_EXCLUSIVE_CQS", "UTOFU_NUM_SESSION_MODE_CQS", "UTOFU_NUM_MRQ_ENTRIES_SESSION", "UTOFU_SWAP_PROTECT"];
             assert!(t.name.starts_with("SOFTNIC_") || vendor.contains(&t.name), "{}", t.name);
             assert!(t.name.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_'), "{}", t.name);
             assert!(!t.help.trim().is_empty(), "{} has no help", t.name);
