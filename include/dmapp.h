@@ -169,6 +169,14 @@
  *   has reached finalize (a library thread meanwhile; without a callback the
  *   messages are dropped with a warning), then detaches.  Unknown flag bits are
  *   ignored everywhere.
+ * - Thread cancellation: dmapp_c_pset_wait, dmapp_lock_acquire and
+ *   dmapp_queue_put (while the target's queue is full) are cancellation points,
+ *   deferred and asynchronous.  A cancelled dmapp_c_pset_wait leaves the
+ *   collective running (a later wait or test completes it); a cancelled
+ *   dmapp_queue_put has sent nothing.  A waiter cancelled in dmapp_lock_acquire
+ *   is in the lock's queue: before the thread ends it takes the lock when its
+ *   turn comes and releases it at once, so the waiters behind it go on (as a
+ *   cancelled pthread_cond_wait takes its mutex back).  [dmapp_cancel]
  */
 #ifndef _DMAPP_H
 #define _DMAPP_H

@@ -105,6 +105,16 @@
  * result arrived is INVALID_PARAM; the ROUND_* mode of the VCE that combines
  * applies, RC_* modes change nothing; every VCE configured with CQE_ONCOMP
  * gets one event per round (GNI_CQ_GET_CE_ID), CQE_ONERR only failed rounds.
+ *
+ * Thread cancellation: the blocking calls are cancellation points, deferred and
+ * asynchronous, as in a C library: GNI_CqWaitEvent, GNI_CqVectorWaitEvent,
+ * GNI_CqVectorMonitor, GNI_EpPostDataWait(ById), GNI_PostdataProbeWaitById (and
+ * GNI_PostDataProbeWaitById), GNI_WaitErrorEvents and GNI_MsgqProgress.  A
+ * request pending at the call, or arriving while it sleeps, ends the thread;
+ * nothing is taken from a queue for it (events, datagrams, messages stay for the
+ * next waiter) and everything it held is released.  No other call is a
+ * cancellation point; a thread cancelled asynchronously while inside one of them
+ * may end the process.  [cancel_wait]
  */
 #ifndef _GNI_PUB_H_
 #define _GNI_PUB_H_

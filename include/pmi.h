@@ -27,6 +27,12 @@
  *  - Threads: all calls are serialised by one process-wide lock; a thread
  *    blocked in PMI_Barrier delays other threads' PMI calls until it returns.
  *  - PMI_Barrier is also a full memory barrier.
+ *  - Thread cancellation: PMI_Barrier (and PMI_Ibarrier) is a cancellation
+ *    point, deferred and asynchronous.  The process has entered the barrier:
+ *    the other ranks complete it without it, and the process's next barrier
+ *    adopts it (waits for its end instead of entering a new one), so barriers
+ *    stay matched across the job.  No other call is a cancellation point
+ *    (PMI_Allgather and PMI_Bcast run to their end).  [pmi_cancel]
  *  - Keys: non-empty, shorter than PMI_KVS_Get_key_length_max(), no spaces,
  *    control characters or '=' (else PMI_ERR_INVALID_KEY /
  *    PMI_ERR_INVALID_KEY_LENGTH).  Values: shorter than

@@ -146,6 +146,10 @@
  *   this process, 1 for this node, 2 for another node.  The dump calls print
  *   to stderr.  [ptl_basic, ptl_ring]
  * - Threads: every call may be made from any thread.  [ptl_threads]
+ * - Thread cancellation: PtlEQWait, PtlEQWait_timeout and PtlEQPoll are
+ *   cancellation points, deferred and asynchronous: the thread ends, no event is
+ *   taken for it, and the queue no longer counts it as a waiter.  No other call
+ *   is a cancellation point.  [ptl_cancel]
  */
 #ifndef _PTL3_PORTALS3_H_
 #define _PTL3_PORTALS3_H_

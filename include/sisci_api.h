@@ -184,6 +184,12 @@
  *   devices), adapter registers (SCIGet/SetCSRRegister, SCIGet/SetLocalCSR),
  *   SCIConnectSCISpace, and SISCI 1.10's physical DMA, conditional
  *   interrupts and asynchronous block transfers (SCI_ERR_NOT_SUPPORTED).
+ * - Thread cancellation: the waits are cancellation points, deferred and
+ *   asynchronous: SCIWaitForInterrupt, SCIWaitForDataInterrupt (no message is
+ *   taken for a cancelled thread), SCIWaitForLocalSegmentEvent,
+ *   SCIWaitForRemoteSegmentEvent, SCIWaitForDMAQueue, and the DMA starts with
+ *   SCI_FLAG_DMA_WAIT (SCIStartDmaTransfer*, SCIPostDMAQueue; the transfer
+ *   goes on).  No other call is a cancellation point.  [sisci_cancel]
  */
 #ifndef _SISCI_API_H
 #define _SISCI_API_H

@@ -95,6 +95,11 @@
  *   polling with the wrong poll function is UTOFU_ERR_INVALID_OP; MAXLOC needs
  *   an even num_data (pairs value, location; ties keep the smaller location).
  * - Threads: every object is internally locked, whatever its flags.
+ * - Thread cancellation: no call blocks, so none is a cancellation point; a
+ *   program waits by polling.  utofu_poll_mrq and utofu_poll_tcq may be
+ *   interrupted by an asynchronous cancellation at any point (a polling watcher
+ *   thread cancelled at exit ends; the queues stay usable).  Elsewhere a thread
+ *   must not be cancelled asynchronously inside the library.  [utofu_cancel]
  * - utofu_get_last_error(prefix), absent from the vendor header but called by
  *   real programs, prints the calling thread's last failing call, its code and
  *   the prefix to stderr.

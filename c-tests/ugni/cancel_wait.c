@@ -1,14 +1,15 @@
 /* Watcher threads blocked in uGNI's blocking calls, cancelled as programs do at exit
  * (deferred and asynchronous), while the rest of the job goes on:
  * GNI_CqWaitEvent, GNI_CqVectorWaitEvent, GNI_CqVectorMonitor, GNI_PostdataProbeWaitById,
- * GNI_EpPostDataWaitById and GNI_WaitErrorEvents, each cancelled at once, soon and long
+ * GNI_EpPostDataWaitById, GNI_WaitErrorEvents and GNI_MsgqProgress, each cancelled at once, soon and long
  * after it went to sleep, plus threads calling GNI_CqWaitEvent with short timeouts in a
  * loop (cancelled wherever they are).  Afterwards every rank takes a remote event that its
  * left neighbour's put produced on the CQ the watchers slept on (a waiter count left
  * behind, a lock left held or a half-taken entry would show here), a second waiter whose
  * neighbour was cancelled still gets its event, the datagram a cancelled thread waited for
- * can be cancelled, and the error subscription a cancelled thread waited on can be
- * released (its waiter count came back).  Usage: cancel_wait [rounds] */
+ * can be cancelled, the error subscription a cancelled thread waited on can be released
+ * (its waiter count came back), and the MSGQ a cancelled thread progressed is released.
+ * Usage: cancel_wait [rounds] */
 #include <pthread.h>
 #include "gnitest.h"
 #include "data_util.h"
@@ -75,6 +76,20 @@ static void error_wait(void *a)
     SN_FAIL("GNI_WaitErrorEvents returned %d with no error", (int)rc);
 }
 
+static gni_msgq_handle_t MSGQ;
+
+static int msgq_rcv(uint32_t snd_id, uint32_t snd_pe, void *msg, uint8_t tag, void *cb_data)
+{
+    SN_FAIL("a MSGQ message arrived with nothing sent");
+    return 0;
+}
+
+static void msgq_progress(void *a)
+{
+    gni_return_t rc = GNI_MsgqProgress(MSGQ, (uint32_t)-1);
+    SN_FAIL("GNI_MsgqProgress returned %d with nothing sent", (int)rc);
+}
+
 typedef struct { atomic_int got; gni_cq_entry_t ev; } second_t;
 
 static void *second_waiter(void *p)
@@ -112,6 +127,18 @@ int main(int argc, char **argv)
     ct_battery("GNI_PostdataProbeWaitById", probe_wait, NULL, rounds);
     ct_battery("GNI_EpPostDataWaitById", datagram_wait, NULL, rounds);
     ct_battery("GNI_WaitErrorEvents", error_wait, NULL, rounds);
+    gni_msgq_attr_t ma;
+    memset(&ma, 0, sizeof ma);
+    ma.max_msg_sz = 64;
+    ma.smsg_q_sz = 4;
+    ma.num_msgq_eps = T.size;
+    int local = 1;
+    CHECK(PMI_Get_clique_size(&local) == PMI_SUCCESS);
+    ma.nloc_insts = (uint32_t)local;
+    ma.modes = GNI_MSGQ_MODE_BLOCKING;
+    GNI_OK(GNI_MsgqInit(T.nic, msgq_rcv, NULL, NULL, &ma, &MSGQ));
+    ct_battery("GNI_MsgqProgress", msgq_progress, NULL, rounds);
+    GNI_OK(GNI_MsgqRelease(MSGQ));
     /* Threads that call with short timeouts again and again, cancelled wherever they are
      * (inside the call or between calls). */
     for (int i = 0; i < rounds; i++) {
@@ -120,7 +147,7 @@ int main(int argc, char **argv)
         ct_cancel("GNI_CqWaitEvent(1 ms) in a loop", wait_rcq_short, (void *)(uintptr_t)1, PTHREAD_CANCEL_ASYNCHRONOUS, 1, 3000 + i * 100);
         ct_cancel("GNI_CqWaitEvent(1 ms) in a loop", wait_rcq_short, (void *)(uintptr_t)1, PTHREAD_CANCEL_DEFERRED, 1, 3000 + i * 100);
     }
-    printf("cancel_wait: rank %d cancelled %d watchers\n", T.rank, 6 * 2 * (3 + rounds) + 4 * rounds);
+    printf("cancel_wait: rank %d cancelled %d watchers\n", T.rank, 7 * 2 * (3 + rounds) + 4 * rounds);
 
     /* The library goes on.  The subscription and the datagram the cancelled threads
      * waited on are free to release and cancel. */

@@ -233,16 +233,47 @@ fn acquire(job: &Job, desc: *mut c_void, seg: *mut SegDesc, pe: Pe, out: *mut Lo
         }
         prev = old;
     }
+    let tail = Tail { peer: r.peer, key: r.key, addr: r.addr };
     if let Some((ppe, pidx)) = prev_node {
         // Failures from here on leave our node out of use: our id is in the queue.
         poke(job, ppe, pidx, NEXT, me)?;
         let locked = t.word(idx, LOCKED);
-        t.wait(job, idx, || locked.load(Ordering::Acquire) == 0, Some(ppe))?;
+        // The call's cancellation point.  A cancelled waiter is in the queue: the lock will
+        // come to it, and it must pass it on, or every waiter behind it waits for ever.  So
+        // the unwind takes the lock (waiting, no longer cancellable) and releases it, as a
+        // cancelled pthread_cond_wait takes its mutex back.
+        let queued = LeaveQueue { job, idx, gen, tail: Some(tail.clone()) };
+        let waited = softnic_fabric::cancel::point(|| t.wait(job, idx, || locked.load(Ordering::Acquire) == 0, Some(ppe)));
+        // Only an unwind leaves the queue that way; an error (a dead predecessor) returns.
+        std::mem::forget(queued);
+        waited?;
     }
-    lock(&t.slots)[idx as usize].state = State::Held(Tail { peer: r.peer, key: r.key, addr: r.addr });
+    lock(&t.slots)[idx as usize].state = State::Held(tail);
     // SAFETY: non-null (checked).
     unsafe { out.write_unaligned(handle_of(job.pe, idx, gen)) };
     Ok(())
+}
+
+/// What a cancellation ending a waiting `dmapp_lock_acquire` does (see there).
+struct LeaveQueue<'a> {
+    job: &'a Job,
+    idx: u32,
+    gen: u16,
+    tail: Option<Tail>,
+}
+
+impl Drop for LeaveQueue<'_> {
+    fn drop(&mut self) {
+        let (job, idx) = (self.job, self.idx);
+        let t = &job.locks;
+        let locked = t.word(idx, LOCKED);
+        sn_debug!("dmapp_lock_acquire", "cancelled while waiting: taking the lock to pass it on");
+        if t.wait(job, idx, || locked.load(Ordering::Acquire) == 0, None).is_err() {
+            return;
+        }
+        lock(&t.slots)[idx as usize].state = State::Held(self.tail.take().expect("set"));
+        let _ = release(job, handle_of(job.pe, idx, self.gen));
+    }
 }
 
 fn release(job: &Job, h: LockHandle) -> Result<(), Rc> {
@@ -287,20 +318,21 @@ fn release(job: &Job, h: LockHandle) -> Result<(), Rc> {
     result
 }
 
-/// # Safety
-/// Pointer arguments NULL or valid.
-#[no_mangle]
-pub unsafe extern "C" fn dmapp_lock_acquire(lock_desc: *mut c_void, seg: *mut SegDesc, pe: Pe, _flags: u64, handle: *mut LockHandle) -> Rc {
-    let job = match live() {
-        Ok(j) => j,
-        Err(rc) => return rc,
-    };
-    let rc = match acquire(&job, lock_desc, seg, pe, handle) {
-        Ok(()) => DMAPP_RC_SUCCESS,
-        Err(rc) => rc,
-    };
-    crate::progress::run();
-    rc
+softnic_fabric::blocking_export! {
+    /// # Safety
+    /// Pointer arguments NULL or valid.
+    pub unsafe fn dmapp_lock_acquire(lock_desc: *mut c_void, seg: *mut SegDesc, pe: Pe, _flags: u64, handle: *mut LockHandle) -> Rc {
+        let job = match live() {
+            Ok(j) => j,
+            Err(rc) => return rc,
+        };
+        let rc = match acquire(&job, lock_desc, seg, pe, handle) {
+            Ok(()) => DMAPP_RC_SUCCESS,
+            Err(rc) => rc,
+        };
+        crate::progress::run();
+        rc
+    }
 }
 
 #[no_mangle]

@@ -175,7 +175,7 @@ impl Queue {
     /// Sleeps until the ring has an entry, `stop` is set, or `timeout` passes.
     fn sleep(&self, stop: &AtomicBool, timeout: Duration) {
         let Some(w) = self.ring.waker() else {
-            std::thread::sleep(timeout);
+            softnic_fabric::cancel::sleep(timeout);
             return;
         };
         // The network engine's lease ends: our progress thread must serve pushes meanwhile.
@@ -342,67 +342,71 @@ pub extern "C" fn dmapp_queue_detach(queue_hndl: QueueHandle, _flags: u64) -> Rc
     DMAPP_RC_SUCCESS
 }
 
-/// # Safety
-/// `source` NULL or valid for `nelems` elements of `type_`.
-#[no_mangle]
-pub unsafe extern "C" fn dmapp_queue_put(queue_hndl: QueueHandle, source: *mut c_void, nelems: u64, type_: c_int, target_pe: Pe, _flags: u64) -> Rc {
-    let job = match live() {
-        Ok(j) => j,
-        Err(rc) => return rc,
-    };
-    let q = &job.queue;
-    if !attached(q, queue_hndl) {
-        return DMAPP_RC_INVALID_PARAM;
-    }
-    let Some(size) = elem_size(type_) else { return DMAPP_RC_INVALID_PARAM };
-    let pe = match job.check_pe(target_pe) {
-        Ok(p) => p,
-        Err(rc) => return rc,
-    };
-    let limit = job.pes[pe as usize].queue_nelems as u64 * 8;
-    let len = match nelems.checked_mul(size as u64) {
-        Some(l) if l <= limit => l as usize,
-        _ => return DMAPP_RC_INVALID_PARAM,
-    };
-    if len > 0 && source.is_null() {
-        return DMAPP_RC_INVALID_PARAM;
-    }
-    let mut e = Entry { head: job.pe as u64 | (len as u64) << 32, data: [0; ENTRY_WORDS] };
-    // SAFETY: the caller's source of `len` bytes (non-NULL when len > 0); the entry has
-    // room for any settled queue_nelems.
-    unsafe { std::ptr::copy_nonoverlapping(source as *const u8, e.data.as_mut_ptr() as *mut u8, len) };
-    let peer = match job.peer(pe) {
-        Ok(p) => p,
-        Err(rc) => return rc,
-    };
-    let loc = job.pes[pe as usize].queue_loc;
-    progress();
-    let mut nap = Duration::from_micros(20);
-    loop {
-        match rma::post_event(&peer, &loc, &e, false) {
-            Ok(true) => return DMAPP_RC_SUCCESS,
-            Ok(false) | Err(Error::NoSpace) => {}
-            Err(err) => {
-                sn_debug!("dmapp_queue_put", "to PE {}: {}", pe, err);
-                return crate::rc::from_rma(err);
+softnic_fabric::blocking_export! {
+    /// # Safety
+    /// `source` NULL or valid for `nelems` elements of `type_`.
+    pub unsafe fn dmapp_queue_put(queue_hndl: QueueHandle, source: *mut c_void, nelems: u64, type_: c_int, target_pe: Pe, _flags: u64) -> Rc {
+        let job = match live() {
+            Ok(j) => j,
+            Err(rc) => return rc,
+        };
+        let q = &job.queue;
+        if !attached(q, queue_hndl) {
+            return DMAPP_RC_INVALID_PARAM;
+        }
+        let Some(size) = elem_size(type_) else { return DMAPP_RC_INVALID_PARAM };
+        let pe = match job.check_pe(target_pe) {
+            Ok(p) => p,
+            Err(rc) => return rc,
+        };
+        let limit = job.pes[pe as usize].queue_nelems as u64 * 8;
+        let len = match nelems.checked_mul(size as u64) {
+            Some(l) if l <= limit => l as usize,
+            _ => return DMAPP_RC_INVALID_PARAM,
+        };
+        if len > 0 && source.is_null() {
+            return DMAPP_RC_INVALID_PARAM;
+        }
+        let mut e = Entry { head: job.pe as u64 | (len as u64) << 32, data: [0; ENTRY_WORDS] };
+        // SAFETY: the caller's source of `len` bytes (non-NULL when len > 0); the entry has
+        // room for any settled queue_nelems.
+        unsafe { std::ptr::copy_nonoverlapping(source as *const u8, e.data.as_mut_ptr() as *mut u8, len) };
+        let peer = match job.peer(pe) {
+            Ok(p) => p,
+            Err(rc) => return rc,
+        };
+        let loc = job.pes[pe as usize].queue_loc;
+        progress();
+        let mut nap = Duration::from_micros(20);
+        loop {
+            match rma::post_event(&peer, &loc, &e, false) {
+                Ok(true) => return DMAPP_RC_SUCCESS,
+                Ok(false) | Err(Error::NoSpace) => {}
+                Err(err) => {
+                    sn_debug!("dmapp_queue_put", "to PE {}: {}", pe, err);
+                    return crate::rc::from_rma(err);
+                }
             }
-        }
-        // Full.  Waiting could never end inside a callback (see the module doc).
-        if IN_CALLBACK.with(|c| c.get()) {
-            return DMAPP_RC_NO_SPACE;
-        }
-        // Deliver our own queue meanwhile (when that is ours to do), and sleep: on our
-        // ring, woken by what arrives for us, when we can deliver it; plainly otherwise.
-        let sync = SYNC_DELIVERY.load(Ordering::Acquire);
-        let delivered = if sync { q.deliver(false, false) } else { 0 };
-        if delivered == 0 {
-            if sync && q.ring.is_empty() {
-                q.sleep(&AtomicBool::new(false), nap);
-            } else {
-                std::thread::sleep(nap);
+            // Full.  Waiting could never end inside a callback (see the module doc).
+            if IN_CALLBACK.with(|c| c.get()) {
+                return DMAPP_RC_NO_SPACE;
             }
+            // Deliver our own queue meanwhile (when that is ours to do), and sleep: on our
+            // ring, woken by what arrives for us, when we can deliver it; plainly otherwise.
+            let sync = SYNC_DELIVERY.load(Ordering::Acquire);
+            let delivered = if sync { q.deliver(false, false) } else { 0 };
+            if delivered == 0 {
+                // The call's cancellation point: nothing of this put is in the target's queue.
+                softnic_fabric::cancel::point(|| {
+                    if sync && q.ring.is_empty() {
+                        q.sleep(&AtomicBool::new(false), nap);
+                    } else {
+                        softnic_fabric::cancel::sleep(nap);
+                    }
+                });
+            }
+            nap = (nap * 2).min(Duration::from_millis(1));
         }
-        nap = (nap * 2).min(Duration::from_millis(1));
     }
 }
 

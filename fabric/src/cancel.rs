@@ -299,16 +299,25 @@ fn nanosleep(d: Duration, may_be_window: bool) {
 
 /// Cancellation held off while alive: for calls into other C libraries (libfabric) whose
 /// internal system calls are cancellation points and which must not be unwound halfway,
-/// from whatever call of ours reaches them.  Cheap (one compare-exchange each way in
-/// glibc), but meant for paths that are system calls anyway.
-pub struct Masked(c_int);
+/// from whatever call of ours reaches them.  Deferred first, then disabled: glibc (2.36)
+/// acts on a cancellation signal already on its way to an asynchronous thread even after
+/// the thread disabled cancellation, as long as its type is still asynchronous (seen
+/// leaving a libfabric mutex locked).  Two cheap calls each way, for paths that make
+/// system calls anyway.
+pub struct Masked {
+    ty: c_int,
+    st: c_int,
+}
 
 impl Masked {
     pub fn new() -> Masked {
-        let mut st: c_int = PTHREAD_CANCEL_DISABLE;
-        // SAFETY: valid out pointer; disabling never acts on a request.
-        unsafe { pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &mut st) };
-        Masked(st)
+        let mut m = Masked { ty: PTHREAD_CANCEL_DEFERRED, st: PTHREAD_CANCEL_DISABLE };
+        // SAFETY: valid out pointers; neither call acts on a request (deferred first).
+        unsafe {
+            pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, &mut m.ty);
+            pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &mut m.st);
+        }
+        m
     }
 }
 
@@ -320,20 +329,47 @@ impl Default for Masked {
 
 impl Drop for Masked {
     fn drop(&mut self) {
-        if self.0 != PTHREAD_CANCEL_DISABLE {
-            let mut ty: c_int = 0;
-            // SAFETY: valid out pointers.  Enabled again while deferred (see `enable`); an
-            // asynchronous thread is then cancelled by a request that came meanwhile (the
-            // unwind starts in glibc, at a call site of ours), a deferred one later.
-            unsafe {
-                pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, &mut ty);
-                enable(ty == PTHREAD_CANCEL_ASYNCHRONOUS);
-                if ty == PTHREAD_CANCEL_ASYNCHRONOUS {
-                    pthread_setcanceltype(ty, &mut ty);
-                }
+        let asynchronous = self.ty == PTHREAD_CANCEL_ASYNCHRONOUS;
+        // SAFETY: valid out pointers.  Enabled again while deferred (see `enable`); an
+        // asynchronous thread is then cancelled by a request that came meanwhile (the
+        // unwind starts in glibc, at a call site of ours), a deferred one later.
+        unsafe {
+            if self.st == PTHREAD_CANCEL_ENABLE {
+                enable(asynchronous);
+            }
+            if asynchronous {
+                let mut ignored: c_int = 0;
+                pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &mut ignored);
             }
         }
     }
+}
+
+/// Runs `f` with cancellation held off, as [`Masked`] does, from a frame that holds nothing
+/// to drop: for the paths a thread cancelled asynchronously may be in (uTofu's polls
+/// reaching the network engine), where even the prologue of a frame with landing pads is
+/// no place for an unwind to start.
+#[inline(never)]
+pub fn masked<R>(f: impl FnOnce() -> R) -> R {
+    let mut ty: c_int = 0;
+    let mut st: c_int = 0;
+    // SAFETY: as in `Masked`.
+    unsafe {
+        pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, &mut ty);
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &mut st);
+    }
+    let r = f();
+    let asynchronous = ty == PTHREAD_CANCEL_ASYNCHRONOUS;
+    // SAFETY: as in `Masked`'s drop.
+    unsafe {
+        if st == PTHREAD_CANCEL_ENABLE {
+            enable(asynchronous);
+        }
+        if asynchronous {
+            pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &mut ty);
+        }
+    }
+    r
 }
 
 /// Whether this thread is at a live cancellation point (its sleeps are windows): for waits
@@ -348,9 +384,93 @@ pub fn in_cancellable_call() -> bool {
     STATE.with(|s| s.get()) & (IN_CALL | CALLER_ENABLED) == IN_CALL | CALLER_ENABLED
 }
 
+/// The system calls the library makes outside waits, as raw system calls: libc's wrappers
+/// of these are cancellation points, and the library's own calls must never be (a pending
+/// request would end the thread in the middle of a registration or an attach, holding
+/// what it holds).
+pub mod sys {
+    use libc::{c_int, c_void};
+    use std::ffi::CStr;
+
+    pub fn open(path: &CStr, flags: c_int, mode: libc::mode_t) -> c_int {
+        // SAFETY: a NUL-terminated path.
+        (unsafe { libc::syscall(libc::SYS_openat, libc::AT_FDCWD, path.as_ptr(), flags, mode) }) as c_int
+    }
+
+    pub fn close(fd: c_int) -> c_int {
+        // SAFETY: closes a descriptor the caller owns.
+        (unsafe { libc::syscall(libc::SYS_close, fd) }) as c_int
+    }
+
+    /// # Safety
+    /// `buf` is valid for `len` bytes of writing.
+    pub unsafe fn read(fd: c_int, buf: *mut c_void, len: usize) -> isize {
+        // SAFETY: the caller's buffer.
+        (unsafe { libc::syscall(libc::SYS_read, fd, buf, len) }) as isize
+    }
+
+    /// # Safety
+    /// `buf` is valid for `len` bytes of writing.
+    pub unsafe fn pread(fd: c_int, buf: *mut c_void, len: usize, off: libc::off_t) -> isize {
+        // SAFETY: the caller's buffer.
+        (unsafe { libc::syscall(libc::SYS_pread64, fd, buf, len, off) }) as isize
+    }
+
+    /// # Safety
+    /// `buf` is valid for `len` bytes of reading.
+    pub unsafe fn write(fd: c_int, buf: *const c_void, len: usize) -> isize {
+        // SAFETY: the caller's buffer.
+        (unsafe { libc::syscall(libc::SYS_write, fd, buf, len) }) as isize
+    }
+
+    pub fn poll(fds: &mut [libc::pollfd], timeout_ms: c_int) -> c_int {
+        // SAFETY: a live array of pollfds.
+        (unsafe { libc::syscall(libc::SYS_poll, fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) }) as c_int
+    }
+
+    /// A whole (small) file, such as one under /proc.
+    pub fn read_file(path: &CStr) -> std::io::Result<Vec<u8>> {
+        let fd = open(path, libc::O_RDONLY | libc::O_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let mut out: Vec<u8> = Vec::with_capacity(4096);
+        let r = loop {
+            if out.capacity() - out.len() < 1024 {
+                out.reserve(4096);
+            }
+            let spare = out.capacity() - out.len();
+            // SAFETY: the vector's spare capacity.
+            let n = unsafe { read(fd, out.as_mut_ptr().add(out.len()) as *mut c_void, spare) };
+            match n {
+                0 => break Ok(()),
+                n if n > 0 => {
+                    // SAFETY: the kernel wrote n bytes there.
+                    unsafe { out.set_len(out.len() + n as usize) }
+                }
+                _ => {
+                    let e = std::io::Error::last_os_error();
+                    if e.raw_os_error() != Some(libc::EINTR) {
+                        break Err(e);
+                    }
+                }
+            }
+        };
+        close(fd);
+        r.map(|()| out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn raw_file_reads() {
+        let me = sys::read_file(c"/proc/self/stat").unwrap();
+        assert!(me.starts_with(std::process::id().to_string().as_bytes()));
+        assert!(sys::read_file(c"/proc/self/no-such-file").is_err());
+    }
 
     #[test]
     fn outside_calls_sleeps_are_plain() {

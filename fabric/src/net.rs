@@ -606,7 +606,10 @@ pub fn poll() -> bool {
 /// collective results) and will likely poll again soon: it also takes the completion
 /// queue from the progress thread for a while ([`Engine::lease`]).
 pub fn poll_for_events() -> bool {
-    running().is_some_and(|e| {
+    let Some(e) = running() else { return false };
+    // Reached from uTofu's polls, which a thread may be cancelled asynchronously in: held
+    // off before any frame with something to drop (the lease's lock, the engine's).
+    crate::cancel::masked(|| {
         e.lease();
         e.in_poll.fetch_add(1, Ordering::Relaxed);
         let served = e.progress_once();
@@ -1389,7 +1392,7 @@ impl Engine {
         // clock instead.
         let one = 1u64;
         // SAFETY: 8 bytes into our eventfd.
-        unsafe { libc::write(self.kick_fd, &one as *const u64 as *const c_void, 8) };
+        unsafe { crate::cancel::sys::write(self.kick_fd, &one as *const u64 as *const c_void, 8) };
     }
 
     /// The lease ran out (unless a poll renewed it meanwhile): the progress thread

@@ -129,7 +129,8 @@ pub fn proc_stat(pid: i32) -> Option<(u8, u64)> {
     if pid <= 0 {
         return None;
     }
-    let s = std::fs::read(format!("/proc/{}/stat", pid)).ok()?;
+    let path = std::ffi::CString::new(format!("/proc/{}/stat", pid)).ok()?;
+    let s = crate::cancel::sys::read_file(&path).ok()?;
     // comm may contain spaces and ')' — the fields start after the LAST ')'.
     let close = s.iter().rposition(|&b| b == b')')?;
     let rest = std::str::from_utf8(&s[close + 1..]).ok()?;
@@ -255,7 +256,7 @@ impl RegFile {
             let mut fd = -1;
             if create {
                 // SAFETY: valid C string.
-                fd = unsafe { libc::open(c.as_ptr(), libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC | libc::O_NOFOLLOW, 0o600) };
+                fd = crate::cancel::sys::open(&c, libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC | libc::O_NOFOLLOW, 0o600);
                 if fd >= 0 {
                     created = true;
                 } else if Error::last_os() == Error::Os(libc::ENOENT) {
@@ -266,7 +267,7 @@ impl RegFile {
             }
             if fd < 0 {
                 // SAFETY: valid C string.
-                fd = unsafe { libc::open(c.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC | libc::O_NOFOLLOW) };
+                fd = crate::cancel::sys::open(&c, libc::O_RDWR | libc::O_CLOEXEC | libc::O_NOFOLLOW, 0);
                 if fd < 0 {
                     let e = Error::last_os();
                     if e == Error::Os(libc::ENOENT) {

@@ -104,8 +104,8 @@ unsafe impl Sync for Peer {}
 impl Drop for Peer {
     fn drop(&mut self) {
         if self.pidfd >= 0 {
-            // SAFETY: our descriptor.
-            unsafe { libc::close(self.pidfd) };
+            // Our descriptor.
+            crate::cancel::sys::close(self.pidfd);
         }
     }
 }
@@ -330,10 +330,9 @@ impl Peer {
             return false;
         }
         let alive = if self.pidfd >= 0 {
-            let mut pfd = libc::pollfd { fd: self.pidfd, events: libc::POLLIN, revents: 0 };
-            // SAFETY: one valid pollfd, zero timeout.
-            let r = unsafe { libc::poll(&mut pfd, 1, 0) };
-            !(r > 0 && pfd.revents != 0)
+            let mut pfd = [libc::pollfd { fd: self.pidfd, events: libc::POLLIN, revents: 0 }];
+            let r = crate::cancel::sys::poll(&mut pfd, 0);
+            !(r > 0 && pfd[0].revents != 0)
         } else {
             crate::registry::pid_alive(self.r.pid, Some(self.r.starttime))
         };

@@ -46,8 +46,8 @@ pub struct Fd(pub i32);
 impl Drop for Fd {
     fn drop(&mut self) {
         if self.0 >= 0 {
-            // SAFETY: we own this descriptor.
-            unsafe { libc::close(self.0) };
+            // We own this descriptor (raw: never a cancellation point).
+            crate::cancel::sys::close(self.0);
         }
     }
 }
@@ -168,8 +168,7 @@ impl Segment {
 /// different object gives `Err(StaleHandle)`.
 pub fn open_peer_fd(pid: i32, fd: i32, ino: u64, min_len: u64) -> Result<Fd> {
     let path = CString::new(format!("/proc/{}/fd/{}", pid, fd)).map_err(|_| Error::InvalidArg)?;
-    // SAFETY: path is a valid C string.
-    let f = unsafe { libc::open(path.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
+    let f = crate::cancel::sys::open(&path, libc::O_RDWR | libc::O_CLOEXEC, 0);
     if f < 0 {
         let e = Error::last_os();
         // ENOENT: either the fd or the whole process is gone; tell the two apart.

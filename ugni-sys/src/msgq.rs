@@ -741,7 +741,7 @@ impl NodeQ {
                 softnic_fabric::sn_warn!(API, "could not join the node's MSGQ within {:?}", JOIN_PATIENCE);
                 return Err(GNI_RC_ERROR_RESOURCE);
             }
-            std::thread::sleep(Duration::from_millis(1));
+            softnic_fabric::cancel::nap(Duration::from_millis(1));
         }
     }
 
@@ -1109,26 +1109,27 @@ pub unsafe extern "C" fn GNI_MsgqSend(
     GNI_RC_SUCCESS
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn GNI_MsgqProgress(msgq_hndl: gni_msgq_handle_t, timeout: u32) -> gni_return_t {
-    let Ok(q) = msgq_of(msgq_hndl) else { return GNI_RC_INVALID_PARAM };
-    if q.ring.is_empty() && timeout != 0 {
-        let t = (timeout != u32::MAX).then(|| Duration::from_millis(timeout as u64));
-        if q.ring.wait_nonempty(t).is_err() && q.ring.is_empty() {
-            return GNI_RC_TIMEOUT;
+softnic_fabric::blocking_export! {
+    pub unsafe fn GNI_MsgqProgress(msgq_hndl: gni_msgq_handle_t, timeout: u32) -> gni_return_t {
+        let Ok(q) = msgq_of(msgq_hndl) else { return GNI_RC_INVALID_PARAM };
+        if q.ring.is_empty() && timeout != 0 {
+            let t = (timeout != u32::MAX).then(|| Duration::from_millis(timeout as u64));
+            if q.ring.wait_nonempty(t).is_err() && q.ring.is_empty() {
+                return GNI_RC_TIMEOUT;
+            }
         }
+        let mut n = 0u32;
+        while n < q.ring.capacity() {
+            let Some(mut e) = q.ring.pop() else { break };
+            n += 1;
+            // SAFETY: the program's callback, called with a message copy valid for the call.
+            unsafe { (q.rcv_cb)(e.snd_id, e.snd_pe, e.data.as_mut_ptr() as *mut c_void, e.tag as u8, q.cb_data as *mut c_void) };
+        }
+        if n == 0 {
+            return if timeout == 0 { GNI_RC_NOT_DONE } else { GNI_RC_TIMEOUT };
+        }
+        GNI_RC_SUCCESS
     }
-    let mut n = 0u32;
-    while n < q.ring.capacity() {
-        let Some(mut e) = q.ring.pop() else { break };
-        n += 1;
-        // SAFETY: the program's callback, called with a message copy valid for the call.
-        unsafe { (q.rcv_cb)(e.snd_id, e.snd_pe, e.data.as_mut_ptr() as *mut c_void, e.tag as u8, q.cb_data as *mut c_void) };
-    }
-    if n == 0 {
-        return if timeout == 0 { GNI_RC_NOT_DONE } else { GNI_RC_TIMEOUT };
-    }
-    GNI_RC_SUCCESS
 }
 
 #[cfg(test)]
