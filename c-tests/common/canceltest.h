@@ -75,6 +75,17 @@ static __attribute__((unused)) void ct_cancel(const char *what, void (*call)(voi
         SN_FAIL("%s (%s): cancelled, but its cleanup handler did not run", what, ct_type_name(type));
 }
 
+/* A thread that makes `call` again and again (a wait with a short timeout), cancelled
+ * wherever it is (inside the call or between calls), `rounds` times with each type, after
+ * `base_us` + 100 us per round. */
+static __attribute__((unused)) void ct_loop_both(const char *what, void (*call)(void *), void *arg, int rounds, long base_us)
+{
+    for (int i = 0; i < rounds; i++) {
+        ct_cancel(what, call, arg, PTHREAD_CANCEL_ASYNCHRONOUS, 1, base_us + 100 * i);
+        ct_cancel(what, call, arg, PTHREAD_CANCEL_DEFERRED, 1, base_us + 100 * i);
+    }
+}
+
 /* The usual battery for one blocking call: both types, cancelled at once, soon and after
  * it has surely gone to sleep; `rounds` times with short random delays for the races
  * between entering the call and the request. */

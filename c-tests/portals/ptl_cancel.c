@@ -80,10 +80,7 @@ int main(int argc, char **argv)
     ct_battery("PtlEQWait", eq_wait, NULL, rounds);
     ct_battery("PtlEQWait_timeout", eq_wait_timeout, NULL, rounds);
     ct_battery("PtlEQPoll", eq_poll, NULL, rounds);
-    for (int i = 0; i < rounds; i++) {
-        ct_cancel("PtlEQPoll(0) in a loop", eq_poll_zero, NULL, PTHREAD_CANCEL_ASYNCHRONOUS, 1, 2000 + 100 * i);
-        ct_cancel("PtlEQPoll(0) in a loop", eq_poll_zero, NULL, PTHREAD_CANCEL_DEFERRED, 1, 2000 + 100 * i);
-    }
+    ct_loop_both("PtlEQPoll(0) in a loop", eq_poll_zero, NULL, rounds, 2000);
     /* Nothing was taken or left half-taken. */
     expect_empty(q1);
     expect_empty(q2);

@@ -81,10 +81,7 @@ int main(int argc, char **argv)
     ct_battery("SCIWaitForDataInterrupt", wait_data, NULL, rounds);
     ct_battery("SCIWaitForLocalSegmentEvent", wait_local_seg, NULL, rounds);
     ct_battery("SCIWaitForRemoteSegmentEvent", wait_remote_seg, NULL, rounds);
-    for (int i = 0; i < rounds; i++) {
-        ct_cancel("SCIWaitForInterrupt(1 ms) in a loop", wait_int_short, NULL, PTHREAD_CANCEL_ASYNCHRONOUS, 1, 3000 + 100 * i);
-        ct_cancel("SCIWaitForInterrupt(1 ms) in a loop", wait_int_short, NULL, PTHREAD_CANCEL_DEFERRED, 1, 3000 + 100 * i);
-    }
+    ct_loop_both("SCIWaitForInterrupt(1 ms) in a loop", wait_int_short, NULL, rounds, 3000);
 
     /* The library goes on: what the partner sends now arrives whole. */
     PMI_Barrier();

@@ -141,12 +141,8 @@ int main(int argc, char **argv)
     GNI_OK(GNI_MsgqRelease(MSGQ));
     /* Threads that call with short timeouts again and again, cancelled wherever they are
      * (inside the call or between calls). */
-    for (int i = 0; i < rounds; i++) {
-        ct_cancel("GNI_CqWaitEvent(0 ms) in a loop", wait_rcq_short, (void *)(uintptr_t)0, PTHREAD_CANCEL_ASYNCHRONOUS, 1, 2000 + i * 100);
-        ct_cancel("GNI_CqWaitEvent(0 ms) in a loop", wait_rcq_short, (void *)(uintptr_t)0, PTHREAD_CANCEL_DEFERRED, 1, 2000 + i * 100);
-        ct_cancel("GNI_CqWaitEvent(1 ms) in a loop", wait_rcq_short, (void *)(uintptr_t)1, PTHREAD_CANCEL_ASYNCHRONOUS, 1, 3000 + i * 100);
-        ct_cancel("GNI_CqWaitEvent(1 ms) in a loop", wait_rcq_short, (void *)(uintptr_t)1, PTHREAD_CANCEL_DEFERRED, 1, 3000 + i * 100);
-    }
+    ct_loop_both("GNI_CqWaitEvent(0 ms) in a loop", wait_rcq_short, (void *)(uintptr_t)0, rounds, 2000);
+    ct_loop_both("GNI_CqWaitEvent(1 ms) in a loop", wait_rcq_short, (void *)(uintptr_t)1, rounds, 3000);
     printf("cancel_wait: rank %d cancelled %d watchers\n", T.rank, 7 * 2 * (3 + rounds) + 4 * rounds);
 
     /* The library goes on.  The subscription and the datagram the cancelled threads
