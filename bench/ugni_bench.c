@@ -18,12 +18,16 @@
  *                         a new buffer per repetition, so no page was registered
  *                         before; reg_fresh 1 MiB: each 1 MiB slice in turn of a
  *                         256 MiB buffer, likewise.  Reported: the median (the
- *                         steady state), reg_fresh_p99, and reg_fresh_mean (what a
+ *                         steady state), reg_fresh_p99, reg_fresh_mean (what a
  *                         cycle costs on average, first registrations in a fresh
- *                         region included); the distribution is printed in a
- *                         comment line ("# mem_register ...").
+ *                         region included) and, for 100 B, reg_fresh_first: the
+ *                         median of the first cycle in each aligned window of
+ *                         SOFTNIC_REGISTER_WINDOW bytes (256 KiB unless set), where
+ *                         the library rebinds the window; the distribution is
+ *                         printed in a comment line ("# mem_register ...").
  *                       reg_same 100 B / 1 MiB: the same buffer again and again.
- *                       BENCH_REG_PAGES caps the pages of the 100 B run.
+ *                       BENCH_SCALE scales the pages and slices walked (down to
+ *                       512 and 32); BENCH_REG_PAGES caps the pages of the 100 B run.
  *
  * Every initiator post asks for an event and every event is reaped with
  * GNI_GetCompleted, as a real program must.  Setup is the usual one (see
@@ -346,29 +350,39 @@ static void mem_register(void)
     const size_t page = 4096, small = 100, big = 1u << 20;
     if (me == 0 && bench_size_selected(small)) {
         size_t len = (size_t)64 << 20;
-        long pages = (long)(len / page) - 1;
+        long pages = bench_clamp((double)(len / page) - 1, 512, (long)(len / page) - 1);
         const char *cap = getenv("BENCH_REG_PAGES");
         if (cap && atol(cap) > 0 && atol(cap) < pages) pages = atol(cap);
+        const char *wv = getenv("SOFTNIC_REGISTER_WINDOW");
+        uintptr_t window = wv && *wv ? (uintptr_t)strtoull(wv, NULL, 0) : 256u << 10;
         double *v = malloc(sizeof(double) * (size_t)pages * (size_t)reps);
-        long n = 0;
+        double *f = malloc(sizeof(double) * (size_t)pages * (size_t)reps);
+        long n = 0, nf = 0;
         for (int r = 0; r < reps; r++) {
             uint8_t *buf = malloc(len);
-            if (!buf || !v) fail("malloc", GNI_RC_ERROR_NOMEM);
+            if (!buf || !v || !f) fail("malloc", GNI_RC_ERROR_NOMEM);
             memset(buf, r + 1, len);
             uint8_t *first = (uint8_t *)(((uintptr_t)buf + page - 1) & ~(uintptr_t)(page - 1));
-            for (long i = 0; i < pages; i++) v[n++] = reg_cycle(first + (size_t)i * page + 256, small);
+            for (long i = 0; i < pages; i++) {
+                uint8_t *p = first + (size_t)i * page;
+                v[n++] = reg_cycle(p + 256, small);
+                if (i == 0 || (window >= page && (uintptr_t)p % window == 0)) f[nf++] = v[n - 1];
+            }
             free(buf);
         }
-        double med, p99, mean;
+        double med, p99, mean, fmed, fp99, fmean;
+        reg_stats("100 B on a fresh page, first in a window", f, nf, &fmed, &fp99, &fmean);
         reg_stats("100 B on a fresh page", v, n, &med, &p99, &mean);
         bench_result(LIB, "reg_fresh", small, "us", med);
         bench_result(LIB, "reg_fresh_p99", small, "us", p99);
         bench_result(LIB, "reg_fresh_mean", small, "us", mean);
+        bench_result(LIB, "reg_fresh_first", small, "us", fmed);
         free(v);
+        free(f);
     }
     if (me == 0 && bench_size_selected(big)) {
         size_t len = (size_t)256 << 20;
-        long slices = (long)(len / big) - 1;
+        long slices = bench_clamp((double)(len / big) - 1, 32, (long)(len / big) - 1);
         double *v = malloc(sizeof(double) * (size_t)slices * (size_t)reps);
         long n = 0;
         for (int r = 0; r < reps; r++) {
