@@ -620,15 +620,8 @@ fn ranges_overlap(v: &[(usize, usize)], s: usize, e: usize) -> bool {
 // Backing rows.
 
 fn publish_backing(ctl: Ctl, st: &mut State, b: Backing) -> Result<(u32, u32)> {
-    let free = |st: &State| (0..NBACK).find(|&i| ctl.back(i).map_or(false, |e| e.state.load(Ordering::Relaxed) == FREE) && st.backs.get(i).map_or(true, |x| x.is_none()));
-    let idx = match free(st) {
-        Some(i) => i,
-        None => {
-            // Table full: give back the rows of block backings nothing uses any more.
-            sweep(ctl, st, true)?;
-            free(st).ok_or(Error::NoSpace)?
-        }
-    };
+    let idx = (0..NBACK).find(|&i| ctl.back(i).map_or(false, |e| e.state.load(Ordering::Relaxed) == FREE) && st.backs.get(i).map_or(true, |x| x.is_none()));
+    let idx = idx.ok_or(Error::NoSpace)?;
     if st.backs.len() <= idx {
         st.backs.resize_with(idx + 1, || None);
     }
@@ -654,6 +647,16 @@ fn detach_backing(ctl: Ctl, st: &mut State, idx: u32) {
     if b.refs == 0 {
         release_backing(ctl, st, idx);
     }
+}
+
+/// When the backing table is nearly full, gives back the rows of block backings that
+/// hold nothing any more (a sweep).  Called before a registration or allocation looks at
+/// the table, so that no row it is about to use goes away under it.
+fn make_room(ctl: Ctl, st: &mut State) -> Result<()> {
+    if st.backs.iter().flatten().count() + 8 >= NBACK {
+        sweep(ctl, st, true)?;
+    }
+    Ok(())
 }
 
 /// Frees a backing's row and closes its memfd.  Pages the program still maps from it
@@ -728,7 +731,11 @@ fn live_ranges(ctl: Ctl, st: &State, idx: u32) -> Vec<(usize, usize)> {
 /// nothing maps or uses is punched out of it.  `idle`: also release attached block
 /// backings holding nothing (when the table is full).
 fn sweep(ctl: Ctl, st: &mut State, idle: bool) -> Result<()> {
-    let all = read_maps()?;
+    // The file is read in pieces: a mapping another thread moves meanwhile from a part
+    // not read yet to one read already would be missed, and its pages punched.  So what
+    // looks lost in one reading must look lost in a second one too.
+    let first = read_maps()?;
+    let mut second: Option<Vec<Vma>> = None;
     let mut total = 0usize;
     for i in 0..st.backs.len() {
         let (ino, base, attached) = match &st.backs[i] {
@@ -737,13 +744,22 @@ fn sweep(ctl: Ctl, st: &mut State, idle: bool) -> Result<()> {
         };
         let mut in_place = Vec::new();
         let mut elsewhere = Vec::new();
-        for v in all.iter().filter(|v| v.inode == ino && is_our_backing_vma(v)) {
-            let at = base.wrapping_add(v.offset as usize);
-            if at == v.start {
-                ranges_add(&mut in_place, v.start, v.end);
-            } else {
-                ranges_add(&mut elsewhere, at, at + (v.end - v.start));
+        let seen = |maps: &[Vma], in_place: &mut Vec<(usize, usize)>, elsewhere: &mut Vec<(usize, usize)>| {
+            for v in maps.iter().filter(|v| v.inode == ino && is_our_backing_vma(v)) {
+                let at = base.wrapping_add(v.offset as usize);
+                if at == v.start {
+                    ranges_add(in_place, v.start, v.end);
+                } else {
+                    ranges_add(elsewhere, at, at + (v.end - v.start));
+                }
             }
+        };
+        seen(&first, &mut in_place, &mut elsewhere);
+        if !ranges_sub(&st.backs[i].as_ref().expect("checked").bound, &in_place).is_empty() {
+            if second.is_none() {
+                second = Some(read_maps()?);
+            }
+            seen(second.as_deref().expect("read"), &mut in_place, &mut elsewhere);
         }
         let live = live_ranges(ctl, st, i as u32);
         let b = st.backs[i].as_mut().expect("checked");
@@ -1786,6 +1802,7 @@ pub fn register(addr: usize, len: usize, access: Access, pd_key: u64) -> Result<
         sweep(ctl, &mut st, false)?;
         swept = true;
     }
+    make_room(ctl, &mut st)?;
     let (maps, parts) = loop {
         // The range, and the library's own backings that overlap it, whole.
         let (lo, hi) = st
@@ -1957,6 +1974,7 @@ pub fn alloc_shared(len: usize) -> Result<SharedMem> {
     let ctl = n.ctl();
     let seg = shm::Segment::create(BACKING_NAME, len)?;
     let mut st = state();
+    make_room(ctl, &mut st)?;
     let len = seg.map.len();
     let ino = seg.ino;
     let ptr = seg.map.leak();
