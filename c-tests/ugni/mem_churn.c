@@ -21,6 +21,7 @@
  * done. */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <sched.h>
 #include "data_util.h"
 
 #define CTL 8192                 /* control page: message, flags */
@@ -99,12 +100,16 @@ static void check_flat(const char *phase, struct usage was, struct usage now)
            t.rank, phase, was.fds, now.fds, was.maps, now.maps, was.rss, now.rss);
 }
 
+/* Spins on a word a peer PUTs, yielding the core now and then (the two ranks may share
+ * one core of a busy machine). */
 static void wait_word(volatile uint64_t *w, uint64_t want, const char *what)
 {
     double t0 = dt_now();
-    while (__atomic_load_n(w, __ATOMIC_ACQUIRE) != want)
-        if (dt_now() - t0 > WAIT_S) SN_FAIL("no %s %llu after %.0f s (word %llu)", what, (unsigned long long)want, WAIT_S,
-                                            (unsigned long long)*w);
+    for (unsigned long spins = 0; __atomic_load_n(w, __ATOMIC_ACQUIRE) != want; spins++) {
+        if (spins % 256 == 255) sched_yield();
+        if (spins % 4096 == 4095 && dt_now() - t0 > WAIT_S)
+            SN_FAIL("no %s %llu after %.0f s (word %llu)", what, (unsigned long long)want, WAIT_S, (unsigned long long)*w);
+    }
 }
 
 /* FMA_PUT_W_SYNCFLAG of `len` staged bytes to `off` of `peer`'s control page, the flag

@@ -964,7 +964,11 @@ impl WriteGuard {
     const USER_MODE_ONLY: libc::c_long = 1;
 
     fn new() -> Option<WriteGuard> {
-        if !crate::env::get_bool("SOFTNIC_REGISTER_GUARD") {
+        // Set once userfaultfd is known not to work here (no such system call, refused by
+        // a filter, no write protection of unpopulated pages): not asked again.
+        static MISSING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        let permanent = |e: Error| !matches!(e, Error::Os(libc::EMFILE) | Error::Os(libc::ENFILE) | Error::Os(libc::ENOMEM));
+        if MISSING.load(Ordering::Relaxed) || !crate::env::get_bool("SOFTNIC_REGISTER_GUARD") {
             return None;
         }
         // SAFETY: plain system calls on a descriptor we own.
@@ -984,12 +988,16 @@ impl WriteGuard {
                 fd = libc::syscall(libc::SYS_userfaultfd, flags | Self::USER_MODE_ONLY) as i32;
             }
             if fd < 0 {
-                Self::unavailable("userfaultfd", Error::last_os());
+                let e = Error::last_os();
+                MISSING.store(permanent(e), Ordering::Relaxed);
+                Self::unavailable("userfaultfd", e);
                 return None;
             }
             let mut api = [Self::API, Self::FEATURE_WP_UNPOPULATED, 0u64];
             if libc::ioctl(fd, Self::IOC_API, api.as_mut_ptr()) != 0 {
-                Self::unavailable("UFFDIO_API with WP_UNPOPULATED", Error::last_os());
+                let e = Error::last_os();
+                MISSING.store(permanent(e), Ordering::Relaxed);
+                Self::unavailable("UFFDIO_API with WP_UNPOPULATED", e);
                 libc::close(fd);
                 return None;
             }
@@ -1729,6 +1737,53 @@ fn unbind(b: &Backing, s: usize, e: usize, maps_fd: i32) -> bool {
 /// program unmapped and never registered again give their memory back then at the latest.
 const SWEEP_MIN: usize = 32 << 20;
 
+/// Most separate runs of rebound pages kept (each is a mapping of its own, and the
+/// kernel allows some 65530 per process): past it, registrations make the pages of ended
+/// registrations private again ([`trim_runs`]).  Windows rarely get near it; exactly
+/// rebound pages do when a program registers pages scattered over a large region.
+const RUN_BUDGET: usize = if cfg!(test) { 64 } else { 16384 };
+
+/// Keeps the runs of rebound pages within [`RUN_BUDGET`]: when past it, runs of pages
+/// that no live registration covers are made private again (see [`unbind`]: under the
+/// write guard; without it nothing is done), an eighth of the budget at a time.
+fn trim_runs(ctl: Ctl, st: &mut State) {
+    let runs: usize = st.backs.iter().flatten().filter(|b| b.kind == Kind::Rebound && b.attached).map(|b| b.bound.len()).sum();
+    if runs <= RUN_BUDGET {
+        return;
+    }
+    let want = runs - RUN_BUDGET + RUN_BUDGET / 8;
+    let maps_fd = maps_fd().unwrap_or(-1);
+    let mut freed = 0usize;
+    for i in 0..st.backs.len() {
+        if freed >= want {
+            break;
+        }
+        match &st.backs[i] {
+            Some(b) if b.kind == Kind::Rebound && b.attached => {}
+            _ => continue,
+        }
+        let live = live_ranges(ctl, st, i as u32);
+        let b = st.backs[i].as_ref().expect("checked");
+        let spare = ranges_sub(&b.bound, &live);
+        let mut done: Vec<(usize, usize)> = Vec::new();
+        for (s, e) in spare {
+            if freed + done.len() >= want {
+                break;
+            }
+            if unbind(b, s, e, maps_fd) {
+                done.push((s, e));
+            }
+        }
+        let b = st.backs[i].as_mut().expect("checked");
+        b.bound = ranges_sub(&b.bound, &done);
+        for &(s, e) in &done {
+            punch(b, s, e);
+        }
+        freed += done.len();
+    }
+    node::debug(&format!("{} runs of rebound pages, past {}: {} made private again", runs, RUN_BUDGET, freed));
+}
+
 /// One part of a range being registered, by what holds its pages: `back` is the
 /// attached backing whose memfd the program maps there at the matching offset, or none
 /// (pages to rebind, or the fallback).
@@ -1899,6 +1954,10 @@ pub fn register(addr: usize, len: usize, access: Access, pd_key: u64) -> Result<
             b.refs += 1;
         }
     }
+    if st.reg_backs.len() <= slot {
+        st.reg_backs.resize_with(slot + 1, Vec::new);
+    }
+    st.reg_backs[slot] = backs;
 
     let e = ctl.reg(slot).expect("in range");
     // Seqlock writer: the generation already moved on at the last deregister; this fence
@@ -1914,10 +1973,8 @@ pub fn register(addr: usize, len: usize, access: Access, pd_key: u64) -> Result<
     }
     // Release: a peer that sees LIVE (with the key's generation) sees the fields.
     e.state.store(LIVE, Ordering::Release);
-    if st.reg_backs.len() <= slot {
-        st.reg_backs.resize_with(slot + 1, Vec::new);
-    }
-    st.reg_backs[slot] = backs;
+    // Counts this registration as live (its row is written).
+    trim_runs(ctl, &mut st);
     let key = MemKey { index: slot as u32, generation: e.gen.load(Ordering::Relaxed) };
     crate::sn_debug!("fabric", "register {:#x}+{} -> {:?} ({})", addr, len, key, if fallback { "process_vm fallback" } else { "shared" });
     Ok(key)
@@ -2275,11 +2332,55 @@ mod churn_tests {
         window_bytes() > 0
     }
 
+    /// These tests look at what is rebound after registrations end, which another of
+    /// them (the run budget) changes: one at a time.
+    fn serial() -> std::sync::MutexGuard<'static, ()> {
+        static SERIAL: Mutex<()> = Mutex::new(());
+        SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn runs() -> usize {
+        state().backs.iter().flatten().filter(|b| b.kind == Kind::Rebound && b.attached).map(|b| b.bound.len()).sum()
+    }
+
+    /// Pages registered one at a time, scattered so that each makes a run of its own
+    /// (a mapping of its own), never take more than the run budget: the runs of ended
+    /// registrations are made private again, with their data.
+    #[test]
+    fn scattered_registrations_stay_within_the_run_budget() {
+        let _g = serial();
+        if !register_guard_available() {
+            eprintln!("SKIP scattered_registrations_stay_within_the_run_budget: no write guard here");
+            return;
+        }
+        const STEP: usize = 640 << 10;
+        const N: usize = 3 * RUN_BUDGET;
+        // SAFETY: a fresh mapping (untouched but for the pages registered), ours.
+        let base = unsafe { libc::mmap(std::ptr::null_mut(), N * STEP, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) } as usize;
+        assert_ne!(base as *mut libc::c_void, libc::MAP_FAILED);
+        let mut most = 0;
+        for k in 0..N {
+            let a = base + k * STEP + 512;
+            // SAFETY: inside the mapping.
+            unsafe { *(a as *mut u64) = 0xfeed_0000 + k as u64 };
+            let key = register(a, 64, Access::ReadWrite, 10).unwrap();
+            most = most.max(runs());
+            deregister(key).unwrap();
+        }
+        assert!(most <= RUN_BUDGET + 1, "{most} runs of rebound pages, budget {RUN_BUDGET}");
+        for k in 0..N {
+            // SAFETY: inside the mapping.
+            assert_eq!(unsafe { *((base + k * STEP + 512) as *const u64) }, 0xfeed_0000 + k as u64, "page {k} lost its data");
+        }
+        unmap(base, N * STEP);
+    }
+
     /// Many register/deregister cycles on distinct pages, one registration live at a
     /// time, take no new table rows after the first pass, and every page keeps its data
     /// (which peers see too).
     #[test]
     fn distinct_pages_one_live_at_a_time_reuse_their_block() {
+        let _g = serial();
         const LEN: usize = 16 << 20;
         let page = shm::page_size();
         let base = anon(LEN, 0x3c);
@@ -2311,6 +2412,7 @@ mod churn_tests {
     /// fails.
     #[test]
     fn writes_to_a_window_are_held_not_lost() {
+        let _g = serial();
         if !register_guard_available() {
             eprintln!("SKIP writes_to_a_window_are_held_not_lost: no write guard here");
             return;
@@ -2379,6 +2481,7 @@ mod churn_tests {
     /// program and to peers, never as the old data.
     #[test]
     fn unmapped_pages_come_back_fresh() {
+        let _g = serial();
         const LEN: usize = 2 << 20;
         let page = shm::page_size();
         let base = anon(LEN, 0x77);
@@ -2408,6 +2511,7 @@ mod churn_tests {
     /// and their old address can be registered again afterwards.
     #[test]
     fn moved_pages_keep_their_data() {
+        let _g = serial();
         const LEN: usize = 1 << 20;
         let page = shm::page_size();
         let base = anon(LEN, 0);
@@ -2448,6 +2552,7 @@ mod churn_tests {
     /// its window) writes its own copy, not its parent's memory.
     #[test]
     fn a_forked_child_writes_its_own_copy_of_a_window() {
+        let _g = serial();
         const LEN: usize = 1 << 20;
         let page = shm::page_size();
         let base = anon(LEN, 0x66);
