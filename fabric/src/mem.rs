@@ -974,14 +974,24 @@ impl WriteGuard {
         // SAFETY: plain system calls on a descriptor we own.
         unsafe {
             let flags = (libc::O_CLOEXEC | libc::O_NONBLOCK) as libc::c_long;
-            // Holding the kernel's writes too needs privilege (CAP_SYS_PTRACE, or
-            // vm.unprivileged_userfaultfd=1); tried once, then user mode only.
+            // Holding the kernel's writes too needs privilege (CAP_SYS_PTRACE,
+            // vm.unprivileged_userfaultfd=1, or access to /dev/userfaultfd); tried once,
+            // then user mode only.
             let mut fd = -1;
             if KERNEL_WRITES_HELD.load(Ordering::Relaxed) == 0 && !crate::env::get_bool("SOFTNIC_REGISTER_GUARD_KERNEL") {
                 KERNEL_WRITES_HELD.store(2, Ordering::Relaxed);
             }
             if KERNEL_WRITES_HELD.load(Ordering::Relaxed) != 2 {
                 fd = libc::syscall(libc::SYS_userfaultfd, flags) as i32;
+                if fd < 0 {
+                    // Linux 6.1+: whoever may open /dev/userfaultfd gets it whole.
+                    const USERFAULTFD_IOC_NEW: libc::c_ulong = 0xaa00; // _IO(0xaa, 0x00)
+                    let dev = libc::open(c"/dev/userfaultfd".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
+                    if dev >= 0 {
+                        fd = libc::ioctl(dev, USERFAULTFD_IOC_NEW, flags as libc::c_int);
+                        libc::close(dev);
+                    }
+                }
                 KERNEL_WRITES_HELD.store(if fd >= 0 { 1 } else { 2 }, Ordering::Relaxed);
             }
             if fd < 0 {
@@ -1344,7 +1354,10 @@ fn rebind_into(b: &Backing, gs: usize, ge: usize, maps: &[Vma], widen: bool) -> 
     let (start, end) = if widen { window(gs, ge, maps, &b.bound, zone) } else { (gs, ge) };
     // Pages not copied below must read as zeros in the memfd (a late write of a peer
     // through a registration that ended may have filled the hole since it was punched).
-    punch(b, start, end);
+    // Ranges of up to SCAN_MIN_PAGES are copied whole.
+    if end - start > SCAN_MIN_PAGES * shm::page_size() {
+        punch(b, start, end);
+    }
     let fd = &b.fd;
     let mut pieces: Vec<Piece> = Vec::new();
     let cleanup = |pieces: &[Piece]| {
@@ -2311,6 +2324,13 @@ mod churn_tests {
         p as usize
     }
 
+    /// Maps fresh (never touched) anonymous memory at `at`, if nothing took the range.
+    fn fresh_at(at: usize, len: usize) -> bool {
+        // SAFETY: MAP_FIXED_NOREPLACE replaces nothing: fails if any of the range is mapped.
+        let p = unsafe { libc::mmap(at as *mut libc::c_void, len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE, -1, 0) };
+        p as usize == at
+    }
+
     fn unmap(p: usize, len: usize) {
         // SAFETY: the test's own mapping.
         unsafe { libc::munmap(p as *mut libc::c_void, len) };
@@ -2489,9 +2509,7 @@ mod churn_tests {
         deregister(k).unwrap();
         assert_eq!(file_bytes(base + page, 1).unwrap(), vec![0x77]);
         unmap(base, LEN);
-        // SAFETY: the range we just unmapped, mapped again fresh (never touched).
-        let again = unsafe { libc::mmap(base as *mut libc::c_void, LEN, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE, -1, 0) };
-        if again as usize != base {
+        if !fresh_at(base, LEN) {
             eprintln!("SKIP unmapped_pages_come_back_fresh: the address was taken meanwhile");
             return;
         }
@@ -2525,9 +2543,7 @@ mod churn_tests {
         // SAFETY: our mapping moved over our other one.
         let moved = unsafe { libc::mremap(base as *mut libc::c_void, LEN, LEN, libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED, dest as *mut libc::c_void) };
         assert_eq!(moved as usize, dest);
-        // SAFETY: fresh memory where the pages were.
-        let again = unsafe { libc::mmap(base as *mut libc::c_void, LEN, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE, -1, 0) };
-        let fresh = again as usize == base;
+        let fresh = fresh_at(base, LEN);
         if fresh {
             // SAFETY: inside it.
             unsafe { std::ptr::write_bytes(base as *mut u8, 0x42, LEN) };
