@@ -25,7 +25,8 @@
  *                         SOFTNIC_REGISTER_WINDOW bytes (256 KiB unless set), where
  *                         the library rebinds the window; the distribution is
  *                         printed in a comment line ("# mem_register ...").
- *                       reg_same 100 B / 1 MiB: the same buffer again and again.
+ *                       reg_same 100 B / 1 MiB: the same buffer again and again
+ *                         (median cycle).
  *                       BENCH_SCALE scales the pages and slices walked (down to
  *                       512 and 32); BENCH_REG_PAGES caps the pages of the 100 B run.
  *
@@ -407,15 +408,13 @@ static void mem_register(void)
             uint8_t *buf = malloc(sizes[k] + 512);
             if (!buf) fail("malloc", GNI_RC_ERROR_NOMEM);
             memset(buf, 7, sizes[k] + 512);
-            double v[BENCH_MAX_REPS];
-            long iters = 2000;
-            for (int r = -1; r < reps; r++) {
-                long m = r < 0 ? bench_warm(iters) : iters;
-                double sum = 0;
-                for (long i = 0; i < m; i++) sum += reg_cycle(buf + 256, sizes[k]);
-                if (r >= 0) v[r] = sum / (double)m;
-            }
-            bench_result(LIB, "reg_same", sizes[k], "us", bench_median(v, reps));
+            long iters = 2000, n = 0;
+            double *v = malloc(sizeof(double) * (size_t)iters * (size_t)reps);
+            if (!v) fail("malloc", GNI_RC_ERROR_NOMEM);
+            for (long i = 0; i < bench_warm(iters); i++) reg_cycle(buf + 256, sizes[k]);
+            for (long i = 0; i < iters * reps; i++) v[n++] = reg_cycle(buf + 256, sizes[k]);
+            bench_result(LIB, "reg_same", sizes[k], "us", bench_median(v, (int)n));
+            free(v);
             free(buf);
         }
     }
