@@ -906,7 +906,7 @@ fn data_runs(p: &Piece, scanned: bool) {
     let page = shm::page_size();
     let pages = p.len / page;
     // SAFETY: p.runs has room for a count and p.cap pairs, p.scan for 2 * pages words
-    // (laid out by rebind_gap in the scratch mapping).
+    // (laid out by rebind_into in the scratch mapping).
     unsafe {
         *p.runs = COPY_ALL;
         if !scanned || p.cap < pages / 2 + 1 {
