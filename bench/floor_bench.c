@@ -1,6 +1,6 @@
 /* The physical floor: what two processes on this machine can do through shared
  * memory with no library at all, and what a sleeping receiver costs over TCP.
- * `floor_bench pingpong|memcpy_bw|onesided|tcp_pingpong|tcp_bw`
+ * `floor_bench pingpong|memcpy_bw|onesided|pin|tcp_pingpong|tcp_bw`
  *
  *   pingpong   memcpy of the payload into the peer's half of a MAP_SHARED
  *              mapping, then a release store of a sequence flag on its own
@@ -13,6 +13,13 @@
  *              the target line: put_lat = memcpy into the shared mapping plus
  *              a full fence (8 B - 64 KiB), amo_lat = one atomic fetch-add on a
  *              shared word (8 B).  Rank 1 only waits.
+ *   pin        what pinning memory costs the kernel, the part of a NIC's memory
+ *              registration (ibv_reg_mr, GNI_MemRegister on hardware) a CPU can
+ *              measure: mlock + munlock of the pages of 100 B at offset 256 of each
+ *              page in turn of a 64 MiB malloc'd buffer whose pages hold data, and of
+ *              each 1 MiB slice of a 256 MiB one (the same walk as ugni_bench
+ *              mem_register); median us per mlock + munlock (pin_unpin).  Rank 1
+ *              only waits.
  *
  * The tcp_* modes (library "floor-tcp-sleep") are the floor of a design that may
  * not busy-poll the network (softnic's network engine: its progress thread sleeps
@@ -114,6 +121,40 @@ static void amo_op(size_t size)
 {
     (void)size;
     __atomic_fetch_add((volatile uint64_t *)(shbuf[1] + 64), 1, __ATOMIC_SEQ_CST);
+}
+
+static double pin_cycle(uint8_t *p, size_t len)
+{
+    uintptr_t a = (uintptr_t)p & ~(uintptr_t)4095;
+    size_t l = ((uintptr_t)p + len + 4095 - a) & ~(size_t)4095;
+    double t0 = bench_now();
+    if (mlock((void *)a, l) || munlock((void *)a, l)) {
+        printf("SKIP %s pin_unpin mlock failed: %s\n", LIB, strerror(errno));
+        exit(BENCH_SKIP_EXIT);
+    }
+    return (bench_now() - t0) * 1e6;
+}
+
+static void pin(void)
+{
+    if (me != 0) return;
+    int reps = bench_reps();
+    size_t sizes[2] = { 100, 1u << 20 }, bufs[2] = { (size_t)64 << 20, (size_t)256 << 20 }, step[2] = { 4096, 1u << 20 };
+    for (int k = 0; k < 2; k++) {
+        if (!bench_size_selected(sizes[k])) continue;
+        long n = (long)(bufs[k] / step[k]) - 1, m = 0;
+        double *v = malloc(sizeof(double) * (size_t)n * (size_t)reps);
+        for (int r = 0; r < reps; r++) {
+            uint8_t *buf = malloc(bufs[k]);
+            if (!buf || !v) { perror("malloc"); exit(1); }
+            memset(buf, r + 1, bufs[k]);
+            uint8_t *first = (uint8_t *)(((uintptr_t)buf + 4095) & ~(uintptr_t)4095);
+            for (long i = 0; i < n; i++) v[m++] = pin_cycle(first + (size_t)i * step[k] + 256, sizes[k]);
+            free(buf);
+        }
+        bench_result(LIB, "pin_unpin", sizes[k], "us", bench_median(v, (int)m));
+        free(v);
+    }
 }
 
 static void onesided(void)
@@ -365,13 +406,13 @@ static void tcp_bw(void)
 int main(int argc, char **argv)
 {
     if (argc != 2 || (strcmp(argv[1], "pingpong") && strcmp(argv[1], "memcpy_bw") && strcmp(argv[1], "onesided") &&
-                      strcmp(argv[1], "tcp_pingpong") && strcmp(argv[1], "tcp_bw"))) {
-        fprintf(stderr, "usage: floor_bench pingpong|memcpy_bw|onesided|tcp_pingpong|tcp_bw\n");
+                      strcmp(argv[1], "pin") && strcmp(argv[1], "tcp_pingpong") && strcmp(argv[1], "tcp_bw"))) {
+        fprintf(stderr, "usage: floor_bench pingpong|memcpy_bw|onesided|pin|tcp_pingpong|tcp_bw\n");
         return 2;
     }
     tcp = !strncmp(argv[1], "tcp_", 4);
     /* The tcp modes use the mapping only for the barrier. */
-    size_t per = tcp ? 4096 : 4096 + BENCH_MAX_BW;
+    size_t per = tcp || !strcmp(argv[1], "pin") ? 4096 : 4096 + BENCH_MAX_BW;
     uint8_t *m = mmap(NULL, 4096 + 2 * per, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED) { perror("mmap"); return 1; }
     memset(m, 0, 4096 + 2 * per);
@@ -392,6 +433,7 @@ int main(int argc, char **argv)
     barrier();
     if (!strcmp(argv[1], "pingpong")) pingpong();
     else if (!strcmp(argv[1], "onesided")) onesided();
+    else if (!strcmp(argv[1], "pin")) pin();
     else if (!strcmp(argv[1], "tcp_pingpong")) tcp_pingpong();
     else if (!strcmp(argv[1], "tcp_bw")) tcp_bw();
     else memcpy_bw();

@@ -48,6 +48,13 @@ COMPARE = [
                                                   ("floor-tcp-sleep", "tcp_pingpong")]),
     (("softnic-ugni-net", "rdma_put_bw"), [("ucx-tcp", "put_bw"), ("libfabric-tcp", "write_bw"),
                                            ("floor-tcp-sleep", "tcp_bw")]),
+    # Issue 20: register + deregister per buffer, beside what pinning the same pages costs
+    # the kernel (the floor of a NIC's registration) and beside an ordinary 8 B message
+    # (SMSG half round trip, what a zero-copy transfer is weighed against): a peer with a
+    # third element is taken at that size for every size.
+    (("softnic-ugni", "reg_fresh"), [("floor", "pin_unpin"), ("softnic-ugni", "smsg_pingpong", 8)]),
+    (("softnic-ugni", "reg_fresh_mean"), [("floor", "pin_unpin"), ("softnic-ugni", "smsg_pingpong", 8)]),
+    (("softnic-ugni", "reg_same"), [("floor", "pin_unpin"), ("softnic-ugni", "smsg_pingpong", 8)]),
 ]
 
 # (text, ours, peer, size, op, target, floor series)
@@ -89,6 +96,15 @@ PORTALS_GOALS = [
     ("Portals put 1 MiB >= 0.9 x UCX put bandwidth", ("softnic-portals", "put_bw"), ("ucx", "put_bw"),
      1048576, ">=", 0.9, ("floor", "memcpy_bw")),
 ]
+
+# Issue 20: registering a fresh buffer per message.  peer None: the target is an absolute
+# value in the metric's unit (the cost of pinning and translating on the real NIC is in
+# that range); the floor column is mlock + munlock of the same pages.
+REG_GOALS = [
+    ("uGNI register + deregister, 100 B on a fresh page (median) <= 10 us", ("softnic-ugni", "reg_fresh"), None,
+     100, "<=", 10.0, ("floor", "pin_unpin")),
+]
+REG_FLOOR = ("mlock + munlock of the same pages", "mlock + munlock of the same pages")
 
 # Issue 11: the network engine (two virtual hosts, loopback), beside the peers over tcp.
 # The peers busy-poll; the engine's progress thread must sleep, so the floor shown is
@@ -169,11 +185,17 @@ def ratio_tables(series, metric):
             if ours not in series or metric[ours] not in metrics:
                 continue
             for p in peers:
-                if p not in series:
+                if p[:2] not in series:
                     continue
-                common = {s: series[ours][s] / series[p][s] for s in series[ours] if s in series[p] and series[p][s] > 0}
+                if len(p) == 3:
+                    at = series[p[:2]].get(p[2])
+                    common = {s: series[ours][s] / at for s in series[ours] if at}
+                    name = "%s %s ÷ %s %s %s" % (ours[0], ours[1], p[0], p[1], size_label(p[2]))
+                else:
+                    common = {s: series[ours][s] / series[p][s] for s in series[ours] if s in series[p] and series[p][s] > 0}
+                    name = "%s %s ÷ %s %s" % (ours[0], ours[1], p[0], p[1])
                 if common:
-                    rows.append(("%s %s ÷ %s %s" % (ours[0], ours[1], p[0], p[1]), common))
+                    rows.append((name, common))
         if not rows:
             continue
         sizes = sorted({s for _, c in rows for s in c})
@@ -193,7 +215,9 @@ def goals(series, metric, table=None, floor_names=("floor (best ratio the floor 
     missed = []
     for text, ours, peer, size, op, target, floor in (GOALS if table is None else table):
         a = series.get(ours, {}).get(size)
-        if isinstance(peer, list):
+        if peer is None:
+            b = 1.0  # an absolute target: the ratio is the value itself
+        elif isinstance(peer, list):
             # The best of several peers: the lowest latency, the highest bandwidth.
             have = [(series[p][size], p) for p in peer if size in series.get(p, {})]
             b, peer = (min(have) if op == "<=" else max(have)) if have else (None, peer[0])
@@ -208,6 +232,13 @@ def goals(series, metric, table=None, floor_names=("floor (best ratio the floor 
             continue
         ratio = a / b
         ok = ratio <= target if op == "<=" else ratio >= target
+        if peer is None:
+            fl = "%s %s" % (fmt(f), unit) if f is not None else "n/a"
+            out.append("| %s | %s %s | (absolute) | | %s %.1f %s | %s | %s |" % (
+                text, fmt(a), unit, op, target, unit, "**met**" if ok else "**missed**", fl))
+            if not ok:
+                missed.append((text, "ours %s %s, target %s %.1f %s; %s is %s" % (fmt(a), unit, op, target, unit, floor_names[1], fl)))
+            continue
         fl = "%s %s (%.2f x peer)" % (fmt(f), unit, f / b) if f is not None and b > 0 else "n/a"
         out.append("| %s | %s %s | %s %s | %.2f | %s %.1f | %s | %s |" % (
             text, fmt(a), unit, fmt(b), unit, ratio, op, target, "**met**" if ok else "**missed**", fl))
@@ -245,8 +276,8 @@ def plot(outdir, series, metric):
             i = per_lib.setdefault(k[0], 0)
             per_lib[k[0]] += 1
             xs = sorted(series[k])
-            if len(xs) < 2:
-                continue
+            if len(xs) < 2 or k[1].startswith("reg_") or k[1] == "pin_unpin":
+                continue  # registration costs are not a latency curve
             ys = [series[k][x] for x in xs]
             style = "-" if k[0] in OURS else ":" if k[0].startswith("floor") else "--"
             ax.plot(xs, ys, style, marker=markers[i % len(markers)], color=colors.get(k[0], "gray"),
@@ -290,6 +321,13 @@ def write(outdir):
     md += ["## Goals (issue 13: SISCI)", ""] + goals(series, metric, SISCI_GOALS)
     md += ["## Goals (issue 11: network engine, two virtual hosts over loopback)", ""] + goals(series, metric, NET_GOALS, NET_FLOOR)
     md += ["## Goals (issue 12: Portals)", ""] + goals(series, metric, PORTALS_GOALS)
+    md += ["## Goals (issue 20: a fresh registration per message)", ""] + goals(series, metric, REG_GOALS, REG_FLOOR)
+    md += ["Registration (softnic-ugni reg_*, ugni_bench mem_register): GNI_MemRegister + GNI_MemDeregister, one "
+           "registration live at a time.  reg_fresh: of a buffer on pages never registered before (median = steady "
+           "state, where the pages lie in a window the library made shareable already); reg_fresh_first: the first "
+           "cycle in each 256 KiB window (the library copies the window's pages to shared memory); reg_fresh_mean: "
+           "the average over all cycles; reg_same: the same buffer again and again.  floor pin_unpin: mlock + "
+           "munlock of the same pages.", ""]
     md += ["## Latency", ""] + value_table(series, metric, ("half_rtt_us", "us"))
     md += ["## Bandwidth", ""] + value_table(series, metric, ("GBps",))
     md += ["## Message rate", ""] + value_table(series, metric, ("Mmsgps",))

@@ -9,6 +9,26 @@
  *   rdma_get_bw         RDMA_GET  all their GLOBAL events reaped (4 KiB - 64 MiB)
  *   amo_fadd_lat        blocking-style AMO fetch-add (post, reap the event), 8 B
  *   put_msgrate         8 B FMA_PUTs, 64 outstanding, then reaped
+ *   mem_register        GNI_MemRegister + GNI_MemDeregister, one registration live at
+ *                       a time, each cycle timed alone (rank 0; rank 1 waits), what a
+ *                       zero-copy protocol pays per buffer (Charm++ registers each
+ *                       zero-copy buffer and deregisters it on completion):
+ *                       reg_fresh 100 B: 100 B at offset 256 of each page in turn of a
+ *                         64 MiB malloc'd buffer whose pages hold data (memset first),
+ *                         a new buffer per repetition, so no page was registered
+ *                         before; reg_fresh 1 MiB: each 1 MiB slice in turn of a
+ *                         256 MiB buffer, likewise.  Reported: the median (the
+ *                         steady state), reg_fresh_p99, reg_fresh_mean (what a
+ *                         cycle costs on average, first registrations in a fresh
+ *                         region included) and, for 100 B, reg_fresh_first: the
+ *                         median of the first cycle in each aligned window of
+ *                         SOFTNIC_REGISTER_WINDOW bytes (256 KiB unless set), where
+ *                         the library rebinds the window; the distribution is
+ *                         printed in a comment line ("# mem_register ...").
+ *                       reg_same 100 B / 1 MiB: the same buffer again and again
+ *                         (median cycle).
+ *                       BENCH_SCALE scales the pages and slices walked (down to
+ *                       512 and 32); BENCH_REG_PAGES caps the pages of the 100 B run.
  *
  * Every initiator post asks for an event and every event is reaped with
  * GNI_GetCompleted, as a real program must.  Setup is the usual one (see
@@ -293,11 +313,119 @@ static void amo_fadd_lat(void)
     }
 }
 
+/* ---- registration ------------------------------------------------------------ */
+
+static double reg_cycle(uint8_t *p, size_t len)
+{
+    gni_mem_handle_t h;
+    double t0 = bench_now();
+    G(GNI_MemRegister(nic, (uint64_t)(uintptr_t)p, len, NULL, GNI_MEM_READWRITE, (uint32_t)-1, &h));
+    G(GNI_MemDeregister(nic, &h));
+    return (bench_now() - t0) * 1e6;
+}
+
+/* q-quantile of the sorted v[0..n). */
+static double quantile(const double *v, long n, double q)
+{
+    long i = (long)(q * (double)(n - 1) + 0.5);
+    return v[i < 0 ? 0 : i >= n ? n - 1 : i];
+}
+
+/* The distribution of one fresh-buffer series; returns the median, p99 and mean through
+ * the pointers (all repetitions pooled). */
+static void reg_stats(const char *what, double *v, long n, double *med, double *p99, double *mean)
+{
+    double sum = 0;
+    for (long i = 0; i < n; i++) sum += v[i];
+    qsort(v, (size_t)n, sizeof(double), bench_cmp_double);
+    *med = quantile(v, n, 0.5);
+    *p99 = quantile(v, n, 0.99);
+    *mean = sum / (double)n;
+    printf("# mem_register %s: %ld cycles, us per register+deregister: p50 %.2f p90 %.2f p99 %.2f p99.9 %.2f max %.1f mean %.2f\n",
+           what, n, *med, quantile(v, n, 0.9), *p99, quantile(v, n, 0.999), v[n - 1], *mean);
+}
+
+static void mem_register(void)
+{
+    int reps = bench_reps();
+    const size_t page = 4096, small = 100, big = 1u << 20;
+    if (me == 0 && bench_size_selected(small)) {
+        size_t len = (size_t)64 << 20;
+        long pages = bench_clamp((double)(len / page) - 1, 512, (long)(len / page) - 1);
+        const char *cap = getenv("BENCH_REG_PAGES");
+        if (cap && atol(cap) > 0 && atol(cap) < pages) pages = atol(cap);
+        const char *wv = getenv("SOFTNIC_REGISTER_WINDOW");
+        uintptr_t window = wv && *wv ? (uintptr_t)strtoull(wv, NULL, 0) : 256u << 10;
+        double *v = malloc(sizeof(double) * (size_t)pages * (size_t)reps);
+        double *f = malloc(sizeof(double) * (size_t)pages * (size_t)reps);
+        long n = 0, nf = 0;
+        for (int r = 0; r < reps; r++) {
+            uint8_t *buf = malloc(len);
+            if (!buf || !v || !f) fail("malloc", GNI_RC_ERROR_NOMEM);
+            memset(buf, r + 1, len);
+            uint8_t *first = (uint8_t *)(((uintptr_t)buf + page - 1) & ~(uintptr_t)(page - 1));
+            for (long i = 0; i < pages; i++) {
+                uint8_t *p = first + (size_t)i * page;
+                v[n++] = reg_cycle(p + 256, small);
+                if (i == 0 || (window >= page && (uintptr_t)p % window == 0)) f[nf++] = v[n - 1];
+            }
+            free(buf);
+        }
+        double med, p99, mean, fmed, fp99, fmean;
+        reg_stats("100 B on a fresh page, first in a window", f, nf, &fmed, &fp99, &fmean);
+        reg_stats("100 B on a fresh page", v, n, &med, &p99, &mean);
+        bench_result(LIB, "reg_fresh", small, "us", med);
+        bench_result(LIB, "reg_fresh_p99", small, "us", p99);
+        bench_result(LIB, "reg_fresh_mean", small, "us", mean);
+        bench_result(LIB, "reg_fresh_first", small, "us", fmed);
+        free(v);
+        free(f);
+    }
+    if (me == 0 && bench_size_selected(big)) {
+        size_t len = (size_t)256 << 20;
+        long slices = bench_clamp((double)(len / big) - 1, 32, (long)(len / big) - 1);
+        double *v = malloc(sizeof(double) * (size_t)slices * (size_t)reps);
+        long n = 0;
+        for (int r = 0; r < reps; r++) {
+            uint8_t *buf = malloc(len);
+            if (!buf || !v) fail("malloc", GNI_RC_ERROR_NOMEM);
+            memset(buf, r + 1, len);
+            for (long i = 0; i < slices; i++) v[n++] = reg_cycle(buf + (size_t)i * big + 256, big);
+            free(buf);
+        }
+        double med, p99, mean;
+        reg_stats("1 MiB of fresh pages", v, n, &med, &p99, &mean);
+        bench_result(LIB, "reg_fresh", big, "us", med);
+        bench_result(LIB, "reg_fresh_p99", big, "us", p99);
+        bench_result(LIB, "reg_fresh_mean", big, "us", mean);
+        free(v);
+    }
+    /* The same buffer again and again: what a cycle costs once its pages were registered. */
+    if (me == 0) {
+        size_t sizes[2] = { small, big };
+        for (int k = 0; k < 2; k++) {
+            if (!bench_size_selected(sizes[k])) continue;
+            uint8_t *buf = malloc(sizes[k] + 512);
+            if (!buf) fail("malloc", GNI_RC_ERROR_NOMEM);
+            memset(buf, 7, sizes[k] + 512);
+            long iters = 2000, n = 0;
+            double *v = malloc(sizeof(double) * (size_t)iters * (size_t)reps);
+            if (!v) fail("malloc", GNI_RC_ERROR_NOMEM);
+            for (long i = 0; i < bench_warm(iters); i++) reg_cycle(buf + 256, sizes[k]);
+            for (long i = 0; i < iters * reps; i++) v[n++] = reg_cycle(buf + 256, sizes[k]);
+            bench_result(LIB, "reg_same", sizes[k], "us", bench_median(v, (int)n));
+            free(v);
+            free(buf);
+        }
+    }
+    barrier();
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
         fprintf(stderr, "usage: ugni_bench fma_put_pingpong|put_event_pingpong|smsg_pingpong|"
-                        "rdma_put_bw|rdma_get_bw|amo_fadd_lat|put_msgrate\n");
+                        "rdma_put_bw|rdma_get_bw|amo_fadd_lat|put_msgrate|mem_register\n");
         return 2;
     }
     bench_name = argv[1];
@@ -315,6 +443,7 @@ int main(int argc, char **argv)
     else if (!strcmp(b, "rdma_get_bw")) rdma_bw(b, GNI_POST_RDMA_GET);
     else if (!strcmp(b, "amo_fadd_lat")) amo_fadd_lat();
     else if (!strcmp(b, "put_msgrate")) put_msgrate();
+    else if (!strcmp(b, "mem_register")) mem_register();
     else { fprintf(stderr, "ugni_bench: unknown benchmark %s\n", b); PMI_Abort(2, "unknown benchmark"); return 2; }
     barrier();
     PMI_Finalize();

@@ -62,8 +62,11 @@
  *   write lands on the new page (Linux 6.4+ with userfaultfd allowed); where that
  *   is not possible (older kernels, container seccomp filters, valgrind, .data)
  *   such a write can be lost: there register before other threads write the
- *   pages.  A child made by fork shares registered pages with its parent.  Under
- *   valgrind, memcheck sees the registered bytes as defined.
+ *   pages.  Pages stay shared when their registration ends (registering them
+ *   again costs bookkeeping only; see gni_pub.h for the window shared around a
+ *   first registration).  A child made by fork shares the pages of live
+ *   registrations with its parent.  Under valgrind, memcheck sees the registered
+ *   bytes as defined.
  * - dmapp_init: a second call returns SUCCESS and reports the attributes in
  *   effect; a call after dmapp_finalize is DMAPP_RC_INVALID_PARAM.  Attributes
  *   are accepted as requested when valid: max_outstanding_nb in [5, 2048],

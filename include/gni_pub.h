@@ -20,8 +20,16 @@
  * page (Linux 6.4+ with userfaultfd allowed; SOFTNIC_REGISTER_GUARD=0 turns it
  * off); where that is not possible (older kernels, container seccomp filters,
  * valgrind, the executable's .data) such a write can be lost: there register
- * before other threads write the pages.  A child made by
- * fork shares registered pages with its parent.  Under valgrind, memcheck sees
+ * before other threads write the pages; where the process may not have the
+ * kernel's writes held too (CAP_SYS_PTRACE or vm.unprivileged_userfaultfd=1), a
+ * system call of another thread writing them (read(2)) fails with EFAULT while
+ * the call runs.  Pages stay shared when their registration ends: registering
+ * them again costs bookkeeping only, and only live registrations take
+ * resources (no limit on registrations made over time).  Where the kernel's
+ * writes are held, a first registration in anonymous memory shares the aligned
+ * window of SOFTNIC_REGISTER_WINDOW bytes (256 KiB) around it, so that its
+ * neighbours' registrations are cheap too.  A child made by fork shares the
+ * pages of live registrations with its parent.  Under valgrind, memcheck sees
  * the registered bytes as defined.
  *
  * Completion: a post to a process on this machine completes during the call

@@ -66,6 +66,24 @@ pub static TUNABLES: &[Tunable] = &[
                can be lost).",
     },
     Tunable {
+        name: "SOFTNIC_REGISTER_GUARD_KERNEL",
+        default: "1",
+        help: "Let the registration write guard hold the kernel's writes for other \
+               threads too (a read(2) into pages being registered waits instead of \
+               failing with EFAULT), where the process may (CAP_SYS_PTRACE or \
+               vm.unprivileged_userfaultfd=1). 0 = user mode only, as for an \
+               unprivileged process (for tests).",
+    },
+    Tunable {
+        name: "SOFTNIC_REGISTER_WINDOW",
+        default: "262144",
+        help: "Bytes of the aligned window a registration makes shareable around the \
+               pages it covers, within the same anonymous mapping, so that neighbouring \
+               registrations find their pages shared already. Only where the write \
+               guard holds the kernel's writes too (see SOFTNIC_REGISTER_GUARD_KERNEL); \
+               0 = exactly the pages registered.",
+    },
+    Tunable {
         name: "XT_SYMMETRIC_HEAP_SIZE",
         default: "0",
         help: "DMAPP symmetric heap size per PE in bytes, with an optional K/M/G \

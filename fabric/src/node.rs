@@ -199,13 +199,22 @@ static NODE: once_cell::sync::OnceCell<Node> = once_cell::sync::OnceCell::new();
 /// be taken for its parent; fork(3), and everything built on it, is covered.
 static PID: AtomicI32 = AtomicI32::new(0);
 
+extern "C" fn before_fork() {
+    crate::mem::before_fork();
+}
+
+extern "C" fn after_fork_in_parent() {
+    crate::mem::after_fork();
+}
+
 extern "C" fn after_fork_in_child() {
+    crate::mem::after_fork();
     // SAFETY: getpid has no preconditions (and is async-signal-safe).
     PID.store(unsafe { libc::getpid() }, Ordering::Relaxed);
 }
 
 /// This process's pid without a system call once the fabric is set up.
-fn current_pid() -> i32 {
+pub(crate) fn current_pid() -> i32 {
     match PID.load(Ordering::Relaxed) {
         // SAFETY: as above.
         0 => unsafe { libc::getpid() },
@@ -283,11 +292,11 @@ pub fn get() -> Result<&'static Node> {
             }
         };
         let reg = registry::attach(&SelfInfo { pid, starttime, ctl_fd: seg.fd.0, ctl_ino: seg.ino, ctl_len: CTL_LEN as u64 }, &named)?;
-        // SAFETY: at_exit and after_fork_in_child are extern "C" fns with no arguments,
+        // SAFETY: at_exit and the fork handlers are extern "C" fns with no arguments,
         // living in this dylib, which is never unloaded (API libraries link it).
         unsafe {
             libc::atexit(at_exit);
-            libc::pthread_atfork(None, None, Some(after_fork_in_child));
+            libc::pthread_atfork(Some(before_fork), Some(after_fork_in_parent), Some(after_fork_in_child));
         }
         PID.store(pid, Ordering::Relaxed);
         debug(&format!("attached: pid {} ctl fd {}", pid, seg.fd.0));

@@ -495,8 +495,12 @@ impl Peer {
     }
 
     /// Finds the backing that covers owner address `addr` (slow path for registrations
-    /// spanning several backings).
+    /// spanning several backings): the narrowest live one that spans it (a block backing
+    /// spans the library memory inside its block too), else a detached one.  The owner
+    /// registers a range in pieces only where this finds each piece's backing (see
+    /// `mem::register`).
     fn find_backing(&self, addr: u64) -> Result<u32> {
+        let mut live: Option<(u64, u32)> = None;
         let mut detached = None;
         for i in 0..node::NBACK {
             let e = self.ctl.back(i).expect("in range");
@@ -505,14 +509,18 @@ impl Peer {
                 continue;
             }
             let b = e.base.load(Ordering::Relaxed);
-            if b <= addr && addr < b + e.len.load(Ordering::Relaxed) {
+            let len = e.len.load(Ordering::Relaxed);
+            if b <= addr && addr < b + len {
                 if st == LIVE {
-                    return Ok(i as u32);
+                    if live.map_or(true, |(l, _)| len < l) {
+                        live = Some((len, i as u32));
+                    }
+                } else {
+                    detached = Some(i as u32);
                 }
-                detached = Some(i as u32);
             }
         }
-        detached.ok_or(Error::StaleHandle)
+        live.map(|(_, i)| i).or(detached).ok_or(Error::StaleHandle)
     }
 
     /// Calls `f(ptr, offset, len)` for each piece of `[addr, addr+n)` mapped locally.
