@@ -523,6 +523,8 @@ fn proc_self_fd(word: &std::sync::atomic::AtomicU64, path: &std::ffi::CStr) -> O
 /// PROT_NONE page, which the hardware could not pin either), and if so whether every page
 /// of it is writable: the mapping checks of an API's registration call.
 pub fn mapped_writable(addr: usize, len: usize) -> Option<bool> {
+    // Its system calls (reads of /proc, file descriptors) must not be cancellation points.
+    let _masked = crate::cancel::Masked::new();
     let end = addr.checked_add(len)?;
     let maps = read_maps_range(addr, end, Names::Skip).ok()?;
     let mut cur = addr;
@@ -1854,6 +1856,8 @@ fn push_cover(covers: &mut Vec<(usize, usize, u32)>, s: usize, e: usize, back: u
 /// Errors: `InvalidArg` (null, zero length, wrapping, or a range not fully mapped),
 /// `NoSpace` (tables full), `Os` (memfd/mmap failures).
 pub fn register(addr: usize, len: usize, access: Access, pd_key: u64) -> Result<MemKey> {
+    // Its system calls (reads of /proc, file descriptors) must not be cancellation points.
+    let _masked = crate::cancel::Masked::new();
     if addr == 0 || len == 0 {
         return Err(Error::InvalidArg);
     }
@@ -1995,6 +1999,8 @@ pub fn register(addr: usize, len: usize, access: Access, pd_key: u64) -> Result<
 
 /// Ends a registration.  Its key (and any copy a peer holds) is stale afterwards.
 pub fn deregister(key: MemKey) -> Result<()> {
+    // Its system calls (reads of /proc, file descriptors) must not be cancellation points.
+    let _masked = crate::cancel::Masked::new();
     let n = node::get()?;
     let ctl = n.ctl();
     let mut st = state();
@@ -2037,6 +2043,8 @@ pub fn query(key: MemKey) -> Result<Region> {
 /// start: registering it later needs no rebind, and rings in it can be named by
 /// [`SharedMem::ring_loc`].
 pub fn alloc_shared(len: usize) -> Result<SharedMem> {
+    // Its system calls (reads of /proc, file descriptors) must not be cancellation points.
+    let _masked = crate::cancel::Masked::new();
     if len == 0 {
         return Err(Error::InvalidArg);
     }
@@ -2063,6 +2071,8 @@ pub fn alloc_shared(len: usize) -> Result<SharedMem> {
 /// Frees memory from [`alloc_shared`].  Registrations inside it should be ended first;
 /// peers' later accesses through a `RingLoc` into it get `Err(StaleHandle)`.
 pub fn free_shared(m: SharedMem) -> Result<()> {
+    // Its system calls (reads of /proc, file descriptors) must not be cancellation points.
+    let _masked = crate::cancel::Masked::new();
     let n = node::get()?;
     let ctl = n.ctl();
     let mut st = state();
