@@ -5,8 +5,10 @@
  * (pkg-config utofu); libtofufocom.so, the spelling the user's guide prints,
  * is installed as an alias.  Only <stddef.h> and <stdint.h> are included.
  *
- * The machine this library presents: 6 TNIs per node, 9 CQs per TNI, 8 VCQs
- * (component ids 0..7) per CQ, 48 VBGs per TNI (16 start/end + 32 relay), the
+ * The machine this library presents: 6 TNIs per node, CQ ids 0-11 per TNI (the
+ * guide's 9 usable CQs cannot be CQs 0-8: Fugaku's assignment below hands out CQs
+ * up to 10), 8 VCQs (component ids 0..7) per CQ, 48 VBGs per TNI (16 start/end +
+ * 32 relay), the
  * capability values of the guide's chapter 6 (max_edata_size 1,
  * max_toq_desc_size 64, max_putget_size 2^24-1, 256 reserved STags, ...),
  * Tofu version 3.0.  Session-mode CQs are not offered: the one-sided caps do
@@ -35,32 +37,87 @@
  *   notice is queued (the peer may react to our remote notice before our
  *   reply arrives).  A peer machine that stops answering gives MRQ_PEER after
  *   SOFTNIC_NET_TIMEOUT_MS.
- * - CQs: a process takes one shared CQ per TNI at its first free-mode VCQ
- *   there, preferring CQ (local rank % 9) when the launcher names the local
- *   rank (MPI_LOCALRANKID, SOFTNIC_LOCAL_RANK, SLURM_LOCALID,
- *   OMPI_COMM_WORLD_LOCAL_RANK), else the lowest free one; an EXCLUSIVE VCQ
- *   takes a CQ of its own.  No CQ left: UTOFU_ERR_FULL (shared) or
- *   UTOFU_ERR_NOT_AVAILABLE (exclusive).  The CQ is released with its last VCQ.
- * - VCQ ids: bits 0-7 X, 8-15 Y, 16-23 Z, 24 A, 25-26 B, 27 C, 28-31 TNI,
- *   32-37 CQ, 38-40 component, 41-44 path (A, B<<1, C<<3), 48-63 a tag.  The
- *   default path is the node's own A,B,C (query_vcq_id, construct_vcq_id and
- *   set_vcq_id_path(NULL) all give it), so ids compare equal to notice.vcq_id.
- *   construct_vcq_id works for every VCQ, with or without a chosen component.
- * - VBG ids: the same coordinate and TNI fields, BG id in bits 32-37 (0-15
- *   start/end, 16-47 relay), another tag in bits 48-63.
+ * - Which TNIs, CQs and BGs a process gets [replaces: CQ (local rank % 9) on
+ *   every TNI, BGs first come first served].  Fugaku's job manager gives each
+ *   process of a node a share and exports it as UTOFU_CQ_MASK_<tni> and
+ *   UTOFU_BG_MASK_<tni> (hexadecimal, 0x optional; bit i = CQ i / BG i), read at
+ *   first use; once one variable of a kind is set, TNIs whose variable is unset
+ *   have nothing of that kind.  Without them the share follows from the node's
+ *   process count ppn and the local rank r, as the launcher tells them
+ *   (SOFTNIC_LOCAL_RANK/_SIZE of snrun, MPI_LOCALRANKID/MPI_LOCALNRANKS,
+ *   OMPI_COMM_WORLD_LOCAL_RANK/_SIZE, or the launcher's node map), as Fugaku
+ *   assigns them, so a program computes its peers' (TNI, CQ):
+ *
+ *     ppn    TNIs of rank r (first listed first)  CQ of rank r on them
+ *     1      0-5                                  0
+ *     2      r, r+1, ... (all six)                6r
+ *     3      r, r+1, ... (all six)                4r
+ *     4      r, r+1, ... (all six)                [0,2,5,8][r]
+ *     5-8    3(r%2), +1, +2                       [0,2,5,8][r/2]
+ *     9-12   2(r%3), +1                           [0,2,5,8][r/3]
+ *     13-24  r%6                                  [0,2,5,8][r/6]
+ *     25-30  r%6                                  [0,2,5,8,10][r/6]
+ *     31-36  r%6                                  [0,2,5,8,9,10][r/6]
+ *     37-42  r%6                                  [0,2,5,6,8,9,10][r/6]
+ *     43-48  r%6                                  [0,2,4,5,6,8,9,10][r/6]
+ *
+ *   On each of its TNIs rank r has the block of CQs from its entry up to the
+ *   next entry of the list (the last up to CQ 11), and, with k entries in the
+ *   list and j its index in it, start/end BGs j*(16/k) to j*(16/k)+16/k-1 and
+ *   relays 16+j*(32/k) to 16+j*(32/k)+32/k-1 (2 per node: BGs 0-7 and 16-31 for
+ *   rank 0, 8-15 and 32-47 for rank 1).  utofu_get_onesided_tnis and
+ *   utofu_get_barrier_tnis list the rank's TNIs in the order above (tni_ids[0]
+ *   is the table's TNI; with masks, ascending).  More than 48 per node, or no
+ *   launcher that tells: every TNI, CQ and BG, the lowest free first.  A VCQ or
+ *   VBG on a TNI outside the share is UTOFU_ERR_NOT_AVAILABLE.
+ *   [utofu_ids, utofu_gates]
+ * - CQs: the free-mode VCQs of a process on a TNI share the first CQ of its
+ *   block (the CQ peers compute); an EXCLUSIVE VCQ takes another CQ of the
+ *   block, the first one last.  A CQ another process of the node holds (masks
+ *   that overlap) is passed over with a warning.  No CQ left: UTOFU_ERR_FULL
+ *   (shared) or UTOFU_ERR_NOT_AVAILABLE (exclusive).  The CQ is released with
+ *   its last VCQ.
+ * - VCQ ids, Fujitsu's layout [replaces: X/Y/Z/A/B/C in bits 0-27, TNI 28-31,
+ *   CQ 32-37, component 38-40, path 41-44, a tag in 48-63]: bits 0-5 CQ, 24-26
+ *   component, 27 set (a component is named), 28 path A, 29-30 path B, 31 path
+ *   C, 32-39 X, 40-47 Y, 48-55 Z, 56 A, 57-58 B, 59 C, 61-63 TNI; bits 6-23 and
+ *   60 are zero.  Coordinates (1,2,3,1,2,1), TNI 1, CQ 6, component 7:
+ *   0x2d030201df000006.  The default path is the node's own A,B,C
+ *   (query_vcq_id, construct_vcq_id and set_vcq_id_path(NULL) all give it), so
+ *   ids compare equal to notice.vcq_id.  construct_vcq_id works for every VCQ,
+ *   with or without a chosen component.  An id whose bits 24-27 are all clear,
+ *   as a program builds it from coordinates, TNI and CQ alone, names the CQ's
+ *   VCQ of the lowest component.  Other bit patterns are UTOFU_ERR_INVALID_VCQ_ID;
+ *   an id naming no live VCQ gives UTOFU_ERR_MRQ_PEER (see Errors).  extra_val
+ *   of query_vcq_info is the component (0 when none is named).  [utofu_ids]
+ * - VBG ids, Fujitsu's layout [replaces: the VCQ id's old coordinate and TNI
+ *   fields, BG in bits 32-37, a tag in 48-63]: BG in bits 0-5 (0-15 start/end,
+ *   16-47 relay), bits 32-63 as in VCQ ids, all others zero.  utofu_set_vbg
+ *   takes ids programs build that way.  The layouts overlap as Fujitsu's do: a
+ *   VBG id of BG 0-11 also reads as a VCQ id without a component.  [utofu_gates]
  * - Path ids are 1 + A*6 + B*2 + C (1..12), so UTOFU_ONESIDED_FLAG_PATH(0)
  *   means "the path in the VCQ id"; a path id above 12 is
  *   UTOFU_ERR_INVALID_PATH_ID.  Paths are validated and carried, and do not
  *   change delivery: every (local VCQ, remote VCQ) pair is one ordered stream.
- * - STADDs: bits 0-35 offset in the region (regions up to 64 GiB), 36-47 the
- *   region's row in the VCQ's table (0-255 are the reserved STags), 48-60 a
- *   check value derived from the VCQ id, the row and the row's reuse count,
- *   61-63 the component id.  query_stadd is therefore a pure function of
- *   (VCQ id, STag) and needs no communication or registration by the peer;
- *   a STADD of another VCQ, or of a deregistered region, fails its check.
- *   Up to 3840 regions per VCQ besides the STags (UTOFU_ERR_FULL beyond).
+ * - STADDs [replaces: bits 0-35 offset, 36-47 row, 48-60 a check derived from
+ *   the VCQ id, 61-63 component, which made a STag's STADD differ between VCQs]:
+ *   a STag registration's STADD is 0xf << 48 | STag << 40 | offset (STag 13:
+ *   0xf0d0000000000, as Fujitsu's library gives), the same on every VCQ and
+ *   process, so a program uses its own STADD of a STag as its peers' (they
+ *   registered the same STag); query_stadd returns it for any well-formed VCQ
+ *   id, with no communication.  reg_mem STADDs: bit 63 set, 48-62 a check value,
+ *   36-47 the region's row in the VCQ's table (256-4095), 0-35 the offset.  What
+ *   a STADD reaches is decided at the target VCQ, named by the VCQ id: the row
+ *   must be registered there, the range inside it, and every access re-checks
+ *   the registration's generation there (a region deregistered meanwhile is
+ *   refused).  A STag STADD reaches what the target registers under that STag
+ *   now, as on hardware; a reg_mem STADD carries the check its row holds (drawn
+ *   from the VCQ id, the row and the registration), so one of another VCQ, or of
+ *   a region since deregistered, fails with *_MEMORY.  Regions up to 64 GiB; up
+ *   to 3840 reg_mem regions per VCQ besides the STags (UTOFU_ERR_FULL beyond).
  *   Registering the same range with the same flags again returns the same
  *   STADD and counts a reference; dereg_mem must be called as often.
+ *   [utofu_local, utofu_ids]
  * - Execution: an operation is carried out while its start (or post_toq)
  *   call runs: data first, then the local MRQ notice, then the remote one,
  *   then the TCQ entry.  The target never has to call the library (it may

@@ -188,7 +188,7 @@ int main(int argc, char **argv)
     CHECK_EQ(utofu_free_vbg(wrong, 3), UTOFU_ERR_INVALID_VBG_ID);
     UCHECK(utofu_free_vbg(g, 3));
     CHECK_EQ(utofu_free_vbg(g, 3), UTOFU_ERR_INVALID_VBG_ID);
-    /* Start gates run out at 16 per TNI and node (relays at 32). */
+    /* Gates run out with the share: at most 16 start/end gates and 32 relays per TNI and node. */
     utofu_vbg_id_t many[40];
     CHECK_EQ(utofu_alloc_vbg(tni, 34, 0, many), UTOFU_ERR_FULL);
     CHECK_EQ(utofu_alloc_vbg(tni, 0, 0, many), UTOFU_ERR_INVALID_NUMBER);

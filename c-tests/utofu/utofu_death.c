@@ -1,7 +1,8 @@
 /* A peer that comes up late and then dies, with no MPI: addresses are computed, not
- * exchanged (construct_vcq_id from the node's coordinates and the peer's local rank as
- * CQ, query_stadd of a known STag; VBG 0 of the peer's TNI), as topology-file programs
- * do.  Rank 0 retries until rank 1 exists, then keeps operating until rank 1's exit
+ * exchanged (construct_vcq_id from the node's coordinates and the CQ utofu.h's table
+ * gives the peer's local rank, 6r for 2 per node; query_stadd of a known STag; the
+ * peer's first start/end VBG, 8r, on its TNI, built in Fujitsu's layout), as
+ * topology-file programs do.  Rank 0 retries until rank 1 exists, then keeps operating until rank 1's exit
  * shows: puts then fail with MRQ_PEER and barriers with BARRIER_OTHER, within seconds.
  * Run with 2 ranks on one node (snrun -n 2). */
 #include "utest.h"
@@ -27,18 +28,19 @@ int main(void)
     uint8_t me[6];
     UCHECK(utofu_query_my_coords(me));
     utofu_vcq_id_t peer;
-    UCHECK(utofu_construct_vcq_id(me, 0, (utofu_cq_id_t)(1 - rank), 2, &peer));
+    UCHECK(utofu_construct_vcq_id(me, 0, (utofu_cq_id_t)(6 * (1 - rank)), 2, &peer));
     utofu_vcq_id_t mine;
     utofu_tni_id_t t; utofu_cq_id_t cq;
     UCHECK(utofu_query_vcq_id(h, &mine));
     UCHECK(utofu_query_vcq_info(mine, me, &t, &cq, NULL));
-    if (cq != rank) SKIP("the launcher gave no local rank (CQ %d for rank %d)", cq, rank);
+    if (cq != 6 * rank) SKIP("the launcher gave no local rank (CQ %d for rank %d)", cq, rank);
     utofu_vbg_id_t vbg, peer_vbg;
     UCHECK(utofu_alloc_vbg((utofu_tni_id_t)rank, 1, 0, &vbg));
     utofu_bg_id_t bg;
     UCHECK(utofu_query_vbg_info(vbg, me, &t, &bg, NULL));
-    CHECK_EQ(bg, 0);
-    peer_vbg = (vbg & ~(0xfULL << 28)) | ((uint64_t)(1 - rank) << 28);   /* same node, peer's TNI, BG 0 */
+    CHECK_EQ(bg, 8 * rank);
+    /* same node, the peer's TNI (bits 61-63) and BG (bits 0-5) */
+    peer_vbg = (vbg & ~(7ULL << 61 | 0x3f)) | (uint64_t)(1 - rank) << 61 | (uint64_t)(8 * (1 - rank));
     struct utofu_vbg_setting s = { vbg, UTOFU_VBG_ID_NULL, peer_vbg, UTOFU_VBG_ID_NULL, peer_vbg, { UTOFU_PATH_COORD_NULL, 0, 0 } };
     UCHECK(utofu_set_vbg(&s, 1));
     struct utofu_mrq_notice n;

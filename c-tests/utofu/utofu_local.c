@@ -56,7 +56,14 @@ int main(void)
     UCHECK(utofu_query_vcq_id(b, &idb));
     uint8_t co[6]; utofu_tni_id_t t; utofu_cq_id_t q; uint16_t extra;
     UCHECK(utofu_query_vcq_info(idb, co, &t, &q, &extra));
-    CHECK(memcmp(co, me, 6) == 0); CHECK_EQ(t, 1); CHECK(q < 9);
+    CHECK(memcmp(co, me, 6) == 0); CHECK_EQ(t, 1);
+    CHECK_EQ(q, 0);                                  /* one process per node: CQ 0 (utofu.h's table) */
+    /* Fujitsu's layout: CQ in bits 0-5, component 5 + bit 27, the node's own A,B,C as path
+     * in bits 28-31, X/Y/Z/A/B/C in bits 32-59, TNI in bits 61-63. */
+    uint64_t abc = (uint64_t)me[3] | (uint64_t)me[4] << 1 | (uint64_t)me[5] << 3;
+    uint64_t built = (uint64_t)me[0] << 32 | (uint64_t)me[1] << 40 | (uint64_t)me[2] << 48 | abc << 56 | 1ULL << 61 | abc << 28 | (8ULL | 5) << 24 | q;
+    CHECK(idb == built);
+    CHECK_EQ(extra, 5);
     UCHECK(utofu_query_vcq_info(idb, co, &t, &q, NULL));          /* extra_val optional */
     UCHECK(utofu_construct_vcq_id(me, 1, q, 5, &cid));
     CHECK(cid == idb);
@@ -72,12 +79,16 @@ int main(void)
     CHECK_EQ(rc, UTOFU_ERR_FULL); CHECK_EQ(made, 6);               /* a and b hold two */
     for (int i = 0; i < made; i++) UCHECK(utofu_free_vcq(more[i]));
 
-    /* CQs run out at 9 per TNI and node: exclusive VCQs take one each. */
-    utofu_vcq_hdl_t exs[9]; int nex = 0;
-    while ((rc = utofu_create_vcq(2, UTOFU_VCQ_FLAG_EXCLUSIVE, &exs[nex])) == UTOFU_SUCCESS) { nex++; CHECK(nex <= 9); }
-    CHECK_EQ(rc, UTOFU_ERR_NOT_AVAILABLE); CHECK(nex >= 1);
-    CHECK_EQ(utofu_create_vcq(2, 0, &x), nex == 9 ? UTOFU_ERR_FULL : UTOFU_SUCCESS);
-    if (nex < 9) UCHECK(utofu_free_vcq(x));
+    /* CQs run out at 12 per TNI and node (ids 0-11): exclusive VCQs take one each, the
+     * process's first CQ (the shared one peers compute) last. */
+    utofu_vcq_hdl_t exs[12]; int nex = 0;
+    while ((rc = utofu_create_vcq(2, UTOFU_VCQ_FLAG_EXCLUSIVE, &exs[nex])) == UTOFU_SUCCESS) {
+        utofu_vcq_id_t ide; UCHECK(utofu_query_vcq_id(exs[nex], &ide));
+        CHECK_EQ(ide & 0x3f, nex < 11 ? nex + 1 : 0);
+        nex++; CHECK(nex <= 12);
+    }
+    CHECK_EQ(rc, UTOFU_ERR_NOT_AVAILABLE); CHECK_EQ(nex, 12);
+    CHECK_EQ(utofu_create_vcq(2, 0, &x), UTOFU_ERR_FULL);
     for (int i = 0; i < nex; i++) UCHECK(utofu_free_vcq(exs[i]));
     UCHECK(utofu_create_vcq(2, 0, &x));                                  /* released again */
     UCHECK(utofu_free_vcq(x));
@@ -106,6 +117,13 @@ int main(void)
     UCHECK(utofu_reg_mem_with_stag(b, big, 4096, 7, 0, &st7));
     UCHECK(utofu_query_stadd(idb, 7, &q7));
     CHECK(q7 == st7);
+    /* A STag's STADD is the STag's alone, Fujitsu's value, on every VCQ. */
+    CHECK(st7 == 0xf070000000000ULL);
+    UCHECK(utofu_query_stadd(ida, 13, &q7)); CHECK(q7 == 0xf0d0000000000ULL);
+    UCHECK(utofu_query_stadd(ida, 7, &q7)); CHECK(q7 == st7);
+    utofu_stadd_t sta7;
+    UCHECK(utofu_reg_mem_with_stag(a, &big[2048], 4096, 7, 0, &sta7)); CHECK(sta7 == st7);
+    CHECK(s1 != st7 && (s1 >> 48) != 0xf);                             /* the two forms differ */
     utofu_stadd_t q7b;
     idx = idb; UCHECK(utofu_set_vcq_id_path(&idx, p));
     UCHECK(utofu_query_stadd(idx, 7, &q7b)); CHECK(q7b == st7);    /* paths do not matter */
@@ -251,6 +269,19 @@ int main(void)
     CHECK_EQ(wait_mrq(a, &n), UTOFU_ERR_MRQ_RMT_LENGTH);
     UCHECK(utofu_put(a, idb, s1, s1, 8, 0, 0, NULL));                    /* a's STADD used on b */
     CHECK_EQ(wait_mrq(a, &n), UTOFU_ERR_MRQ_RMT_MEMORY);
+    /* A STag's STADD reaches whatever that VCQ registered under the STag: a's own STADD
+     * of STag 7 is b's; STag 9 nobody registered. */
+    big[2048] = 0x57a9;
+    UCHECK(utofu_put(a, idb, sta7, st7 + 8, 8, 0, 0, NULL));
+    CHECK(big[1] == 0x57a9);
+    UCHECK(utofu_put(a, idb, sta7, st7 + 2 * 4096, 8, 0, 0, NULL));      /* past STag 7's region */
+    CHECK_EQ(wait_mrq(a, &n), UTOFU_ERR_MRQ_RMT_STADD);
+    UCHECK(utofu_query_stadd(idb, 9, &q7));
+    UCHECK(utofu_put(a, idb, sta7, q7, 8, 0, 0, NULL));
+    CHECK_EQ(wait_mrq(a, &n), UTOFU_ERR_MRQ_RMT_MEMORY);
+    UCHECK(utofu_put(a, idb, sta7, 0x123456789abcULL, 8, 0, 0, NULL));   /* no STADD form at all */
+    CHECK_EQ(wait_mrq(a, &n), UTOFU_ERR_MRQ_RMT_MEMORY);
+    UCHECK(utofu_dereg_mem(a, sta7, 0));
     UCHECK(utofu_get(a, idb, s1 + sizeof big, sb, 8, 0, 0, NULL));
     CHECK_EQ(wait_mrq(a, &n), UTOFU_ERR_MRQ_LCL_STADD);
     CHECK(big[3] == 77);
@@ -261,7 +292,21 @@ int main(void)
     UCHECK(utofu_construct_vcq_id(me, 4, 8, 7, &cid));
     UCHECK(utofu_put(a, cid, s1, sb, 8, 0, 0, NULL));
     CHECK_EQ(wait_mrq(a, &n), UTOFU_ERR_MRQ_PEER); CHECK(n.vcq_id == cid);
+    /* An id built from coordinates, TNI and CQ alone (no component, path bits 0) names
+     * the CQ's VCQ: b's CQ holds a (component 0) and b (5): a. */
+    uint64_t bare = idb & ~0xff000000ULL;
+    big[5] = 0; big[6] = 0xba4e;
+    UCHECK(utofu_put(b, bare, sb + 8 * 6, s1 + 8 * 5, 8, 0, UTOFU_ONESIDED_FLAG_REMOTE_MRQ_NOTICE, NULL));
+    UCHECK(wait_mrq(a, &n)); CHECK_EQ(n.notice_type, UTOFU_MRQ_TYPE_RMT_PUT); CHECK(n.vcq_id == idb);
+    CHECK(big[5] == 0xba4e);
+    UCHECK(utofu_query_vcq_info(bare, co, &t, &q, &extra)); CHECK_EQ(t, 1); CHECK_EQ(extra, 0);
+    /* Malformed ids: reserved bits, CQ 12, TNI 6. */
+    CHECK_EQ(utofu_put(a, idb | 1ULL << 10, s1, sb, 8, 0, 0, NULL), UTOFU_ERR_INVALID_VCQ_ID);
+    CHECK_EQ(utofu_put(a, idb | 1ULL << 60, s1, sb, 8, 0, 0, NULL), UTOFU_ERR_INVALID_VCQ_ID);
+    CHECK_EQ(utofu_put(a, (idb & ~0x3fULL) | 12, s1, sb, 8, 0, 0, NULL), UTOFU_ERR_INVALID_VCQ_ID);
+    CHECK_EQ(utofu_query_vcq_info((idb & ~(7ULL << 61)) | 6ULL << 61, co, &t, &q, NULL), UTOFU_ERR_INVALID_VCQ_ID);
     while (utofu_poll_tcq(a, 0, &cb) != UTOFU_ERR_NOT_FOUND) ;
+    while (utofu_poll_tcq(b, 0, &cb) != UTOFU_ERR_NOT_FOUND) ;
 
     /* TOQ accounting: 1024 slots held until poll_tcq consumes them, even silently. */
     int posted = 0;

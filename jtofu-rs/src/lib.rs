@@ -50,6 +50,15 @@ pub fn set_launcher_nodes(rank: u32, nodes: Vec<u32>) {
     let _ = LAUNCHER_NODES.set((rank, nodes));
 }
 
+/// (local rank, processes on the node) from the launcher's map, when libtofucom.so
+/// learnt it (the ranks of a node in rank order).
+pub fn launcher_local_position() -> Option<(u32, u32)> {
+    let (rank, nodes) = LAUNCHER_NODES.get()?;
+    let mine = *nodes.get(*rank as usize)?;
+    let before = nodes[..*rank as usize].iter().filter(|&&n| n == mine).count() as u32;
+    Some((before, nodes.iter().filter(|&&n| n == mine).count() as u32))
+}
+
 /// This process's node index: `SOFTNIC_NODE_ID`, else the launcher's node of this rank,
 /// else 0.
 pub fn node_index() -> u32 {

@@ -21,7 +21,8 @@
 //! BARRIER_OTHER instead of waiting forever.
 //!
 //! VBGs are claimed per node in the registry under (coordinates, TNI, BG) — BGs 0-15 are
-//! start/end gates, 16-47 relays — with the owner's block and slot as payload.
+//! start/end gates, 16-47 relays; a process takes the lowest free ones of its share
+//! ([`crate::share`]) — with the owner's block and slot as payload.
 
 use crate::status::{done, out, UResult};
 use crate::topo::{self, VbgAddr};
@@ -363,9 +364,10 @@ fn block_loc(st: &mut State) -> UResult<(RingLoc, *const u8)> {
     Ok((b.ring_loc(0, BLOCK_BYTES).map_err(|_| UTOFU_ERR_FATAL)?, b.as_ptr()))
 }
 
-fn claim(tni: u16, range: std::ops::Range<u16>, payload: &[u8]) -> Option<(u16, EndpointId)> {
+/// Claims the first free BG of `candidates` on this node (the registry holds the claims).
+fn claim(tni: u16, mut candidates: impl Iterator<Item = u16>, payload: &[u8]) -> Option<(u16, EndpointId)> {
     let me = topo::my_coords();
-    range.into_iter().find_map(|bg| registry::publish(api::UTOFU, &key(b"tofuBG", &me, &[tni as u8, bg as u8]), payload).ok().map(|e| (bg, e)))
+    candidates.find_map(|bg| registry::publish(api::UTOFU, &key(b"tofuBG", &me, &[tni as u8, bg as u8]), payload).ok().map(|e| (bg, e)))
 }
 
 fn alloc(tni: u16, n: usize, flags: u64, ids: *mut u64) -> UResult<()> {
@@ -384,6 +386,13 @@ fn alloc(tni: u16, n: usize, flags: u64, ids: *mut u64) -> UResult<()> {
     if n > 1 + (BGS_PER_TNI - START_BGS) as usize {
         return Err(UTOFU_ERR_FULL);
     }
+    // This process's BGs on the TNI (see share), lowest first, so a program can tell
+    // which BGs a peer's allocations got.
+    let mine = crate::share::get().bgs[tni as usize];
+    if mine & 0xffff == 0 {
+        softnic_fabric::sn_debug!("uTofu", "TNI {} has no start/end BG for this process (see UTOFU_BG_MASK_{} / utofu.h)", tni, tni);
+        return Err(UTOFU_ERR_NOT_AVAILABLE);
+    }
     let mut st = lock(&STATE);
     let (loc, blk) = block_loc(&mut st)?;
     let payload: Vec<u8> = loc.to_words().iter().flat_map(|x| x.to_le_bytes()).collect();
@@ -397,8 +406,8 @@ fn alloc(tni: u16, n: usize, flags: u64, ids: *mut u64) -> UResult<()> {
         }
     };
     for k in 0..n {
-        let range = if k == 0 { 0..START_BGS } else { START_BGS..BGS_PER_TNI };
-        let Some((bg, c)) = claim(tni, range, &payload) else {
+        let kind = if k == 0 { mine & 0xffff } else { mine & !0xffff };
+        let Some((bg, c)) = claim(tni, crate::share::bits(kind), &payload) else {
             release(&gates);
             return Err(UTOFU_ERR_FULL);
         };

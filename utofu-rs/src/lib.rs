@@ -1,8 +1,11 @@
 //! libtofucom.so: Fujitsu uTofu 1.0 over the softnic fabric.
 //!
 //! The model (decisions in include/utofu.h's top comment):
-//! - [`topo`]: nodes, coordinates, and the VCQ id / VBG id / path encodings, all pure
-//!   functions, so ids are decoded and constructed without communication.
+//! - [`topo`]: nodes, coordinates, and the VCQ id / VBG id / path encodings (Fujitsu's
+//!   layouts), all pure functions, so ids are decoded and constructed without
+//!   communication.
+//! - [`share`]: the TNIs, CQs and BGs this process may use (the job manager's masks, or
+//!   the table of processes per node and local rank).
 //! - [`vcq`]: VCQs.  Each owns a block of library shared memory holding its STADD table
 //!   and its MRQ ring, published in the node registry under (coordinates, TNI, CQ,
 //!   component), so an initiator finds the target of any VCQ id and then reads the
@@ -29,6 +32,7 @@
 pub mod types;
 pub mod status;
 pub mod topo;
+pub mod share;
 pub mod vcq;
 pub mod stadd;
 pub mod onesided;

@@ -342,7 +342,7 @@ fn run(v: &Vcq, op: &Op, q: &mut vcq::Queue) -> i32 {
     let mut src: &[u8] = &[];
     let mut dst: &mut [u8] = &mut [];
     match op.kind {
-        Kind::Put => match stadd::resolve(v.blk(), v.id, v.addr.cmp, op.lcl_stadd, op.len) {
+        Kind::Put => match stadd::resolve(v.blk(), op.lcl_stadd, op.len) {
             // SAFETY: inside a live registration of ours (checked), which stays mapped.
             Ok((_, a)) => src = unsafe { std::slice::from_raw_parts(a as *const u8, op.len) },
             Err(Fault::Memory) => return UTOFU_ERR_TCQ_MEMORY,
@@ -350,7 +350,7 @@ fn run(v: &Vcq, op: &Op, q: &mut vcq::Queue) -> i32 {
             Err(Fault::Length) => return UTOFU_ERR_TCQ_LENGTH,
         },
         Kind::PutPb => src = &op.pb[..op.len],
-        Kind::Get => match stadd::resolve(v.blk(), v.id, v.addr.cmp, op.lcl_stadd, op.len) {
+        Kind::Get => match stadd::resolve(v.blk(), op.lcl_stadd, op.len) {
             Ok((row, _)) if row.readonly => return mrq_err(UTOFU_ERR_MRQ_LCL_MEMORY),
             // SAFETY: our live registration, writable (checked), which stays mapped.
             Ok((_, a)) => dst = unsafe { std::slice::from_raw_parts_mut(a as *mut u8, op.len) },
@@ -429,9 +429,7 @@ struct Landed {
 /// same checks and the same order (data, then notice) either way.  Errs with the MRQ
 /// code of the failure; nothing was written then.
 fn at_target(t: &Target, op: &Op, from: u64, src: &[u8], dst: &mut [u8], lcl_field: u64) -> Result<Landed, i32> {
-    let rid = t.id;
-    let tcmp = ((rid >> 38) & 7) as u16;
-    let (row, addr) = stadd::resolve(t.blk(), rid, tcmp, op.rmt_stadd, op.len).map_err(rmt_fault)?;
+    let (row, addr) = stadd::resolve(t.blk(), op.rmt_stadd, op.len).map_err(rmt_fault)?;
     if row.readonly && op.kind != Kind::Get {
         return Err(UTOFU_ERR_MRQ_RMT_MEMORY);
     }
@@ -478,7 +476,7 @@ fn notify_target(t: &Target, n: &Notice) {
     if t.peer.is_self() {
         // Our own VCQ, for an initiator here or on another machine: in order with what
         // our own operations on it are waiting to queue.
-        if let Some(own) = vcq::by_id(t.id) {
+        if let Some(own) = vcq::by_id(t.vcq_id) {
             own.push_remote_notice(n);
             return;
         }
@@ -573,8 +571,7 @@ pub(crate) fn service(_me: &std::sync::Arc<softnic_fabric::rma::Peer>, req: &[u8
         }
         if !kind.is_armw() && rest > n as u64 {
             // The whole rest of a longer transfer must fit before its first piece lands.
-            let tcmp = ((t.id >> 38) & 7) as u16;
-            stadd::resolve(t.blk(), t.id, tcmp, op.rmt_stadd, rest as usize).map_err(rmt_fault)?;
+            stadd::resolve(t.blk(), op.rmt_stadd, rest as usize).map_err(rmt_fault)?;
         }
         let landed = at_target(&t, &op, from, src, &mut got, lcl_field)?;
         if let Some(n) = &landed.remote_notice {
@@ -917,7 +914,7 @@ mod tests {
 
     #[test]
     fn descriptors_round_trip_and_fit() {
-        let rmt = VcqAddr { coords: [0, 0, 0, 1, 2, 1], tni: 1, cq: 2, cmp: 3, path: [0; 3] }.id();
+        let rmt = VcqAddr { coords: [0, 0, 0, 1, 2, 1], tni: 1, cq: 2, cmp: Some(3), path: [0; 3] }.id();
         let h = 0x7f0c_0001_0001usize;
         let mut ops = transfer(Kind::Put, rmt, 10, 20, 8, 800, 3, 7, UTOFU_ONESIDED_FLAG_TCQ_NOTICE | 5 << PATH_SHIFT).unwrap();
         ops.push(piggyback(rmt, &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32], 99, 255, 0).unwrap());

@@ -1,18 +1,27 @@
 //! Nodes, coordinates and the id encodings (VCQ ids, VBG ids, path ids).  All pure
 //! functions: ids are built and decoded without communication, as the guide requires.
 //!
+//! Fujitsu's layouts (programs build and decode ids themselves, see utofu.h):
 //! ```text
-//! VCQ id: 0-7 X  8-15 Y  16-23 Z  24 A  25-26 B  27 C  28-31 TNI  32-37 CQ
-//!         38-40 component  41 path A  42-43 path B  44 path C  48-63 VCQ_TAG
-//! VBG id: the same coordinate and TNI fields, 32-37 BG, 48-63 VBG_TAG
+//! VCQ id: 0-5 CQ  6-23 zero  24-26 component  27 set when a component is named
+//!         28 path A  29-30 path B  31 path C
+//!         32-39 X  40-47 Y  48-55 Z  56 A  57-58 B  59 C  60 zero  61-63 TNI
+//! VBG id: 0-5 BG  6-31 zero  32-63 as in a VCQ id
 //! ```
+//! (coordinates (1,2,3,1,2,1), TNI 1, CQ 6, component 7, the node's own path:
+//! 0x2d030201df000006.)
 
 use crate::types::*;
 
-pub const VCQ_TAG: u64 = 0x70f5;
-pub const VBG_TAG: u64 = 0x70b6;
-const TAG_SHIFT: u32 = 48;
-const PATH_BITS: u64 = 0xf << 41;
+const COORD_SHIFT: u32 = 32;
+const TNI_SHIFT: u32 = 61;
+const CMP_SHIFT: u32 = 24;
+const CMP_NAMED: u64 = 1 << 27;
+const PATH_SHIFT_ID: u32 = 28;
+const PATH_BITS: u64 = 0xf << PATH_SHIFT_ID;
+/// Bits no valid id sets.
+const VCQ_RESERVED: u64 = 0x00ff_ffc0 | 1 << 60;
+const VBG_RESERVED: u64 = 0xffff_ffc0 | 1 << 60;
 
 /// Sizes of the A, B, C axes (fixed by the Tofu-D topology).
 pub use tofutop::ABC;
@@ -32,16 +41,28 @@ pub fn path_valid(p: &[u8; 3]) -> bool {
     p[0] < ABC[0] && p[1] < ABC[1] && p[2] < ABC[2]
 }
 
-fn coord_bits(c: &[u8; 6]) -> u64 {
-    c[0] as u64 | (c[1] as u64) << 8 | (c[2] as u64) << 16 | (c[3] as u64) << 24 | (c[4] as u64) << 25 | (c[5] as u64) << 27
+/// A, B, C as Tofu ids pack them: A in bit 0, B in bits 1-2, C in bit 3.
+fn abc_bits(a: u8, b: u8, c: u8) -> u64 {
+    a as u64 | (b as u64) << 1 | (c as u64) << 3
+}
+
+fn abc_from(v: u64) -> [u8; 3] {
+    [(v & 1) as u8, ((v >> 1) & 3) as u8, ((v >> 3) & 1) as u8]
+}
+
+/// Coordinates and TNI: the fields VCQ and VBG ids share.
+fn place_bits(c: &[u8; 6], tni: u16) -> u64 {
+    let xyz = c[0] as u64 | (c[1] as u64) << 8 | (c[2] as u64) << 16;
+    (xyz | abc_bits(c[3], c[4], c[5]) << 24) << COORD_SHIFT | (tni as u64) << TNI_SHIFT
 }
 
 fn coords_from(id: u64) -> [u8; 6] {
-    [id as u8, (id >> 8) as u8, (id >> 16) as u8, ((id >> 24) & 1) as u8, ((id >> 25) & 3) as u8, ((id >> 27) & 1) as u8]
+    let abc = abc_from(id >> 56);
+    [(id >> 32) as u8, (id >> 40) as u8, (id >> 48) as u8, abc[0], abc[1], abc[2]]
 }
 
 fn path_bits(p: &[u8; 3]) -> u64 {
-    (p[0] as u64) << 41 | (p[1] as u64) << 42 | (p[2] as u64) << 44
+    abc_bits(p[0], p[1], p[2]) << PATH_SHIFT_ID
 }
 
 /// Fields of a VCQ id.
@@ -50,7 +71,9 @@ pub struct VcqAddr {
     pub coords: [u8; 6],
     pub tni: u16,
     pub cq: u16,
-    pub cmp: u16,
+    /// The component, or None when the id names none (bits 24-27 clear, as in ids a
+    /// program builds from coordinates, TNI and CQ alone): then it means the CQ's VCQ.
+    pub cmp: Option<u16>,
     pub path: [u8; 3],
 }
 
@@ -62,22 +85,24 @@ impl VcqAddr {
     }
 
     pub fn with_path(&self, p: &[u8; 3]) -> u64 {
-        coord_bits(&self.coords) | (self.tni as u64) << 28 | (self.cq as u64) << 32 | (self.cmp as u64) << 38 | path_bits(p) | VCQ_TAG << TAG_SHIFT
+        let cmp = self.cmp.map_or(0, |c| CMP_NAMED | (c as u64) << CMP_SHIFT);
+        place_bits(&self.coords, self.tni) | self.cq as u64 | cmp | path_bits(p)
     }
 
-    /// Decodes `id`, or None when it is not a VCQ id of ours.
+    /// Decodes `id`, or None when it is not a well-formed VCQ id.
     pub fn decode(id: u64) -> Option<VcqAddr> {
-        if id >> TAG_SHIFT != VCQ_TAG || id & (0x7 << 45) != 0 {
+        if id & VCQ_RESERVED != 0 {
             return None;
         }
+        let field = (id >> CMP_SHIFT) & 0xf;
         let a = VcqAddr {
             coords: coords_from(id),
-            tni: ((id >> 28) & 0xf) as u16,
-            cq: ((id >> 32) & 0x3f) as u16,
-            cmp: ((id >> 38) & 0x7) as u16,
-            path: [((id >> 41) & 1) as u8, ((id >> 42) & 3) as u8, ((id >> 44) & 1) as u8],
+            tni: (id >> TNI_SHIFT) as u16,
+            cq: (id & 0x3f) as u16,
+            cmp: (field != 0).then_some((field & 7) as u16),
+            path: abc_from(id >> PATH_SHIFT_ID),
         };
-        (coords_valid(&a.coords) && path_valid(&a.path) && a.tni < NUM_TNIS && a.cq < CQS_PER_TNI && a.cmp < CMPS_PER_CQ).then_some(a)
+        (coords_valid(&a.coords) && path_valid(&a.path) && a.tni < NUM_TNIS && a.cq < CQS_PER_TNI).then_some(a)
     }
 }
 
@@ -98,14 +123,14 @@ pub struct VbgAddr {
 
 impl VbgAddr {
     pub fn id(&self) -> u64 {
-        coord_bits(&self.coords) | (self.tni as u64) << 28 | (self.bg as u64) << 32 | VBG_TAG << TAG_SHIFT
+        place_bits(&self.coords, self.tni) | self.bg as u64
     }
 
     pub fn decode(id: u64) -> Option<VbgAddr> {
-        if id >> TAG_SHIFT != VBG_TAG || id & (0x3ff << 38) != 0 {
+        if id & VBG_RESERVED != 0 {
             return None;
         }
-        let a = VbgAddr { coords: coords_from(id), tni: ((id >> 28) & 0xf) as u16, bg: ((id >> 32) & 0x3f) as u16 };
+        let a = VbgAddr { coords: coords_from(id), tni: (id >> TNI_SHIFT) as u16, bg: (id & 0x3f) as u16 };
         (coords_valid(&a.coords) && a.tni < NUM_TNIS && a.bg < BGS_PER_TNI).then_some(a)
     }
 }
@@ -168,7 +193,7 @@ pub unsafe extern "C" fn utofu_construct_vcq_id(coords: *mut u8, tni_id: u16, cq
         if cmp_id >= CMPS_PER_CQ {
             return Err(UTOFU_ERR_INVALID_CMP_ID);
         }
-        out(vcq_id, VcqAddr { coords: c, tni: tni_id, cq: cq_id, cmp: cmp_id, path: [0; 3] }.id())
+        out(vcq_id, VcqAddr { coords: c, tni: tni_id, cq: cq_id, cmp: Some(cmp_id), path: [0; 3] }.id())
     })();
     done("utofu_construct_vcq_id", r)
 }
@@ -219,7 +244,7 @@ fn write_info(coords: *mut u8, c: &[u8; 6], tni_out: *mut u16, tni: u16, idx_out
 
 #[no_mangle]
 pub unsafe extern "C" fn utofu_query_vcq_info(vcq_id: u64, coords: *mut u8, tni_id: *mut u16, cq_id: *mut u16, extra_val: *mut u16) -> i32 {
-    let r = VcqAddr::decode(vcq_id).ok_or(UTOFU_ERR_INVALID_VCQ_ID).and_then(|a| write_info(coords, &a.coords, tni_id, a.tni, cq_id, a.cq, extra_val, a.cmp));
+    let r = VcqAddr::decode(vcq_id).ok_or(UTOFU_ERR_INVALID_VCQ_ID).and_then(|a| write_info(coords, &a.coords, tni_id, a.tni, cq_id, a.cq, extra_val, a.cmp.unwrap_or(0)));
     done("utofu_query_vcq_info", r)
 }
 
@@ -268,32 +293,34 @@ pub unsafe extern "C" fn utofu_query_utofu_version(major: *mut i32, minor: *mut 
     let _ = out(minor, 0);
 }
 
-fn tni_list(ids: *mut *mut u16, num: *mut usize) -> UResult<()> {
+fn tni_list(list: &[u16], ids: *mut *mut u16, num: *mut usize) -> UResult<()> {
     if ids.is_null() || num.is_null() {
         return Err(UTOFU_ERR_INVALID_POINTER);
     }
+    if list.is_empty() {
+        out(ids, std::ptr::null_mut())?;
+        return out(num, 0);
+    }
     // libc malloc, so the caller's free() releases it.
     // SAFETY: plain allocation.
-    let p = unsafe { libc::malloc(NUM_TNIS as usize * 2) } as *mut u16;
+    let p = unsafe { libc::malloc(list.len() * 2) } as *mut u16;
     if p.is_null() {
         return Err(UTOFU_ERR_OUT_OF_MEMORY);
     }
-    for t in 0..NUM_TNIS {
-        // SAFETY: inside the fresh allocation.
-        unsafe { p.add(t as usize).write(t) };
-    }
+    // SAFETY: the fresh allocation holds list.len() ids.
+    unsafe { std::ptr::copy_nonoverlapping(list.as_ptr(), p, list.len()) };
     out(ids, p)?;
-    out(num, NUM_TNIS as usize)
+    out(num, list.len())
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn utofu_get_onesided_tnis(ids: *mut *mut u16, num: *mut usize) -> i32 {
-    done("utofu_get_onesided_tnis", tni_list(ids, num))
+    done("utofu_get_onesided_tnis", tni_list(&crate::share::get().onesided_tnis, ids, num))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn utofu_get_barrier_tnis(ids: *mut *mut u16, num: *mut usize) -> i32 {
-    done("utofu_get_barrier_tnis", tni_list(ids, num))
+    done("utofu_get_barrier_tnis", tni_list(&crate::share::get().barrier_tnis, ids, num))
 }
 
 static ONESIDED_CAPS: utofu_onesided_caps = utofu_onesided_caps {
@@ -330,11 +357,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn fujitsus_layout() {
+        let a = VcqAddr { coords: [1, 2, 3, 1, 2, 1], tni: 1, cq: 6, cmp: Some(7), path: [1, 2, 1] };
+        assert_eq!(a.id(), 0x2d03_0201_df00_0006);
+        assert_eq!(VcqAddr::decode(0x2d03_0201_df00_0006), Some(a));
+        // Built by a program from coordinates, TNI and CQ alone: no component, path (0,0,0).
+        let bare = VcqAddr::decode(0x2d03_0201_0000_0006).unwrap();
+        assert_eq!((bare.cmp, bare.path, bare.cq, bare.tni, bare.coords), (None, [0, 0, 0], 6, 1, [1, 2, 3, 1, 2, 1]));
+        assert_eq!(VbgAddr { coords: [1, 2, 3, 1, 2, 1], tni: 1, bg: 17 }.id(), 0x2d03_0201_0000_0011);
+        // Reserved bits, TNI 6-7, CQ 12+, BG 48+, B = 3 are not ids.
+        for bad in [a.id() | 1 << 6, a.id() | 1 << 23, a.id() | 1 << 60, a.id() | 6 << 61, a.id() & !0x3f | 12, a.id() | 3 << 57] {
+            assert!(VcqAddr::decode(bad).is_none(), "{bad:#x}");
+        }
+        let g = VbgAddr { coords: [1, 2, 3, 1, 2, 1], tni: 1, bg: 17 }.id();
+        for bad in [g | 1 << 6, g | 1 << 27, g | 1 << 31, g | 1 << 60, g & !0x3f | 48, UTOFU_VBG_ID_NULL] {
+            assert!(VbgAddr::decode(bad).is_none(), "{bad:#x}");
+        }
+    }
+
+    #[test]
     fn ids_round_trip_and_paths() {
         for n in [0u32, 1, 5, 11, 12, 300, 4000] {
             let c = coords_of(n);
             assert!(coords_valid(&c));
-            let a = VcqAddr { coords: c, tni: 5, cq: 8, cmp: 7, path: [c[3], c[4], c[5]] };
+            let a = VcqAddr { coords: c, tni: 5, cq: 11, cmp: Some(0), path: [c[3], c[4], c[5]] };
             let id = a.id();
             assert_eq!(VcqAddr::decode(id), Some(a));
             let other = a.with_path(&[(c[3] + 1) % 2, c[4], c[5]]);
@@ -342,10 +388,11 @@ mod tests {
             assert_eq!(canonical(other), id);
             let v = VbgAddr { coords: c, tni: 3, bg: 47 };
             assert_eq!(VbgAddr::decode(v.id()), Some(v));
+            // Fujitsu's layouts overlap: a VBG id of a low BG reads as a bare VCQ id.
             assert!(VcqAddr::decode(v.id()).is_none());
+            assert_eq!(VcqAddr::decode(VbgAddr { bg: 5, ..v }.id()).map(|x| (x.cq, x.cmp)), Some((5, None)));
             assert!(VbgAddr::decode(id).is_none());
         }
-        assert!(VbgAddr::decode(UTOFU_VBG_ID_NULL).is_none());
         for id in 1..=12u8 {
             assert_eq!(path_id(&path_of_id(id).unwrap()), id);
         }

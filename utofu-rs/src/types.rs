@@ -170,7 +170,8 @@ const _: () = assert!(std::mem::size_of::<utofu_mrq_notice>() == 64);
 
 /// The machine presented (the guide's chapter 6 values).
 pub const NUM_TNIS: u16 = 6;
-pub const CQS_PER_TNI: u16 = 9;
+/// CQ ids per TNI: 0-11 (Fugaku's assignment uses CQ numbers up to 10).
+pub const CQS_PER_TNI: u16 = 12;
 pub const CMPS_PER_CQ: u16 = 8;
 pub const START_BGS: u16 = 16;
 pub const BGS_PER_TNI: u16 = 48;

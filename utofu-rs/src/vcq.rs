@@ -6,7 +6,7 @@
 //! ```text
 //! 0      header: magic, version, MRQ-overflow word, VCQ id (0 once freed)
 //! 64     STADD table: NROWS rows of 4 words
-//!          w0: 0-31 seqlock counter (odd while written)  32 live  33 read-only  40-52 check
+//!          w0: 0-31 seqlock counter (odd while written)  32 live  33 read-only  40-54 check
 //!          w1: fabric registration key   w2: base address   w3: length
 //! RING   the MRQ: a fabric ring of [u64; 8] notices (see onesided::Notice)
 //! ```
@@ -109,7 +109,7 @@ pub fn read_row(blk: *const u8, i: usize) -> Option<Row> {
         if s1 >> 32 & 1 == 0 {
             return None;
         }
-        return Some(Row { key: k, base: b, len: l, readonly: s1 >> 33 & 1 != 0, check: ((s1 >> 40) & 0x1fff) as u16 });
+        return Some(Row { key: k, base: b, len: l, readonly: s1 >> 33 & 1 != 0, check: ((s1 >> 40) & 0x7fff) as u16 });
     }
     None
 }
@@ -126,7 +126,7 @@ fn write_row(blk: *const u8, i: usize, row: Option<Row>) {
     w0.store(seq as u64, Ordering::Relaxed);
     fence(Ordering::Release);
     let (k, b, l, st) = match row {
-        Some(r) => (r.key, r.base, r.len, 1u64 << 32 | (r.readonly as u64) << 33 | (r.check as u64 & 0x1fff) << 40),
+        Some(r) => (r.key, r.base, r.len, 1u64 << 32 | (r.readonly as u64) << 33 | (r.check as u64 & 0x7fff) << 40),
         None => (0, 0, 0, 0),
     };
     word(blk, o + 8).store(k, Ordering::Relaxed);
@@ -150,14 +150,14 @@ pub struct RowInfo {
     pub len: usize,
     pub readonly: bool,
     pub refs: u32,
+    /// The check its STADDs carry (0 for a STag).
+    pub check: u16,
 }
 
 #[derive(Default)]
 pub struct Regs {
     pub rows: HashMap<usize, RowInfo>,
     pub by_range: HashMap<(usize, usize, bool), usize>,
-    /// Times each assigned row was reused (feeds the STADD check value).
-    pub reuse: HashMap<usize, u32>,
     pub next_free: usize,
 }
 
@@ -201,8 +201,8 @@ pub struct Queue {
     pub next_pin: usize,
 }
 
-/// A remote STADD region pinned for puts: (target VCQ id, the STADD's row, check and
-/// component bits) -> the fabric pin of the whole region.
+/// A remote STADD region pinned for puts: (target VCQ id, the STADD without its
+/// offset: form, row or STag, check) -> the fabric pin of the whole region.
 pub struct PutPin {
     pub rid: u64,
     pub tag: u64,
@@ -326,8 +326,8 @@ pub fn key(kind: &[u8; 6], coords: &[u8; 6], fields: &[u8]) -> Vec<u8> {
     k
 }
 
-fn vcq_key(a: &VcqAddr) -> Vec<u8> {
-    key(b"tofuVQ", &a.coords, &[a.tni as u8, a.cq as u8, a.cmp as u8])
+fn vcq_key(a: &VcqAddr, cmp: u16) -> Vec<u8> {
+    key(b"tofuVQ", &a.coords, &[a.tni as u8, a.cq as u8, cmp as u8])
 }
 
 // ---- CQs ------------------------------------------------------------------------------
@@ -341,18 +341,9 @@ struct SharedCq {
 
 static SHARED_CQS: Mutex<[Option<SharedCq>; NUM_TNIS as usize]> = Mutex::new([None, None, None, None, None, None]);
 
-/// The launcher's local rank, if it names one (MPICH hydra, snrun, Slurm, Open MPI).
-fn local_rank() -> Option<u16> {
-    ["MPI_LOCALRANKID", "SOFTNIC_LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK"]
-        .iter()
-        .find_map(|v| std::env::var(v).ok().and_then(|s| s.trim().parse::<u32>().ok()))
-        .map(|r| (r % CQS_PER_TNI as u32) as u16)
-}
-
-/// Claims a free CQ of `tni` on this node in the registry (preferring `first`).
-fn claim_cq(tni: u16, first: Option<u16>) -> Option<(u16, EndpointId)> {
+/// Claims a CQ of `tni` on this node in the registry, the first free one of `order`.
+fn claim_cq(tni: u16, order: impl Iterator<Item = u16>) -> Option<(u16, EndpointId)> {
     let me = topo::my_coords();
-    let order = first.into_iter().chain(0..CQS_PER_TNI);
     for cq in order {
         if let Ok(id) = registry::publish(api::UTOFU, &key(b"tofuCQ", &me, &[tni as u8, cq as u8]), &[]) {
             return Some((cq, id));
@@ -489,14 +480,26 @@ fn create(tni: u16, cmp: Option<u16>, flags: u64) -> UResult<usize> {
     }
     softnic_fabric::node::get().map_err(|_| UTOFU_ERR_FATAL)?;
     let exclusive = flags & UTOFU_VCQ_FLAG_EXCLUSIVE != 0;
+    // This process's CQs on the TNI (see share): free-mode VCQs share the first, which
+    // is the CQ peers compute; exclusive ones take the others first.
+    let mine = crate::share::get().cqs[tni as usize];
+    if mine == 0 {
+        softnic_fabric::sn_debug!("uTofu", "TNI {} has no CQ for this process (see UTOFU_CQ_MASK_{} / utofu.h)", tni, tni);
+        return Err(UTOFU_ERR_NOT_AVAILABLE);
+    }
+    let first = crate::share::bits(mine as u64).next().expect("non-empty");
     // Pick (cq, cmp) and the claim that holds the CQ.
     let mut shared = lock(&SHARED_CQS);
     let (cq, cmp, own_claim) = if exclusive {
-        let (cq, claim) = claim_cq(tni, None).ok_or(UTOFU_ERR_NOT_AVAILABLE)?;
+        let order = crate::share::bits(mine as u64).filter(|&c| c != first).chain(std::iter::once(first));
+        let (cq, claim) = claim_cq(tni, order).ok_or(UTOFU_ERR_NOT_AVAILABLE)?;
         (cq, 0, Some(claim))
     } else {
         if shared[tni as usize].is_none() {
-            let (cq, claim) = claim_cq(tni, local_rank()).ok_or(UTOFU_ERR_FULL)?;
+            let (cq, claim) = claim_cq(tni, crate::share::bits(mine as u64)).ok_or(UTOFU_ERR_FULL)?;
+            if cq != first && crate::share::get().assigned {
+                softnic_fabric::sn_warn!("uTofu", "CQ {} of TNI {} is taken by another process of this node; using CQ {}", first, tni, cq);
+            }
             shared[tni as usize] = Some(SharedCq { cq, claim, cmps: 0 });
         }
         let s = shared[tni as usize].as_ref().expect("set above");
@@ -507,7 +510,7 @@ fn create(tni: u16, cmp: Option<u16>, flags: u64) -> UResult<usize> {
         };
         (s.cq, cmp, None)
     };
-    let addr = VcqAddr { coords: topo::my_coords(), tni, cq, cmp, path: [0; 3] };
+    let addr = VcqAddr { coords: topo::my_coords(), tni, cq, cmp: Some(cmp), path: [0; 3] };
     let id = addr.id();
     let fail = |shared: &mut [Option<SharedCq>; 6], rc: i32| {
         if let Some(c) = own_claim {
@@ -538,7 +541,7 @@ fn create(tni: u16, cmp: Option<u16>, flags: u64) -> UResult<usize> {
     let loc = block.ring_loc(0, len).expect("whole block");
     let w = loc.to_words();
     let payload: Vec<u8> = w.iter().flat_map(|x| x.to_le_bytes()).collect();
-    let endpoint = match registry::publish(api::UTOFU, &vcq_key(&addr), &payload) {
+    let endpoint = match registry::publish(api::UTOFU, &vcq_key(&addr, cmp), &payload) {
         Ok(e) => e,
         Err(e) => {
             let _ = mem::free_shared(block);
@@ -621,7 +624,7 @@ fn free(h: usize) -> UResult<()> {
     if let Some(c) = v.cq_claim {
         let _ = registry::unpublish(c);
     } else if let Some(s) = shared[v.addr.tni as usize].as_mut() {
-        s.cmps &= !(1 << v.addr.cmp);
+        s.cmps &= !(1 << v.addr.cmp.unwrap_or(0));
         release_shared(&mut shared, v.addr.tni);
     }
     drop(shared);
@@ -647,7 +650,10 @@ fn free(h: usize) -> UResult<()> {
 /// owner reached through the network engine, which then runs each operation's target
 /// side itself (the uTofu service, see `onesided`).
 pub struct Target {
+    /// The id initiators use (canonical path), the cache key.
     pub id: u64,
+    /// The VCQ's own id: `id`, or the VCQ found for an id that names no component.
+    pub vcq_id: u64,
     pub peer: Arc<Peer>,
     pub site: Site,
 }
@@ -670,7 +676,7 @@ impl Target {
     #[inline]
     pub fn live(&self) -> bool {
         match &self.site {
-            Site::Mapped { view, .. } => word(view.as_ptr(), H_ID).load(Ordering::Acquire) == self.id,
+            Site::Mapped { view, .. } => word(view.as_ptr(), H_ID).load(Ordering::Acquire) == self.vcq_id,
             Site::Remote => true,
         }
     }
@@ -699,7 +705,9 @@ pub fn target_cached(last: &mut Option<Arc<Target>>, id: u64) -> UResult<&Arc<Ta
 }
 
 /// The target of a (canonical) VCQ id, or `MRQ_PEER` when no live VCQ has it.  The
-/// VCQ's coordinates name its node; the node registry there names its owner.
+/// VCQ's coordinates name its node; the node registry there names its owner.  An id
+/// that names no component (built from coordinates, TNI and CQ alone) reaches the CQ's
+/// VCQ of the lowest component.
 pub fn target(id: u64) -> UResult<Arc<Target>> {
     if let Some(t) = lock(&TARGETS).get(&id) {
         if t.live() && t.peer.seems_alive() {
@@ -709,9 +717,19 @@ pub fn target(id: u64) -> UResult<Arc<Target>> {
     forget_target(id);
     let a = VcqAddr::decode(id).ok_or(UTOFU_ERR_MRQ_PEER)?;
     let node = topo::node_at(&a.coords).ok_or(UTOFU_ERR_MRQ_PEER)?;
-    let (peer, payload) = Peer::lookup(node, api::UTOFU, &vcq_key(&a)).map_err(|_| UTOFU_ERR_MRQ_PEER)?;
-    let site = if peer.is_remote() {
-        Site::Remote
+    let t = match a.cmp {
+        Some(c) => resolve_target(id, node, &a, c),
+        None => (0..CMPS_PER_CQ).map(|c| resolve_target(id, node, &a, c)).find(|t| t.is_ok()).unwrap_or(Err(UTOFU_ERR_MRQ_PEER)),
+    }?;
+    lock(&TARGETS).insert(id, t.clone());
+    Ok(t)
+}
+
+fn resolve_target(id: u64, node: u32, a: &VcqAddr, cmp: u16) -> UResult<Arc<Target>> {
+    let (peer, payload) = Peer::lookup(node, api::UTOFU, &vcq_key(a, cmp)).map_err(|_| UTOFU_ERR_MRQ_PEER)?;
+    let (site, vcq_id) = if peer.is_remote() {
+        // Its owner resolves the id again itself.
+        (Site::Remote, id)
     } else {
         let mut w = [0u64; 3];
         for (i, x) in w.iter_mut().enumerate() {
@@ -722,15 +740,16 @@ pub fn target(id: u64) -> UResult<Arc<Target>> {
         if view.len() < RING_OFF || word(view.as_ptr(), 0).load(Ordering::Acquire) != BLK_MAGIC {
             return Err(UTOFU_ERR_MRQ_PEER);
         }
+        let vcq_id = word(view.as_ptr(), H_ID).load(Ordering::Acquire);
         let ring_loc = RingLoc { offset: loc.offset + RING_OFF as u64, len: loc.len - RING_OFF as u64, ..loc };
         let ring = PinnedRing::new(&peer, &ring_loc).map_err(|_| UTOFU_ERR_MRQ_PEER)?;
-        Site::Mapped { view, ring }
+        (Site::Mapped { view, ring }, vcq_id)
     };
-    let t = Arc::new(Target { id, peer, site });
-    if !t.live() {
+    let t = Arc::new(Target { id, vcq_id, peer, site });
+    // A freed VCQ's block holds id 0 (ids of VCQs always name their component).
+    if !t.live() || matches!(t.site, Site::Mapped { .. }) && vcq_id == 0 {
         return Err(UTOFU_ERR_MRQ_PEER);
     }
-    lock(&TARGETS).insert(id, t.clone());
     Ok(t)
 }
 
