@@ -101,8 +101,21 @@ pub static TUNABLES: &[Tunable] = &[
     Tunable {
         name: "UTOFU_NUM_EXCLUSIVE_CQS",
         default: "0",
-        help: "uTofu: CQs per TNI reserved for CQ-exclusive VCQs (accepted; every free CQ \
-               can serve an exclusive VCQ here).",
+        help: "uTofu: CQs per TNI reserved for CQ-exclusive VCQs (accepted; any free CQ \
+               of the process's own share can serve an exclusive VCQ here).",
+    },
+    Tunable {
+        name: "UTOFU_CQ_MASK_<tni>",
+        default: "",
+        help: "uTofu: the CQs of TNI <tni> (0-5) this process may use, a hexadecimal mask \
+               (bit i = CQ i), as Fugaku's job manager exports it; unset: the share that \
+               utofu.h's table gives for the processes per node and the local rank.",
+    },
+    Tunable {
+        name: "UTOFU_BG_MASK_<tni>",
+        default: "",
+        help: "uTofu: the barrier gates of TNI <tni> (0-5) this process may use, a \
+               hexadecimal mask (bit i = BG i); unset: the share of utofu.h's table.",
     },
     Tunable {
         name: "UTOFU_NUM_SESSION_MODE_CQS",
@@ -406,9 +419,11 @@ mod tests {
     fn registry_is_well_formed() {
         for (i, t) in TUNABLES.iter().enumerate() {
             // Vendor variables that real programs set are read under their own names.
-            let vendor = ["XT_SYMMETRIC_HEAP_SIZE", "DMAPP_ABORT_ON_ERROR", "DMAPP_MAX_LOCKS", "PMI_GNI_PTAG", "PMI_GNI_COOKIE", "PMI_GNI_LOC_ADDR", "UTOFU_NUM_MRQ_ENTRIES", "UTOFU_NUM_EXCLUSIVE_CQS", "UTOFU_NUM_SESSION_MODE_CQS", "UTOFU_NUM_MRQ_ENTRIES_SESSION", "UTOFU_SWAP_PROTECT"];
+            let vendor = ["XT_SYMMETRIC_HEAP_SIZE", "DMAPP_ABORT_ON_ERROR", "DMAPP_MAX_LOCKS", "PMI_GNI_PTAG", "PMI_GNI_COOKIE", "PMI_GNI_LOC_ADDR", "UTOFU_NUM_MRQ_ENTRIES", "UTOFU_NUM_EXCLUSIVE_CQS", "UTOFU_NUM_SESSION_MODE_CQS", "UTOFU_NUM_MRQ_ENTRIES_SESSION", "UTOFU_SWAP_PROTECT", "UTOFU_CQ_MASK_<tni>", "UTOFU_BG_MASK_<tni>"];
             assert!(t.name.starts_with("SOFTNIC_") || vendor.contains(&t.name), "{}", t.name);
-            assert!(t.name.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_'), "{}", t.name);
+            // A family of variables is one entry, its varying part as <tni>.
+            let stem = t.name.strip_suffix("_<tni>").unwrap_or(t.name);
+            assert!(stem.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_'), "{}", t.name);
             assert!(!t.help.trim().is_empty(), "{} has no help", t.name);
             assert_eq!(index(t.name), Some(i), "{} registered twice", t.name);
         }
