@@ -16,6 +16,7 @@ usage: snrun -n N [-N ranks-per-node] [--label] [--timeout S] [--] prog [args...
   -l, --label          prefix every output line with \"[rank] \"
   --timeout S          kill the job after S seconds and exit 124
   -h, --help           this text
+  --help-env           every environment variable the libraries read, with help
 
 Each rank gets PMI_FD/PMI_RANK/PMI_SIZE (or PMI_PORT/PMI_ID when
 SNRUN_PMI_MODE=port), PMI_JOBID, SOFTNIC_JOBID, SOFTNIC_LOCAL_RANK,
@@ -41,6 +42,7 @@ pub struct Opts {
 enum Parsed {
     Run(Opts),
     Help,
+    HelpEnv,
 }
 
 fn parse_count(flag: &str, v: Option<&OsString>) -> Result<usize, String> {
@@ -76,6 +78,7 @@ fn parse_args(args: &[OsString]) -> Result<Parsed, String> {
         };
         match flag {
             b"-h" | b"--help" => return Ok(Parsed::Help),
+            b"--help-env" => return Ok(Parsed::HelpEnv),
             b"-n" | b"-np" | b"--np" => n = Some(parse_count("-n", take(&mut i).as_ref())?),
             b"-N" | b"--ppn" | b"-ppn" => per_node = Some(parse_count("-N", take(&mut i).as_ref())?),
             b"-l" | b"--label" => label = true,
@@ -116,6 +119,9 @@ fn main() {
         Ok(Parsed::Help) => {
             println!("{USAGE}");
         }
+        Ok(Parsed::HelpEnv) => {
+            print!("{}", softnic_fabric::env::describe());
+        }
         Ok(Parsed::Run(o)) => std::process::exit(job::run(o)),
         Err(e) => {
             eprintln!("snrun: {e}\n{USAGE}");
@@ -150,6 +156,7 @@ mod tests {
         let Ok(Parsed::Run(o)) = p("-n5 --timeout=2 prog") else { panic!() };
         assert_eq!((o.n, o.timeout), (5, Some(2.0)));
         assert_eq!(p("--help"), Ok(Parsed::Help));
+        assert_eq!(p("--help-env"), Ok(Parsed::HelpEnv));
     }
 
     #[test]
