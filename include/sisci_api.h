@@ -67,6 +67,7 @@
  *   SCI_SEQ_NOT_RETRIABLE, both with SCI_ERR_ILLEGAL_OPERATION, SCIMemCpy with
  *   SCI_FLAG_ERROR_CHECK on it is SCI_ERR_ILLEGAL_OPERATION, SCIFlush and
  *   SCIStoreBarrier on it do nothing, and SCIRemoveSequence still succeeds.
+ *   [sisci_teardown, sisci_local, sisci_pingpong]
  *   Connections of processes that died are dropped first, each reported to
  *   the owner as SCI_CB_DISCONNECT.  SCI_FLAG_NOTIFY sends every importer
  *   SCI_CB_DISCONNECT (status SCI_ERR_OK); SCI_FLAG_FORCE_DISCONNECT also
@@ -161,7 +162,8 @@
  *   the hub (found out within SOFTNIC_NET_TIMEOUT_MS, during which sequences
  *   may answer SCI_SEQ_PENDING); what only the old hub had is lost.  A member
  *   larger than its machine's mirror is SCI_ERR_OUT_OF_RANGE; up to 63
- *   machines share a group, up to 64 members a machine.
+ *   machines share a group, up to 64 members a machine.  [sisci_reflect,
+ *   sisci_bcast]
  * - DMA moves data with the fabric's one-sided engine (a copy between the two
  *   mappings on one machine, libfabric across machines).  Without
  *   SCI_FLAG_USE_CALLBACK a transfer runs within its start call (POSTED while
@@ -195,7 +197,7 @@
  *   SCI_ERR_NOT_CONNECTED; one that goes to several (the sharers of a
  *   SCI_FLAG_SHARED_INT number, a broadcast) passes over those gone while
  *   another took it.  SCI_FLAG_BROADCAST on SCIConnectDataInterrupt reaches
- *   every node of the job that has the number.
+ *   every node of the job that has the number.  [sisci_intr, sisci_teardown]
  * - Callbacks run in one library thread per process, started by the first
  *   SCI_FLAG_USE_CALLBACK (segments, connections, interrupts; DMA callbacks
  *   run on the DMA thread), one at a time and with no library lock held, so a

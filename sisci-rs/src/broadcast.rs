@@ -323,6 +323,14 @@ impl Group {
     pub fn data_addr(&self) -> u64 {
         self.addr + HDR as u64
     }
+    /// Copies the group's content at `off` into `dst` (as far as the group goes; a read
+    /// not ordered with writes, as a load through a mapping is not).
+    pub fn read(&self, off: usize, dst: &mut [u8]) {
+        let n = dst.len().min(self.size.saturating_sub(off));
+        // SAFETY: off + n <= size: inside the mirror's data, mapped while self lives (the
+        // same copy a one-sided get on this machine makes).
+        unsafe { std::ptr::copy_nonoverlapping(self.data().add(off), dst.as_mut_ptr(), n) };
+    }
     /// Changes with every write into the mirror made on this machine.
     pub fn version(&self) -> u64 {
         self.word(G_VERSION).load(Ordering::Acquire)

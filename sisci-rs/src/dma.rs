@@ -20,7 +20,11 @@
 //! (SCI_ERR_OUT_OF_RANGE); a vector has 1..=DIS_DMA_MAX_VECLEN entries
 //! (SCI_ERR_ILLEGAL_PARAMETER), whose `flags` are ignored (none is defined for an entry,
 //! and programs leave them uninitialised).  The remote segment need not be mapped (every mode is
-//! "global" here).  No alignment is required (the capabilities say 1).
+//! "global" here).  No alignment is required (the capabilities say 1).  A transfer is a
+//! use of each remote segment it touches (crate::service, "Uses"), from its start to its
+//! end: the owner cannot remove the segment meanwhile; a transfer started on a segment
+//! that is gone ends in ERROR.  A transfer to a broadcast connection is a write to the
+//! group (crate::broadcast).
 
 use crate::broadcast::Wait;
 use crate::desc::{self, Desc, Kind};
@@ -201,7 +205,11 @@ fn run(q: &Queue, job: &Job) -> (u32, SciErr) {
             let raddr = p.rseg.data_addr + (p.roff + done) as u64;
             let r = match (p.read, group) {
                 (false, Some(g)) => g.write(&[(p.roff + done, &*buf)], Wait::Yes).map_err(|_| softnic_fabric::Error::PeerDead),
-                (true, _) => softnic_fabric::rma::get(&p.rseg.data_owner, p.rseg.data_key, raddr, buf, PD),
+                (true, Some(g)) => {
+                    g.read(p.roff + done, buf);
+                    Ok(())
+                }
+                (true, None) => softnic_fabric::rma::get(&p.rseg.data_owner, p.rseg.data_key, raddr, buf, PD),
                 (false, None) => softnic_fabric::rma::put(&p.rseg.data_owner, p.rseg.data_key, raddr, buf, PD),
             };
             if let Err(e) = r {

@@ -10,17 +10,22 @@
 //! writable); SCI_FLAG_FIXED_MAP_ADDR's address is a hint we do not take (the reference
 //! only promises to try it); the other mapping hints have no effect.  The hardware
 //! features LOCK_OPERATION, CONDITIONAL_INTERRUPT_MAP and UNCONDITIONAL_DATA_INTERRUPT_MAP
-//! are SCI_ERR_FLAG_NOT_IMPLEMENTED.  A map of a segment on another machine: see
-//! crate::shadow.
+//! are SCI_ERR_FLAG_NOT_IMPLEMENTED.  A map of a segment on another machine, and a
+//! broadcast map of reflective memory: see crate::shadow.  A remote map is one of the
+//! importer's uses of the segment (crate::service, "Uses"): the owner cannot remove the
+//! segment while it exists; it gives the segment back when unmapped.
 //!
 //! **Ordering.**  Stores through a map of this machine are coherent CPU stores;
 //! SCIFlush, SCIStoreBarrier and SCICheckSequence (default flags) are full fences, so
 //! data stored before them is visible before anything stored after (a flag that
 //! publishes it, an interrupt).  SCIMemCpy and SCIMemWrite complete before returning.
+//! While the process has no map whose stores are shipped, SCIFlush and SCIStoreBarrier
+//! are only that (the PIO path: no cancellation point, nothing looked up).
 //!
 //! **Sequences** report SCI_SEQ_OK while the connection is good; once the owner is gone
 //! or withdrew the segment, SCIStartSequence answers SCI_SEQ_PENDING and
-//! SCICheckSequence SCI_SEQ_NOT_RETRIABLE.
+//! SCICheckSequence SCI_SEQ_NOT_RETRIABLE.  A map is unmapped also while sequences of it
+//! exist (programs rarely remove theirs): they then fail (see [`Seq`]).
 
 use crate::broadcast::Wait;
 use crate::desc::{Desc, Kind};

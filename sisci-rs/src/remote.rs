@@ -7,8 +7,13 @@
 //! programs retry until the exporter is ready.  The connection names this process and
 //! the event ring of the remote segment (a control block of ours), where the owner posts
 //! SCI_CB_DISCONNECT when it withdraws the segment with SCI_FLAG_NOTIFY or
-//! SCI_FLAG_FORCE_DISCONNECT (or removes it with SCI_FLAG_FORCE_REMOVE).  An owner whose
+//! SCI_FLAG_FORCE_DISCONNECT (or removes it, which it may while the connection has
+//! nothing mapped and no transfer in flight: see crate::service, "Uses").  An owner whose
 //! process ends is reported once as SCI_CB_LOST.
+//!
+//! A connection with SCI_FLAG_BROADCAST reaches the group's content (crate::broadcast),
+//! not the member it was made through: its maps are shadows of the mirror, its transfers
+//! write to the group.
 
 use crate::desc::{self, Desc, Kind};
 use crate::events::{self, Armed};
