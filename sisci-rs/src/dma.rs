@@ -65,8 +65,10 @@ struct Piece {
 struct Job {
     pieces: Vec<Piece>,
     cb: Option<(CbDma, usize)>,
-    /// The connections whose owners count this transfer as a use (given back at its end).
-    uses: Vec<Arc<RemoteSeg>>,
+    /// The pieces whose remote segment this transfer counts as a use at its owner (each
+    /// segment once; given back at the end): the first piece's, and `more`.
+    held_first: bool,
+    more: Vec<usize>,
     /// A segment was gone when the transfer was started: it ends in ERROR.
     doomed: bool,
 }
@@ -74,30 +76,33 @@ struct Job {
 impl Job {
     fn new(pieces: Vec<Piece>, cb: Option<(CbDma, usize)>) -> Job {
         // Each remote segment once: its owner does not remove it while this is in flight
-        // (crate::service, "Uses").
-        let mut uses: Vec<Arc<RemoteSeg>> = Vec::new();
-        let mut doomed = false;
-        for p in &pieces {
-            if uses.iter().any(|u| Arc::ptr_eq(u, &p.rseg)) {
+        // (crate::service, "Uses").  Most transfers have one segment (no list is made).
+        let mut job = Job { pieces, cb, held_first: false, more: Vec::new(), doomed: false };
+        for i in 0..job.pieces.len() {
+            let r = &job.pieces[i].rseg;
+            if i > 0 && (Arc::ptr_eq(&job.pieces[0].rseg, r) || job.more.iter().any(|&k| Arc::ptr_eq(&job.pieces[k].rseg, r))) {
                 continue;
             }
-            match p.rseg.begin_use() {
-                Ok(()) => uses.push(p.rseg.clone()),
-                Err(e) => {
-                    softnic_fabric::sn_debug!("SISCI", "DMA to node {} segment {}: {}", p.rseg.node, p.rseg.id, name(e));
-                    doomed = true;
-                    break;
-                }
+            if let Err(e) = r.begin_use() {
+                softnic_fabric::sn_debug!("SISCI", "DMA to node {} segment {}: {}", r.node, r.id, name(e));
+                job.doomed = true;
+                break;
+            }
+            if i == 0 {
+                job.held_first = true;
+            } else {
+                job.more.push(i);
             }
         }
-        Job { pieces, cb, uses, doomed }
+        job
     }
 }
 
 impl Drop for Job {
     fn drop(&mut self) {
-        for u in &self.uses {
-            u.end_use();
+        let first = self.held_first.then_some(0);
+        for i in first.into_iter().chain(self.more.iter().copied()) {
+            self.pieces[i].rseg.end_use();
         }
     }
 }

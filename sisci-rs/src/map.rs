@@ -279,6 +279,8 @@ fn map_remote(h: usize, out_map: *mut usize, offset: usize, size: usize, flags: 
     // The owner's segment is not removed while mapped (crate::service, "Uses").
     s.begin_use()?;
     s.maps.fetch_add(1, Ordering::AcqRel);
+    // Until the map is made, a failure gives the use back here; after, the map does.
+    let mut made = false;
     let r = (|| {
         let readonly = flags & SCI_FLAG_READONLY_MAP != 0;
         let keep = if s.data_owner.pid() == std::process::id() as i32 { s.data_loc.as_ref().and_then(segment::by_loc) } else { None };
@@ -311,9 +313,10 @@ fn map_remote(h: usize, out_map: *mut usize, offset: usize, size: usize, flags: 
         }
         // From here the map holds the segment (and gives it back when released).
         m.released.store(false, Ordering::Release);
+        made = true;
         publish(m, out_map)
     })();
-    if r.is_err() {
+    if r.is_err() && !made {
         s.maps.fetch_sub(1, Ordering::AcqRel);
         s.end_use();
     }

@@ -114,13 +114,13 @@ impl RemoteSeg {
     /// removed under it (crate::service, "Uses").  SCI_ERR_NOT_CONNECTED when the
     /// segment (or the connection) is gone.
     pub fn begin_use(&self) -> R<()> {
-        let start = Instant::now();
+        let mut start = None;
         let mut nap = Duration::from_micros(20);
         loop {
             match self.use_step(true) {
                 Ok(()) => return Ok(()),
                 // The owner is deciding whether to remove the segment: ask again.
-                Err(SCI_ERR_EWOULD_BLOCK) if start.elapsed() < CLOSING_WAIT => {}
+                Err(SCI_ERR_EWOULD_BLOCK) if start.get_or_insert_with(Instant::now).elapsed() < CLOSING_WAIT => {}
                 Err(SCI_ERR_EWOULD_BLOCK) => return Err(SCI_ERR_NOT_CONNECTED),
                 Err(e) => return Err(e),
             }
@@ -148,8 +148,10 @@ impl RemoteSeg {
             };
         };
         // The block is still the segment's (its registration lives), as a one-sided
-        // access would check.
-        let live = self.owner.live().map_err(|e| reach_err(e, SCI_ERR_NOT_CONNECTED))?;
+        // access would check.  (An owner that died is the transfer's to find: its own
+        // access reads the clock for the rate-limited probe; a use counted in a dead
+        // process's block harms nobody.)
+        let live = self.owner.live_probed().map_err(|e| reach_err(e, SCI_ERR_NOT_CONNECTED))?;
         live.check(self.blk_key, self.blk_addr, pool::BLOCK, true, pool::PD).map_err(|e| reach_err(e, SCI_ERR_NOT_CONNECTED))?;
         match service::use_step(&MappedBlock(v), self.rec as usize, self.rec_gen, begins) {
             Ok(()) => Ok(()),
