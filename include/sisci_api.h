@@ -58,7 +58,11 @@
  *   it: the removal succeeds, the importer is told (SCI_CB_DISCONNECT, status
  *   SCI_ERR_OK) and its connection dropped, its later SCIMapRemoteSegment is
  *   SCI_ERR_NOT_CONNECTED, a transfer it starts ends in SCI_DMAQUEUE_ERROR
- *   (SCI_ERR_TRANSFER_FAILED), and its SCIDisconnectSegment succeeds.
+ *   (SCI_ERR_TRANSFER_FAILED), and its SCIDisconnectSegment succeeds.  A
+ *   broadcast connection reaches the group, not the member it was made
+ *   through: that member's removal neither waits for its maps and transfers
+ *   nor tells it, and on a machine with a member it goes on reaching the group
+ *   also when that member's process ends (no SCI_CB_LOST for it).
  *   SCIDisconnectSegment is SCI_ERR_BUSY while the connection is mapped or a
  *   transfer uses it; SCIClose while resources of the device exist.
  *   SCIUnmapSegment succeeds while sequences of the map exist (programs do not

@@ -16,8 +16,8 @@
  * values of every request.  A client whose node has no replica first makes an ordinary
  * segment with the group's id (connecting to the group must still find the group).
  * Nothing is removed that programs do not remove: sequences stay; the replicas remove
- * their segments while the client still holds an idle connection to one of them, and
- * their data interrupts while the client is connected.
+ * their segments while the client's broadcast map (its connection made through one of
+ * them) is still there, and their data interrupts while the client is connected.
  *
  * Under a launcher the processes meet in a PMI_Barrier at the start (so that those of
  * other machines know each other) and at the end; nothing else goes through the
@@ -144,11 +144,15 @@ static int client(int rounds, int n, unsigned *rep)
     }
     for (int k = 0; k < NKEY; k++) CHECK(w[KV(k) / 8] == 0);   /* never broadcast */
 
-    /* Teardown as programs do it: the sequence stays, the connection stays idle while
-     * the replicas remove their segments and interrupts. */
-    OK(SCIUnmapSegment(bm, 0, &err));
+    /* Teardown as programs do it: the sequence stays; the replicas remove their segments
+     * and interrupts while our broadcast map (made through one of them) is still there:
+     * it reaches the group, not that member, and still works. */
     for (int r = 0; r < n; r++) send(to[r], M_BYE, me, 0, 0, 0);
     for (int r = 0; r < n; r++) CHECK_EQ(receive(in, 30, "the replicas leaving").kind, M_BYE);
+    w[ACK(0, 0) / 8] = 0xb7e;
+    SCIStoreBarrier(seq, 0);
+    CHECK_EQ(SCICheckSequence(seq, 0, &err), SCI_SEQ_OK);
+    OK(SCIUnmapSegment(bm, 0, &err));
     OK(SCIDisconnectSegment(all, 0, &err));
     for (int r = 0; r < n; r++) OK(SCIDisconnectDataInterrupt(to[r], 0, &err));
     OK(SCIRemoveDataInterrupt(in, 0, &err));
@@ -209,8 +213,8 @@ static int replica(int idx, unsigned cnode)
         if (mark != 0 && mark >> 48 != (uint64_t)idx + 1) SN_FAIL("slot %d: another replica's mark %#llx in our copy", s, (unsigned long long)mark);
     }
     send(to, M_DONE, (uint32_t)idx, 0, 0, sum);
-    /* Our own broadcast map goes; the client's connection to the group may be to our
-     * segment, and stays idle while we remove it. */
+    /* Our own broadcast map goes; the client's may have been made through our segment,
+     * and stays while we remove it. */
     OK(SCIUnmapSegment(bm, 0, &err));
     OK(SCIDisconnectSegment(all, 0, &err));
     CHECK_EQ(receive(in, 60, "the client's goodbye").kind, M_BYE);

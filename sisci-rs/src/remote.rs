@@ -76,9 +76,15 @@ pub fn rseg(h: usize) -> R<Arc<RemoteSeg>> {
 }
 
 impl RemoteSeg {
-    /// Is the connection still good (owner alive, connection not withdrawn)?
+    /// Is the connection still good (owner alive, connection not withdrawn)?  A broadcast
+    /// connection of a machine with a mirror needs only the mirror, mapped here: not the
+    /// member it was made through.
     pub fn healthy(&self) -> bool {
-        !self.withdrawn.load(Ordering::Relaxed) && self.owner.seems_alive() && self.data_owner.seems_alive()
+        !self.withdrawn.load(Ordering::Relaxed) && (self.reaches_local_group() || (self.owner.seems_alive() && self.data_owner.seems_alive()))
+    }
+
+    fn reaches_local_group(&self) -> bool {
+        self.flags & SCI_FLAG_BROADCAST != 0 && self.group.is_some()
     }
 
     /// The next event for the program: queued owner events first, then a lost owner
@@ -98,7 +104,7 @@ impl RemoteSeg {
             }
             return Some((reason, (ev[0] >> 32) as u32));
         }
-        if !self.lost.load(Ordering::Acquire) && !self.owner_alive() && !self.lost.swap(true, Ordering::AcqRel) {
+        if !self.lost.load(Ordering::Acquire) && !self.reaches_local_group() && !self.owner_alive() && !self.lost.swap(true, Ordering::AcqRel) {
             self.withdrawn.store(true, Ordering::Relaxed);
             return Some((SCI_CB_LOST, SCI_ERR_NOT_CONNECTED));
         }
@@ -114,6 +120,10 @@ impl RemoteSeg {
     /// removed under it (crate::service, "Uses").  SCI_ERR_NOT_CONNECTED when the
     /// segment (or the connection) is gone.
     pub fn begin_use(&self) -> R<()> {
+        if self.flags & SCI_FLAG_BROADCAST != 0 {
+            // The group's, not the member's (crate::broadcast): nothing to hold.
+            return Ok(());
+        }
         let mut start = None;
         let mut nap = Duration::from_micros(20);
         loop {
@@ -131,6 +141,9 @@ impl RemoteSeg {
 
     /// The map or transfer that [`RemoteSeg::begin_use`] counted ended.
     pub fn end_use(&self) {
+        if self.flags & SCI_FLAG_BROADCAST != 0 {
+            return;
+        }
         if let Err(e) = self.use_step(false) {
             softnic_fabric::sn_debug!("SISCI", "segment {} of node {}: end of a use: {}", self.id, self.node, name(e));
         }
@@ -321,7 +334,7 @@ fn connect_in(d: &Arc<Desc>, segment: *mut usize, node_id: u32, at: u32, id: u32
         .u32(me.gen)
         .loc(&ring_loc)
         .u64(obj.cookie)
-        .u32(adapter);
+        .u32(adapter | if flags & SCI_FLAG_BROADCAST != 0 { CONNECT_BROADCAST } else { 0 });
     let (st, reply) = service::request(&owner, req).map_err(|e| {
         softnic_fabric::sn_debug!("SISCI", "SCIConnectSegment: node {} segment {}: {}", node_id, id, e);
         reach_err(e, SCI_ERR_NO_SUCH_SEGMENT)

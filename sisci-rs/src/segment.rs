@@ -220,9 +220,10 @@ impl LocalSeg {
         (0..NREC).any(|i| self.blk.rec(i, 0).load(Ordering::SeqCst) & 0xff == REC_LIVE && self.blk.rec(i, REC_USES).load(Ordering::SeqCst) >> 32 != 0)
     }
 
-    /// Tells every connected importer `reason`; with `drop_them` also ends the connections
-    /// (each reported locally as SCI_CB_DISCONNECT).
-    fn tell_importers(&self, reason: u32, drop_them: bool) {
+    /// Tells every connected importer `reason` (on removal, `removal`, not the broadcast
+    /// connections: they reach the group, which goes on); with `drop_them` also ends the
+    /// connections (each reported locally as SCI_CB_DISCONNECT).
+    fn tell_importers(&self, reason: u32, drop_them: bool, removal: bool) {
         for i in 0..NREC {
             let st = self.blk.rec(i, 0).load(Ordering::Acquire);
             if st & 0xff != REC_LIVE {
@@ -232,14 +233,17 @@ impl LocalSeg {
             let w2 = self.blk.rec(i, 16).load(Ordering::Relaxed);
             let ring = RingLoc::from_words([24, 32, 40].map(|o| self.blk.rec(i, o).load(Ordering::Relaxed)));
             let cookie = self.blk.rec(i, 48).load(Ordering::Relaxed);
-            let adapter = self.blk.rec(i, REC_USES).load(Ordering::Relaxed) & REC_ADAPTER_MASK;
+            let kind = self.blk.rec(i, REC_USES).load(Ordering::Relaxed);
+            let adapter = kind & REC_ADAPTER_MASK;
             let id = ProcId { slot: w2 as u32, gen: (w2 >> 32) as u32 };
+            let tell = !(removal && kind & REC_BROADCAST != 0);
             match node::peer_at((w1 >> 32) as u32, id) {
-                Ok(p) => {
+                Ok(p) if tell => {
                     if let Err(e) = softnic_fabric::rma::post_event(&p, &ring, &[reason as u64, cookie], true) {
                         softnic_fabric::sn_debug!("SISCI", "segment {}: could not tell node {}: {}", self.id.load(Ordering::Relaxed), w1 as u32, e);
                     }
                 }
+                Ok(_) => {}
                 Err(e) => softnic_fabric::sn_debug!("SISCI", "segment {}: importer on node {} unreachable: {}", self.id.load(Ordering::Relaxed), w1 as u32, e),
             }
             if drop_them && self.blk.rec(i, 0).compare_exchange(st, REC_FREE, Ordering::AcqRel, Ordering::Acquire).is_ok() {
@@ -600,7 +604,7 @@ fn set_unavailable(h: usize, adapter: u32, flags: u32) -> R<()> {
         return Err(SCI_ERR_ILLEGAL_OPERATION);
     }
     if flags != 0 {
-        s.tell_importers(SCI_CB_DISCONNECT, flags & SCI_FLAG_FORCE_DISCONNECT != 0);
+        s.tell_importers(SCI_CB_DISCONNECT, flags & SCI_FLAG_FORCE_DISCONNECT != 0, false);
     }
     Ok(())
 }
@@ -649,7 +653,7 @@ fn remove(h: usize, flags: u32) -> R<()> {
         }
     }
     if s.connections() > 0 {
-        s.tell_importers(SCI_CB_DISCONNECT, true);
+        s.tell_importers(SCI_CB_DISCONNECT, true, true);
     }
     SEGS.remove(h).ok_or(SCI_ERR_ILLEGAL_PARAMETER)?;
     s.desc.release(Kind::LocalSegment);

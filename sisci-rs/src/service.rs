@@ -8,7 +8,8 @@
 //! Requests (little-endian; the first byte is the operation):
 //! ```text
 //! SEG_CONNECT     block key, block address, importer (node, fabric node, slot, gen),
-//!                 importer event ring (3 words), importer handle, adapter
+//!                 importer event ring (3 words), importer handle, adapter (bit 31: a
+//!                 broadcast connection)
 //!   -> status, record, record generation, size, data key, data address,
 //!      data location (3 words), segment flags
 //! SEG_DISCONNECT  block key, block address, record, record generation, node, adapter
@@ -72,11 +73,18 @@ pub const SEG_CLOSING: u64 = 1 << 6;
 pub const SEG_CONN_ONE: u64 = 1 << 32;
 pub const SEG_CONN_MASK: u64 = 0xffff << 32;
 
-/// The word of a connection record holding its adapter (bits 0..15), the low 16 bits of
-/// its generation (16..31) and the importer's maps and transfers in flight (32..63).
+/// The word of a connection record holding its adapter (bits 0..7), whether it is a
+/// broadcast connection (bit 8), the low 16 bits of its generation (16..31) and the
+/// importer's maps and transfers in flight (32..63).
 pub const REC_USES: usize = 56;
 pub const REC_USE_ONE: u64 = 1 << 32;
-pub const REC_ADAPTER_MASK: u64 = 0xffff;
+pub const REC_ADAPTER_MASK: u64 = 0xff;
+/// A connection made with SCI_FLAG_BROADCAST: it reaches the group, not the member it
+/// was made through (see crate::broadcast), so the member's removal neither waits for it
+/// nor tells it.
+pub const REC_BROADCAST: u64 = 1 << 8;
+/// In SEG_CONNECT's adapter word: the connection is a broadcast one.
+pub const CONNECT_BROADCAST: u32 = 1 << 31;
 
 /// The tag of generation `gen` in a record's [`REC_USES`] word.
 pub fn rec_tag(gen: u64) -> u64 {
@@ -321,7 +329,7 @@ impl Target<'_> {
         words[0] = imp.node as u64 | (imp.fnode as u64) << 32;
         words[1] = imp.slot as u64 | (imp.gen as u64) << 32;
         words[2..2 + extra.len()].copy_from_slice(extra);
-        words[6] = (words[6] & REC_ADAPTER_MASK) | rec_tag(gen);
+        words[6] = (words[6] & 0xffff) | rec_tag(gen);
         let mut b = Vec::with_capacity(56);
         for w in words {
             b.extend_from_slice(&w.to_le_bytes());
@@ -347,12 +355,14 @@ fn seg_connect(t: &Target, r: &mut Rd) -> Out {
     let imp = importer(r)?;
     let ring = r.loc()?;
     let cookie = r.u64()?;
-    let adapter = r.u32()?;
+    let word = r.u32()?;
+    let adapter = word & REC_ADAPTER_MASK as u32;
+    let kind = if word & CONNECT_BROADCAST != 0 { REC_BROADCAST } else { 0 };
     t.check_magic()?;
     let avail = 1u64 << adapter.min(15);
     let mut seen = 0;
     let w = ring.to_words();
-    let (rec, gen) = t.claim(&imp, &[w[0], w[1], w[2], cookie, adapter as u64], || loop {
+    let (rec, gen) = t.claim(&imp, &[w[0], w[1], w[2], cookie, adapter as u64 | kind], || loop {
         let s = t.load(H_STATE)?;
         if s & (SEG_REMOVED | SEG_CLOSING) != 0 || s & avail == 0 {
             return Err(Fail::Sci(SCI_ERR_NO_SUCH_SEGMENT));
