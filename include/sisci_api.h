@@ -51,10 +51,28 @@
  *   documented.  SCIConnectSegment makes one attempt and never waits (its
  *   timeout is ignored): a segment that does not exist or is not available is
  *   SCI_ERR_NO_SUCH_SEGMENT, and programs retry.  Connections to the local
- *   node are allowed.  SCIRemoveSegment, SCIDisconnectSegment,
- *   SCIUnmapSegment and SCIClose are SCI_ERR_BUSY while something depends on
- *   them (connections, maps, sequences, DMA transfers in flight, resources);
- *   connections of processes that died are dropped first, each reported to
+ *   node are allowed.  Teardown follows what the hardware lets programs do.
+ *   SCIRemoveSegment is SCI_ERR_BUSY while the segment is mapped (here or by
+ *   an importer) or a DMA transfer in flight uses it; an importer's
+ *   connection with nothing mapped and no transfer in flight does not hold
+ *   it: the removal succeeds, the importer is told (SCI_CB_DISCONNECT, status
+ *   SCI_ERR_OK) and its connection dropped, its later SCIMapRemoteSegment is
+ *   SCI_ERR_NOT_CONNECTED, a transfer it starts ends in SCI_DMAQUEUE_ERROR
+ *   (SCI_ERR_TRANSFER_FAILED), and its SCIDisconnectSegment succeeds.  A
+ *   broadcast connection reaches the group, not the member it was made
+ *   through: that member's removal neither waits for its maps and transfers
+ *   nor tells it, and on a machine with a member it goes on reaching the group
+ *   also when that member's process ends (no SCI_CB_LOST for it).
+ *   SCIDisconnectSegment is SCI_ERR_BUSY while the connection is mapped or a
+ *   transfer uses it; SCIClose while resources of the device exist.
+ *   SCIUnmapSegment succeeds while sequences of the map exist (programs do not
+ *   remove them): such a sequence then holds nothing (not even a resource of
+ *   its device), SCIStartSequence answers SCI_SEQ_PENDING and SCICheckSequence
+ *   SCI_SEQ_NOT_RETRIABLE, both with SCI_ERR_ILLEGAL_OPERATION, SCIMemCpy with
+ *   SCI_FLAG_ERROR_CHECK on it is SCI_ERR_ILLEGAL_OPERATION, SCIFlush and
+ *   SCIStoreBarrier on it do nothing, and SCIRemoveSequence still succeeds.
+ *   [sisci_teardown, sisci_local, sisci_pingpong]
+ *   Connections of processes that died are dropped first, each reported to
  *   the owner as SCI_CB_DISCONNECT.  SCI_FLAG_NOTIFY sends every importer
  *   SCI_CB_DISCONNECT (status SCI_ERR_OK); SCI_FLAG_FORCE_DISCONNECT also
  *   drops the connections (and SCI_FLAG_FORCE_REMOVE on removal), after which
@@ -101,38 +119,55 @@
  *   refresh never replaces a word stored but not yet shipped: on a word two
  *   nodes store, the last writer wins.  SCIMemCpy, SCIMemWrite and DMA always
  *   go to the owner.
- * - Reflective memory: all broadcast segments with one id on one machine
- *   share one memory, the machine's copy of the group, so a store through a
- *   broadcast map, SCIMemCpy or SCIMemWrite through it, or a DMA with
- *   SCI_FLAG_BROADCAST is seen by every member of that machine at once, the
- *   writer's own node included.  Across machines the copies are kept in step
- *   with the weaker model of the maps above: the oldest copy (the first
- *   machine's; the lowest node among machines that made theirs at once) is
- *   the group's hub; every other machine ships the 8-byte words changed in
- *   its copy to the hub and reloads its copy from it (a word stored and not
- *   shipped yet keeps its value) at its members' SCIFlush, SCIStoreBarrier,
- *   SCIStartSequence, SCICheckSequence, SCIUnmapSegment and triggers,
- *   SCICacheSync (with SCI_FLAG_CACHE_FLUSH it ships, with
- *   SCI_FLAG_CACHE_INVALIDATE it also reloads), before SCIMemCpy, SCIMemWrite
- *   and a broadcast DMA return, and every SOFTNIC_SISCI_SHADOW_US in the
- *   background (one process per machine).  A write thus reaches the hub at
- *   the writer's next sync point and the other machines at their next reload:
- *   a writer calls SCIStoreBarrier between data and the flag behind it, and a
- *   reader that sees the flag calls SCIStartSequence on its broadcast map (or
- *   SCICacheSync with SCI_FLAG_CACHE_INVALIDATE on any map of the group)
- *   before it reads the data.  An interrupt or data interrupt is delivered
- *   (wait or callback) after its process's copies were reloaded, so data
- *   written into the group before the trigger (which ships it) is seen at
- *   once.  Every store into a machine's copy travels, also one through a
- *   member's local map.  On a word machines store at once the hub's order
- *   decides, and every copy ends with the hub's value.  A machine without a
- *   member reaches the group through the hub's copy (its maps are shadows of
- *   it).  A copy lives as long as the process that made it; a copy made later
- *   starts with the group's content.  When the hub's process ends, the next
- *   oldest copy is the hub (found out within SOFTNIC_NET_TIMEOUT_MS, during
- *   which sequences may answer SCI_SEQ_PENDING); what only the old hub had is
- *   lost.  A member larger than its machine's copy is SCI_ERR_OUT_OF_RANGE;
- *   up to 63 machines share a group.
+ * - Reflective memory, as with PCIe multicast: every broadcast segment (one
+ *   per node and id) is the node's own copy of the group.  Its local maps
+ *   (and plain connections to it, without SCI_FLAG_BROADCAST) are plain
+ *   memory, and a store through them stays in that copy; what is written to
+ *   the group - a store through a broadcast map (SCIConnectSegment with
+ *   SCI_FLAG_BROADCAST to DIS_BROADCAST_NODEID_GROUP_ALL, mapped), SCIMemCpy
+ *   or SCIMemWrite to one, a DMA to a broadcast connection (with or without
+ *   SCI_FLAG_BROADCAST) - reaches every member's copy, the writer's own node
+ *   included.  SCIConnectSegment to the group connects through a member: the
+ *   node's own, another node's of the machine, or another machine's (an
+ *   ordinary segment of the node with the group's id is not a member and is
+ *   passed over).  A broadcast map is a copy of the group's content, not of
+ *   any node's copy: its loads never see a node's private stores, and its
+ *   stores reach the group, as whole 8-byte words in address order, at the
+ *   points and in the background of the shadows above (SCIFlush,
+ *   SCIStoreBarrier, sequences, SCIUnmapSegment, triggers, SCICacheSync, every
+ *   SOFTNIC_SISCI_SHADOW_US); only words changed since the map last synced
+ *   travel, so a store that leaves a word's value as the map last saw it is
+ *   not a write to the group (SCIMemCpy and SCIMemWrite carry every byte).
+ *   On one machine a write is in every member's copy when the call that makes
+ *   it returns.  Each machine keeps a mirror of the group's content (made
+ *   with its first member, living as long as that process) and writes every
+ *   word that reaches the mirror into the machine's copies.  Across machines
+ *   the mirrors are kept in step through one of them, the group's hub (the
+ *   oldest: the first machine's; the lowest node among machines that made
+ *   theirs at once): every other machine ships its writes to the hub before
+ *   the writing call returns and reloads its mirror from the hub (a word
+ *   written and not shipped yet keeps its value) at its members' sequences,
+ *   SCICacheSync with SCI_FLAG_CACHE_INVALIDATE (on any map of the group, the
+ *   local map included), before SCIMemCpy reads, and every
+ *   SOFTNIC_SISCI_SHADOW_US in the background (one process per machine); the
+ *   hub's machine takes what other machines shipped into its copies at the
+ *   same points.  So a write reaches the other machines' copies at their next
+ *   reload: a writer calls SCIStoreBarrier between data and the flag behind
+ *   it, and a reader that sees the flag calls SCIStartSequence on its
+ *   broadcast map (or SCICacheSync with SCI_FLAG_CACHE_INVALIDATE) before it
+ *   reads the data.  An interrupt or data interrupt is delivered (wait or
+ *   callback) after its process's mirrors and broadcast maps were reloaded,
+ *   so data written to the group before the trigger (which ships it) is in
+ *   the receiver's copy and broadcast map at once.  On a word machines write
+ *   at once the hub's order decides, and every copy ends with the hub's value.
+ *   A machine without a member reaches the group through the hub's mirror
+ *   (its broadcast maps are shadows of it).  A copy made later starts with the
+ *   group's content.  When the hub's process ends, the next oldest mirror is
+ *   the hub (found out within SOFTNIC_NET_TIMEOUT_MS, during which sequences
+ *   may answer SCI_SEQ_PENDING); what only the old hub had is lost.  A member
+ *   larger than its machine's mirror is SCI_ERR_OUT_OF_RANGE; up to 63
+ *   machines share a group, up to 64 members a machine.  [sisci_reflect,
+ *   sisci_bcast]
  * - DMA moves data with the fabric's one-sided engine (a copy between the two
  *   mappings on one machine, libfabric across machines).  Without
  *   SCI_FLAG_USE_CALLBACK a transfer runs within its start call (POSTED while
@@ -142,7 +177,8 @@
  *   an abort takes effect between pieces and SCIAbortDMAQueue returns once
  *   the queue left POSTED.  SCIWaitForDMAQueue on a transfer started with a
  *   callback is SCI_ERR_ILLEGAL_OPERATION.  Remote segments need not be
- *   mapped; vectors have 1..DIS_DMA_MAX_VECLEN entries whose flags are 0;
+ *   mapped; vectors have 1..DIS_DMA_MAX_VECLEN entries whose flags are
+ *   ignored (programs leave them uninitialised);
  *   maxEntries bounds SISCI 1.10's SCIEnqueueDMATransfer (SCI_ERR_MAX_ENTRIES)
  *   and must be at least 1.  DMA channels are bookkeeping: 4 channels of each
  *   type (ADAPTER, GLOBAL, SYSTEM; DONTCARE means ADAPTER; SLAVE and
@@ -153,14 +189,19 @@
  *   last trigger never lost); SCI_FLAG_COUNTING_INT on either side makes one
  *   event per trigger.  Data interrupts carry up to 4096 bytes (more is
  *   SCI_ERR_OUT_OF_RANGE), queue up to 32 messages per interrupt in order (a
- *   trigger meeting a full queue retries for up to 10 s, then
- *   SCI_ERR_TIMEOUT); a message longer than the waiter's buffer is
+ *   trigger meeting a full queue is SCI_ERR_NOSPC at once, the message not
+ *   taken); a message longer than the waiter's buffer is
  *   SCI_ERR_OUT_OF_RANGE with *length set to its size and stays first in
- *   line.  SCIRemoveInterrupt and SCIRemoveDataInterrupt are SCI_ERR_BUSY
- *   (nothing changes: call again later) while a live process is connected;
- *   they wake waiters with SCI_ERR_CANCELLED.  A trigger whose interrupt or
- *   owner is gone is SCI_ERR_NOT_CONNECTED.  SCI_FLAG_BROADCAST on
- *   SCIConnectDataInterrupt reaches every node of the job that has the number.
+ *   line.  SCIRemoveInterrupt and SCIRemoveDataInterrupt succeed also while
+ *   processes are connected (the triggering side holds nothing the receiver
+ *   could wait for, and the hardware lets the receiver go on): the number is
+ *   free at once, waiters are woken with SCI_ERR_CANCELLED, and the
+ *   connected processes' triggers fail with SCI_ERR_NOT_CONNECTED (their
+ *   SCIDisconnect* succeed).  A trigger whose interrupt or owner is gone is
+ *   SCI_ERR_NOT_CONNECTED; one that goes to several (the sharers of a
+ *   SCI_FLAG_SHARED_INT number, a broadcast) passes over those gone while
+ *   another took it.  SCI_FLAG_BROADCAST on SCIConnectDataInterrupt reaches
+ *   every node of the job that has the number.  [sisci_intr, sisci_teardown]
  * - Callbacks run in one library thread per process, started by the first
  *   SCI_FLAG_USE_CALLBACK (segments, connections, interrupts; DMA callbacks
  *   run on the DMA thread), one at a time and with no library lock held, so a
@@ -189,7 +230,17 @@
  *   taken for a cancelled thread), SCIWaitForLocalSegmentEvent,
  *   SCIWaitForRemoteSegmentEvent, SCIWaitForDMAQueue, and the DMA starts with
  *   SCI_FLAG_DMA_WAIT (SCIStartDmaTransfer*, SCIPostDMAQueue; the transfer
- *   goes on).  No other call is a cancellation point.  [sisci_cancel]
+ *   goes on).  SCIFlush, SCIStoreBarrier and SCIFlushReadBuffers are fences
+ *   while the process has no map whose stores are shipped (maps of another
+ *   machine's segment, broadcast maps), no cancellation point, as on the
+ *   hardware; with such maps they ship and are cancellation points when
+ *   called (a request already pending ends the thread before anything is
+ *   shipped) and while they wait for another process's pass over the group;
+ *   the network round trip of a ship is not one (it ends within
+ *   SOFTNIC_NET_TIMEOUT_MS).  No other call is a cancellation point.  A
+ *   thread cancelled asynchronously inside any of these calls ends cleanly
+ *   (the calls hold cancellation off while they hold anything).
+ *   [sisci_cancel]
  */
 #ifndef _SISCI_API_H
 #define _SISCI_API_H

@@ -6,7 +6,9 @@
  *  1. Each round every rank writes its own words through its broadcast map and with a
  *     broadcast DMA from program memory, then SCIStoreBarrier; after a PMI barrier and
  *     SCIStartSequence every rank sees every rank's words (through the broadcast map,
- *     and members also through their local map: one copy per machine).
+ *     and members also through their local map, their node's own copy).  A member's
+ *     store through its local map stays in its copy: no other member, and no broadcast
+ *     map, ever sees it.
  *  2. Each round one rank writes a data block, SCIStoreBarrier, then a flag, and makes
  *     no further call; the others poll the flag with plain loads, then SCIStartSequence
  *     and find the whole block.
@@ -15,7 +17,7 @@
  *     as soon as SCIWaitForInterrupt returns (an interrupt never overtakes the data).
  * Usage: sisci_bcast [rounds] [nomember|die|dielast]
  *   nomember: the last node has no member (its ranks write through the hub's copy).
- *   die:      the first node's segment is made first (its machine's copy is the hub),
+ *   die:      the first node's segment is made first (its machine's mirror is the hub),
  *             then, after the rounds, every process on rank 0's machine ends; the others
  *             carry on: each writes one more word and all of them see all of them.
  *   dielast:  the same with the processes of the last rank's machine (not the hub's). */
@@ -30,6 +32,7 @@
 #define DATA2 2048                        /* 512 words: data behind an interrupt */
 #define DIEW 6144                       /* survivors' words */
 #define ACKW 7168
+#define PRIV 7680                         /* members' private words (in their own copy) */
 
 static uint64_t val(int round, int rank, int k) { return (uint64_t)round << 40 | (uint64_t)rank << 16 | (uint64_t)k; }
 
@@ -64,7 +67,7 @@ int main(int argc, char **argv)
     sci_map_t lm;
     volatile uint64_t *loc = NULL;
     for (int turn = 0; turn < 2; turn++) {
-        /* die: node of rank 0 first, so its machine's copy is the oldest (the hub). */
+        /* die: node of rank 0 first, so its machine's mirror is the oldest (the hub). */
         int mine_now = die && !dielast ? (turn == 0) == (nodes[rank] == nodes[0]) : turn == 0;
         if (member && mine_now) {
             OK(SCICreateSegment(sd, &ls, SEG, SIZE, NULL, NULL, SCI_FLAG_BROADCAST, &err));
@@ -99,6 +102,7 @@ int main(int argc, char **argv)
     for (int r = 1; r <= rounds; r++) {
         for (int k = 0; k < 8; k++) w[SLOT(rank) + (size_t)k] = val(r, rank, k);
         for (int k = 0; k < 8; k++) block[k] = val(r, rank, 8 + k);
+        if (loc) loc[PRIV + rank] = val(r, rank, 99);
         OK(SCIStartDmaTransferMem(dq, block, all, sizeof block, (SLOT(rank) + 8) * 8, NULL, NULL, SCI_FLAG_BROADCAST, &err));
         CHECK_EQ(SCIWaitForDMAQueue(dq, 10000, 0, &err), SCI_DMAQUEUE_DONE);
         SCIStoreBarrier(seq, 0);
@@ -111,6 +115,12 @@ int main(int argc, char **argv)
                 if (loc && loc[SLOT(q) + (size_t)k] != val(r, q, k))
                     SN_FAIL("round %d: word %d of rank %d is %#llx in the local segment", r, k, q, (unsigned long long)loc[SLOT(q) + (size_t)k]);
             }
+        for (int q = 0; q < size; q++) {
+            if (w[PRIV + q] != 0)
+                SN_FAIL("round %d: rank %d's private word reached the group (%#llx)", r, q, (unsigned long long)w[PRIV + q]);
+            if (loc && loc[PRIV + q] != (q == rank ? val(r, rank, 99) : 0))
+                SN_FAIL("round %d: rank %d's private word is %#llx in our copy", r, q, (unsigned long long)loc[PRIV + q]);
+        }
         PMI_Barrier();
     }
 

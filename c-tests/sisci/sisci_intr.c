@@ -3,8 +3,9 @@
  * coalescing (at least one event per burst, never more than triggers) against
  * SCI_FLAG_COUNTING_INT (exactly one per trigger), data interrupts in order with their
  * payloads, SCI_ERR_OUT_OF_RANGE for a short buffer and for an oversized message,
- * SCI_ERR_BUSY while connected, SCI_ERR_CANCELLED for a waiter whose interrupt is
- * removed. */
+ * SCI_ERR_NOSPC at once for a full queue, removal while the partner is connected (its
+ * triggers then fail with SCI_ERR_NOT_CONNECTED), SCI_ERR_CANCELLED for a waiter whose
+ * interrupt is removed. */
 #include "stest.h"
 #include <pthread.h>
 
@@ -194,6 +195,34 @@ int main(void)
         CHECK_EQ(len, 1000);
         for (int k = 0; k < 1000; k++) CHECK(big[k] == 0x5a);
     }
+    /* A full queue (32 messages): SCI_ERR_NOSPC at once, the message not taken; room
+     * again once the receiver reads. */
+    PMI_Barrier();
+    {
+        unsigned taken = 0, len, got;
+        double t = st_now();
+        for (;;) {
+            SCITriggerDataInterrupt(r_data, &taken, sizeof taken, 0, &err);
+            if (err != SCI_ERR_OK || taken > 100) break;
+            taken++;
+        }
+        CHECK_EQ(err, SCI_ERR_NOSPC);
+        CHECK_EQ(taken, 32);
+        if (st_now() - t > 5) SN_FAIL("filling the queue took %.1f s", st_now() - t);
+        PMI_Barrier();
+        for (unsigned i = 0; i < taken; i++) {
+            len = sizeof got;
+            OK(SCIWaitForDataInterrupt(dint, &got, &len, 30000, 0, &err));
+            CHECK_EQ(got, i);
+        }
+        len = sizeof got;
+        FAILS(SCI_ERR_TIMEOUT, SCIWaitForDataInterrupt(dint, &got, &len, 20, 0, &err));
+        PMI_Barrier();
+        OK(SCITriggerDataInterrupt(r_data, &taken, sizeof taken, 0, &err));
+        len = sizeof got;
+        OK(SCIWaitForDataInterrupt(dint, &got, &len, 30000, 0, &err));
+        CHECK_EQ(got, 32);
+    }
     /* Data callbacks. */
     for (unsigned i = 1; i <= 10; i++) {
         uint8_t m[16];
@@ -203,11 +232,19 @@ int main(void)
     }
     await_int(&dcb_msgs, 10);
 
-    /* Removal: BUSY while the partner is connected; afterwards waiters are cancelled and
-     * triggers fail. */
+    /* Removal, also while the partner is connected (the hardware lets the receiver go
+     * on): the partner's triggers fail from then on, its disconnection still succeeds. */
     PMI_Barrier();
-    FAILS(SCI_ERR_BUSY, SCIRemoveInterrupt(plain, 0, &err));
-    FAILS(SCI_ERR_BUSY, SCIRemoveDataInterrupt(dint, 0, &err));
+    OK(SCIRemoveDataInterrupt(dint, 0, &err));
+    OK(SCIRemoveInterrupt(counting, 0, &err));
+    PMI_Barrier();
+    {
+        unsigned one = 1;
+        FAILS(SCI_ERR_NOT_CONNECTED, SCITriggerDataInterrupt(r_data, &one, sizeof one, 0, &err));
+        FAILS(SCI_ERR_NOT_CONNECTED, SCITriggerInterrupt(r_count, 0, &err));
+    }
+    /* A number removed is free again at once. */
+    OK(SCICreateDataInterrupt(sd, &dint, 0, &no_data, NULL, NULL, SCI_FLAG_FIXED_INTNO, &err));
     PMI_Barrier();
     OK(SCIDisconnectInterrupt(r_count, 0, &err));
     OK(SCIDisconnectInterrupt(r_cb, 0, &err));
@@ -216,23 +253,23 @@ int main(void)
     OK(SCIDisconnectDataInterrupt(r_dcb, 0, &err));
     FAILS(SCI_ERR_ILLEGAL_PARAMETER, SCIDisconnectDataInterrupt(r_dcb, 0, &err));
     PMI_Barrier();
-    /* `plain` is still connected by the partner (r_plain): remove the rest. */
-    OK(SCIRemoveInterrupt(counting, 0, &err));
     OK(SCIRemoveInterrupt(cb_int, 0, &err));
     OK(SCIRemoveDataInterrupt(dint, 0, &err));
     OK(SCIRemoveDataInterrupt(ctl, 0, &err));
     OK(SCIRemoveDataInterrupt(dcb_int, 0, &err));
     PMI_Barrier();
+    /* `plain` is still connected by the partner: odd ranks remove theirs under a waiter,
+     * which is cancelled; the partner's triggers fail then. */
     if (rank % 2 == 0) {
-        /* Our partner removes `plain` under a waiter once we disconnect. */
+        PMI_Barrier();
+        PMI_Barrier();
+        FAILS(SCI_ERR_NOT_CONNECTED, SCITriggerInterrupt(r_plain, 0, &err));
         OK(SCIDisconnectInterrupt(r_plain, 0, &err));
-        PMI_Barrier();
-        PMI_Barrier();
     } else {
         struct waiter w = { plain, (sci_error_t)0x1234 };
         pthread_t th;
         CHECK(pthread_create(&th, NULL, wait_thread, &w) == 0);
-        PMI_Barrier();              /* partner disconnected */
+        PMI_Barrier();
         usleep(50000);
         OK(SCIRemoveInterrupt(plain, 0, &err));
         pthread_join(th, NULL);

@@ -297,16 +297,18 @@ int main(void)
     OK(SCIQuery(SCI_Q_REMOTE_SEGMENT, &qr, 0, &err));
     CHECK(qr.data.ioaddr != 0);
 
-    /* ---- teardown refusals (no automatic cleanup) ---- */
-    FAILS(SCI_ERR_BUSY, SCIUnmapSegment(rm, 0, &err));
-    FAILS(SCI_ERR_BUSY, SCIDisconnectSegment(rs, 0, &err));
-    FAILS(SCI_ERR_BUSY, SCIRemoveSegment(a, 0, &err));
+    /* ---- teardown refusals: maps hold a segment (no automatic cleanup) ---- */
+    FAILS(SCI_ERR_BUSY, SCIDisconnectSegment(rs, 0, &err));     /* mapped */
+    FAILS(SCI_ERR_BUSY, SCIRemoveSegment(a, 0, &err));          /* mapped, here and through rs */
     FAILS(SCI_ERR_BUSY, SCIClose(sd, 0, &err));
+    /* A map with a sequence is unmapped; the sequence stays, its calls fail. */
+    OK(SCIUnmapSegment(rm, 0, &err));
+    st_orphan_sequence(seq);
+    FAILS(SCI_ERR_ILLEGAL_OPERATION, SCIMemCpy(seq, msg, lm, 0, 8, SCI_FLAG_ERROR_CHECK, &err));
     OK(SCIRemoveSequence(seq, 0, &err));
     FAILS(SCI_ERR_ILLEGAL_PARAMETER, SCIRemoveSequence(seq, 0, &err));
-    OK(SCIUnmapSegment(rm, 0, &err));
+    FAILS(SCI_ERR_BUSY, SCIRemoveSegment(a, 0, &err));          /* mapped here */
     OK(SCIUnmapSegment(lm, 0, &err));
-    FAILS(SCI_ERR_BUSY, SCIRemoveSegment(a, 0, &err));         /* still connected */
 
     /* ---- NOTIFY: the importer is invited to disconnect; FORCE_DISCONNECT drops it ---- */
     OK(SCISetSegmentUnavailable(a, 0, SCI_FLAG_NOTIFY, &err));
@@ -454,11 +456,28 @@ int main(void)
     OK(SCIConnectInterrupt(sd2, &ri, me, 0, no, SCI_INFINITE_TIMEOUT, 0, &err));
     OK(SCITriggerInterrupt(ri, 0, &err));
     OK(SCIWaitForInterrupt(li, 1000, 0, &err));
-    FAILS(SCI_ERR_BUSY, SCIRemoveInterrupt(li, 0, &err));
+    OK(SCIRemoveInterrupt(li, 0, &err));                 /* while connected */
+    FAILS(SCI_ERR_NOT_CONNECTED, SCITriggerInterrupt(ri, 0, &err));
     OK(SCIDisconnectInterrupt(ri, 0, &err));
-    OK(SCIRemoveInterrupt(li, 0, &err));
 
-    OK(SCIRemoveSegment(a = b, 0, &err));
+    /* ---- removal with an importer connected: its maps hold the segment, a connection
+     * with nothing mapped does not (it is told, and its later use fails) ---- */
+    OK(SCIPrepareSegment(b, 0, 0, &err));
+    OK(SCISetSegmentAvailable(b, 0, 0, &err));
+    OK(SCIConnectSegment(sd, &rs, me, 8, 0, NULL, NULL, SCI_INFINITE_TIMEOUT, 0, &err));
+    volatile uint64_t *bm = SCIMapRemoteSegment(rs, &rm, 0, 64, NULL, 0, &err);
+    CHECK(err == SCI_ERR_OK && bm != NULL);
+    bm[1] = 11;
+    FAILS(SCI_ERR_BUSY, SCIRemoveSegment(b, 0, &err));          /* mapped by the importer */
+    OK(SCIUnmapSegment(rm, 0, &err));
+    OK(SCIRemoveSegment(b, 0, &err));                           /* connected, nothing mapped */
+    CHECK(SCIMapRemoteSegment(rs, &rm, 0, 64, NULL, 0, &err) == NULL);
+    CHECK_EQ(err, SCI_ERR_NOT_CONNECTED);
+    why = SCIWaitForRemoteSegmentEvent(rs, &status, 1000, 0, &err);
+    CHECK_EQ(err, SCI_ERR_OK);
+    CHECK_EQ(why, SCI_CB_DISCONNECT);
+    OK(SCIDisconnectSegment(rs, 0, &err));
+    FAILS(SCI_ERR_NO_SUCH_SEGMENT, SCIConnectSegment(sd, &rs, me, 8, 0, NULL, NULL, SCI_INFINITE_TIMEOUT, 0, &err));
     OK(SCIClose(sd, 0, &err));
     OK(SCIClose(sd2, 0, &err));
     SCITerminate();

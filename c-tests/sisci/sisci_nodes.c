@@ -158,7 +158,7 @@ int main(int argc, char **argv)
     }
     PMI_Barrier();
     if (leader) {
-        /* Reload this machine's copy (another machine may have been written). */
+        /* What other machines wrote, into this node's copy. */
         OK(SCICacheSync(bm, (void *)b, 8192, SCI_FLAG_CACHE_INVALIDATE, &err));
         CHECK_EQ(b[1], 0xb0adca57);               /* every node's segment has it */
         for (int i = 0; i < 64; i++) CHECK_EQ(b[512 + i], 0xd0d0000000ull + (uint64_t)i);

@@ -96,6 +96,36 @@ __attribute__((unused)) static sci_remote_data_interrupt_t st_connect_dint(sci_d
     }
 }
 
+/* A sequence whose map was unmapped stays (programs do not remove theirs), holding
+ * nothing: its calls fail with SCI_ERR_ILLEGAL_OPERATION, barriers on it do nothing. */
+__attribute__((unused)) static void st_orphan_sequence(sci_sequence_t seq)
+{
+    CHECK_EQ(SCICheckSequence(seq, 0, &err), SCI_SEQ_NOT_RETRIABLE);
+    CHECK_EQ(err, SCI_ERR_ILLEGAL_OPERATION);
+    CHECK_EQ(SCIStartSequence(seq, 0, &err), SCI_SEQ_PENDING);
+    CHECK_EQ(err, SCI_ERR_ILLEGAL_OPERATION);
+    SCIStoreBarrier(seq, 0);
+    SCIFlush(seq, 0);
+}
+
+/* Programs that take their peers' node ids on the command line: under a launcher over
+ * several machines the processes meet at a collective first (a program of one machine
+ * needs none), and at the end.  Returns whether a launcher started us. */
+__attribute__((unused)) static int st_meet(void)
+{
+    int spawned, launched = getenv("PMI_RANK") && PMI_Init(&spawned) == PMI_SUCCESS;
+    if (launched) PMI_Barrier();
+    return launched;
+}
+
+__attribute__((unused)) static void st_part(int launched)
+{
+    if (launched) {
+        PMI_Barrier();
+        PMI_Finalize();
+    }
+}
+
 /* Spins (politely) until *p == v. */
 __attribute__((unused)) static void st_await(volatile uint64_t *p, uint64_t v, double secs)
 {

@@ -1,50 +1,61 @@
 //! Reflective memory (SCI_FLAG_BROADCAST segments), on one machine and across machines.
 //!
-//! **One copy per machine.**  Every broadcast segment with one segment id on a machine,
-//! whatever its node, is backed by the same memory: the machine's *copy* of the group.
-//! The first such segment makes it (a registry key of the machine, "SCIg" + id, owned by
-//! its process, whose memory it is); the others map it.  A store through any map of it,
-//! or a DMA into it, is seen by every member on the machine at once, the writer's own
-//! node included, as PCIe multicast reflects into local memory.  A copy lives as long as
-//! the process that made it (members keep their mappings after that; a copy made anew
-//! starts from the group's content on the other machines, or zeroed).  A member larger
-//! than its machine's copy is SCI_ERR_OUT_OF_RANGE.
+//! **A private copy per node.**  As with PCIe multicast, every broadcast segment (one per
+//! node and group id) has its own memory, the node's copy: its local maps (and unicast
+//! connections to it) are plain memory, and a store through them stays in that copy.  What
+//! is written *to the group* — through a broadcast map (crate::shadow), SCIMemCpy or
+//! SCIMemWrite to one, a DMA to a broadcast connection — reaches every member's copy.
 //!
-//! **Across machines: a hub.**  The machines' copies are kept in step the way maps of
-//! another machine's segment are (crate::shadow, the same code): one copy is the group's
-//! *hub*; every other machine ships the 8-byte words changed in its copy to the hub and
-//! reloads its copy from the hub word by word (a word stored and not shipped yet keeps
-//! its value), at the sync points of its members (SCIFlush, SCIStoreBarrier, sequences,
-//! triggers, unmaps, SCICacheSync; SCIMemCpy, SCIMemWrite and broadcast DMA ship what they
-//! wrote before returning; an interrupt's delivery reloads first) and every
-//! SOFTNIC_SISCI_SHADOW_US in the background.  Stores on the hub's
-//! machine are in the hub at once.  So a write reaches the hub at the writer's next sync
-//! point and the other machines at their next reload; on a word several machines store,
-//! the hub's order decides (the last writer wins) and every copy ends with the hub's
-//! value.  Every member machine shipping to every other would save a hop, but a word two
-//! machines store at once could then end different on different machines, with nothing
-//! to settle it.
+//! **The machine's mirror.**  Each machine holds the group's content as broadcast, the
+//! *mirror* (made by the first broadcast segment of the group on the machine: a registry
+//! key of the machine, "SCIg" + id, owned by its process, whose memory it is), with a
+//! table of the machine's copies.  A write to the group ([`Group::write`]) goes, under the
+//! mirror's lock, into the mirror and every copy of the machine, so on one machine it is
+//! in every member's copy when the writing call returns.  Broadcast maps are buffers whose
+//! loads see the mirror (the group's content, never a node's private stores) and whose
+//! stores are written to the group at the sync points of crate::shadow.
 //!
-//! **Which copy is the hub.**  A copy has an epoch: 0 when no other machine had a copy
+//! **Across machines: a hub.**  The machines' mirrors are kept in step the way maps of
+//! another machine's segment are (crate::shadow, the same code): one mirror is the group's
+//! *hub*; every other machine ships the 8-byte words written into its mirror to the hub
+//! and reloads its mirror from the hub word by word (a word written and not shipped yet
+//! keeps its value), when a write to the group is made (before it returns), at its members'
+//! sync points (sequences, SCICacheSync with SCI_FLAG_CACHE_INVALIDATE; an interrupt's
+//! delivery reloads first) and every SOFTNIC_SISCI_SHADOW_US in the background.  Words that
+//! reach a machine's mirror from elsewhere (a reload; on the hub's machine, other
+//! machines' writes) are then written into the machine's copies: a third region of the
+//! mirror, *applied*, holds what the copies were given, and the words where the mirror
+//! differs from it are what is new.  So a write reaches the hub before the writing call
+//! returns and the other machines' copies at their next reload; on a word several
+//! machines write, the hub's order decides (the last writer wins) and every mirror ends
+//! with the hub's value.  Every member machine shipping to every other would save a hop,
+//! but a word two machines write at once could then end different on different machines,
+//! with nothing to settle it.
+//!
+//! **Which mirror is the hub.**  A mirror has an epoch: 0 when no other machine had one
 //! when it was made, else one more than the highest epoch among them.  The hub is the
-//! live copy of least (epoch, launcher node, token): the first machine (the lowest node
-//! among machines that joined at once), and when its process is gone the next oldest,
-//! so a machine joining later never replaces the group's content with its empty copy.  A
-//! copy whose making process has ended is no hub; its machine's members go on syncing
-//! with the others' hub.
+//! live mirror of least (epoch, launcher node, token): the first machine (the lowest node
+//! among machines that joined at once), and when its process is gone the next oldest, so
+//! a machine joining later never replaces the group's content with its empty mirror.  A
+//! mirror whose making process has ended is no hub; its machine's members go on syncing
+//! with the others' hub.  A machine without a member has no mirror: its broadcast maps
+//! are shadows of the hub's mirror, its writes go there.
 //!
-//! **Membership.**  A copy's header lists the other machines' copies.  A machine making a
-//! copy publishes it, then looks the group up on every other node of the job
+//! **Membership.**  A mirror's header lists the other machines' mirrors.  A machine making
+//! a mirror publishes it, then looks the group up on every other node of the job
 //! (`Peer::lookup`), records what it finds and tells each (the service's BC_JOIN adds it
 //! to their list): publish first, then look, so of two machines joining at once at least
-//! the later looker sees the other, and both learn of each other.  Then the new copy is
-//! filled from the hub.
+//! the later looker sees the other, and both learn of each other.  Then the new mirror is
+//! filled from the hub.  A node's copy starts as the mirror's content when its segment is
+//! made, and leaves the table when the segment is removed (or its process ends).
 //!
-//! **Shared state**, in the copy's memory before the data (offsets below): magic, size,
+//! **Shared state**, in the mirror's memory before the data (offsets below): magic, size,
 //! token, the sync lock (pid of the process syncing; taken over from a process that died
-//! holding it), when the machine's next background pass is due, this copy's epoch and
-//! node, the member table; after the data, the twin (what the hub held at the last pass).
-//! Any process of the machine that uses the group syncs it: one at a time (the lock), one
+//! holding it), when the machine's next background pass is due, this mirror's epoch and
+//! node, a version (counts the writes into the copies, so broadcast maps of a single
+//! machine reload only after one), the member table, the table of the machine's copies;
+//! after the data, the twin (what the hub held at the last pass), then *applied*.  Any
+//! process of the machine that uses the group syncs it: one at a time (the lock), one
 //! background pass per period for the whole machine (the due time).  A process that dies
 //! in the middle of a pass can leave words recorded as shipped that were not (lost), or
 //! shipped and not recorded (shipped again).
@@ -62,32 +73,46 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-/// "SCIgrp01": the header of a copy, version 1.
-pub const GROUP_MAGIC: u64 = u64::from_le_bytes(*b"SCIgrp01");
-/// Bytes of header before the data.
-pub const HDR: usize = 4096;
+/// "SCIgrp02": the header of a mirror, version 2 (private copies per node).
+pub const GROUP_MAGIC: u64 = u64::from_le_bytes(*b"SCIgrp02");
+/// Bytes of header before the data: the member table, then the table of copies.
+pub const HDR: usize = 8192;
 pub const G_MAGIC: usize = 0;
 pub const G_SIZE: usize = 8;
 pub const G_TOKEN: usize = 16;
-/// Pid of the process syncing the copy (0: none).
+/// Pid of the process syncing the mirror (0: none).
 pub const G_LOCK: usize = 24;
 /// CLOCK_MONOTONIC nanoseconds at which the machine's next background pass is due.
 pub const G_DUE: usize = 32;
-/// This copy: epoch | launcher node << 32.
+/// This mirror: epoch | launcher node << 32.
 pub const G_WHO: usize = 40;
-/// The member table: other machines' copies.
+/// Incremented after every write into the machine's copies and the mirror.
+pub const G_VERSION: usize = 48;
+/// The member table: other machines' mirrors.
 pub const M_OFF: usize = 64;
 pub const M_LEN: usize = 64;
-pub const NMEMBER: usize = (HDR - M_OFF) / M_LEN;
+pub const NMEMBER: usize = (4096 - M_OFF) / M_LEN;
 /// Entry words: state, then [`Member::words`].
 pub const M_STATE: usize = 0;
 pub const M_WHO: usize = 8;
 pub const M_TOKEN: usize = 48;
+/// The table of this machine's copies (one per member node).
+pub const L_OFF: usize = 4096;
+pub const L_LEN: usize = 64;
+pub const NLOCAL: usize = (HDR - L_OFF) / L_LEN;
+/// Entry words: state, node id, owner (registry slot | generation << 32), registration
+/// key, address in the owner, size, token.
+pub const L_NODE: usize = 8;
+pub const L_PROC: usize = 16;
+pub const L_KEY: usize = 24;
+pub const L_ADDR: usize = 32;
+pub const L_SIZE: usize = 40;
+pub const L_TOKEN: usize = 48;
 pub const ST_FREE: u64 = 0;
 /// Being filled, by the pid in the bits above the low byte.
 pub const ST_CLAIMED: u64 = 1;
 pub const ST_LIVE: u64 = 2;
-/// Its process is gone (or it was made anew): free for reuse.
+/// Its process is gone (or it was made anew, or left): free for reuse.
 pub const ST_GONE: u64 = 3;
 
 /// Another machine's copy of a group, as the member table holds it.
@@ -177,29 +202,40 @@ fn new_token() -> u64 {
     t.max(1)
 }
 
-/// Copies this process made (their memory stays for the process's life).
+/// Mirrors this process made (their memory stays for the process's life).
 static MINE: Mutex<Vec<(u32, Data)>> = Mutex::new(Vec::new());
-/// This process's handles, one per copy.
+/// This process's handles, one per mirror.
 static OPEN: Mutex<Vec<Weak<Group>>> = Mutex::new(Vec::new());
 /// Handles alive that may have other machines (the network engine ran when made).
 static SPANNING: AtomicUsize = AtomicUsize::new(0);
 
-/// This process's handle of its machine's copy of a group.
+/// How a sync waits for the mirror's lock.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// Only when free.
+    No,
+    Yes,
+    /// Yes, and the wait is a cancellation point of the blocking call that makes it
+    /// (SCIFlush, SCIStoreBarrier: nothing is written yet while it waits).
+    Cancellable,
+}
+
+/// This process's handle of its machine's mirror of a group.
 pub struct Group {
     pub id: u32,
     pub token: u64,
     base: *mut u8,
     size: usize,
-    /// The process whose memory the copy is.
+    /// The process whose memory the mirror is.
     pub owner: Arc<Peer>,
-    loc: RingLoc,
-    key: MemKey,
+    pub key: MemKey,
     addr: u64,
     _view: RegionView,
     /// Hubs this process reached, by token.
     hubs: Mutex<Vec<(u64, Arc<Peer>)>>,
-    /// Counted in SPANNING.
-    spanning: bool,
+    /// Counted in SPANNING: other machines may write into the mirror (reloads, and on the
+    /// hub's machine their writes), so what is new in it goes on into the copies.
+    pub spanning: bool,
 }
 
 impl Drop for Group {
@@ -211,11 +247,12 @@ impl Drop for Group {
 }
 
 // SAFETY: `base` points into the mapping `_view` keeps; the shared words are atomics, the
-// data is the program's, the twin is only touched under the copy's lock.
+// data, twin and applied regions are only touched under the mirror's lock (the program
+// never sees the mirror's memory).
 unsafe impl Send for Group {}
 unsafe impl Sync for Group {}
 
-/// The copy's sync lock, held.
+/// The mirror's sync lock, held.
 struct Held<'a>(&'a AtomicU64);
 
 impl Drop for Held<'_> {
@@ -223,6 +260,39 @@ impl Drop for Held<'_> {
         self.0.store(0, Ordering::Release);
     }
 }
+
+/// A node's copy, as the table of its machine's mirror holds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Copy {
+    pub node: u32,
+    pub proc: ProcId,
+    pub key: MemKey,
+    pub addr: u64,
+    pub size: u64,
+    pub token: u64,
+}
+
+/// A node's copy in its machine's table for as long as its segment lives (see
+/// [`join`]); [`Membership::leave`] (or dropping it) takes it out.
+pub struct Membership {
+    pub group: Arc<Group>,
+    token: u64,
+}
+
+impl Membership {
+    pub fn leave(&self) {
+        self.group.forget(self.token);
+    }
+}
+
+impl Drop for Membership {
+    fn drop(&mut self) {
+        self.leave();
+    }
+}
+
+/// Runs of bytes (offset in the group's data, bytes) written to the group.
+pub type Runs<'a> = [(usize, &'a [u8])];
 
 impl Group {
     fn word(&self, off: usize) -> &AtomicU64 {
@@ -233,17 +303,41 @@ impl Group {
         // SAFETY: the data follow the header inside the mapping.
         unsafe { self.base.add(HDR) }
     }
+    /// The twin (what the hub held), then what the copies were given.
+    fn region(&self, k: usize, n: usize) -> &mut [u8] {
+        // SAFETY: regions 1 and 2 follow the data (each rounded to words) inside the
+        // mapping; n <= size; only used under the lock, so no other process or thread
+        // touches them meanwhile.
+        unsafe { std::slice::from_raw_parts_mut(self.base.add(HDR + k * round8(self.size).unwrap_or(0)), n) }
+    }
     fn twin(&self, n: usize) -> &mut [u8] {
-        // SAFETY: the twin follows the data (rounded to words) inside the mapping; n <=
-        // size; only used under the lock, so no other process or thread touches it.
-        unsafe { std::slice::from_raw_parts_mut(self.base.add(HDR + round8(self.size).unwrap_or(0)), n) }
+        self.region(1, n)
+    }
+    fn applied(&self) -> &mut [u8] {
+        self.region(2, self.size)
     }
     pub fn size(&self) -> usize {
         self.size
     }
+    /// Where the group's content is: the mirror's data, at this address in its owner.
+    pub fn data_addr(&self) -> u64 {
+        self.addr + HDR as u64
+    }
+    /// Copies the group's content at `off` into `dst` (as far as the group goes; a read
+    /// not ordered with writes, as a load through a mapping is not).
+    pub fn read(&self, off: usize, dst: &mut [u8]) {
+        let n = dst.len().min(self.size.saturating_sub(off));
+        // SAFETY: off + n <= size: inside the mirror's data, mapped while self lives (the
+        // same copy a one-sided get on this machine makes).
+        unsafe { std::ptr::copy_nonoverlapping(self.data().add(off), dst.as_mut_ptr(), n) };
+    }
+    /// Changes with every write into the mirror made on this machine.
+    pub fn version(&self) -> u64 {
+        self.word(G_VERSION).load(Ordering::Acquire)
+    }
 
-    /// Takes the sync lock; without `wait`, only when free (or held by a dead process).
-    fn lock(&self, wait: bool) -> Option<Held<'_>> {
+    /// Takes the sync lock (without waiting: only when free, or held by a dead process).
+    fn lock(&self, wait: Wait) -> Option<Held<'_>> {
         let me = std::process::id() as u64;
         let w = self.word(G_LOCK);
         let mut tries = 0u32;
@@ -252,21 +346,19 @@ impl Group {
                 Ok(_) => return Some(Held(w)),
                 Err(h) => h,
             };
-            if (!wait || tries % 512 == 511) && holder != me && !registry::pid_alive(holder as i32, None) {
+            if (wait == Wait::No || tries % 512 == 511) && holder != me && !registry::pid_alive(holder as i32, None) {
                 // Its holder died in the middle of a pass: take it over.
                 if w.compare_exchange(holder, me, Ordering::AcqRel, Ordering::Acquire).is_ok() {
                     return Some(Held(w));
                 }
             }
-            if !wait {
-                return None;
+            match wait {
+                Wait::No => return None,
+                _ if tries < 64 => std::hint::spin_loop(),
+                Wait::Cancellable => softnic_fabric::cancel::point(|| softnic_fabric::cancel::sleep(Duration::from_micros(20))),
+                Wait::Yes => softnic_fabric::cancel::nap(Duration::from_micros(20)),
             }
             tries = tries.wrapping_add(1);
-            if tries < 64 {
-                std::hint::spin_loop();
-            } else {
-                softnic_fabric::cancel::nap(Duration::from_micros(20));
-            }
         }
     }
 
@@ -283,12 +375,12 @@ impl Group {
         (self.word(e + M_STATE).load(Ordering::Acquire) == ST_LIVE).then(|| Member::from_words(w))
     }
 
-    /// Other machines' copies this copy knows (live as far as it knows).
+    /// Other machines' mirrors this mirror knows (live as far as it knows).
     pub fn members(&self) -> Vec<Member> {
         (0..NMEMBER).filter_map(|i| self.entry(i)).filter(|m| m.token != self.token).collect()
     }
 
-    /// The copy to keep in step with: None when this copy is the hub (or alone).
+    /// The mirror to keep in step with: None when this mirror is the hub (or alone).
     fn hub(&self) -> Option<(usize, Member)> {
         let who = self.word(G_WHO).load(Ordering::Acquire);
         let mine = (who as u32, (who >> 32) as u32, self.token);
@@ -316,17 +408,133 @@ impl Group {
         Ok(p)
     }
 
-    /// Brings the copy in step with the hub: ships the words changed in [lo, hi) of the
-    /// data and, with `reload`, reloads the whole copy.  Nothing to do on the hub's
-    /// machine.  A hub that is gone is marked so, and the next one used.
-    pub fn sync(&self, lo: usize, hi: usize, reload: bool) -> R<()> {
-        if self.members().is_empty() {
-            return Ok(());
+    // ---- the machine's copies ---------------------------------------------------------
+
+    fn copy_at(&self, i: usize) -> Option<Copy> {
+        let e = L_OFF + i * L_LEN;
+        if self.word(e).load(Ordering::Acquire) != ST_LIVE {
+            return None;
         }
-        let _held = self.lock(true);
-        self.sync_locked(lo, hi, reload)
+        let w = |o: usize| self.word(e + o).load(Ordering::Relaxed);
+        let p = w(L_PROC);
+        let c = Copy { node: w(L_NODE) as u32, proc: ProcId { slot: p as u32, gen: (p >> 32) as u32 }, key: MemKey::from_u64(w(L_KEY)), addr: w(L_ADDR), size: w(L_SIZE), token: w(L_TOKEN) };
+        (self.word(e).load(Ordering::Acquire) == ST_LIVE).then_some(c)
     }
 
+    /// The machine's copies (live as far as the table knows).
+    pub fn copies(&self) -> Vec<Copy> {
+        (0..NLOCAL).filter_map(|i| self.copy_at(i)).collect()
+    }
+
+    /// Enters `c` in the table (an entry is claimed in the name of this process, filled,
+    /// then made live).
+    fn enter(&self, c: &Copy) -> R<()> {
+        let me = std::process::id() as u64;
+        for i in 0..NLOCAL {
+            let e = L_OFF + i * L_LEN;
+            let st = self.word(e).load(Ordering::Acquire);
+            let free = st == ST_FREE || st == ST_GONE || (st & 0xff == ST_CLAIMED && !registry::pid_alive((st >> 8) as i32, None));
+            if !free || self.word(e).compare_exchange(st, ST_CLAIMED | me << 8, Ordering::AcqRel, Ordering::Relaxed).is_err() {
+                continue;
+            }
+            let put = |o: usize, v: u64| self.word(e + o).store(v, Ordering::Relaxed);
+            put(L_NODE, c.node as u64);
+            put(L_PROC, c.proc.slot as u64 | (c.proc.gen as u64) << 32);
+            put(L_KEY, c.key.to_u64());
+            put(L_ADDR, c.addr);
+            put(L_SIZE, c.size);
+            put(L_TOKEN, c.token);
+            self.word(e).store(ST_LIVE, Ordering::Release);
+            return Ok(());
+        }
+        Err(SCI_ERR_NOSPC)
+    }
+
+    /// Takes copy `token` out of the table.
+    fn forget(&self, token: u64) {
+        for i in 0..NLOCAL {
+            let e = L_OFF + i * L_LEN;
+            if self.word(e + L_TOKEN).load(Ordering::Acquire) == token {
+                let _ = self.word(e).compare_exchange(ST_LIVE, ST_GONE, Ordering::AcqRel, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Writes `runs` into every copy of the machine (each as far as its size); a copy
+    /// whose process is gone leaves the table.  Under the lock.
+    fn into_copies(&self, runs: &Runs) {
+        for c in self.copies() {
+            let pieces: Vec<(MemKey, u64, &[u8])> = runs
+                .iter()
+                .filter(|(off, _)| (*off as u64) < c.size)
+                .map(|&(off, b)| (c.key, c.addr + off as u64, &b[..b.len().min((c.size - off as u64) as usize)]))
+                .collect();
+            if pieces.is_empty() {
+                continue;
+            }
+            let r = Peer::by_id(c.proc, 32).and_then(|p| {
+                let live = p.live()?;
+                pieces.chunks(16).try_for_each(|ch| live.put_compound(ch, None, None, crate::pool::PD))
+            });
+            if let Err(e) = r {
+                softnic_fabric::sn_debug!("SISCI", "reflective memory {}: the copy of node {} is gone ({})", self.id, c.node, e);
+                self.forget(c.token);
+            }
+        }
+        self.word(G_VERSION).fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Writes to the group: `runs` go into the mirror and every copy of the machine and,
+    /// when other machines share the group, on to the hub before this returns.  A run
+    /// beyond the group's size is cut.
+    pub fn write(&self, runs: &Runs, wait: Wait) -> R<()> {
+        let runs: Vec<(usize, &[u8])> = runs.iter().filter(|(o, _)| *o < self.size).map(|&(o, b)| (o, &b[..b.len().min(self.size - o)])).collect();
+        let (Some(lo), Some(hi)) = (runs.iter().map(|r| r.0).min(), runs.iter().map(|r| r.0 + r.1.len()).max()) else { return Ok(()) };
+        let Some(_held) = self.lock(wait) else { return Err(SCI_ERR_TRANSFER_FAILED) };
+        let applied = self.applied();
+        for &(off, b) in &runs {
+            // SAFETY: off + len <= size: inside the mirror's data.
+            unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), self.data().add(off), b.len()) };
+            applied[off..off + b.len()].copy_from_slice(b);
+        }
+        self.into_copies(&runs);
+        if self.spanning {
+            self.sync_locked(lo, hi, false)?;
+        }
+        Ok(())
+    }
+
+    /// Writes what is new in the mirror (other machines' words) into the machine's copies.
+    /// Under the lock.
+    fn propagate(&self) {
+        let applied = self.applied();
+        let runs = shadow::changes(self.data(), applied, 0, self.size);
+        if runs.is_empty() {
+            return;
+        }
+        let r: Vec<(usize, &[u8])> = runs.iter().map(|(o, v)| (*o, v.as_slice())).collect();
+        self.into_copies(&r);
+        shadow::record(applied, &runs);
+    }
+
+    /// Brings the mirror in step with the hub (when other machines may share the group):
+    /// ships the words written in [lo, hi) and, with `reload`, reloads the whole mirror
+    /// and writes what is new into the machine's copies.  On one machine every write is in
+    /// every copy already: nothing to do.
+    pub fn sync(&self, lo: usize, hi: usize, reload: bool) -> R<()> {
+        if !self.spanning {
+            return Ok(());
+        }
+        let _held = self.lock(Wait::Yes);
+        let r = self.sync_locked(lo, hi, reload);
+        if reload {
+            self.propagate();
+        }
+        r
+    }
+
+    /// A hub that is gone is marked so, and the next one used.  Nothing to do on the
+    /// hub's machine.
     fn sync_locked(&self, lo: usize, hi: usize, reload: bool) -> R<()> {
         for _ in 0..=NMEMBER {
             let Some((i, m)) = self.hub() else { return Ok(()) };
@@ -344,7 +552,7 @@ impl Group {
             match r {
                 Ok(()) => return Ok(()),
                 Err((_, false)) => {
-                    softnic_fabric::sn_info!("SISCI", "reflective memory {}: the copy of node {} is gone; the next oldest copy is the hub", self.id, m.enode);
+                    softnic_fabric::sn_info!("SISCI", "reflective memory {}: the mirror of node {} is gone; the next oldest one is the hub", self.id, m.enode);
                     self.mark_gone(i, m.token);
                 }
                 Err((e, true)) => return Err(e),
@@ -353,23 +561,13 @@ impl Group {
         Err(SCI_ERR_TRANSFER_FAILED)
     }
 
-    /// The data of a member of `size` bytes, as a segment's memory.
-    fn data_for(&self, size: usize) -> R<Data> {
-        if size > self.size {
-            return Err(SCI_ERR_OUT_OF_RANGE);
-        }
-        let loc = RingLoc { backing: self.loc.backing, backing_gen: self.loc.backing_gen, offset: self.loc.offset + HDR as u64, len: self.size as u64 };
-        let view = softnic_fabric::rma::map_region(&self.owner, &loc).map_err(|_| SCI_ERR_NOSPC)?;
-        Ok(Data::mapped(view, size, self.key, self.addr + HDR as u64, loc))
-    }
-
-    /// This copy as the member tables of other machines hold it.
+    /// This mirror as the member tables of other machines hold it.
     fn as_member(&self) -> Member {
         let who = self.word(G_WHO).load(Ordering::Acquire);
         Member { enode: (who >> 32) as u32, epoch: who as u32, proc: self.owner.proc_id(), key: self.key, base: self.addr, size: self.size as u64, token: self.token }
     }
 
-    /// Meets the other machines' copies: records each in our table and ours in theirs.
+    /// Meets the other machines' mirrors: records each in our table and ours in theirs.
     fn meet(&self) {
         let me = self.as_member();
         for (enode, peer, c) in scan(self.id, self.token) {
@@ -384,20 +582,21 @@ impl Group {
 
 impl Kept for Group {
     fn keep(&self, period: Duration) {
-        if mono_ns() < self.word(G_DUE).load(Ordering::Relaxed) || self.members().is_empty() {
+        if mono_ns() < self.word(G_DUE).load(Ordering::Relaxed) {
             return;
         }
-        let Some(_held) = self.lock(false) else { return };
+        let Some(_held) = self.lock(Wait::No) else { return };
         if mono_ns() < self.word(G_DUE).load(Ordering::Relaxed) {
             return;
         }
         let _ = self.sync_locked(0, self.size, true);
+        self.propagate();
         let next = period.max(shadow::rate_limit(self.size)).as_nanos() as u64;
         self.word(G_DUE).store(mono_ns().saturating_add(next), Ordering::Relaxed);
     }
 }
 
-/// Adds `m` to the member table of the copy `token` (header at `base` under `key`) of
+/// Adds `m` to the member table of the mirror `token` (header at `base` under `key`) of
 /// `target` (the process whose memory it is), through the service (BC_JOIN).
 fn add_member(target: &Arc<Peer>, key: MemKey, base: u64, token: u64, m: &Member) -> R<()> {
     let mut req = Msg::op(BC_JOIN).u64(key.to_u64()).u64(base).u64(token);
@@ -411,8 +610,8 @@ fn add_member(target: &Arc<Peer>, key: MemKey, base: u64, token: u64, m: &Member
     }
 }
 
-/// The copies of group `id` on the other nodes of the job (launcher node, owner, card),
-/// leaving out the copy `token` (this machine's, found again through another node of it).
+/// The mirrors of group `id` on the other nodes of the job (launcher node, owner, card),
+/// leaving out the mirror `token` (this machine's, found again through another node of it).
 fn scan(id: u32, token: u64) -> Vec<(u32, Arc<Peer>, Card)> {
     let me = node::my_fabric_node();
     (0..node::known_nodes())
@@ -425,7 +624,12 @@ fn scan(id: u32, token: u64) -> Vec<(u32, Arc<Peer>, Card)> {
         .collect()
 }
 
-/// This process's handle of the copy `c`, owned by `owner` (one per copy and process).
+/// Bytes of a mirror of `size` bytes of data: header, data, twin, applied.
+fn mirror_len(size: usize) -> Option<usize> {
+    round8(size).and_then(|r| r.checked_mul(3)).and_then(|r| r.checked_add(HDR))
+}
+
+/// This process's handle of the mirror `c`, owned by `owner` (one per mirror and process).
 fn handle(id: u32, c: &Card, owner: Arc<Peer>) -> R<Arc<Group>> {
     let mut open = OPEN.lock().unwrap_or_else(|e| e.into_inner());
     open.retain(|w| w.strong_count() > 0);
@@ -434,14 +638,13 @@ fn handle(id: u32, c: &Card, owner: Arc<Peer>) -> R<Arc<Group>> {
     }
     let view = softnic_fabric::rma::map_region(&owner, &c.loc).map_err(|_| SCI_ERR_NO_SUCH_SEGMENT)?;
     let size = usize::try_from(c.size).map_err(|_| SCI_ERR_NOSPC)?;
-    let need = round8(size).and_then(|r| r.checked_mul(2)).and_then(|r| r.checked_add(HDR));
-    if need.map_or(true, |n| n > view.len()) {
+    if mirror_len(size).map_or(true, |n| n > view.len()) {
         return Err(SCI_ERR_NO_SUCH_SEGMENT);
     }
     // Other machines can only be there when the network engine runs (a job of one
     // machine, e.g. under snrun, has no background pass nor reload for it).
     let spanning = softnic_fabric::net::running().is_some();
-    // SAFETY: the first words of the mapping (at least HDR + data + twin bytes, checked).
+    // SAFETY: the first words of the mapping (at least the mirror's length, checked).
     let hw = |off: usize| unsafe { &*(view.as_ptr().add(off) as *const AtomicU64) };
     if hw(G_MAGIC).load(Ordering::Acquire) != GROUP_MAGIC || hw(G_TOKEN).load(Ordering::Acquire) != c.token {
         return Err(SCI_ERR_NO_SUCH_SEGMENT);
@@ -449,7 +652,7 @@ fn handle(id: u32, c: &Card, owner: Arc<Peer>) -> R<Arc<Group>> {
     if spanning {
         SPANNING.fetch_add(1, Ordering::AcqRel);
     }
-    let g = Arc::new(Group { id, token: c.token, base: view.as_ptr(), size, owner, loc: c.loc, key: c.key, addr: c.base, _view: view, hubs: Mutex::new(Vec::new()), spanning });
+    let g = Arc::new(Group { id, token: c.token, base: view.as_ptr(), size, owner, key: c.key, addr: c.base, _view: view, hubs: Mutex::new(Vec::new()), spanning });
     open.push(Arc::downgrade(&g));
     drop(open);
     if spanning {
@@ -459,12 +662,12 @@ fn handle(id: u32, c: &Card, owner: Arc<Peer>) -> R<Arc<Group>> {
     Ok(g)
 }
 
-/// Makes this machine's copy of group `id` for a first member of `size` bytes.
+/// Makes this machine's mirror of group `id` for a first member of `size` bytes.
 /// `Ok(None)`: another process of the machine made it first.
-fn make(id: u32, size: usize) -> R<Option<(Data, Arc<Group>)>> {
-    // One more than the highest epoch among the copies that exist (0: none).
+fn make(id: u32, size: usize) -> R<Option<Arc<Group>>> {
+    // One more than the highest epoch among the mirrors that exist (0: none).
     let epoch = scan(id, 0).iter().map(|(_, _, c)| c.epoch.saturating_add(1)).max().unwrap_or(0);
-    let len = round8(size).and_then(|r| r.checked_mul(2)).and_then(|r| r.checked_add(HDR)).ok_or(SCI_ERR_NOSPC)?;
+    let len = mirror_len(size).ok_or(SCI_ERR_NOSPC)?;
     let d = alloc_data(len)?;
     let token = new_token();
     let loc = d.loc.ok_or(SCI_ERR_NOSPC)?;
@@ -483,30 +686,27 @@ fn make(id: u32, size: usize) -> R<Option<(Data, Arc<Group>)>> {
     MINE.lock().unwrap_or_else(|e| e.into_inner()).push((id, d));
     let g = handle(id, &c, Peer::this().map_err(|_| SCI_ERR_SYSTEM)?)?;
     g.meet();
-    // Filled from the hub (nothing when this copy is the hub).
+    // Filled from the hub (nothing when this mirror is the hub).
     if let Err(e) = g.sync(0, size, true) {
         softnic_fabric::sn_debug!("SISCI", "reflective memory {}: first fill: {}", id, name(e));
     }
-    Ok(Some((g.data_for(size)?, g)))
+    Ok(Some(g))
 }
 
-/// The memory of group `id` for a member of `size` bytes on this machine (making this
-/// machine's copy if needed), and this process's handle of the copy.
-pub fn join(id: u32, size: usize) -> R<(Data, Arc<Group>)> {
+/// This machine's mirror of group `id`, made for a first member of `size` bytes if there
+/// is none.
+fn mirror(id: u32, size: usize) -> R<Arc<Group>> {
     for _ in 0..100 {
         match registry::lookup(api::SISCI, &node::group_key(id)) {
             Ok(e) => {
                 let c = Card::decode(&e.payload);
-                if size as u64 > c.size {
-                    return Err(SCI_ERR_OUT_OF_RANGE);
-                }
                 let Ok(owner) = Peer::open(e.peer) else { continue };
                 let Ok(g) = handle(id, &c, owner) else { continue };
-                return Ok((g.data_for(size)?, g));
+                return Ok(g);
             }
             Err(softnic_fabric::Error::NotFound) => {
-                if let Some(x) = make(id, size)? {
-                    return Ok(x);
+                if let Some(g) = make(id, size)? {
+                    return Ok(g);
                 }
             }
             Err(_) => return Err(SCI_ERR_NOSPC),
@@ -515,8 +715,30 @@ pub fn join(id: u32, size: usize) -> R<(Data, Arc<Group>)> {
     Err(SCI_ERR_NOSPC)
 }
 
-/// Reloads every copy this process uses that other machines share, from their hubs
-/// (when an interrupt is delivered: crate::map::reload_reflective).
+/// The memory of a new member of group `id`, of `size` bytes, on this node: the node's
+/// own copy, starting as the group's content and entered in the machine's table.
+pub fn join(id: u32, size: usize) -> R<(Data, Membership)> {
+    let g = mirror(id, size)?;
+    if size > g.size {
+        return Err(SCI_ERR_OUT_OF_RANGE);
+    }
+    // What other machines wrote last, for the copy's start.
+    let _ = g.sync(0, g.size, true);
+    let d = alloc_data(size)?;
+    let me = softnic_fabric::node::get().map_err(|_| SCI_ERR_SYSTEM)?.proc_id();
+    let c = Copy { node: node::my_node(), proc: me, key: d.key, addr: d.addr, size: size as u64, token: new_token() };
+    {
+        let _held = g.lock(Wait::Yes);
+        // SAFETY: our fresh memory of `size` bytes, and the mirror's data (size <= its size).
+        unsafe { std::ptr::copy_nonoverlapping(g.data(), d.ptr, size) };
+        g.enter(&c)?;
+    }
+    Ok((d, Membership { group: g, token: c.token }))
+}
+
+/// Reloads every mirror this process uses that other machines share, from their hubs,
+/// and the machine's copies with it (when an interrupt is delivered:
+/// crate::map::reload_reflective).
 pub fn reload_all() {
     if SPANNING.load(Ordering::Acquire) == 0 {
         return;
@@ -527,40 +749,37 @@ pub fn reload_all() {
     }
 }
 
-/// This process's handle of this machine's copy of group `id`, if the machine has one.
+/// This process's handle of this machine's mirror of group `id`, if the machine has one.
 pub fn local(id: u32) -> Option<Arc<Group>> {
     let e = registry::lookup(api::SISCI, &node::group_key(id)).ok()?;
     let owner = Peer::open(e.peer).ok()?;
     handle(id, &Card::decode(&e.payload), owner).ok()
 }
 
-/// The node whose broadcast segment made this machine's copy of group `id`.
-pub fn creator_node(id: u32) -> Option<u32> {
-    let e = registry::lookup(api::SISCI, &node::group_key(id)).ok()?;
-    Some(Card::decode(&e.payload).creator)
+/// A node of this machine with a member of group `id` (its copy is in the mirror's table),
+/// other than `except`.
+pub fn member_here(id: u32, except: u32) -> Option<u32> {
+    local(id)?.copies().into_iter().map(|c| c.node).find(|&n| n != except)
 }
 
-/// For a connection from a machine without a copy of group `id`: the copy that is the
-/// hub as far as the published cards tell (least epoch, then node), as (the SISCI node
-/// whose segment made it, its launcher node).
+/// For a connection from a machine without a mirror of group `id`: the mirror that is
+/// the hub as far as the published cards tell (least epoch, then node), as (the SISCI
+/// node whose segment made it, its launcher node).
 pub fn find(id: u32) -> Option<(u32, u32)> {
     scan(id, 0).into_iter().min_by_key(|(n, _, c)| (c.epoch, *n, c.token)).map(|(n, _, c)| (c.creator, n))
 }
 
-/// Where a broadcast segment `id` of a process on launcher node `enode` keeps its data:
-/// this machine's copy (its owner, and this process's handle), or another machine's (its
-/// owner; the connection's maps are then shadows).  None when there is no copy there.
-pub fn backing(id: u32, enode: u32) -> Option<(Arc<Peer>, Option<Arc<Group>>)> {
-    let mine = local(id);
-    if enode == node::my_fabric_node() {
-        return mine.map(|g| (g.owner.clone(), Some(g)));
+/// Where the group's content is for a broadcast connection made through launcher node
+/// `enode`: this machine's mirror (with this process's handle), or, on a machine without
+/// one, the mirror of `enode`'s machine (its maps are then shadows of it): owner,
+/// registration key, address of the data.
+pub fn content(id: u32, enode: u32) -> Option<(Arc<Peer>, MemKey, u64, Option<Arc<Group>>)> {
+    if let Some(g) = local(id) {
+        return Some((g.owner.clone(), g.key, g.data_addr(), Some(g)));
     }
     let (peer, p) = node::lookup_at(enode, &node::group_key(id)).ok()?;
-    let token = Card::decode(&p).token;
-    match mine {
-        Some(g) if g.token == token => Some((g.owner.clone(), Some(g))),
-        _ => Some((peer, None)),
-    }
+    let c = Card::decode(&p);
+    Some((peer, c.key, c.base + HDR as u64, None))
 }
 
 #[cfg(test)]
@@ -577,21 +796,46 @@ mod tests {
         assert_eq!(m.enode, 5);
     }
 
-    /// A copy made in this process, another "machine's" copy (memory of this process
-    /// named as a member) as its hub: membership through the service, the hub chosen by
-    /// epoch, words shipped and reloaded, a word stored and not shipped kept, a hub whose
-    /// process is gone passed over, the table's limit.
+    /// Two nodes' copies of a group made in this process: private stores stay in their
+    /// copy, writes to the group reach both (as far as each is long) and the mirror, a copy
+    /// that left gets nothing more.  Then another "machine's" mirror (memory of this
+    /// process named as a member) as the hub: membership through the service, the hub
+    /// chosen by epoch, words shipped and reloaded and what is new written into the copies,
+    /// a word written and not shipped kept, a hub whose process is gone passed over, the
+    /// table's limit.
     #[test]
-    fn a_copy_keeps_in_step_with_its_hub() {
+    fn copies_are_private_and_the_mirror_keeps_in_step_with_its_hub() {
         crate::service_init();
         let id = 0x7e57_0000 + std::process::id() % 0x10000;
-        let (data, g) = join(id, 4000).unwrap();
-        assert_eq!(data.len, 4000);
+        let (d1, m1) = join(id, 4000).unwrap();
+        let (d2, m2) = join(id, 2000).unwrap();
+        let g = m1.group.clone();
+        assert!(Arc::ptr_eq(&g, &m2.group));
+        assert_eq!((d1.len, d2.len, g.copies().len()), (4000, 2000, 2));
+        assert!(matches!(join(id, 4001), Err(SCI_ERR_OUT_OF_RANGE)));
+        // SAFETY: words inside the copies' and the mirror's data.
+        let one = |i: usize| unsafe { &*(d1.ptr.add(8 * i) as *const AtomicU64) };
+        let two = |i: usize| unsafe { &*(d2.ptr.add(8 * i) as *const AtomicU64) };
+        let mine = |i: usize| unsafe { &*(g.data().add(8 * i) as *const AtomicU64) };
+        one(4).store(0x44, Ordering::Relaxed);
+        let v = 0x11u64.to_ne_bytes();
+        let far = 0x22u64.to_ne_bytes();
+        let version = g.version();
+        g.write(&[(8, &v), (2400, &far)], Wait::Yes).unwrap();
+        assert!(g.version() > version);
+        assert_eq!((one(1).load(Ordering::Relaxed), two(1).load(Ordering::Relaxed), mine(1).load(Ordering::Relaxed)), (0x11, 0x11, 0x11));
+        assert_eq!((one(300).load(Ordering::Relaxed), mine(300).load(Ordering::Relaxed)), (0x22, 0x22));
+        assert_eq!((two(4).load(Ordering::Relaxed), mine(4).load(Ordering::Relaxed)), (0, 0));
+        m2.leave();
+        assert_eq!(g.copies().len(), 1);
+        g.write(&[(8, &0x12u64.to_ne_bytes())], Wait::Yes).unwrap();
+        assert_eq!((one(1).load(Ordering::Relaxed), two(1).load(Ordering::Relaxed)), (0x12, 0x11));
+        let (d3, _m3) = join(id, 800).unwrap();
+        // SAFETY: a word inside the new copy.
+        assert_eq!(unsafe { &*(d3.ptr.add(8) as *const AtomicU64) }.load(Ordering::Relaxed), 0x12);
         assert!(g.members().is_empty() && g.hub().is_none());
-        g.sync(0, 4000, true).unwrap();
-        // A hub: memory laid out as a copy, older (epoch 1) than ours (made 5 here).
-        let len = HDR + 2 * 4000;
-        let h = alloc_data(len).unwrap();
+        // A hub: memory laid out as a mirror, older (epoch 1) than ours (made 5 here).
+        let h = alloc_data(mirror_len(4000).unwrap()).unwrap();
         // SAFETY: the header words of our fresh, zeroed, page-aligned memory.
         let hw = |off: usize| unsafe { &*(h.ptr.add(off) as *const AtomicU64) };
         hw(G_TOKEN).store(0x4b, Ordering::Relaxed);
@@ -604,31 +848,43 @@ mod tests {
         add_member(&g.owner, g.key, g.addr, g.token, &hub).unwrap();
         assert_eq!(g.members(), vec![hub]);
         assert_eq!(g.hub().map(|(_, m)| m), Some(hub));
-        // SAFETY: words inside both copies' data.
-        let mine = |i: usize| unsafe { &*(g.data().add(8 * i) as *const AtomicU64) };
+        // The passes the background thread and the sync points make when other machines
+        // share the group (this process's handle is of one machine).
+        let pass = |lo: usize, hi: usize, reload: bool| {
+            let _held = g.lock(Wait::Yes);
+            let r = g.sync_locked(lo, hi, reload);
+            if reload {
+                g.propagate();
+            }
+            r
+        };
+        // SAFETY: a word inside the hub's data.
         let theirs = |i: usize| unsafe { &*(h.ptr.add(HDR + 8 * i) as *const AtomicU64) };
         theirs(3).store(0x33, Ordering::Relaxed);
-        mine(5).store(0x55, Ordering::Relaxed);
-        g.sync(0, 4000, true).unwrap();
+        g.write(&[(40, &0x55u64.to_ne_bytes())], Wait::Yes).unwrap();
+        pass(0, 4000, true).unwrap();
         assert_eq!((theirs(5).load(Ordering::Relaxed), mine(3).load(Ordering::Relaxed)), (0x55, 0x33));
-        // Stored here and not shipped (outside the shipped range): kept over the reload;
+        // What came from the hub is in the copies; private stores elsewhere stay.
+        assert_eq!((one(3).load(Ordering::Relaxed), one(4).load(Ordering::Relaxed)), (0x33, 0x44));
+        assert_eq!(theirs(4).load(Ordering::Relaxed), 0);
+        // Written here and not shipped (outside the shipped range): kept over the reload;
         // shipped at the next full pass, it is the hub's too (the last writer wins).
         mine(7).store(1, Ordering::Relaxed);
         theirs(7).store(2, Ordering::Relaxed);
-        g.sync(0, 8, true).unwrap();
+        pass(0, 8, true).unwrap();
         assert_eq!(mine(7).load(Ordering::Relaxed), 1);
-        g.sync(0, 4000, true).unwrap();
+        pass(0, 4000, true).unwrap();
         assert_eq!(theirs(7).load(Ordering::Relaxed), 1);
-        // An older copy whose process is gone: tried, marked gone, the next one used.
-        // (Another node: a copy of the same node replaces that node's older one.)
+        // An older mirror whose process is gone: tried, marked gone, the next one used.
+        // (Another node: a mirror of the same node replaces that node's older one.)
         let dead = Member { epoch: 0, enode: enode + 1, proc: ProcId { slot: 500, gen: 0xdead_beef }, token: 0x1, ..hub };
         add_member(&g.owner, g.key, g.addr, g.token, &dead).unwrap();
         assert_eq!(g.hub().map(|(_, m)| m.token), Some(0x1));
         mine(9).store(0x99, Ordering::Relaxed);
-        g.sync(0, 4000, false).unwrap();
+        pass(0, 4000, false).unwrap();
         assert_eq!(theirs(9).load(Ordering::Relaxed), 0x99);
         assert_eq!(g.hub().map(|(_, m)| m), Some(hub));
-        // Wrong copy: refused.  A full table: SCI_ERR_NOSPC.
+        // Wrong mirror: refused.  A full table: SCI_ERR_NOSPC.
         assert_eq!(add_member(&g.owner, g.key, g.addr, g.token ^ 1, &Member { token: 0x77, ..hub }), Err(SCI_ERR_NO_SUCH_SEGMENT));
         let mut added = 1;
         let r = loop {

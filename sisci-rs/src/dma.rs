@@ -18,9 +18,15 @@
 //! only when no transfer is POSTED.  The local segment must be prepared
 //! (SCI_ERR_SEGMENT_NOT_PREPARED); every piece must lie inside both segments
 //! (SCI_ERR_OUT_OF_RANGE); a vector has 1..=DIS_DMA_MAX_VECLEN entries
-//! (SCI_ERR_ILLEGAL_PARAMETER).  The remote segment need not be mapped (every mode is
-//! "global" here).  No alignment is required (the capabilities say 1).
+//! (SCI_ERR_ILLEGAL_PARAMETER), whose `flags` are ignored (none is defined for an entry,
+//! and programs leave them uninitialised).  The remote segment need not be mapped (every mode is
+//! "global" here).  No alignment is required (the capabilities say 1).  A transfer is a
+//! use of each remote segment it touches (crate::service, "Uses"), from its start to its
+//! end: the owner cannot remove the segment meanwhile; a transfer started on a segment
+//! that is gone ends in ERROR.  A transfer to a broadcast connection is a write to the
+//! group (crate::broadcast).
 
+use crate::broadcast::Wait;
 use crate::desc::{self, Desc, Kind};
 use crate::handles::Table;
 use crate::pool::PD;
@@ -59,6 +65,46 @@ struct Piece {
 struct Job {
     pieces: Vec<Piece>,
     cb: Option<(CbDma, usize)>,
+    /// The pieces whose remote segment this transfer counts as a use at its owner (each
+    /// segment once; given back at the end): the first piece's, and `more`.
+    held_first: bool,
+    more: Vec<usize>,
+    /// A segment was gone when the transfer was started: it ends in ERROR.
+    doomed: bool,
+}
+
+impl Job {
+    fn new(pieces: Vec<Piece>, cb: Option<(CbDma, usize)>) -> Job {
+        // Each remote segment once: its owner does not remove it while this is in flight
+        // (crate::service, "Uses").  Most transfers have one segment (no list is made).
+        let mut job = Job { pieces, cb, held_first: false, more: Vec::new(), doomed: false };
+        for i in 0..job.pieces.len() {
+            let r = &job.pieces[i].rseg;
+            if i > 0 && (Arc::ptr_eq(&job.pieces[0].rseg, r) || job.more.iter().any(|&k| Arc::ptr_eq(&job.pieces[k].rseg, r))) {
+                continue;
+            }
+            if let Err(e) = r.begin_use() {
+                softnic_fabric::sn_debug!("SISCI", "DMA to node {} segment {}: {}", r.node, r.id, name(e));
+                job.doomed = true;
+                break;
+            }
+            if i == 0 {
+                job.held_first = true;
+            } else {
+                job.more.push(i);
+            }
+        }
+        job
+    }
+}
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        let first = self.held_first.then_some(0);
+        for i in first.into_iter().chain(self.more.iter().copied()) {
+            self.pieces[i].rseg.end_use();
+        }
+    }
 }
 
 // SAFETY: the raw pointer of a Mem piece is the program's buffer, which it promises to
@@ -133,6 +179,9 @@ impl Queue {
 
 /// Moves the data of `job`; the final state.
 fn run(q: &Queue, job: &Job) -> (u32, SciErr) {
+    if job.doomed {
+        return (SCI_DMAQUEUE_ERROR, SCI_ERR_TRANSFER_FAILED);
+    }
     for p in &job.pieces {
         let base = match &p.local {
             Local::Seg(s) => match s.mem() {
@@ -141,8 +190,10 @@ fn run(q: &Queue, job: &Job) -> (u32, SciErr) {
             },
             Local::Mem(ptr) => *ptr,
         };
-        // Reflective memory on this machine: read what the group holds now.
-        if let (true, Some(g)) = (p.read, &p.rseg.group) {
+        // Reflective memory: a read sees what the group holds now (other machines' writes
+        // included); a write goes to every member.
+        let group = p.rseg.group.as_ref();
+        if let (true, Some(g)) = (p.read, group) {
             if g.sync(p.roff, p.roff + p.size, true).is_err() {
                 return (SCI_DMAQUEUE_ERROR, SCI_ERR_TRANSFER_FAILED);
             }
@@ -157,26 +208,20 @@ fn run(q: &Queue, job: &Job) -> (u32, SciErr) {
             // or is the program's buffer (Mem); the piece keeps the segment alive.
             let buf = unsafe { std::slice::from_raw_parts_mut(base.add(p.loff + done), n) };
             let raddr = p.rseg.data_addr + (p.roff + done) as u64;
-            let r = if p.read {
-                softnic_fabric::rma::get(&p.rseg.data_owner, p.rseg.data_key, raddr, buf, PD)
-            } else {
-                softnic_fabric::rma::put(&p.rseg.data_owner, p.rseg.data_key, raddr, buf, PD)
+            let r = match (p.read, group) {
+                (false, Some(g)) => g.write(&[(p.roff + done, &*buf)], Wait::Yes).map_err(|_| softnic_fabric::Error::PeerDead),
+                (true, Some(g)) => {
+                    g.read(p.roff + done, buf);
+                    Ok(())
+                }
+                (true, None) => softnic_fabric::rma::get(&p.rseg.data_owner, p.rseg.data_key, raddr, buf, PD),
+                (false, None) => softnic_fabric::rma::put(&p.rseg.data_owner, p.rseg.data_key, raddr, buf, PD),
             };
             if let Err(e) = r {
                 softnic_fabric::sn_debug!("SISCI", "DMA to node {} segment {}: {}", p.rseg.node, p.rseg.id, e);
                 return (SCI_DMAQUEUE_ERROR, SCI_ERR_TRANSFER_FAILED);
             }
             done += n;
-        }
-        // What the transfer wrote into this machine's copy of a reflective-memory group
-        // goes on towards the other machines before the transfer is done.
-        let shipped = match (&p.local, p.read) {
-            (_, false) => p.rseg.group.as_ref().map(|g| g.sync(p.roff, p.roff + p.size, false)),
-            (Local::Seg(s), true) => s.group.as_ref().map(|g| g.sync(p.loff, p.loff + p.size, false)),
-            (Local::Mem(_), true) => None,
-        };
-        if let Some(Err(_)) = shipped {
-            return (SCI_DMAQUEUE_ERROR, SCI_ERR_TRANSFER_FAILED);
         }
     }
     (SCI_DMAQUEUE_DONE, SCI_ERR_OK)
@@ -271,7 +316,7 @@ fn launch(q: &Arc<Queue>, pieces: Vec<Piece>, cb: CbDma, arg: *mut c_void, flags
     let eng = if use_cb { Some(engine()?) } else { None };
     q.post(gather)?;
     q.with_cb.store(use_cb, Ordering::Release);
-    let job = Job { pieces, cb: use_cb.then_some((cb, arg as usize)) };
+    let job = Job::new(pieces, use_cb.then_some((cb, arg as usize)));
     match eng {
         None => complete(q, job),
         Some(e) => {
@@ -320,8 +365,12 @@ fn start_vec(dq: usize, lseg: usize, rseg: usize, len: usize, vec: *const DisDma
     let v = unsafe { std::slice::from_raw_parts(vec, len) };
     let read = flags & SCI_FLAG_DMA_READ != 0;
     let mut pieces = Vec::with_capacity(len);
+    if v.iter().any(|e| e.flags != 0) {
+        // Programs leave the entries' flags uninitialised (the hardware does not look at
+        // them), so they are not checked either.
+        softnic_fabric::sn_debug!("SISCI", "SCIStartDmaTransferVec: entry flags ignored");
+    }
     for e in v {
-        check_flags(e.flags, 0)?;
         pieces.push(piece(Some(&ls), std::ptr::null_mut(), &rs, e.local_offset as usize, e.remote_offset as usize, e.size as usize, read)?);
     }
     launch(&q, pieces, cb, arg, flags, false)

@@ -13,17 +13,23 @@
 //! as one event (coalescing: at least one event per burst, and the last trigger is never
 //! lost) or, with SCI_FLAG_COUNTING_INT on either side, one event per trigger.  Data
 //! interrupts queue every message (up to [`DATA_QUEUE`] per interrupt, in order; a
-//! trigger meeting a full queue retries until there is room, for at most
-//! [`FULL_WAIT`]); a message longer than the waiter's buffer is SCI_ERR_OUT_OF_RANGE
-//! with `*length` set to its size, and stays first in line.  Removing an interrupt wakes
-//! its waiters with SCI_ERR_CANCELLED; triggers then fail with SCI_ERR_NOT_CONNECTED.
+//! trigger meeting a full queue is SCI_ERR_NOSPC at once, the message not taken, as on
+//! the hardware); a message longer than the waiter's buffer is SCI_ERR_OUT_OF_RANGE
+//! with `*length` set to its size, and stays first in line.
+//!
+//! **Removal** never waits for the triggering side: connections are not resources the
+//! receiver's program can release (a peer's SCIDisconnectInterrupt may never come, and
+//! the hardware lets the receiver go on), so SCIRemoveInterrupt and
+//! SCIRemoveDataInterrupt succeed while peers are connected.  Waiters are woken with
+//! SCI_ERR_CANCELLED, the number is free at once, and the connected peers' triggers fail
+//! with SCI_ERR_NOT_CONNECTED (their SCIDisconnect* still succeeds).
 
 use crate::desc::{self, Desc, Kind};
 use crate::events::{self, Armed};
 use crate::handles::Table;
 use crate::node;
 use crate::pool::{self, Block, *};
-use crate::segment::{parse_payload, payload, sweep_records};
+use crate::segment::{parse_payload, payload};
 use crate::service::{self, *};
 use crate::sisci_export;
 use crate::status::*;
@@ -43,8 +49,6 @@ pub const AUTO_BASE: u32 = 0x10000;
 pub const SHARERS: u8 = 8;
 /// Messages a data interrupt queues.
 pub const DATA_QUEUE: u32 = 32;
-/// How long a data-interrupt trigger waits for room in a full queue.
-pub const FULL_WAIT: Duration = Duration::from_secs(10);
 
 const CANCEL_LEN: u64 = u64::MAX;
 
@@ -269,15 +273,11 @@ fn create(data: bool, sd: usize, intr: *mut usize, adapter: u32, intno: *mut u32
 fn remove(data: bool, h: usize, flags: u32) -> R<()> {
     check_flags(flags, 0)?;
     let table = if data { &DINTS } else { &INTS };
-    let i = table.get(h).ok_or(SCI_ERR_ILLEGAL_PARAMETER)?;
-    let dead = sweep_records(&i.blk).iter().filter(|g| g.counted).count() as u64;
-    if dead > 0 {
-        i.blk.word(H_CONNS).fetch_sub(dead, Ordering::AcqRel);
+    let i = table.remove(h).ok_or(SCI_ERR_ILLEGAL_PARAMETER)?;
+    let connected = i.blk.word(H_CONNS).load(Ordering::Acquire);
+    if connected > 0 {
+        softnic_fabric::sn_debug!("SISCI", "interrupt {:#x} removed with {} connection(s): their triggers fail from now on", i.no, connected);
     }
-    if i.blk.word(H_CONNS).load(Ordering::Acquire) > 0 {
-        return Err(SCI_ERR_BUSY);
-    }
-    table.remove(h).ok_or(SCI_ERR_ILLEGAL_PARAMETER)?;
     i.state().fetch_or(INT_REMOVED, Ordering::AcqRel);
     i.removed.store(true, Ordering::Release);
     if let Some(e) = i.claim.lock().unwrap_or_else(|e| e.into_inner()).take() {
@@ -483,18 +483,44 @@ fn trigger(h: usize, flags: u32) -> R<()> {
     check_flags(flags, 0)?;
     let ri = RINTS.get(h).ok_or(SCI_ERR_ILLEGAL_PARAMETER)?;
     crate::map::flush_shadows();
-    let mut res = Ok(());
+    let mut res = Outcome::default();
     for c in &ri.targets {
         let req = Msg::op(INT_TRIGGER).u64(c.key.to_u64()).u64(c.addr);
-        let st = match service::request(&c.owner, req) {
+        res.add(match service::request(&c.owner, req) {
             Ok((st, _)) => st,
             Err(e) => reach_err(e, SCI_ERR_NOT_CONNECTED),
-        };
-        if st != SCI_ERR_OK && res.is_ok() {
-            res = Err(st);
+        });
+    }
+    res.status()
+}
+
+/// The status of a trigger that went to every target of a connection (the sharers of a
+/// number, the nodes of a broadcast): a target that is gone (removed, or its process
+/// ended) is passed over while others took the trigger; any other failure is reported.
+#[derive(Default)]
+struct Outcome {
+    delivered: bool,
+    gone: bool,
+    failed: Option<SciErr>,
+}
+
+impl Outcome {
+    fn add(&mut self, st: SciErr) {
+        match st {
+            SCI_ERR_OK => self.delivered = true,
+            SCI_ERR_NOT_CONNECTED => self.gone = true,
+            e => {
+                self.failed.get_or_insert(e);
+            }
         }
     }
-    res
+    fn status(&self) -> R<()> {
+        match (self.failed, self.delivered, self.gone) {
+            (Some(e), _, _) => Err(e),
+            (None, false, true) => Err(SCI_ERR_NOT_CONNECTED),
+            _ => Ok(()),
+        }
+    }
 }
 
 fn trigger_data(h: usize, data: *mut c_void, len: u32, flags: u32) -> R<()> {
@@ -513,30 +539,18 @@ fn trigger_data(h: usize, data: *mut c_void, len: u32, flags: u32) -> R<()> {
         unsafe { std::slice::from_raw_parts(data as *const u8, len as usize) }
     };
     crate::map::flush_shadows();
-    let mut res = Ok(());
+    let mut res = Outcome::default();
     for c in &ri.targets {
-        let start = Instant::now();
-        let mut nap = Duration::from_micros(10);
-        let st = loop {
-            let req = Msg::op(DATA_TRIGGER).u64(c.key.to_u64()).u64(c.addr).u32(len).bytes(payload);
-            let st = match service::request(&c.owner, req) {
-                Ok((st, _)) => st,
-                Err(e) => reach_err(e, SCI_ERR_NOT_CONNECTED),
-            };
-            if st != SCI_ERR_EWOULD_BLOCK {
-                break st;
-            }
-            if start.elapsed() >= FULL_WAIT {
-                break SCI_ERR_TIMEOUT;
-            }
-            softnic_fabric::cancel::nap(nap);
-            nap = (nap * 2).min(Duration::from_millis(1));
-        };
-        if st != SCI_ERR_OK && res.is_ok() {
-            res = Err(st);
-        }
+        let req = Msg::op(DATA_TRIGGER).u64(c.key.to_u64()).u64(c.addr).u32(len).bytes(payload);
+        res.add(match service::request(&c.owner, req) {
+            // A full queue: the message is not taken (the hardware answers so at once,
+            // and programs send again or go on).
+            Ok((SCI_ERR_EWOULD_BLOCK, _)) => SCI_ERR_NOSPC,
+            Ok((st, _)) => st,
+            Err(e) => reach_err(e, SCI_ERR_NOT_CONNECTED),
+        });
     }
-    res
+    res.status()
 }
 
 fn disconnect(data: bool, h: usize, flags: u32) -> R<()> {
@@ -552,7 +566,7 @@ sisci_export! {
 }
 
 sisci_export! {
-    /// SCI_ERR_BUSY while a (live) process is connected to it.
+    /// Removes the interrupt, also while peers are connected (see the module doc).
     fn SCIRemoveInterrupt(interrupt: usize, flags: u32, error: *mut SciErr) {
         done("SCIRemoveInterrupt", error, remove(false, interrupt, flags))
     }

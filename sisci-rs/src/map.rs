@@ -10,19 +10,25 @@
 //! writable); SCI_FLAG_FIXED_MAP_ADDR's address is a hint we do not take (the reference
 //! only promises to try it); the other mapping hints have no effect.  The hardware
 //! features LOCK_OPERATION, CONDITIONAL_INTERRUPT_MAP and UNCONDITIONAL_DATA_INTERRUPT_MAP
-//! are SCI_ERR_FLAG_NOT_IMPLEMENTED.  A map of a segment on another machine: see
-//! crate::shadow.
+//! are SCI_ERR_FLAG_NOT_IMPLEMENTED.  A map of a segment on another machine, and a
+//! broadcast map of reflective memory: see crate::shadow.  A remote map is one of the
+//! importer's uses of the segment (crate::service, "Uses"): the owner cannot remove the
+//! segment while it exists; it gives the segment back when unmapped.
 //!
 //! **Ordering.**  Stores through a map of this machine are coherent CPU stores;
 //! SCIFlush, SCIStoreBarrier and SCICheckSequence (default flags) are full fences, so
 //! data stored before them is visible before anything stored after (a flag that
 //! publishes it, an interrupt).  SCIMemCpy and SCIMemWrite complete before returning.
+//! While the process has no map whose stores are shipped, SCIFlush and SCIStoreBarrier
+//! are only that (the PIO path: no cancellation point, nothing looked up).
 //!
 //! **Sequences** report SCI_SEQ_OK while the connection is good; once the owner is gone
 //! or withdrew the segment, SCIStartSequence answers SCI_SEQ_PENDING and
-//! SCICheckSequence SCI_SEQ_NOT_RETRIABLE.
+//! SCICheckSequence SCI_SEQ_NOT_RETRIABLE.  A map is unmapped also while sequences of it
+//! exist (programs rarely remove theirs): they then fail (see [`Seq`]).
 
-use crate::desc::Kind;
+use crate::broadcast::Wait;
+use crate::desc::{Desc, Kind};
 use crate::handles::Table;
 use crate::remote::{self, RemoteSeg};
 use crate::segment::{self, LocalSeg};
@@ -31,8 +37,8 @@ use crate::sisci_export;
 use crate::status::*;
 use crate::types::*;
 use std::ffi::c_void;
-use std::sync::atomic::{fence, AtomicU32, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{fence, AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
 
 pub enum Of {
     Local(Arc<LocalSeg>),
@@ -51,7 +57,8 @@ pub struct Map {
     /// into its memory, which must outlive the segment's removal like a peer's mapping).
     _keep: Option<Arc<LocalSeg>>,
     pub shadow: Option<Arc<Shadow>>,
-    pub seqs: AtomicU32,
+    /// The map no longer holds its segment (unmapped, or never made).
+    released: AtomicBool,
 }
 
 // SAFETY: the pointer is into memory this map keeps mapped (its view, or a segment that
@@ -61,41 +68,33 @@ unsafe impl Sync for Map {}
 
 impl Drop for Map {
     fn drop(&mut self) {
-        if self.shadow.is_some() || self.group().is_some() {
-            SHADOWS.fetch_sub(1, Ordering::AcqRel);
-        }
-        if self.reflective_shadow() {
-            REFLECTIVE_SHADOWS.fetch_sub(1, Ordering::AcqRel);
-        }
-        match &self.of {
-            Of::Local(s) => s.maps.fetch_sub(1, Ordering::AcqRel),
-            Of::Remote(s) => s.maps.fetch_sub(1, Ordering::AcqRel),
-        };
+        self.release();
     }
 }
 
 pub static MAPS: Table<Map> = Table::new(4);
 
-/// Maps alive in this process that are kept in step with other machines: shadows (see
-/// crate::shadow) and maps of reflective memory (crate::broadcast).
-static SHADOWS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+/// Maps alive in this process whose stores are shipped (crate::shadow: maps of another
+/// machine's memory, broadcast maps): SCIFlush and SCIStoreBarrier have nothing to wait
+/// for while there is none.
+pub static SHADOWS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-/// Shadow maps of reflective memory on another machine (a machine without a member).
+/// Broadcast maps (reloaded when an interrupt is delivered).
 static REFLECTIVE_SHADOWS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// Called when an interrupt is delivered, before the program hears of it: reloads this
-/// process's copies of reflective memory that other machines share (this machine's
-/// copies of groups, shadows of another machine's), so that data written into the group
-/// before the trigger (which shipped it) is seen, as on the hardware, where the data
-/// reach every member before the interrupt.  (Maps of another machine's plain segment
-/// are reloaded by sequences, as documented.)
+/// process's mirrors of reflective memory that other machines share (and the machine's
+/// copies with them) and its broadcast maps, so that data written into the group before
+/// the trigger (which shipped it) is seen, as on the hardware, where the data reach every
+/// member before the interrupt.  (Maps of another machine's plain segment are reloaded by
+/// sequences, as documented.)
 pub fn reload_reflective() {
     crate::broadcast::reload_all();
     if REFLECTIVE_SHADOWS.load(Ordering::Acquire) == 0 {
         return;
     }
     for m in MAPS.all() {
-        if m.reflective_shadow() {
+        if m.reflective() {
             let _ = m.refresh();
         }
     }
@@ -108,8 +107,8 @@ pub fn flush_shadows() {
         return;
     }
     for m in MAPS.all() {
-        if m.shadow.is_some() || m.group().is_some() {
-            let _ = m.flush();
+        if m.shadow.is_some() {
+            let _ = m.flush(Wait::Yes);
         }
     }
 }
@@ -138,37 +137,59 @@ impl Map {
         // SAFETY: off + n <= size: inside the window.
         Ok(unsafe { self.ptr.add(off) })
     }
-    /// A shadow of another machine's copy of a reflective-memory group.
-    fn reflective_shadow(&self) -> bool {
+    /// A broadcast map.
+    fn reflective(&self) -> bool {
         matches!((&self.shadow, &self.of), (Some(_), Of::Remote(r)) if r.flags & SCI_FLAG_BROADCAST != 0)
     }
-    /// The reflective-memory group whose copy on this machine the map points into.
+    /// The reflective-memory group of a member's local map (its memory is the node's own
+    /// copy).
     pub fn group(&self) -> Option<&Arc<crate::broadcast::Group>> {
         match &self.of {
             Of::Local(s) => s.group.as_ref(),
-            Of::Remote(r) if self.shadow.is_none() => r.group.as_ref(),
             Of::Remote(_) => None,
         }
     }
-    /// Pushes local stores of a shadow map to the owner, and those of a map of
-    /// reflective memory towards the other machines (no-op for other mappings).
-    pub fn flush(&self) -> R<()> {
+    /// Pushes the program's stores through a shadow map to the owner (or, through a
+    /// broadcast map, to the group); a fence for other maps (a store through a member's
+    /// local map stays in its copy).
+    pub fn flush(&self, wait: Wait) -> R<()> {
         fence(Ordering::SeqCst);
-        if let Some(sh) = &self.shadow {
-            sh.flush()?;
-        } else if let Some(g) = self.group() {
-            g.sync(self.offset, self.offset + self.size, false)?;
+        match &self.shadow {
+            Some(sh) => sh.flush(wait),
+            None => Ok(()),
         }
-        Ok(())
     }
-    /// Ships local stores and reloads the copy (shadows and reflective memory).
+    /// Ships local stores and reloads the copy (shadows and broadcast maps); a member's
+    /// local map gets what other machines wrote to the group.
     fn refresh(&self) -> R<()> {
         if let Some(sh) = &self.shadow {
-            sh.flush().and_then(|_| sh.refresh())
+            sh.flush(Wait::Yes).and_then(|_| sh.refresh())
         } else if let Some(g) = self.group() {
             g.sync(self.offset, self.offset + self.size, true)
         } else {
             Ok(())
+        }
+    }
+    /// Lets go of the segment (once): its map count, the importer's use at the owner,
+    /// the counters above.
+    fn release(&self) {
+        if self.released.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        if self.shadow.is_some() {
+            SHADOWS.fetch_sub(1, Ordering::AcqRel);
+        }
+        if self.reflective() {
+            REFLECTIVE_SHADOWS.fetch_sub(1, Ordering::AcqRel);
+        }
+        match &self.of {
+            Of::Local(s) => {
+                s.maps.fetch_sub(1, Ordering::AcqRel);
+            }
+            Of::Remote(s) => {
+                s.end_use();
+                s.maps.fetch_sub(1, Ordering::AcqRel);
+            }
         }
     }
 }
@@ -238,10 +259,7 @@ fn map_local(h: usize, out_map: *mut usize, offset: usize, size: usize, flags: u
     }
     // SAFETY: offset + size <= len: inside the segment's memory.
     let ptr = unsafe { d.ptr.add(offset) };
-    let m = Map { handle: 0, of: Of::Local(s), ptr, offset, size, readonly: flags & SCI_FLAG_READONLY_MAP != 0, _view: None, _keep: None, shadow: None, seqs: AtomicU32::new(0) };
-    if m.group().is_some() {
-        SHADOWS.fetch_add(1, Ordering::AcqRel);
-    }
+    let m = Map { handle: 0, of: Of::Local(s), ptr, offset, size, readonly: flags & SCI_FLAG_READONLY_MAP != 0, _view: None, _keep: None, shadow: None, released: AtomicBool::new(false) };
     publish(m, out_map)
 }
 
@@ -258,7 +276,11 @@ fn map_remote(h: usize, out_map: *mut usize, offset: usize, size: usize, flags: 
     if !s.healthy() {
         return Err(SCI_ERR_NOT_CONNECTED);
     }
+    // The owner's segment is not removed while mapped (crate::service, "Uses").
+    s.begin_use()?;
     s.maps.fetch_add(1, Ordering::AcqRel);
+    // Until the map is made, a failure gives the use back here; after, the map does.
+    let mut made = false;
     let r = (|| {
         let readonly = flags & SCI_FLAG_READONLY_MAP != 0;
         let keep = if s.data_owner.pid() == std::process::id() as i32 { s.data_loc.as_ref().and_then(segment::by_loc) } else { None };
@@ -276,55 +298,75 @@ fn map_remote(h: usize, out_map: *mut usize, offset: usize, size: usize, flags: 
                 let p = unsafe { v.as_ptr().add(offset) };
                 (p, Some(v), None)
             }
+            // Another machine's memory, or a broadcast map: a shadow.
             _ => {
                 let sh = Shadow::new(&s, offset, size)?;
-                SHADOWS.fetch_add(1, Ordering::AcqRel);
-                if s.flags & SCI_FLAG_BROADCAST != 0 {
-                    REFLECTIVE_SHADOWS.fetch_add(1, Ordering::AcqRel);
-                }
                 (sh.ptr(), None, Some(sh))
             }
         };
-        let m = Map { handle: 0, of: Of::Remote(s.clone()), ptr, offset, size, readonly, _view: view, _keep: keep, shadow, seqs: AtomicU32::new(0) };
-        if m.shadow.is_none() && m.group().is_some() {
+        let m = Map { handle: 0, of: Of::Remote(s.clone()), ptr, offset, size, readonly, _view: view, _keep: keep, shadow, released: AtomicBool::new(true) };
+        if m.shadow.is_some() {
             SHADOWS.fetch_add(1, Ordering::AcqRel);
         }
+        if m.reflective() {
+            REFLECTIVE_SHADOWS.fetch_add(1, Ordering::AcqRel);
+        }
+        // From here the map holds the segment (and gives it back when released).
+        m.released.store(false, Ordering::Release);
+        made = true;
         publish(m, out_map)
     })();
-    if r.is_err() {
+    if r.is_err() && !made {
         s.maps.fetch_sub(1, Ordering::AcqRel);
+        s.end_use();
     }
     r
 }
 
 fn unmap(h: usize, flags: u32) -> R<()> {
     check_flags(flags, 0)?;
-    let mut busy = false;
-    let m = MAPS.remove_if(h, |m| {
-        busy = m.seqs.load(Ordering::Acquire) > 0;
-        !busy
-    });
-    if busy {
-        return Err(SCI_ERR_BUSY);
+    let m = MAPS.remove(h).ok_or(SCI_ERR_ILLEGAL_PARAMETER)?;
+    let shipped = m.flush(Wait::Yes);
+    m.release();
+    // Sequences of the map stay (programs rarely remove them), holding nothing: their
+    // calls fail from now on (see Seq).
+    for q in SEQS.all() {
+        if q.map.as_ptr() == Arc::as_ptr(&m) {
+            q.uncount();
+        }
     }
-    let m = m.ok_or(SCI_ERR_ILLEGAL_PARAMETER)?;
-    m.flush()?;
-    Ok(())
+    shipped
 }
 
 // ---- sequences ----------------------------------------------------------------------
 
+/// A sequence: error checking of a remote map.  After its map is unmapped it holds
+/// nothing (no resource of its virtual device either) and its calls answer
+/// SCI_ERR_ILLEGAL_OPERATION (SCIStartSequence SCI_SEQ_PENDING, SCICheckSequence
+/// SCI_SEQ_NOT_RETRIABLE), until SCIRemoveSequence.
 pub struct Seq {
     pub handle: usize,
-    pub map: Arc<Map>,
+    pub map: Weak<Map>,
+    desc: Arc<Desc>,
+    counted: AtomicBool,
+}
+
+impl Seq {
+    /// Its map, while mapped.
+    fn live_map(&self) -> R<Arc<Map>> {
+        self.map.upgrade().filter(|m| !m.released.load(Ordering::Acquire)).ok_or(SCI_ERR_ILLEGAL_OPERATION)
+    }
+    /// No longer a resource of its virtual device.
+    fn uncount(&self) {
+        if self.counted.swap(false, Ordering::AcqRel) {
+            self.desc.release(Kind::Sequence);
+        }
+    }
 }
 
 impl Drop for Seq {
     fn drop(&mut self) {
-        self.map.seqs.fetch_sub(1, Ordering::AcqRel);
-        if let Of::Remote(r) = &self.map.of {
-            r.desc.release(Kind::Sequence);
-        }
+        self.uncount();
     }
 }
 
@@ -338,19 +380,19 @@ fn create_seq(h: usize, seq: *mut usize, flags: u32) -> R<()> {
     }
     let Of::Remote(r) = &m.of else { return Err(SCI_ERR_ILLEGAL_PARAMETER) };
     r.desc.acquire(Kind::Sequence)?;
-    m.seqs.fetch_add(1, Ordering::AcqRel);
-    let m2 = m.clone();
-    let (h, _) = SEQS.insert_with(move |h| Arc::new(Seq { handle: h, map: m2 })).ok_or(SCI_ERR_NOSPC)?;
+    let (map, desc) = (Arc::downgrade(&m), r.desc.clone());
+    let (h, _) = SEQS.insert_with(move |h| Arc::new(Seq { handle: h, map, desc, counted: AtomicBool::new(true) })).ok_or(SCI_ERR_NOSPC)?;
     out(seq, h)
 }
 
 fn start_seq(h: usize, flags: u32) -> R<u32> {
     check_flags(flags, 0)?;
     let s = SEQS.get(h).ok_or(SCI_ERR_ILLEGAL_PARAMETER)?;
-    if !s.map.healthy() {
+    let m = s.live_map()?;
+    if !m.healthy() {
         return Ok(SCI_SEQ_PENDING);
     }
-    if s.map.refresh().is_err() {
+    if m.refresh().is_err() {
         return Ok(SCI_SEQ_PENDING);
     }
     Ok(SCI_SEQ_OK)
@@ -359,24 +401,27 @@ fn start_seq(h: usize, flags: u32) -> R<u32> {
 fn check_seq(h: usize, flags: u32) -> R<u32> {
     check_flags(flags, SCI_FLAG_NO_FLUSH | SCI_FLAG_NO_STORE_BARRIER)?;
     let s = SEQS.get(h).ok_or(SCI_ERR_ILLEGAL_PARAMETER)?;
+    let m = s.live_map()?;
     if flags & (SCI_FLAG_NO_FLUSH | SCI_FLAG_NO_STORE_BARRIER) != (SCI_FLAG_NO_FLUSH | SCI_FLAG_NO_STORE_BARRIER) {
         fence(Ordering::SeqCst);
-        if s.map.refresh().is_err() {
+        if m.refresh().is_err() {
             return Ok(SCI_SEQ_NOT_RETRIABLE);
         }
     }
-    if !s.map.healthy() {
+    if !m.healthy() {
         return Ok(SCI_SEQ_NOT_RETRIABLE);
     }
     Ok(SCI_SEQ_OK)
 }
 
 /// SCIFlush / SCIStoreBarrier: everything stored through the sequence's map before is
-/// visible at the owner when it returns.
+/// visible at the owner (or, through a broadcast map, in every member's copy) when it
+/// returns.  The wait for another process's pass over the group is the call's
+/// cancellation point (nothing is written yet then).
 fn barrier(h: usize) {
     fence(Ordering::SeqCst);
-    if let Some(s) = SEQS.get(h) {
-        let _ = s.map.flush();
+    if let Some(m) = SEQS.get(h).and_then(|s| s.live_map().ok()) {
+        let _ = m.flush(Wait::Cancellable);
     }
 }
 
@@ -397,9 +442,9 @@ pub fn memcpy(m: &Map, mem: *mut u8, off: usize, size: usize, read: bool) -> R<(
     if let Some(sh) = &m.shadow {
         return sh.copy(mem, off, size, read);
     }
-    // Reflective memory: read what the group holds now; ship what was written.
-    let group = m.group();
-    if let (Some(g), true) = (group, read) {
+    // A member's local map: what other machines wrote to the group first (what is
+    // written through it stays in the node's copy).
+    if let (Some(g), true) = (m.group(), read) {
         g.sync(m.offset + off, m.offset + off + size, true)?;
     }
     // SAFETY: p..p+size is inside the map (checked); `mem` is the program's buffer of
@@ -412,9 +457,6 @@ pub fn memcpy(m: &Map, mem: *mut u8, off: usize, size: usize, read: bool) -> R<(
         }
     }
     fence(Ordering::SeqCst);
-    if let (Some(g), false) = (group, read) {
-        g.sync(m.offset + off, m.offset + off + size, false)?;
-    }
     Ok(())
 }
 
@@ -422,10 +464,10 @@ pub fn memcpy(m: &Map, mem: *mut u8, off: usize, size: usize, read: bool) -> R<(
 fn mem_cpy(seq: usize, mem: *mut c_void, h: usize, off: usize, size: usize, flags: u32) -> R<()> {
     check_flags(flags, SCI_FLAG_BLOCK_READ | SCI_FLAG_ERROR_CHECK)?;
     let m = map(h)?;
-    let s = if flags & SCI_FLAG_ERROR_CHECK != 0 { Some(SEQS.get(seq).ok_or(SCI_ERR_ILLEGAL_PARAMETER)?) } else { None };
+    let checked = if flags & SCI_FLAG_ERROR_CHECK != 0 { Some(SEQS.get(seq).ok_or(SCI_ERR_ILLEGAL_PARAMETER)?.live_map()?) } else { None };
     memcpy(&m, mem as *mut u8, off, size, flags & SCI_FLAG_BLOCK_READ != 0)?;
-    if let Some(s) = s {
-        if !s.map.healthy() || !m.healthy() {
+    if let Some(s) = checked {
+        if !s.healthy() || !m.healthy() {
             return Err(SCI_ERR_TRANSFER_FAILED);
         }
     }
@@ -468,7 +510,7 @@ fn cache_sync(h: usize, addr: *mut c_void, len: usize, flags: u32) -> R<()> {
     if flags & SCI_FLAG_CACHE_INVALIDATE != 0 {
         m.refresh()
     } else {
-        m.flush()
+        m.flush(Wait::Yes)
     }
 }
 
@@ -487,7 +529,7 @@ sisci_export! {
 }
 
 sisci_export! {
-    /// Unmaps; SCI_ERR_BUSY while a sequence of the map exists.
+    /// Unmaps, also while sequences of the map exist (see Seq).
     fn SCIUnmapSegment(map: usize, flags: u32, error: *mut SciErr) {
         done("SCIUnmapSegment", error, unmap(map, flags))
     }
@@ -522,7 +564,7 @@ sisci_export! {
 
 sisci_export! {
     fn SCIStartSequence(sequence: usize, flags: u32, error: *mut SciErr) -> u32 {
-        finish("SCIStartSequence", error, start_seq(sequence, flags), SCI_SEQ_NOT_RETRIABLE)
+        finish("SCIStartSequence", error, start_seq(sequence, flags), SCI_SEQ_PENDING)
     }
 }
 
@@ -533,24 +575,36 @@ sisci_export! {
 }
 
 sisci_export! {
-    fn SCIStoreBarrier(sequence: usize, flags: u32) {
+    /// A fence; with maps whose stores are shipped (crate::shadow) in the process, a
+    /// blocking call that ships the sequence's map.
+    blocking fn SCIStoreBarrier(sequence: usize, flags: u32) unless { no_shipping() } {
         let _ = flags;
         barrier(sequence)
     }
 }
 
 sisci_export! {
-    fn SCIFlush(sequence: usize, flags: u32) {
+    /// As SCIStoreBarrier.
+    blocking fn SCIFlush(sequence: usize, flags: u32) unless { no_shipping() } {
         let _ = flags;
         barrier(sequence)
     }
 }
 
 sisci_export! {
-    /// SISCI 1.10: makes later loads see remote stores (a fence here).
-    fn SCIFlushReadBuffers(sequence: usize) {
+    /// SISCI 1.10: makes later loads see remote stores (as SCIFlush here).
+    blocking fn SCIFlushReadBuffers(sequence: usize) unless { no_shipping() } {
         barrier(sequence)
     }
+}
+
+/// The fast path of SCIFlush and SCIStoreBarrier: a fence, and whether that is all (no map
+/// of the process ships its stores).  Holds nothing: an asynchronous cancellation may
+/// arrive while it runs (see fabric::cancel).
+#[inline(always)]
+fn no_shipping() -> bool {
+    fence(Ordering::SeqCst);
+    SHADOWS.load(Ordering::Acquire) == 0
 }
 
 sisci_export! {

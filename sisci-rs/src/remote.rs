@@ -7,8 +7,13 @@
 //! programs retry until the exporter is ready.  The connection names this process and
 //! the event ring of the remote segment (a control block of ours), where the owner posts
 //! SCI_CB_DISCONNECT when it withdraws the segment with SCI_FLAG_NOTIFY or
-//! SCI_FLAG_FORCE_DISCONNECT (or removes it with SCI_FLAG_FORCE_REMOVE).  An owner whose
+//! SCI_FLAG_FORCE_DISCONNECT (or removes it, which it may while the connection has
+//! nothing mapped and no transfer in flight: see crate::service, "Uses").  An owner whose
 //! process ends is reported once as SCI_CB_LOST.
+//!
+//! A connection with SCI_FLAG_BROADCAST reaches the group's content (crate::broadcast),
+//! not the member it was made through: its maps are shadows of the mirror, its transfers
+//! write to the group.
 
 use crate::desc::{self, Desc, Kind};
 use crate::events::{self, Armed};
@@ -22,9 +27,9 @@ use crate::handles::Table;
 use crate::types::*;
 use softnic_fabric::mem::{MemKey, RingLoc};
 use softnic_fabric::ring::Ring;
-use softnic_fabric::rma::Peer;
+use softnic_fabric::rma::{Peer, RegionView};
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -49,6 +54,9 @@ pub struct RemoteSeg {
     /// A broadcast segment whose memory is this machine's copy of its group.
     pub group: Option<Arc<crate::broadcast::Group>>,
     pub ev: Block,
+    /// The owner's block mapped here, when the owner runs on this machine: uses are
+    /// counted in it directly (see [`RemoteSeg::begin_use`]).
+    blk_view: Option<RegionView>,
     pub ring: Ring<Event>,
     cookie: u64,
     pub maps: AtomicU32,
@@ -68,9 +76,15 @@ pub fn rseg(h: usize) -> R<Arc<RemoteSeg>> {
 }
 
 impl RemoteSeg {
-    /// Is the connection still good (owner alive, connection not withdrawn)?
+    /// Is the connection still good (owner alive, connection not withdrawn)?  A broadcast
+    /// connection of a machine with a mirror needs only the mirror, mapped here: not the
+    /// member it was made through.
     pub fn healthy(&self) -> bool {
-        !self.withdrawn.load(Ordering::Relaxed) && self.owner.seems_alive() && self.data_owner.seems_alive()
+        !self.withdrawn.load(Ordering::Relaxed) && (self.reaches_local_group() || (self.owner.seems_alive() && self.data_owner.seems_alive()))
+    }
+
+    fn reaches_local_group(&self) -> bool {
+        self.flags & SCI_FLAG_BROADCAST != 0 && self.group.is_some()
     }
 
     /// The next event for the program: queued owner events first, then a lost owner
@@ -90,7 +104,7 @@ impl RemoteSeg {
             }
             return Some((reason, (ev[0] >> 32) as u32));
         }
-        if !self.lost.load(Ordering::Acquire) && !self.owner_alive() && !self.lost.swap(true, Ordering::AcqRel) {
+        if !self.lost.load(Ordering::Acquire) && !self.reaches_local_group() && !self.owner_alive() && !self.lost.swap(true, Ordering::AcqRel) {
             self.withdrawn.store(true, Ordering::Relaxed);
             return Some((SCI_CB_LOST, SCI_ERR_NOT_CONNECTED));
         }
@@ -98,7 +112,67 @@ impl RemoteSeg {
     }
 }
 
+/// How long a use waits for an owner deciding whether to remove its segment.
+const CLOSING_WAIT: Duration = Duration::from_secs(2);
+
 impl RemoteSeg {
+    /// A map or a DMA transfer begins: counted at the owner, so that the segment is not
+    /// removed under it (crate::service, "Uses").  SCI_ERR_NOT_CONNECTED when the
+    /// segment (or the connection) is gone.
+    pub fn begin_use(&self) -> R<()> {
+        if self.flags & SCI_FLAG_BROADCAST != 0 {
+            // The group's, not the member's (crate::broadcast): nothing to hold.
+            return Ok(());
+        }
+        let mut start = None;
+        let mut nap = Duration::from_micros(20);
+        loop {
+            match self.use_step(true) {
+                Ok(()) => return Ok(()),
+                // The owner is deciding whether to remove the segment: ask again.
+                Err(SCI_ERR_EWOULD_BLOCK) if start.get_or_insert_with(Instant::now).elapsed() < CLOSING_WAIT => {}
+                Err(SCI_ERR_EWOULD_BLOCK) => return Err(SCI_ERR_NOT_CONNECTED),
+                Err(e) => return Err(e),
+            }
+            softnic_fabric::cancel::nap(nap);
+            nap = (nap * 2).min(Duration::from_millis(1));
+        }
+    }
+
+    /// The map or transfer that [`RemoteSeg::begin_use`] counted ended.
+    pub fn end_use(&self) {
+        if self.flags & SCI_FLAG_BROADCAST != 0 {
+            return;
+        }
+        if let Err(e) = self.use_step(false) {
+            softnic_fabric::sn_debug!("SISCI", "segment {} of node {}: end of a use: {}", self.id, self.node, name(e));
+        }
+    }
+
+    /// One use step: in the owner's block mapped here (a few atomics, for transfers in a
+    /// loop), else through the service.
+    fn use_step(&self, begins: bool) -> R<()> {
+        let Some(v) = &self.blk_view else {
+            let req = Msg::op(SEG_USE).u64(self.blk_key.to_u64()).u64(self.blk_addr).u32(self.rec).u64(self.rec_gen).u32(begins as u32);
+            return match service::request(&self.owner, req) {
+                Ok((SCI_ERR_OK, _)) => Ok(()),
+                Ok((st, _)) => Err(st),
+                Err(e) => Err(reach_err(e, SCI_ERR_NOT_CONNECTED)),
+            };
+        };
+        // The block is still the segment's (its registration lives), as a one-sided
+        // access would check.  (An owner that died is the transfer's to find: its own
+        // access reads the clock for the rate-limited probe; a use counted in a dead
+        // process's block harms nobody.)
+        let live = self.owner.live_probed().map_err(|e| reach_err(e, SCI_ERR_NOT_CONNECTED))?;
+        live.check(self.blk_key, self.blk_addr, pool::BLOCK, true, pool::PD).map_err(|e| reach_err(e, SCI_ERR_NOT_CONNECTED))?;
+        match service::use_step(&MappedBlock(v), self.rec as usize, self.rec_gen, begins) {
+            Ok(()) => Ok(()),
+            Err(service::Fail::Sci(e)) => Err(e),
+            Err(service::Fail::Fabric(e)) => Err(reach_err(e, SCI_ERR_NOT_CONNECTED)),
+        }
+    }
+
     /// The owner's liveness, probed at most every SWEEP_EVERY across machines.
     fn owner_alive(&self) -> bool {
         if !self.owner.is_remote() {
@@ -139,6 +213,27 @@ impl Armed for RemoteSeg {
     }
 }
 
+/// An owner's control block mapped here.
+struct MappedBlock<'a>(&'a RegionView);
+
+impl MappedBlock<'_> {
+    fn word(&self, off: usize) -> &AtomicU64 {
+        assert!(off % 8 == 0 && off + 8 <= pool::BLOCK.min(self.0.len()));
+        // SAFETY: in bounds and aligned (checked; the view is page aligned); every party
+        // accesses the block's words atomically.
+        unsafe { &*(self.0.as_ptr().add(off) as *const AtomicU64) }
+    }
+}
+
+impl service::BlockWords for MappedBlock<'_> {
+    fn add(&self, off: usize, v: i64) -> softnic_fabric::Result<u64> {
+        Ok(self.word(off).fetch_add(v as u64, Ordering::SeqCst))
+    }
+    fn load(&self, off: usize) -> softnic_fabric::Result<u64> {
+        Ok(self.word(off).load(Ordering::SeqCst))
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn connect(sd: usize, segment: *mut usize, node_id: u32, id: u32, adapter: u32, cb: CbRemoteSegment, arg: *mut c_void, flags: u32) -> R<()> {
     let d = desc::desc(sd)?;
@@ -155,13 +250,15 @@ fn connect(sd: usize, segment: *mut usize, node_id: u32, id: u32, adapter: u32, 
         if node_id != DIS_BROADCAST_NODEID_GROUP_ALL {
             return Err(SCI_ERR_ILLEGAL_NODEID);
         }
-        // A member on this node, else the node that made this machine's copy of the
-        // group, else (a machine without one) the node of the hub's copy.
+        // The connection is made to a member: this node's, else another node's of this
+        // machine, else (a machine without one) the node whose segment made the hub's
+        // mirror.  This node's segment with the id may be an ordinary one: not a member.
         let me = node::my_node();
         let here = node::my_fabric_node();
-        if node::lookup(me, &node::seg_key(me, id)).is_ok() {
+        let member_here = node::lookup(me, &node::seg_key(me, id)).is_ok_and(|(_, p)| parse_payload(&p).flags & SCI_FLAG_BROADCAST != 0);
+        if member_here {
             (me, here)
-        } else if let Some(n) = crate::broadcast::creator_node(id) {
+        } else if let Some(n) = crate::broadcast::member_here(id, me) {
             (n, node::launcher_node_of(n))
         } else {
             crate::broadcast::find(id).ok_or(SCI_ERR_NO_SUCH_SEGMENT)?
@@ -213,6 +310,8 @@ fn connect_in(d: &Arc<Desc>, segment: *mut usize, node_id: u32, at: u32, id: u32
         data_loc: None,
         group: None,
         ev,
+        // The owner's block, to count uses in it directly (not for another machine's).
+        blk_view: softnic_fabric::rma::map_region(&owner, &p.loc).ok().filter(|v| v.len() >= pool::BLOCK),
         ring,
         cookie: next_cookie(),
         maps: AtomicU32::new(0),
@@ -235,7 +334,7 @@ fn connect_in(d: &Arc<Desc>, segment: *mut usize, node_id: u32, at: u32, id: u32
         .u32(me.gen)
         .loc(&ring_loc)
         .u64(obj.cookie)
-        .u32(adapter);
+        .u32(adapter | if flags & SCI_FLAG_BROADCAST != 0 { CONNECT_BROADCAST } else { 0 });
     let (st, reply) = service::request(&owner, req).map_err(|e| {
         softnic_fabric::sn_debug!("SISCI", "SCIConnectSegment: node {} segment {}: {}", node_id, id, e);
         reach_err(e, SCI_ERR_NO_SUCH_SEGMENT)
@@ -252,13 +351,19 @@ fn connect_in(d: &Arc<Desc>, segment: *mut usize, node_id: u32, at: u32, id: u32
         obj.data_addr = r.u64()?;
         let l = r.loc()?;
         obj.data_loc = (l.len > 0).then_some(l);
-        obj.flags = (r.u32()? & SCI_FLAG_BROADCAST) | (flags & SCI_FLAG_USE_CALLBACK);
+        // A broadcast connection reaches the group; a plain connection to a broadcast
+        // segment (SCI_FLAG_ALLOW_UNICAST's use) reaches that node's copy only.
+        obj.flags = (r.u32()? & flags & SCI_FLAG_BROADCAST) | (flags & SCI_FLAG_USE_CALLBACK);
         Ok(())
     })();
     if parsed.is_ok() && obj.flags & SCI_FLAG_BROADCAST != 0 {
-        match crate::broadcast::backing(id, at) {
-            Some((p, g)) => {
+        match crate::broadcast::content(id, at) {
+            Some((p, key, addr, g)) => {
+                // Its maps are shadows of the group's content (crate::shadow).
                 obj.data_owner = p;
+                obj.data_key = key;
+                obj.data_addr = addr;
+                obj.data_loc = None;
                 obj.group = g;
             }
             None => {

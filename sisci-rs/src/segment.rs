@@ -11,10 +11,14 @@
 //! **State.**  create -> (EMPTY: attach memory) -> prepare(adapter) -> available(adapter)
 //! <-> unavailable -> remove.  The state word of the segment's control block holds
 //! available/prepared/removed/callback bits and the connection count, so a connecting
-//! peer (crate::service) checks "available" and takes a connection in one atomic step,
-//! and SCIRemoveSegment refuses (SCI_ERR_BUSY) while a connection, a map or a DMA
-//! transfer uses the segment (connections of processes that died are dropped first,
-//! each reported as SCI_CB_DISCONNECT).
+//! peer (crate::service) checks "available" and takes a connection in one atomic step.
+//! SCIRemoveSegment refuses (SCI_ERR_BUSY) while the segment is mapped or a DMA transfer
+//! in flight uses it, here or at an importer (crate::service, "Uses"); connections with
+//! nothing mapped and nothing in flight do not hold it, as on the hardware, where a
+//! program that leaves an idle connection behind goes on: they are told
+//! (SCI_CB_DISCONNECT) and dropped, and their later maps and transfers fail
+//! (SCI_ERR_NOT_CONNECTED, a transfer in ERROR).  Connections of processes that died are
+//! dropped first, each reported as SCI_CB_DISCONNECT.
 //!
 //! **Events** (SCI_CB_CONNECT/DISCONNECT with the peer's node id) queue in the block's
 //! ring (64 entries; older ones are dropped when nobody takes them): the callback thread
@@ -115,8 +119,10 @@ pub struct LocalSeg {
     pub blk: Block,
     pub ring: Ring<Event>,
     pub data: OnceLock<Data>,
-    /// A broadcast segment's group (its memory is this machine's copy of it).
+    /// A broadcast segment's group (its memory is the node's own copy of it).
     pub group: Option<Arc<crate::broadcast::Group>>,
+    /// The creator's: its copy in the machine's table, until the segment is removed.
+    membership: Option<crate::broadcast::Membership>,
     claim: Mutex<Option<EndpointId>>,
     /// Serialises the lifecycle calls (map, prepare, availability, remove).
     life: Mutex<()>,
@@ -164,6 +170,7 @@ impl LocalSeg {
             ring,
             data,
             group,
+            membership: None,
             claim: Mutex::new(None),
             life: Mutex::new(()),
             maps: AtomicU32::new(0),
@@ -207,9 +214,16 @@ impl LocalSeg {
         }
     }
 
-    /// Tells every connected importer `reason`; with `drop_them` also ends the connections
-    /// (each reported locally as SCI_CB_DISCONNECT).
-    fn tell_importers(&self, reason: u32, drop_them: bool) {
+    /// Does an importer map the segment or move data with it (a live connection whose
+    /// uses are not 0)?
+    fn importers_busy(&self) -> bool {
+        (0..NREC).any(|i| self.blk.rec(i, 0).load(Ordering::SeqCst) & 0xff == REC_LIVE && self.blk.rec(i, REC_USES).load(Ordering::SeqCst) >> 32 != 0)
+    }
+
+    /// Tells every connected importer `reason` (on removal, `removal`, not the broadcast
+    /// connections: they reach the group, which goes on); with `drop_them` also ends the
+    /// connections (each reported locally as SCI_CB_DISCONNECT).
+    fn tell_importers(&self, reason: u32, drop_them: bool, removal: bool) {
         for i in 0..NREC {
             let st = self.blk.rec(i, 0).load(Ordering::Acquire);
             if st & 0xff != REC_LIVE {
@@ -219,14 +233,17 @@ impl LocalSeg {
             let w2 = self.blk.rec(i, 16).load(Ordering::Relaxed);
             let ring = RingLoc::from_words([24, 32, 40].map(|o| self.blk.rec(i, o).load(Ordering::Relaxed)));
             let cookie = self.blk.rec(i, 48).load(Ordering::Relaxed);
-            let adapter = self.blk.rec(i, 56).load(Ordering::Relaxed);
+            let kind = self.blk.rec(i, REC_USES).load(Ordering::Relaxed);
+            let adapter = kind & REC_ADAPTER_MASK;
             let id = ProcId { slot: w2 as u32, gen: (w2 >> 32) as u32 };
+            let tell = !(removal && kind & REC_BROADCAST != 0);
             match node::peer_at((w1 >> 32) as u32, id) {
-                Ok(p) => {
+                Ok(p) if tell => {
                     if let Err(e) = softnic_fabric::rma::post_event(&p, &ring, &[reason as u64, cookie], true) {
                         softnic_fabric::sn_debug!("SISCI", "segment {}: could not tell node {}: {}", self.id.load(Ordering::Relaxed), w1 as u32, e);
                     }
                 }
+                Ok(_) => {}
                 Err(e) => softnic_fabric::sn_debug!("SISCI", "segment {}: importer on node {} unreachable: {}", self.id.load(Ordering::Relaxed), w1 as u32, e),
             }
             if drop_them && self.blk.rec(i, 0).compare_exchange(st, REC_FREE, Ordering::AcqRel, Ordering::Acquire).is_ok() {
@@ -264,7 +281,7 @@ pub fn sweep_records(blk: &Block) -> Vec<Gone> {
                 if alive {
                     continue;
                 }
-                Gone { counted: true, live: Some((w1 as u32, blk.rec(i, 56).load(Ordering::Relaxed) as u32)) }
+                Gone { counted: true, live: Some((w1 as u32, (blk.rec(i, REC_USES).load(Ordering::Relaxed) & REC_ADAPTER_MASK) as u32)) }
             }
             REC_CLAIMED | REC_COUNTED => {
                 // A claimer runs on this machine (the owner's own progress thread claims
@@ -437,16 +454,18 @@ fn create_in(d: &Arc<Desc>, segment: *mut usize, id: u32, size: usize, cb: CbLoc
     let blk = pool::alloc()?;
     let (ring, _) = blk.init_ring::<Event>(64)?;
     let data = OnceLock::new();
-    let mut group = None;
+    let mut membership = None;
     if flags & SCI_FLAG_BROADCAST != 0 {
-        let (d, g) = crate::broadcast::join(id, size)?;
+        let (d, m) = crate::broadcast::join(id, size)?;
         let _ = data.set(d);
-        group = Some(g);
+        membership = Some(m);
     } else if flags & SCI_FLAG_EMPTY == 0 {
         let _ = data.set(alloc_data(size)?);
     }
     let node = node::my_node();
+    let group = membership.as_ref().map(|m| m.group.clone());
     let mut s = LocalSeg::new(d, node, id, size, flags, blk, ring, data, group, (flags & SCI_FLAG_USE_CALLBACK != 0).then_some((cb, arg as usize)));
+    s.membership = membership;
     if flags & SCI_FLAG_USE_CALLBACK != 0 {
         s.blk.word(H_STATE).fetch_or(SEG_ARMED, Ordering::Relaxed);
     }
@@ -536,6 +555,9 @@ fn finish_remove(s: &LocalSeg) {
     s.blk.word(H_STATE).fetch_or(SEG_REMOVED, Ordering::AcqRel);
     s.removed.store(true, Ordering::Release);
     unpublish(s);
+    if let Some(m) = &s.membership {
+        m.leave();
+    }
     s.blk.retire();
     s.ring.push_or_overrun(&[EV_CANCEL, 0]);
     s.disarm();
@@ -582,7 +604,7 @@ fn set_unavailable(h: usize, adapter: u32, flags: u32) -> R<()> {
         return Err(SCI_ERR_ILLEGAL_OPERATION);
     }
     if flags != 0 {
-        s.tell_importers(SCI_CB_DISCONNECT, flags & SCI_FLAG_FORCE_DISCONNECT != 0);
+        s.tell_importers(SCI_CB_DISCONNECT, flags & SCI_FLAG_FORCE_DISCONNECT != 0, false);
     }
     Ok(())
 }
@@ -609,23 +631,32 @@ fn remove(h: usize, flags: u32) -> R<()> {
         s.desc.release(Kind::LocalSegment);
         return Ok(());
     }
-    s.sweep_dead();
-    if s.connections() > 0 {
-        if flags & SCI_FLAG_FORCE_REMOVE == 0 {
-            return Err(SCI_ERR_BUSY);
-        }
-        s.tell_importers(SCI_CB_DISCONNECT, true);
-    }
-    SEGS.remove(h).ok_or(SCI_ERR_ILLEGAL_PARAMETER)?;
-    s.desc.release(Kind::LocalSegment);
     if s.blk.word(H_ATTACH).load(Ordering::Acquire) > 0 {
-        // Others are attached: this is the creator's detach; the segment lives on.
+        // Others are attached: this is the creator's detach; the segment lives on, its
+        // importers with it.
+        SEGS.remove(h).ok_or(SCI_ERR_ILLEGAL_PARAMETER)?;
+        s.desc.release(Kind::LocalSegment);
         s.blk.word(H_STATE).fetch_or(SEG_CREATOR_GONE, Ordering::AcqRel);
         s.disarm();
         drop(l);
         ORPHANS.lock().unwrap_or_else(|e| e.into_inner()).push(s);
         return Ok(());
     }
+    s.sweep_dead();
+    if flags & SCI_FLAG_FORCE_REMOVE == 0 {
+        // Importers' maps and transfers in flight hold the segment; a connection with
+        // neither does not (see crate::service, "Uses"): it is told, and dropped below.
+        s.blk.word(H_STATE).fetch_or(SEG_CLOSING, Ordering::SeqCst);
+        if s.importers_busy() {
+            s.blk.word(H_STATE).fetch_and(!SEG_CLOSING, Ordering::SeqCst);
+            return Err(SCI_ERR_BUSY);
+        }
+    }
+    if s.connections() > 0 {
+        s.tell_importers(SCI_CB_DISCONNECT, true, true);
+    }
+    SEGS.remove(h).ok_or(SCI_ERR_ILLEGAL_PARAMETER)?;
+    s.desc.release(Kind::LocalSegment);
     finish_remove(&s);
     Ok(())
 }

@@ -8,7 +8,8 @@
 //! Requests (little-endian; the first byte is the operation):
 //! ```text
 //! SEG_CONNECT     block key, block address, importer (node, fabric node, slot, gen),
-//!                 importer event ring (3 words), importer handle, adapter
+//!                 importer event ring (3 words), importer handle, adapter (bit 31: a
+//!                 broadcast connection)
 //!   -> status, record, record generation, size, data key, data address,
 //!      data location (3 words), segment flags
 //! SEG_DISCONNECT  block key, block address, record, record generation, node, adapter
@@ -19,12 +20,23 @@
 //! DATA_TRIGGER    block key, block address, length, payload
 //! PING            (block key, block address: ignored)
 //! BC_JOIN         copy key, copy header address, copy token, member (6 words)
+//! SEG_USE         block key, block address, record, record generation, 1 (a map or a
+//!                 transfer begins) or 0 (it ended)
 //! ```
 //! BC_JOIN adds another machine's copy of a reflective-memory group to the member table
 //! of a copy (crate::broadcast; the block is then the copy's header).
 //! Segment state word: bit 0 available, 1 prepared, 2 removed, 3 callback armed, 4 shared,
-//! 5 creator gone, 32..47 connections.  Interrupt state word: 0..39 pending triggers, 60 counting,
-//! 61 removed, 62 callback armed.
+//! 5 creator gone, 6 closing, 32..47 connections.  Interrupt state word: 0..39 pending
+//! triggers, 60 counting, 61 removed, 62 callback armed.
+//!
+//! **Uses.**  An importer's maps and DMA transfers in flight hold the segment (its owner's
+//! SCIRemoveSegment is SCI_ERR_BUSY meanwhile); a connection with neither does not.  Each
+//! is counted in the connection record's word [`REC_USES`] (SEG_USE), next to the
+//! adapter and a tag of the record's generation, so a count never lands in a record that
+//! was reused for another connection.  Removal sets "closing", then looks at the counts:
+//! a use that begins meanwhile sees "closing" and waits until the owner decided (it
+//! answers SCI_ERR_EWOULD_BLOCK, the importer asks again), so of the two one always sees
+//! the other.
 
 use crate::pool::{self, *};
 use crate::types::*;
@@ -45,6 +57,8 @@ pub const DATA_TRIGGER: u8 = 6;
 pub const PING: u8 = 7;
 /// A reflective-memory copy learns of another machine's copy.
 pub const BC_JOIN: u8 = 8;
+/// An importer's map or transfer begins or ends (see "Uses" above).
+pub const SEG_USE: u8 = 9;
 
 pub const SEG_AVAILABLE: u64 = 1 << 0;
 pub const SEG_PREPARED: u64 = 1 << 1;
@@ -54,8 +68,28 @@ pub const SEG_ARMED: u64 = 1 << 3;
 pub const SEG_SHARED: u64 = 1 << 4;
 /// The creator of a shared segment removed it while others were attached.
 pub const SEG_CREATOR_GONE: u64 = 1 << 5;
+/// SCIRemoveSegment is looking whether importers use the segment.
+pub const SEG_CLOSING: u64 = 1 << 6;
 pub const SEG_CONN_ONE: u64 = 1 << 32;
 pub const SEG_CONN_MASK: u64 = 0xffff << 32;
+
+/// The word of a connection record holding its adapter (bits 0..7), whether it is a
+/// broadcast connection (bit 8), the low 16 bits of its generation (16..31) and the
+/// importer's maps and transfers in flight (32..63).
+pub const REC_USES: usize = 56;
+pub const REC_USE_ONE: u64 = 1 << 32;
+pub const REC_ADAPTER_MASK: u64 = 0xff;
+/// A connection made with SCI_FLAG_BROADCAST: it reaches the group, not the member it
+/// was made through (see crate::broadcast), so the member's removal neither waits for it
+/// nor tells it.
+pub const REC_BROADCAST: u64 = 1 << 8;
+/// In SEG_CONNECT's adapter word: the connection is a broadcast one.
+pub const CONNECT_BROADCAST: u32 = 1 << 31;
+
+/// The tag of generation `gen` in a record's [`REC_USES`] word.
+pub fn rec_tag(gen: u64) -> u64 {
+    (gen & 0xffff) << 16
+}
 
 pub const INT_COUNT_MASK: u64 = (1 << 40) - 1;
 pub const INT_COUNTING: u64 = 1 << 60;
@@ -176,6 +210,7 @@ pub fn serve(target: &Arc<Peer>, req: &[u8], reply: &mut Vec<u8>) -> FResult<()>
         DATA_TRIGGER => data_trigger(&t, &mut r),
         PING => Ok(Msg::default()),
         BC_JOIN => bc_join(&t, &mut r),
+        SEG_USE => seg_use(&t, &mut r),
         _ => return Err(FErr::InvalidArg),
     };
     match out {
@@ -199,11 +234,12 @@ fn gone(op: u8) -> SciErr {
         SEG_CONNECT | BC_JOIN => SCI_ERR_NO_SUCH_SEGMENT,
         INT_CONNECT => SCI_ERR_NO_SUCH_INTNO,
         SEG_DISCONNECT | INT_DISCONNECT => SCI_ERR_OK,
+        SEG_USE => SCI_ERR_NOT_CONNECTED,
         _ => SCI_ERR_NOT_CONNECTED,
     }
 }
 
-enum Fail {
+pub enum Fail {
     Sci(SciErr),
     Fabric(FErr),
 }
@@ -217,7 +253,7 @@ impl From<FErr> for Fail {
 type Out = std::result::Result<Msg, Fail>;
 
 /// The target block, reached through the one-sided engine.
-struct Target<'a> {
+pub struct Target<'a> {
     live: Live<'a>,
     key: MemKey,
     blk: u64,
@@ -287,10 +323,15 @@ impl Target<'_> {
         }
         self.live.store_u64(self.key, pool::rec_addr(self.blk, i, 0), who | REC_COUNTED, PD)?;
         let gen = self.add(H_CONN_GEN, 1)?.wrapping_add(1) & ((1 << 48) - 1);
-        let mut b = Vec::with_capacity(48);
-        b.extend_from_slice(&(imp.node as u64 | (imp.fnode as u64) << 32).to_le_bytes());
-        b.extend_from_slice(&(imp.slot as u64 | (imp.gen as u64) << 32).to_le_bytes());
-        for w in extra {
+        // Words 8..63: importer, then `extra` (the last of them is the uses word: its
+        // adapter bits, tagged with the generation, no use yet).
+        let mut words = [0u64; 7];
+        words[0] = imp.node as u64 | (imp.fnode as u64) << 32;
+        words[1] = imp.slot as u64 | (imp.gen as u64) << 32;
+        words[2..2 + extra.len()].copy_from_slice(extra);
+        words[6] = (words[6] & 0xffff) | rec_tag(gen);
+        let mut b = Vec::with_capacity(56);
+        for w in words {
             b.extend_from_slice(&w.to_le_bytes());
         }
         self.live.put(self.key, pool::rec_addr(self.blk, i, 8), &b, PD)?;
@@ -314,14 +355,16 @@ fn seg_connect(t: &Target, r: &mut Rd) -> Out {
     let imp = importer(r)?;
     let ring = r.loc()?;
     let cookie = r.u64()?;
-    let adapter = r.u32()?;
+    let word = r.u32()?;
+    let adapter = word & REC_ADAPTER_MASK as u32;
+    let kind = if word & CONNECT_BROADCAST != 0 { REC_BROADCAST } else { 0 };
     t.check_magic()?;
     let avail = 1u64 << adapter.min(15);
     let mut seen = 0;
     let w = ring.to_words();
-    let (rec, gen) = t.claim(&imp, &[w[0], w[1], w[2], cookie, adapter as u64], || loop {
+    let (rec, gen) = t.claim(&imp, &[w[0], w[1], w[2], cookie, adapter as u64 | kind], || loop {
         let s = t.load(H_STATE)?;
-        if s & SEG_REMOVED != 0 || s & avail == 0 {
+        if s & (SEG_REMOVED | SEG_CLOSING) != 0 || s & avail == 0 {
             return Err(Fail::Sci(SCI_ERR_NO_SUCH_SEGMENT));
         }
         if t.cas(H_STATE, s, s + SEG_CONN_ONE)? {
@@ -354,6 +397,59 @@ fn seg_disconnect(t: &Target, r: &mut Rd) -> Out {
         }
     }
     Ok(Msg::default())
+}
+
+/// The words of a control block a use step reads and changes: through the service (the
+/// owner's block reached by the one-sided engine) or, for an owner on this machine, in a
+/// mapping of its block (crate::remote).
+pub trait BlockWords {
+    fn add(&self, off: usize, v: i64) -> FResult<u64>;
+    fn load(&self, off: usize) -> FResult<u64>;
+}
+
+impl BlockWords for Target<'_> {
+    fn add(&self, off: usize, v: i64) -> FResult<u64> {
+        Target::add(self, off, v)
+    }
+    fn load(&self, off: usize) -> FResult<u64> {
+        Target::load(self, off)
+    }
+}
+
+/// One use of connection record `rec` (generation `gen`) begins or ends (see "Uses" in
+/// the module doc): SCI_ERR_NOT_CONNECTED when the connection or the segment is gone,
+/// SCI_ERR_EWOULD_BLOCK while the owner decides whether to remove the segment (nothing
+/// counted then either).
+pub fn use_step(w: &impl BlockWords, rec: usize, gen: u64, begins: bool) -> std::result::Result<(), Fail> {
+    if rec >= NREC {
+        return Err(Fail::Sci(SCI_ERR_NOT_CONNECTED));
+    }
+    let at = REC_OFF + rec * REC_LEN + REC_USES;
+    let one = if begins { REC_USE_ONE as i64 } else { -(REC_USE_ONE as i64) };
+    let old = w.add(at, one)?;
+    if old & (0xffff << 16) != rec_tag(gen) {
+        // The record is another connection's now: ours was dropped.
+        w.add(at, -one)?;
+        return Err(Fail::Sci(SCI_ERR_NOT_CONNECTED));
+    }
+    if !begins {
+        return Ok(());
+    }
+    let state = w.load(H_STATE)?;
+    let live = w.load(REC_OFF + rec * REC_LEN)? == gen << 8 | REC_LIVE;
+    if !live || state & (SEG_REMOVED | SEG_CLOSING) != 0 {
+        w.add(at, -one)?;
+        return Err(Fail::Sci(if live && state & SEG_REMOVED == 0 { SCI_ERR_EWOULD_BLOCK } else { SCI_ERR_NOT_CONNECTED }));
+    }
+    Ok(())
+}
+
+/// SEG_USE (see "Uses" in the module doc).
+fn seg_use(t: &Target, r: &mut Rd) -> Out {
+    let rec = r.u32()? as usize;
+    let gen = r.u64()?;
+    let begins = r.u32()? != 0;
+    use_step(t, rec, gen, begins).map(|_| Msg::default())
 }
 
 fn int_connect(t: &Target, r: &mut Rd) -> Out {
@@ -486,4 +582,63 @@ pub fn request(target: &Arc<Peer>, req: Msg) -> FResult<(SciErr, Vec<u8>)> {
     let st = u32::from_le_bytes(reply[..4].try_into().expect("4 bytes"));
     reply.drain(..4);
     Ok((st, reply))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    struct Words(Vec<AtomicU64>);
+
+    impl BlockWords for Words {
+        fn add(&self, off: usize, v: i64) -> FResult<u64> {
+            Ok(self.0[off / 8].fetch_add(v as u64, Ordering::SeqCst))
+        }
+        fn load(&self, off: usize) -> FResult<u64> {
+            Ok(self.0[off / 8].load(Ordering::SeqCst))
+        }
+    }
+
+    fn err(r: std::result::Result<(), Fail>) -> SciErr {
+        match r {
+            Ok(()) => SCI_ERR_OK,
+            Err(Fail::Sci(e)) => e,
+            Err(Fail::Fabric(_)) => SCI_ERR_SYSTEM,
+        }
+    }
+
+    /// Uses are counted in the record of a live connection of an available segment; a
+    /// record reused for another connection, a connection dropped, a segment removed
+    /// refuse (and count nothing); a segment closing asks to come again.
+    #[test]
+    fn uses_count_only_where_they_belong() {
+        let w = Words((0..pool::BLOCK / 8).map(|_| AtomicU64::new(0)).collect());
+        let (rec, gen) = (3usize, 0x1_0005u64);
+        let state = REC_OFF + rec * REC_LEN;
+        let uses = state + REC_USES;
+        w.0[state / 8].store(gen << 8 | REC_LIVE, Ordering::SeqCst);
+        w.0[uses / 8].store(2 | rec_tag(gen), Ordering::SeqCst);
+        let count = || w.0[uses / 8].load(Ordering::SeqCst) >> 32;
+        assert_eq!(err(use_step(&w, rec, gen, true)), SCI_ERR_OK);
+        assert_eq!(err(use_step(&w, rec, gen, true)), SCI_ERR_OK);
+        assert_eq!(count(), 2);
+        assert_eq!(err(use_step(&w, rec, gen, false)), SCI_ERR_OK);
+        assert_eq!(count(), 1);
+        assert_eq!(w.0[uses / 8].load(Ordering::SeqCst) & REC_ADAPTER_MASK, 2);
+        // Another generation (the record was reused): nothing counted, either way.
+        assert_eq!(err(use_step(&w, rec, gen + 1, true)), SCI_ERR_NOT_CONNECTED);
+        assert_eq!(err(use_step(&w, rec, gen + 1, false)), SCI_ERR_NOT_CONNECTED);
+        assert_eq!(count(), 1);
+        assert_eq!(err(use_step(&w, NREC, gen, true)), SCI_ERR_NOT_CONNECTED);
+        // Closing: come again; removed or dropped: gone.
+        w.0[H_STATE / 8].store(SEG_CLOSING, Ordering::SeqCst);
+        assert_eq!(err(use_step(&w, rec, gen, true)), SCI_ERR_EWOULD_BLOCK);
+        w.0[H_STATE / 8].store(SEG_REMOVED, Ordering::SeqCst);
+        assert_eq!(err(use_step(&w, rec, gen, true)), SCI_ERR_NOT_CONNECTED);
+        w.0[H_STATE / 8].store(SEG_AVAILABLE, Ordering::SeqCst);
+        w.0[state / 8].store(REC_FREE, Ordering::SeqCst);
+        assert_eq!(err(use_step(&w, rec, gen, true)), SCI_ERR_NOT_CONNECTED);
+        assert_eq!(count(), 1);
+    }
 }

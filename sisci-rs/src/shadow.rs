@@ -1,6 +1,7 @@
 //! Maps of memory this process cannot map: a segment whose owner runs on another machine
-//! (reached through the network engine), or registered program memory of a peer that the
-//! fabric could not make shareable as one piece.
+//! (reached through the network engine), registered program memory of a peer that the
+//! fabric could not make shareable as one piece, and broadcast maps of reflective memory
+//! (a store through one must reach every member's copy, which no single mapping can).
 //!
 //! A coherent pointer into another machine's memory cannot exist, so such a map is a
 //! *shadow*: a private copy of the window, filled from the owner when the map is made,
@@ -25,11 +26,17 @@
 //! - SCIMemCpy and SCIMemWrite go to the owner directly (and update the copy), so they
 //!   are always exact.
 //!
+//! A broadcast map (crate::broadcast) is a shadow of the group's content, its machine's
+//! mirror (or, on a machine without a member, the hub's mirror), whose stores are written
+//! to the group rather than shipped to one owner: the changed words as runs, through
+//! [`Group::write`], into every member's copy, at the same points and in the background.
+//!
 //! The two halves of a pass, [`ship`] and [`pull`], work on any copy and twin: a
-//! machine's copy of a reflective-memory group (crate::broadcast) is kept in step with
-//! its hub by the same code, with copy and twin in memory the machine's processes share.
-//! The background thread keeps anything [`Kept`] in step.
+//! machine's mirror of a reflective-memory group is kept in step with its hub by the same
+//! code, with mirror and twin in memory the machine's processes share.  The background
+//! thread keeps anything [`Kept`] in step.
 
+use crate::broadcast::{Group, Wait};
 use crate::pool::PD;
 use crate::remote::RemoteSeg;
 use crate::status::*;
@@ -41,15 +48,26 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 pub struct Shadow {
-    owner: Arc<Peer>,
-    key: MemKey,
-    base: u64,
+    source: Source,
     size: usize,
     buf: *mut u8,
     maplen: usize,
     twin: Mutex<Vec<u8>>,
     /// When the background thread next synchronises it.
     due: Mutex<Instant>,
+}
+
+/// What a shadow copies.
+enum Source {
+    /// Memory of another process (another machine's segment, or a machine without a
+    /// member's broadcast map: the hub's mirror), at `base` of its registration `key`:
+    /// loads come from it, stores are shipped to it.
+    Owner { owner: Arc<Peer>, key: MemKey, base: u64 },
+    /// A broadcast map on a machine with a mirror: loads come from the mirror (mapped in
+    /// this process), at offset `at` of the group; stores are written to the group.
+    /// `seen`: the mirror's version at the last reload (one machine: none while it is
+    /// unchanged).
+    Group { group: Arc<Group>, at: usize, seen: AtomicU64 },
 }
 
 // SAFETY: `buf` is our own private mapping, alive as long as the shadow; the program
@@ -82,12 +100,11 @@ fn byte(buf: *mut u8, i: usize) -> u8 {
     unsafe { std::ptr::read_volatile(buf.add(i)) }
 }
 
-/// Ships the words of the copy `buf` in [lo, hi) (widened to whole words) that differ
-/// from `twin` (as long as the copy) to the memory they copy, `owner`'s `key` at `base`,
-/// and records them in the twin.  Only changed words travel (runs of adjacent ones
-/// joined): an unchanged word sent along would undo what another writer stored there
-/// since.  The caller holds the twin.
-pub(crate) fn ship(buf: *mut u8, twin: &mut [u8], lo: usize, hi: usize, owner: &Peer, key: MemKey, base: u64) -> R<()> {
+/// The words of the copy `buf` in [lo, hi) (widened to whole words) that differ from
+/// `twin` (as long as the copy), as runs of adjacent ones (offset, bytes), each at most a
+/// request piece long.  One load per word: what a run carries is what the twin will
+/// record.
+pub(crate) fn changes(buf: *mut u8, twin: &[u8], lo: usize, hi: usize) -> Vec<(usize, Vec<u8>)> {
     let size = twin.len();
     let hi = hi.min(size);
     let words = size / 8;
@@ -97,7 +114,6 @@ pub(crate) fn ship(buf: *mut u8, twin: &mut [u8], lo: usize, hi: usize, owner: &
         _ => runs.push((off, bytes.to_vec())),
     };
     for i in lo / 8..hi.div_ceil(8).min(words) {
-        // One load per word: what is shipped is what the twin records.
         let v = word(buf, i).load(Ordering::Acquire).to_ne_bytes();
         if v[..] != twin[i * 8..i * 8 + 8] {
             add(i * 8, &v);
@@ -109,6 +125,11 @@ pub(crate) fn ship(buf: *mut u8, twin: &mut [u8], lo: usize, hi: usize, owner: &
             add(i, &[b]);
         }
     }
+    runs
+}
+
+/// Writes `runs` (offsets from `base`) into `owner`'s `key`, in address order.
+pub(crate) fn send(runs: &[(usize, Vec<u8>)], owner: &Peer, key: MemKey, base: u64) -> R<()> {
     if runs.is_empty() {
         return Ok(());
     }
@@ -117,9 +138,24 @@ pub(crate) fn ship(buf: *mut u8, twin: &mut [u8], lo: usize, hi: usize, owner: &
     for chunk in pieces.chunks(16) {
         live.put_compound(chunk, None, None, PD).map_err(transfer_err)?;
     }
-    for (s, v) in &runs {
+    Ok(())
+}
+
+/// Records `runs` in the twin: they are what the other side holds now.
+pub(crate) fn record(twin: &mut [u8], runs: &[(usize, Vec<u8>)]) {
+    for (s, v) in runs {
         twin[*s..*s + v.len()].copy_from_slice(v);
     }
+}
+
+/// Ships the words of the copy `buf` in [lo, hi) that differ from `twin` to the memory
+/// they copy, `owner`'s `key` at `base`, and records them in the twin.  Only changed words
+/// travel: an unchanged word sent along would undo what another writer stored there
+/// since.  The caller holds the twin.
+pub(crate) fn ship(buf: *mut u8, twin: &mut [u8], lo: usize, hi: usize, owner: &Peer, key: MemKey, base: u64) -> R<()> {
+    let runs = changes(buf, twin, lo, hi);
+    send(&runs, owner, key, base)?;
+    record(twin, &runs);
     Ok(())
 }
 
@@ -136,6 +172,14 @@ pub(crate) fn pull(buf: *mut u8, twin: &mut [u8], owner: &Peer, key: MemKey, bas
         rma::get(owner, key, base + off as u64, &mut fresh[off..off + n], PD).map_err(transfer_err)?;
         off += n;
     }
+    take(buf, twin, &fresh);
+    Ok(())
+}
+
+/// Puts `fresh`, what the other side holds now, into the copy `buf` word by word where
+/// the program has not stored since the last pass (see [`pull`]), and into the twin.
+fn take(buf: *mut u8, twin: &mut [u8], fresh: &[u8]) {
+    let size = twin.len();
     let words = size / 8;
     for i in 0..words {
         let old = u64::from_ne_bytes(twin[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
@@ -151,30 +195,22 @@ pub(crate) fn pull(buf: *mut u8, twin: &mut [u8], owner: &Peer, key: MemKey, bas
             twin[i] = fresh[i];
         }
     }
-    Ok(())
 }
 
 impl Shadow {
     pub fn new(s: &RemoteSeg, offset: usize, size: usize) -> R<Arc<Shadow>> {
-        if s.data_key == MemKey::NONE {
-            return Err(SCI_ERR_NOT_SUPPORTED);
-        }
+        let source = match &s.group {
+            Some(g) => Source::Group { group: g.clone(), at: offset, seen: AtomicU64::new(u64::MAX) },
+            None if s.data_key == MemKey::NONE => return Err(SCI_ERR_NOT_SUPPORTED),
+            None => Source::Owner { owner: s.data_owner.clone(), key: s.data_key, base: s.data_addr + offset as u64 },
+        };
         let maplen = softnic_fabric::shm::page_round_up(size).ok_or(SCI_ERR_NOSPC)?;
         // SAFETY: a fresh private anonymous mapping.
         let p = unsafe { libc::mmap(std::ptr::null_mut(), maplen, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
         if p == libc::MAP_FAILED {
             return Err(SCI_ERR_NOSPC);
         }
-        let sh = Arc::new(Shadow {
-            owner: s.data_owner.clone(),
-            key: s.data_key,
-            base: s.data_addr + offset as u64,
-            size,
-            buf: p as *mut u8,
-            maplen,
-            twin: Mutex::new(vec![0u8; size]),
-            due: Mutex::new(Instant::now()),
-        });
+        let sh = Arc::new(Shadow { source, size, buf: p as *mut u8, maplen, twin: Mutex::new(vec![0u8; size]), due: Mutex::new(Instant::now()) });
         sh.refresh()?;
         let kept: Arc<dyn Kept> = sh.clone();
         keep_in_step(Arc::downgrade(&kept));
@@ -185,33 +221,78 @@ impl Shadow {
         self.buf
     }
 
-    /// Ships the words the program changed since the last flush or refresh.
-    pub fn flush(&self) -> R<()> {
+    /// Ships the words the program changed since the last flush or refresh: to the owner,
+    /// or as a write to the group.
+    pub fn flush(&self, wait: Wait) -> R<()> {
         let mut twin = self.twin.lock().unwrap_or_else(|e| e.into_inner());
-        ship(self.buf, &mut twin, 0, self.size, &self.owner, self.key, self.base)
+        match &self.source {
+            Source::Owner { owner, key, base } => ship(self.buf, &mut twin, 0, self.size, owner, *key, *base),
+            Source::Group { group, at, .. } => {
+                let runs = changes(self.buf, &twin, 0, self.size);
+                if runs.is_empty() {
+                    return Ok(());
+                }
+                let w: Vec<(usize, &[u8])> = runs.iter().map(|(o, v)| (at + o, v.as_slice())).collect();
+                group.write(&w, wait)?;
+                record(&mut twin, &runs);
+                Ok(())
+            }
+        }
     }
 
-    /// Reloads the copy from the owner (a word the program changed since the last sync
-    /// keeps its value: it will be shipped).
+    /// Reloads the copy (a word the program changed since the last sync keeps its value:
+    /// it will be shipped): from the owner, or from the mirror after the mirror was
+    /// reloaded (when other machines share the group; on one machine only after a write
+    /// to the group).
     pub fn refresh(&self) -> R<()> {
-        let mut twin = self.twin.lock().unwrap_or_else(|e| e.into_inner());
-        pull(self.buf, &mut twin, &self.owner, self.key, self.base)
+        match &self.source {
+            Source::Owner { owner, key, base } => {
+                let mut twin = self.twin.lock().unwrap_or_else(|e| e.into_inner());
+                pull(self.buf, &mut twin, owner, *key, *base)
+            }
+            Source::Group { group, at, seen } => {
+                group.sync(*at, at + self.size, true)?;
+                let v = group.version();
+                if !group.spanning && v == seen.load(Ordering::Acquire) {
+                    return Ok(());
+                }
+                let mut fresh = vec![0u8; self.size];
+                group.read(*at, &mut fresh);
+                let mut twin = self.twin.lock().unwrap_or_else(|e| e.into_inner());
+                take(self.buf, &mut twin, &fresh);
+                seen.store(v, Ordering::Release);
+                Ok(())
+            }
+        }
     }
 
-    /// SCIMemCpy through the shadow: straight to (or from) the owner, copy kept in step.
+    /// SCIMemCpy through the shadow: straight to (or from) the owner, or the group; the
+    /// copy kept in step.
     pub fn copy(&self, mem: *mut u8, off: usize, size: usize, read: bool) -> R<()> {
+        if let (Source::Group { group, at, .. }, true) = (&self.source, read) {
+            group.sync(at + off, at + off + size, true)?;
+        }
         let mut twin = self.twin.lock().unwrap_or_else(|e| e.into_inner());
         // SAFETY: the program's buffer of `size` bytes (its contract).
         let m = unsafe { std::slice::from_raw_parts_mut(mem, size) };
-        if read {
-            rma::get(&self.owner, self.key, self.base + off as u64, m, PD).map_err(transfer_err)?;
-        } else {
-            rma::put(&self.owner, self.key, self.base + off as u64, m, PD).map_err(transfer_err)?;
+        match (&self.source, read) {
+            (Source::Owner { owner, key, base }, true) => rma::get(owner, *key, base + off as u64, m, PD).map_err(transfer_err)?,
+            (Source::Owner { owner, key, base }, false) => rma::put(owner, *key, base + off as u64, m, PD).map_err(transfer_err)?,
+            (Source::Group { group, at, .. }, true) => group.read(at + off, m),
+            (Source::Group { group, at, .. }, false) => group.write(&[(at + off, &*m)], Wait::Yes)?,
         }
         twin[off..off + size].copy_from_slice(m);
         // SAFETY: off + size <= self.size (the caller checked the window).
         unsafe { std::ptr::copy_nonoverlapping(m.as_ptr(), self.buf.add(off), size) };
         Ok(())
+    }
+
+    /// Is its source still there?
+    fn source_alive(&self) -> bool {
+        match &self.source {
+            Source::Owner { owner, .. } => owner.seems_alive(),
+            Source::Group { .. } => true,
+        }
     }
 }
 
@@ -221,7 +302,7 @@ impl Kept for Shadow {
         if Instant::now() < *due {
             return;
         }
-        let ok = self.owner.seems_alive() && self.flush().and_then(|_| self.refresh()).is_ok();
+        let ok = self.source_alive() && self.flush(Wait::Yes).and_then(|_| self.refresh()).is_ok();
         // A large window at most RATE bytes a second; a dead owner is left alone.
         *due = Instant::now() + if ok { period.max(rate_limit(self.size)) } else { Duration::from_secs(3600) };
     }

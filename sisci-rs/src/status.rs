@@ -13,6 +13,45 @@ pub type R<T> = std::result::Result<T, SciErr>;
 /// merged into it by the compiler).
 #[macro_export]
 macro_rules! sisci_export {
+    (@aliases $name:ident($($a:ident: $t:ty),*)) => {
+        #[allow(non_snake_case)]
+        pub mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+            #[export_name = concat!("_SISCI_PUBLIC_FUNC_ST_", stringify!($name))]
+            #[allow(clippy::too_many_arguments)]
+            pub unsafe extern "C-unwind" fn st($($a: $t),*) {
+                // SAFETY: the caller's contract is the exported function's.
+                unsafe { super::$name($($a),*) }
+            }
+            #[export_name = concat!("_SISCI_PUBLIC_FUNC_MT_", stringify!($name))]
+            #[allow(clippy::too_many_arguments)]
+            pub unsafe extern "C-unwind" fn mt($($a: $t),*) {
+                // SAFETY: as above.
+                unsafe { super::$name($($a),*) }
+            }
+        }
+    };
+    // A call that waits only sometimes: when `$quick` (an expression that holds nothing
+    // to drop, checked with cancellation as the caller has it) is true the call is done;
+    // otherwise it is a blocking call as below.
+    ($(#[$m:meta])* blocking fn $name:ident($($a:ident: $t:ty),* $(,)?) unless $quick:block $body:block) => {
+        $(#[$m])*
+        #[no_mangle]
+        #[allow(non_snake_case, clippy::too_many_arguments)]
+        pub unsafe extern "C-unwind" fn $name($($a: $t),*) {
+            if $quick {
+                return;
+            }
+            #[inline(never)]
+            #[allow(non_snake_case, clippy::too_many_arguments)]
+            unsafe fn body($($a: $t),*) $body
+            // SAFETY: the caller's arguments, forwarded under the export's contract.
+            softnic_fabric::cancel::blocking(stringify!($name), move || unsafe { body($($a),*) })
+        }
+
+        $crate::sisci_export!(@aliases $name($($a: $t),*));
+    };
     // A call that waits: a cancellation point (fabric::cancel), its body run through
     // `cancel::blocking` from a frame that holds nothing.
     ($(#[$m:meta])* blocking fn $name:ident($($a:ident: $t:ty),* $(,)?) $(-> $r:ty)? $body:block) => {
