@@ -13,20 +13,21 @@ pub type R<T> = std::result::Result<T, SciErr>;
 /// merged into it by the compiler).
 #[macro_export]
 macro_rules! sisci_export {
-    (@aliases $name:ident($($a:ident: $t:ty),*)) => {
+    // The _ST_/_MT_ names: thin wrappers that forward to the plain export, with its ABI.
+    (@aliases $abi:literal $name:ident($($a:ident: $t:ty),*) $(-> $r:ty)?) => {
         #[allow(non_snake_case)]
         pub mod $name {
             #[allow(unused_imports)]
             use super::*;
             #[export_name = concat!("_SISCI_PUBLIC_FUNC_ST_", stringify!($name))]
             #[allow(clippy::too_many_arguments)]
-            pub unsafe extern "C-unwind" fn st($($a: $t),*) {
+            pub unsafe extern $abi fn st($($a: $t),*) $(-> $r)? {
                 // SAFETY: the caller's contract is the exported function's.
                 unsafe { super::$name($($a),*) }
             }
             #[export_name = concat!("_SISCI_PUBLIC_FUNC_MT_", stringify!($name))]
             #[allow(clippy::too_many_arguments)]
-            pub unsafe extern "C-unwind" fn mt($($a: $t),*) {
+            pub unsafe extern $abi fn mt($($a: $t),*) $(-> $r)? {
                 // SAFETY: as above.
                 unsafe { super::$name($($a),*) }
             }
@@ -50,7 +51,7 @@ macro_rules! sisci_export {
             softnic_fabric::cancel::blocking(stringify!($name), move || unsafe { body($($a),*) })
         }
 
-        $crate::sisci_export!(@aliases $name($($a: $t),*));
+        $crate::sisci_export!(@aliases "C-unwind" $name($($a: $t),*));
     };
     // A call that waits: a cancellation point (fabric::cancel), its body run through
     // `cancel::blocking` from a frame that holds nothing.
@@ -66,23 +67,7 @@ macro_rules! sisci_export {
             softnic_fabric::cancel::blocking(stringify!($name), move || unsafe { body($($a),*) })
         }
 
-        #[allow(non_snake_case)]
-        pub mod $name {
-            #[allow(unused_imports)]
-            use super::*;
-            #[export_name = concat!("_SISCI_PUBLIC_FUNC_ST_", stringify!($name))]
-            #[allow(clippy::too_many_arguments)]
-            pub unsafe extern "C-unwind" fn st($($a: $t),*) $(-> $r)? {
-                // SAFETY: the caller's contract is the exported function's.
-                unsafe { super::$name($($a),*) }
-            }
-            #[export_name = concat!("_SISCI_PUBLIC_FUNC_MT_", stringify!($name))]
-            #[allow(clippy::too_many_arguments)]
-            pub unsafe extern "C-unwind" fn mt($($a: $t),*) $(-> $r)? {
-                // SAFETY: as above.
-                unsafe { super::$name($($a),*) }
-            }
-        }
+        $crate::sisci_export!(@aliases "C-unwind" $name($($a: $t),*) $(-> $r)?);
     };
     ($(#[$m:meta])* fn $name:ident($($a:ident: $t:ty),* $(,)?) $(-> $r:ty)? $body:block) => {
         $(#[$m])*
@@ -90,23 +75,7 @@ macro_rules! sisci_export {
         #[allow(non_snake_case, clippy::too_many_arguments)]
         pub unsafe extern "C" fn $name($($a: $t),*) $(-> $r)? $body
 
-        #[allow(non_snake_case)]
-        pub mod $name {
-            #[allow(unused_imports)]
-            use super::*;
-            #[export_name = concat!("_SISCI_PUBLIC_FUNC_ST_", stringify!($name))]
-            #[allow(clippy::too_many_arguments)]
-            pub unsafe extern "C" fn st($($a: $t),*) $(-> $r)? {
-                // SAFETY: the caller's contract is the exported function's.
-                unsafe { super::$name($($a),*) }
-            }
-            #[export_name = concat!("_SISCI_PUBLIC_FUNC_MT_", stringify!($name))]
-            #[allow(clippy::too_many_arguments)]
-            pub unsafe extern "C" fn mt($($a: $t),*) $(-> $r)? {
-                // SAFETY: as above.
-                unsafe { super::$name($($a),*) }
-            }
-        }
+        $crate::sisci_export!(@aliases "C" $name($($a: $t),*) $(-> $r)?);
     };
 }
 
