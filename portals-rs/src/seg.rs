@@ -38,6 +38,7 @@
 use crate::lock::{Held, ShmLock};
 use crate::types::*;
 use softnic_fabric::mem::MemKey;
+use crate::evring::EvRing;
 use softnic_fabric::ring::{Pod, Ring};
 use softnic_fabric::rma::{Live, Peer, Pinned, PinnedRef};
 use std::sync::Arc;
@@ -45,7 +46,7 @@ use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 pub const MAGIC: u64 = u64::from_le_bytes(*b"snicPTL3");
 /// Layout version: bump on any change below.
-pub const VERSION: u32 = 4;
+pub const VERSION: u32 = 5;
 pub const NONE: u32 = u32::MAX;
 pub const HEADER_LEN: usize = 4096;
 /// Entries of the EQ-handler ring.
@@ -246,14 +247,10 @@ pub struct EqRow {
     pub has_handler: u32,
     pub ring_off: u64,
     pub ring_len: u64,
-    /// The sequence number of the next event (dropped ones take one too).
-    pub next_seq: u64,
-    /// Events pushed, and a lower bound of those taken (refreshed from the ring only
-    /// when the difference reaches `count`, so that a push rarely reads the line the
-    /// consumer writes).
-    pub pushed: u64,
-    pub taken_hint: u64,
-    _pad: u64,
+    /// Operations of the owner in flight whose events this queue holds back the events
+    /// of others for (see crate::eq's holds): while non-zero a deposit is held.
+    pub gates: u32,
+    _pad: [u32; 7],
 }
 
 /// An entry of the EQ-handler ring: the event and the queue it went to.
@@ -350,7 +347,7 @@ struct CachedRing {
     gen: u32,
     off: u64,
     len: u64,
-    ring: Ring<Packed>,
+    ring: EvRing,
 }
 
 // SAFETY: the segment is shared memory; all access goes through atomics or happens
@@ -483,11 +480,10 @@ impl Seg {
         self.hdr().lock.prefetch();
     }
 
-    /// Records the slot a queue's next deposit will fill (from `Ring::next_slot`).
+    /// Records the slot a queue's next deposit will fill (from `EvRing::next_slot`).
     #[inline]
-    pub fn hint_next_slot(&self, (p, len): (*const u8, usize)) {
-        let p = if len <= 128 { p as *mut u8 } else { std::ptr::null_mut() };
-        self.slot_hint.store(p, Ordering::Relaxed);
+    pub fn hint_next_slot(&self, p: *const u8) {
+        self.slot_hint.store(p as *mut u8, Ordering::Relaxed);
     }
 
     /// The lock if it is free now.
@@ -546,12 +542,7 @@ impl Seg {
         self.row(self.lay.eq, 64, i, self.lay.lim.eqs)
     }
 
-    /// The ring of queue row `q` (its offset and length checked against the arena).
-    pub fn eq_ring(&self, q: &EqRow) -> Option<Ring<Packed>> {
-        self.eq_ring_at(q.ring_off, q.ring_len)
-    }
-
-    fn eq_ring_at(&self, off: u64, len: u64) -> Option<Ring<Packed>> {
+    fn eq_ring_at(&self, off: u64, len: u64) -> Option<EvRing> {
         let off = off as usize;
         let len = len as usize;
         let end = off.checked_add(len)?;
@@ -559,7 +550,7 @@ impl Seg {
             return None;
         }
         // SAFETY: inside the arena of the mapping; attach validates the ring header.
-        unsafe { Ring::<Packed>::attach(self.base.add(off), len).ok() }
+        unsafe { EvRing::attach(self.base.add(off), len) }
     }
 
     /// Runs `f` on the ring of queue row `i` (`q`), attached (and validated) once per view
@@ -567,7 +558,7 @@ impl Seg {
     /// changes generation; a view never indexes outside the place it validated, whatever
     /// is written in the ring's header later).  None when `q` names no valid ring.
     #[inline]
-    pub fn with_eq_ring<R>(&self, _g: &Guard<'_>, i: u32, (gen, off, len): (u32, u64, u64), f: impl FnOnce(&Ring<Packed>) -> R) -> Option<R> {
+    pub fn with_eq_ring<R>(&self, _g: &Guard<'_>, i: u32, (gen, off, len): (u32, u64, u64), f: impl FnOnce(&EvRing) -> R) -> Option<R> {
         // SAFETY: the cache is only touched here, under the segment's lock (the guard),
         // which excludes every other thread of this process too; `f` cannot reach it.
         let rings = unsafe { &mut *self.rings.get() };
