@@ -76,7 +76,7 @@
  *   than 8 KiB, another machine), its queues hold back what others deposit
  *   meanwhile (events from anyone, also other threads' operations: they
  *   become visible when it ends) and its own events go in before them.
- *   [ptl_rt, ptl_causal]
+ *   [ptl_rt, ptl_eqfull]
  * - Large messages.  On one machine data moves once, straight between the
  *   two buffers, whatever the size.  Across machines data up to 256 KiB
  *   travels with the request; larger puts and gets are matched first (the

@@ -44,7 +44,7 @@ use crate::status::{done, ret, PResult};
 use crate::types::*;
 use softnic_fabric::spin::SpinLock;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Most events a queue may be asked to hold.
@@ -97,8 +97,6 @@ pub struct EqLocal {
     next: SpinLock<Cursor>,
     waiters: AtomicU32,
     ended: AtomicBool,
-    /// The holds open on this queue, by position (taken under the NI lock).
-    holds: Mutex<Holds>,
     pub handler: ptl_eq_handler_t,
     ni: Arc<Ni>,
 }
@@ -110,34 +108,48 @@ impl Drop for EqLocal {
     }
 }
 
-/// The open holds of a queue, in position order (a later hold never lies before an
-/// earlier one: it starts at the head, and an insertion moves every hold after it).
-#[derive(Default)]
-struct Holds {
-    next_id: u64,
-    list: Vec<HoldPlace>,
-}
-
-/// Where a hold began (the position its operation's events go to), and how many
-/// operations share it (those that began while nothing was deposited in between).
-struct HoldPlace {
-    id: u64,
-    pos: u64,
-    ops: u32,
-}
-
 /// An operation's hold on one of its own queues (see the module doc): taken before its
-/// target can act, released with the operation's own events.
-pub struct Hold {
-    q: Arc<EqLocal>,
+/// target can act, released with the operation's own events.  Plain data: the holds
+/// themselves are kept by the owner's view of its segment ([`Seg::with_holds`]).
+#[derive(Clone, Copy)]
+struct Hold {
+    eq_h: u32,
+    idx: u32,
+    gen: u32,
     id: u64,
 }
+
+/// The holds of one operation: one queue, or two for PtlGetPut.
+#[derive(Default)]
+pub struct OpHolds {
+    h: [Option<Hold>; 2],
+}
+
+/// Most events one operation logs in its own queues (PtlGetPut: SEND_END, REPLY_START,
+/// REPLY_END and two UNLINKs), with room to spare.
+const OWN_MAX: usize = 8;
 
 /// The events an operation logs in its own queues while it holds them, kept aside until
-/// it releases its holds (they go in before what was held).
-#[derive(Default)]
+/// it releases its holds (they go in before what was held).  On the stack, not even
+/// zeroed: this is on the path of every operation that releases its lock.
 pub struct OwnEvents {
-    evs: Vec<(u32, Packed)>,
+    n: usize,
+    eqs: [u32; OWN_MAX],
+    evs: [std::mem::MaybeUninit<Packed>; OWN_MAX],
+}
+
+impl Default for OwnEvents {
+    fn default() -> Self {
+        OwnEvents { n: 0, eqs: [0; OWN_MAX], evs: [const { std::mem::MaybeUninit::uninit() }; OWN_MAX] }
+    }
+}
+
+impl OwnEvents {
+    /// The events kept, in order.
+    fn events(&self) -> &[Packed] {
+        // SAFETY: the first `n` were written (`deposit`); MaybeUninit<Packed> has Packed's layout.
+        unsafe { std::slice::from_raw_parts(self.evs.as_ptr() as *const Packed, self.n) }
+    }
 }
 
 impl EqLocal {
@@ -208,130 +220,115 @@ impl EqLocal {
         self.ring.head() > self.next.lock().pos
     }
 
-    /// Opens a hold (or joins the one that begins at the head): from now on what others
-    /// deposit is held.  NI lock held (`g`).  None when the queue is gone.
-    pub fn hold(self: &Arc<Self>, g: &Guard<'_>) -> Option<Hold> {
-        let seg = &self.ni.seg;
-        let row = seg.eq(g, self.idx)?;
-        if row.state != LIVE || !seg.gen_ok(row.gen, handle::split(self.handle).1) || self.ended.load(Ordering::Relaxed) {
-            return None;
-        }
-        let head = self.ring.head();
-        let mut hs = self.holds.lock().unwrap_or_else(|e| e.into_inner());
-        let id = match hs.list.last_mut() {
-            Some(h) if h.pos == head => {
-                h.ops += 1;
-                h.id
+}
+
+/// Opens a hold on queue `eq_h` of our NI `seg` (lock held): from now on what others
+/// deposit there is held.  None for PTL_EQ_NONE or a queue that is not live.
+fn hold(seg: &Seg, g: &Guard<'_>, eq_h: u32) -> Option<Hold> {
+    let (idx, hgen) = handle::index_of(eq_h, handle::EQ)?;
+    let q = seg.eq(g, idx)?;
+    if q.state != LIVE || !seg.gen_ok(q.gen, hgen) {
+        return None;
+    }
+    let ring = seg.with_eq_ring(g, idx, (q.gen, q.ring_off, q.ring_len), |r| *r)?;
+    let id = seg.with_holds(g, idx, q.gen, |h| h.open(&ring))?;
+    q.gates += 1;
+    Some(Hold { eq_h, idx, gen: q.gen, id })
+}
+
+/// Ends hold `h` (lock held): `own` go in where it began, and whatever no earlier hold
+/// still covers becomes visible (and reaches the queue's handler).
+fn release(seg: &Seg, g: &Guard<'_>, h: &Hold, own: &[Packed]) {
+    let Some(q) = seg.eq(g, h.idx) else { return };
+    if q.state != LIVE || q.gen != h.gen {
+        // Freed meanwhile: nothing to release into (a new queue there starts afresh).
+        return;
+    }
+    let Some(ring) = seg.with_eq_ring(g, h.idx, (q.gen, q.ring_off, q.ring_len), |r| *r) else { return };
+    let handler = (q.has_handler != 0).then(|| seg.handler_ring()).flatten();
+    let (idx, gen) = (h.idx, q.gen);
+    // SAFETY: the NI lock serialises the ring's producers; the holds were opened on it.
+    let shown = seg.with_holds(g, idx, gen, |hs| unsafe {
+        hs.release(&ring, h.id, own, |pos, e| {
+            if let Some(hr) = &handler {
+                hr.push_or_overrun(&HandlerNote { eq: idx, eq_gen: gen, ev: Packed { sequence: pos as u32, ..*e }.unpack() });
             }
-            _ => {
-                hs.next_id += 1;
-                let id = hs.next_id;
-                hs.list.push(HoldPlace { id, pos: head, ops: 1 });
-                id
-            }
-        };
-        row.gates += 1;
-        Some(Hold { q: self.clone(), id })
+        })
+    });
+    q.gates = q.gates.saturating_sub(1);
+    if shown == Some(true) {
+        // SAFETY: the ring lies in the segment, mapped as long as the lock's holder is.
+        unsafe { g.wake_on_release(ring.wake()) };
     }
 }
 
-impl Hold {
-    /// The queue it holds.
-    pub fn eq_handle(&self) -> u32 {
-        self.q.handle
+/// Ends hold `h` if nothing would come after the operation's own events (see
+/// `Holds::end_if_clear`).  True when it ended.
+fn end_if_clear(seg: &Seg, g: &Guard<'_>, h: &Hold) -> bool {
+    let Some(q) = seg.eq(g, h.idx) else { return true };
+    if q.state != LIVE || q.gen != h.gen {
+        return true;
     }
-
-    /// Ends the hold (NI lock held, `g`): `own` (the operation's events, in order) go in
-    /// where it began, and whatever no earlier hold still covers becomes visible.
-    pub fn release(self, g: &Guard<'_>, own: &[Packed]) {
-        let q = &self.q;
-        let seg = &q.ni.seg;
-        let mut hs = q.holds.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(i) = hs.list.iter().position(|h| h.id == self.id) else { return };
-        let Some(row) = seg.eq(g, q.idx).filter(|r| r.state == LIVE && seg.gen_ok(r.gen, handle::split(q.handle).1)) else {
-            // The queue was freed meanwhile: nothing to release into.
-            hs.list.clear();
-            return;
-        };
-        let front = hs.list[0].pos;
-        let at = hs.list[i].pos;
-        let k = own.len() as u64;
-        // SAFETY: the NI lock serialises producers; nothing at or after `at` is visible
-        // (this hold covers it).
-        unsafe { q.ring.insert_at(at, own) };
-        for h in hs.list.iter_mut() {
-            if h.pos > at {
-                h.pos += k;
-            }
-        }
-        hs.list[i].ops -= 1;
-        if hs.list[i].ops == 0 {
-            hs.list.remove(i);
-        } else {
-            hs.list[i].pos += k;
-        }
-        row.gates = row.gates.saturating_sub(1);
-        let visible_to = hs.list.first().map_or_else(|| q.ring.head(), |h| h.pos);
-        if visible_to > front {
-            let handler = (row.has_handler != 0).then(|| seg.handler_ring()).flatten();
-            // SAFETY: as above.
-            unsafe {
-                q.ring.mark_ready(front, visible_to, |pos, e| {
-                    if let Some(h) = &handler {
-                        h.push_or_overrun(&HandlerNote { eq: q.idx, eq_gen: row.gen, ev: Packed { sequence: pos as u32, ..*e }.unpack() });
-                    }
-                });
-                g.wake_on_release(q.ring.wake());
-            }
-        }
+    let Some(ring) = seg.with_eq_ring(g, h.idx, (q.gen, q.ring_off, q.ring_len), |r| *r) else { return true };
+    if seg.with_holds(g, h.idx, q.gen, |hs| hs.end_if_clear(&ring, h.id)) != Some(true) {
+        return false;
     }
+    q.gates = q.gates.saturating_sub(1);
+    true
 }
 
-impl OwnEvents {
-    /// The events for queue `eq_h`, in order (removed from the list).
-    fn take_for(&mut self, eq_h: u32) -> Vec<Packed> {
-        let mut out = Vec::new();
-        self.evs.retain(|&(h, e)| {
-            if h == eq_h {
-                out.push(e);
-                false
-            } else {
-                true
-            }
-        });
-        out
-    }
-}
-
-/// Opens a hold on each of `eqs` (PTL_EQ_NONE and repeats skipped) for an operation of
-/// `n` that is about to release its NI lock (taken here, briefly).
-pub fn hold_all(n: &Ni, eqs: &[u32]) -> Vec<Hold> {
-    let mut qs: Vec<Arc<EqLocal>> = Vec::new();
-    for &h in eqs {
-        if h != PTL_EQ_NONE && !qs.iter().any(|q| q.handle == h) {
-            // The table is looked up without the NI lock (PtlEQAlloc takes the two the
-            // other way round).
-            if let Ok(q) = eq_local(n, h) {
-                qs.push(q);
+impl OpHolds {
+    /// At the operation's end (lock held): ends the holds behind which nothing came (and
+    /// no other hold lies), whose queues then take the operation's events as usual.  True
+    /// when none is left: the events need not be kept aside.
+    #[inline]
+    pub fn settle(&mut self, seg: &Seg, g: &Guard<'_>) -> bool {
+        for slot in self.h.iter_mut() {
+            if slot.as_ref().is_some_and(|h| end_if_clear(seg, g, h)) {
+                *slot = None;
             }
         }
+        self.h.iter().all(Option::is_none)
     }
-    if qs.is_empty() {
-        return Vec::new();
-    }
-    let g = n.seg.lock();
-    qs.iter().filter_map(|q| q.hold(&g)).collect()
-}
 
-/// Releases an operation's holds with its own events (NI lock held); events for a queue
-/// it did not hold are deposited as usual.
-pub fn release_all(seg: &Seg, g: &Guard<'_>, holds: Vec<Hold>, mut own: OwnEvents) {
-    for h in holds {
-        let evs = own.take_for(h.eq_handle());
-        h.release(g, &evs);
+    /// Holds `eqs` (PTL_EQ_NONE and repeats skipped) for an operation of our NI `seg` that
+    /// is about to release its lock (`g`).
+    #[inline]
+    pub fn open(seg: &Seg, g: &Guard<'_>, eqs: &[u32]) -> OpHolds {
+        let mut o = OpHolds::default();
+        for (i, &e) in eqs.iter().take(2).enumerate() {
+            if e != PTL_EQ_NONE && !o.h.iter().flatten().any(|h| h.eq_h == e) {
+                o.h[i] = hold(seg, g, e);
+            }
+        }
+        o
     }
-    for (eq_h, e) in own.evs {
-        push(seg, g, eq_h, || e);
+
+    fn holds(&self, eq_h: u32) -> bool {
+        self.h.iter().flatten().any(|h| h.eq_h == eq_h)
+    }
+
+    /// Releases the holds with the operation's own events (lock held); events for a queue
+    /// it did not hold are deposited as usual.
+    pub fn release(self, seg: &Seg, g: &Guard<'_>, own: OwnEvents) {
+        let (eqs, evs) = (&own.eqs[..own.n], own.events());
+        for h in self.h.iter().flatten() {
+            if eqs.iter().all(|&q| q == h.eq_h) {
+                // All of them (the rule: one queue).
+                release(seg, g, h, evs);
+                continue;
+            }
+            let mut mine = [Packed::default(); OWN_MAX];
+            let mut n = 0;
+            for (_, e) in eqs.iter().zip(evs).filter(|(q, _)| **q == h.eq_h) {
+                mine[n] = *e;
+                n += 1;
+            }
+            release(seg, g, h, &mine[..n]);
+        }
+        for (&q, &e) in eqs.iter().zip(evs).filter(|(q, _)| !self.holds(**q)) {
+            push(seg, g, q, || e);
+        }
     }
 }
 
@@ -461,12 +458,14 @@ pub fn deposit(seg: &Seg, g: &Guard<'_>, eq_h: u32, ev: impl Fn() -> Packed, own
     if q.state != LIVE || !seg.gen_ok(q.gen, gen) {
         return false;
     }
-    if let Some(own) = own {
+    if let Some(own) = own.filter(|o| o.n < OWN_MAX) {
         let e = ev();
         if seg.hdr().debug.load(Ordering::Relaxed) & PTL_DBG_EVENT != 0 {
             debug_event(seg, eq_h, None, &e);
         }
-        own.evs.push((eq_h, e));
+        own.eqs[own.n] = eq_h;
+        own.evs[own.n].write(e);
+        own.n += 1;
         return true;
     }
     let ready = q.gates == 0;
@@ -596,7 +595,6 @@ fn eq_alloc(ni_handle: u32, count: u64, handler: ptl_eq_handler_t, out: *mut u32
         next: SpinLock::new(Cursor::default()),
         waiters: AtomicU32::new(0),
         ended: AtomicBool::new(false),
-        holds: Mutex::new(Holds::default()),
         handler,
         ni: n.clone(),
     }));

@@ -18,8 +18,8 @@
 //! and everything after it are not visible yet).  The queue's owner holds back what
 //! others deposit while one of its own operations is in flight, then inserts that
 //! operation's own events before them ([`EvRing::insert_at`]: held events are invisible,
-//! so they can be moved) and makes everything visible ([`EvRing::mark_ready`]); see
-//! `crate::eq`'s holds.
+//! so they can be moved) and makes everything visible ([`EvRing::mark_ready`]): see
+//! [`Holds`] and `crate::eq`.
 
 use crate::types::Packed;
 use softnic_fabric::wait::WaitWords;
@@ -230,27 +230,36 @@ impl EvRing {
         // The events to move (those still in the ring and not lost after the move), read
         // first: a destination slot may hold a source not moved yet.
         let from = at.max(head.saturating_sub(cap)).max(lost.saturating_sub(k));
+        let mut idx = self.idx_of(from);
         let moved: Vec<Packed> = (from..head)
-            .map(|p| {
+            .map(|_| {
                 // SAFETY: inside the ring; the only producer, so the slot is stable.
-                unsafe { std::ptr::read_volatile(self.slot(self.idx_of(p)).ev.get()) }
+                let e = unsafe { std::ptr::read_volatile(self.slot(idx).ev.get()) };
+                idx = self.next_idx(idx);
+                e
             })
             .collect();
         h.head.store(new_head, Ordering::Relaxed);
         h.head_idx.store(self.idx_of(new_head), Ordering::Relaxed);
-        for (j, ev) in evs.iter().enumerate() {
-            let d = at + j as u64;
+        // The new order from `at` on: `evs`, then the moved events.
+        let mut d = at;
+        let mut idx = self.idx_of(at);
+        for ev in evs.iter().chain(&moved) {
             if d >= lost {
                 // SAFETY: the caller's contract.
-                unsafe { self.write(self.idx_of(d), d, ev, false) };
+                unsafe { self.write(idx, d, ev, false) };
             }
+            d += 1;
+            idx = self.next_idx(idx);
         }
-        for (j, ev) in moved.iter().enumerate() {
-            let d = from + j as u64 + k;
-            if d >= lost {
-                // SAFETY: the caller's contract.
-                unsafe { self.write(self.idx_of(d), d, ev, false) };
-            }
+    }
+
+    #[inline(always)]
+    fn next_idx(&self, idx: u32) -> u32 {
+        if idx + 1 == self.cap {
+            0
+        } else {
+            idx + 1
         }
     }
 
@@ -262,14 +271,17 @@ impl EvRing {
     pub unsafe fn mark_ready(&self, from: u64, to: u64, mut f: impl FnMut(u64, &Packed)) {
         let head = self.hdr().head.load(Ordering::Relaxed);
         let to = to.min(head);
-        for p in from.max(head.saturating_sub(self.cap as u64))..to {
-            let s = self.slot(self.idx_of(p));
+        let from = from.max(head.saturating_sub(self.cap as u64));
+        let mut idx = self.idx_of(from);
+        for p in from..to {
+            let s = self.slot(idx);
             if s.stamp.load(Ordering::Relaxed) == p << 1 {
                 // SAFETY: inside the slot; the only producer.
                 f(p, &unsafe { std::ptr::read_volatile(s.ev.get()) });
                 // Release: as in `write`.
                 s.stamp.store(p << 1 | 1, Ordering::Release);
             }
+            idx = self.next_idx(idx);
         }
     }
 
@@ -317,6 +329,100 @@ impl EvRing {
         // Acquire: as in `take`.
         let st = self.slot(c.idx).stamp.load(Ordering::Acquire);
         st == (c.pos << 1 | 1) || st >> 1 > c.pos
+    }
+}
+
+/// The holds open on one ring (its owner's, process-local; used under the NI lock): where
+/// each began, in position order (a later hold never lies before an earlier one: it
+/// begins at the head, and an insertion moves every hold after it).  Operations that
+/// begin while nothing was deposited in between share a place.
+#[derive(Default)]
+pub struct Holds {
+    next_id: u64,
+    list: Vec<Place>,
+}
+
+struct Place {
+    id: u64,
+    pos: u64,
+    ops: u32,
+}
+
+impl Holds {
+    /// Opens a hold at `ring`'s head (or joins the one that begins there); its id.
+    pub fn open(&mut self, ring: &EvRing) -> u64 {
+        let head = ring.head();
+        match self.list.last_mut() {
+            Some(p) if p.pos == head => {
+                p.ops += 1;
+                p.id
+            }
+            _ => {
+                self.next_id += 1;
+                self.list.push(Place { id: self.next_id, pos: head, ops: 1 });
+                self.next_id
+            }
+        }
+    }
+
+    /// Ends hold `id` if nothing would come after its events: it is the only hold and
+    /// nothing was deposited since it began (the common case: its events then go in as
+    /// any deposit does).  True when it ended.
+    pub fn end_if_clear(&mut self, ring: &EvRing, id: u64) -> bool {
+        let clear = matches!(&self.list[..], [p] if p.id == id && p.ops == 1 && p.pos == ring.head());
+        if clear {
+            self.list.clear();
+        }
+        clear
+    }
+
+    /// Ends hold `id`: `own` go in where it began (before what was held since), and what
+    /// no earlier hold still covers becomes visible (`f` sees each such event).  True
+    /// when something became visible.
+    ///
+    /// # Safety
+    /// As for [`EvRing::push`]; `ring` is the one the holds were opened on.
+    pub unsafe fn release(&mut self, ring: &EvRing, id: u64, own: &[Packed], mut f: impl FnMut(u64, &Packed)) -> bool {
+        let Some(i) = self.list.iter().position(|p| p.id == id) else { return false };
+        if self.list.len() == 1 && self.list[0].ops == 1 && self.list[0].pos == ring.head() {
+            // The common case: the only hold, and nothing came meanwhile.  The events go in
+            // as any deposit does, visible at once.
+            self.list.clear();
+            for e in own {
+                // SAFETY: the caller's contract.
+                let pos = unsafe { ring.push(e, true) };
+                f(pos, e);
+            }
+            return !own.is_empty();
+        }
+        let front = self.list[0].pos;
+        let at = self.list[i].pos;
+        let k = own.len() as u64;
+        // SAFETY: the caller's contract; nothing at or after `at` is visible (held).
+        unsafe { ring.insert_at(at, own) };
+        for p in self.list.iter_mut() {
+            if p.pos > at {
+                p.pos += k;
+            }
+        }
+        self.list[i].ops -= 1;
+        if self.list[i].ops == 0 {
+            self.list.remove(i);
+        } else {
+            self.list[i].pos += k;
+        }
+        let visible_to = self.list.first().map_or_else(|| ring.head(), |p| p.pos);
+        if visible_to <= front {
+            return false;
+        }
+        // SAFETY: the caller's contract.
+        unsafe { ring.mark_ready(front, visible_to, f) };
+        true
+    }
+
+    /// Forgets every hold (the queue was freed and its row reused).
+    pub fn clear(&mut self) {
+        self.list.clear();
     }
 }
 
@@ -398,6 +504,30 @@ mod tests {
         }
         // Seven events in order 0, 1, 2, 100, 101, 102, 103: the last four remain.
         assert_eq!(drain(&r, &mut c), vec![(100, 3, true), (101, 4, false), (102, 5, false), (103, 6, false)]);
+    }
+
+    #[test]
+    fn overlapping_holds_release_in_any_order() {
+        let (_m, r) = ring(16);
+        let mut c = Cursor::default();
+        let mut h = Holds::default();
+        // SAFETY: the only producer.
+        unsafe {
+            let a = h.open(&r);
+            r.push(&ev(100), false); // held by a
+            let b = h.open(&r);
+            let b2 = h.open(&r); // shares b's place
+            r.push(&ev(200), false); // held by a and b
+            // b ends first: its events go in at its place, but a still covers them.
+            assert!(!h.release(&r, b, &[ev(1)], |_, _| {}));
+            assert!(r.take(&mut c).is_none());
+            // a ends: its events first, then everything up to b2's place is visible.
+            let mut seen = Vec::new();
+            assert!(h.release(&r, a, &[ev(2), ev(3)], |p, e| seen.push((p, e.hdr_data))));
+            assert_eq!(seen, vec![(0, 2), (1, 3), (2, 100), (3, 1)]);
+            assert!(h.release(&r, b2, &[ev(4)], |_, _| {}));
+        }
+        assert_eq!(drain(&r, &mut c), vec![(2, 0, false), (3, 1, false), (100, 2, false), (1, 3, false), (4, 4, false), (200, 5, false)]);
     }
 
     #[test]

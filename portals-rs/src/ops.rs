@@ -38,7 +38,7 @@
 //! or exited since, and one already waited for in vain.
 
 use crate::handle;
-use crate::eq::OwnEvents;
+use crate::eq::{OpHolds, OwnEvents};
 use crate::md;
 use crate::ni::{endpoint_key, is_tombstone, parse_payload, Lib, Ni, PD};
 use crate::seg::{Guard, MdRow, Seg, MDF_DOOMED, MDF_SPENT, MDF_UNLINK_OP, MDF_WRITABLE};
@@ -681,13 +681,20 @@ fn put(md_h: u32, region: Option<(u64, u64)>, ack_req: u32, target: ptl_process_
                 gone
             }
             None => {
+                // The target may react before this put has logged its own events.
+                let mut holds = OpHolds::open(seg, &g, &[eq_h]);
                 drop(g);
-                let holds = crate::eq::hold_all(n, &[eq_h]);
                 let o = send(n, target, req, Some(&mem), None, None);
                 let g = seg.lock();
-                let mut own = OwnEvents::default();
-                let gone = put_end(seg, &g, &PutEnd { mi, link, req: &req, mem: &mem, ack_wanted, target }, &o, Some(&mut own));
-                crate::eq::release_all(seg, &g, holds, own);
+                let end = PutEnd { mi, link, req: &req, mem: &mem, ack_wanted, target };
+                let gone = if holds.settle(seg, &g) {
+                    put_end(seg, &g, &end, &o, None)
+                } else {
+                    let mut own = OwnEvents::default();
+                    let gone = put_end(seg, &g, &end, &o, Some(&mut own));
+                    holds.release(seg, &g, own);
+                    gone
+                };
                 drop(g);
                 gone
             }
@@ -753,14 +760,18 @@ fn get(md_h: u32, region: Option<(u64, u64)>, target: ptl_process_id_t, pt: u32,
                 gone
             }
             None => {
-                let eq_h = seg.md(&g, mi).expect("live").view.eq_handle;
+                let mut holds = OpHolds::open(seg, &g, &[seg.md(&g, mi).expect("live").view.eq_handle]);
                 drop(g);
-                let holds = crate::eq::hold_all(n, &[eq_h]);
                 let o = send(n, target, req, None, Some(&mem), None);
                 let g = seg.lock();
-                let mut own = OwnEvents::default();
-                let gone = get_end(seg, &g, mi, link, &req, &mem, target, &o, Some(&mut own));
-                crate::eq::release_all(seg, &g, holds, own);
+                let gone = if holds.settle(seg, &g) {
+                    get_end(seg, &g, mi, link, &req, &mem, target, &o, None)
+                } else {
+                    let mut own = OwnEvents::default();
+                    let gone = get_end(seg, &g, mi, link, &req, &mem, target, &o, Some(&mut own));
+                    holds.release(seg, &g, own);
+                    gone
+                };
                 drop(g);
                 gone
             }
@@ -781,7 +792,7 @@ fn getput(get_h: u32, put_h: u32, target: ptl_process_id_t, pt: u32, ac: u32, bi
         await_target(&n, target);
     }
     let seg = &n.seg;
-    let (gmi, plink, pmi, gmem, pmem, eqs) = {
+    let (gmi, plink, pmi, gmem, pmem, holds) = {
         let g = seg.lock();
         md::row_of(seg, &g, gidx, ggen)?;
         md::row_of(seg, &g, pidx, pgen)?;
@@ -799,9 +810,8 @@ fn getput(get_h: u32, put_h: u32, target: ptl_process_id_t, pt: u32, ac: u32, bi
         let base = base_req(&n, service::OP_GETPUT, pt, ac, bits, roff, hdr, pmem.len);
         own_event(seg, &g, pmi, PTL_EVENT_SEND_START, n.id, &base, pmem.len, pmem.len, 0, plink, false, None);
         let eqs = [seg.md(&g, pmi).expect("live").view.eq_handle, seg.md(&g, gmi).expect("live").view.eq_handle];
-        (gmi, plink, pmi, gmem, pmem, eqs)
+        (gmi, plink, pmi, gmem, pmem, OpHolds::open(seg, &g, &eqs))
     };
-    let holds = crate::eq::hold_all(&n, &eqs);
     let mut data = vec![0u8; pmem.len as usize];
     service::local_parts(&pmem.span(), 0, pmem.len, |d, p| data[d as usize..d as usize + p.len()].copy_from_slice(p));
     let req = base_req(&n, service::OP_GETPUT, pt, ac, bits, roff, hdr, pmem.len);
@@ -830,7 +840,7 @@ fn getput(get_h: u32, put_h: u32, target: ptl_process_id_t, pt: u32, ac: u32, bi
     }
     let mut gone = end(seg, &g, pmi, plink, Some(&mut own));
     gone |= end(seg, &g, gmi, plink, Some(&mut own));
-    crate::eq::release_all(seg, &g, holds, own);
+    holds.release(seg, &g, own);
     drop(g);
     if gone {
         md::reap(&n);

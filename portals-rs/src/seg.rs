@@ -33,12 +33,13 @@
 //! same lock, the event rings it attached (by queue row, generation and place) and pins
 //! of contiguous MDs' memory (by MD row, generation and piece, `rma::Pinned`), so that an
 //! operation does not validate them again; and a hint of the event slot the next
-//! deposit fills, for [`Seg::prefetch`].
+//! deposit fills, for [`Seg::prefetch`].  The owner's view also keeps the holds on its
+//! queues (process-local by nature, see `crate::eq`).
 
 use crate::lock::{Held, ShmLock};
 use crate::types::*;
 use softnic_fabric::mem::MemKey;
-use crate::evring::EvRing;
+use crate::evring::{EvRing, Holds};
 use softnic_fabric::ring::{Pod, Ring};
 use softnic_fabric::rma::{Live, Peer, Pinned, PinnedRef};
 use std::sync::Arc;
@@ -328,6 +329,8 @@ pub struct Seg {
     /// Where the last deposit through this view left its queue's next slot (see
     /// [`Seg::prefetch`]).
     slot_hint: AtomicPtr<u8>,
+    /// The owner's holds on its queues, by queue row (see [`Seg::with_holds`]).
+    holds: std::cell::UnsafeCell<Vec<Option<(u32, Holds)>>>,
 }
 
 /// Entries of a view's pin cache.
@@ -377,7 +380,7 @@ impl Seg {
     /// # Safety
     /// `base` valid for `lay.total` bytes, 64-aligned, not yet visible to anyone.
     pub unsafe fn format(base: *mut u8, lay: Layout, id: (u32, u32, u32, u32), nonce: u64) -> Seg {
-        let s = Seg { base, lay, hbase: nonce as u32, rings: Default::default(), pins: Default::default(), slot_hint: AtomicPtr::new(std::ptr::null_mut()) };
+        let s = Seg { base, lay, hbase: nonce as u32, rings: Default::default(), pins: Default::default(), slot_hint: AtomicPtr::new(std::ptr::null_mut()), holds: Default::default() };
         // SAFETY: the caller's contract: fresh memory of lay.total bytes.
         let h = unsafe { &mut *(base as *mut Header) };
         h.hbase = nonce as u32;
@@ -430,7 +433,7 @@ impl Seg {
         if lay.total as u64 != total || lay.total > len {
             return None;
         }
-        Some(Seg { base, lay, hbase, rings: Default::default(), pins: Default::default(), slot_hint: AtomicPtr::new(std::ptr::null_mut()) })
+        Some(Seg { base, lay, hbase, rings: Default::default(), pins: Default::default(), slot_hint: AtomicPtr::new(std::ptr::null_mut()), holds: Default::default() })
     }
 
     /// The handle of row `idx` (generation `row_gen`) of table `kind`.
@@ -574,6 +577,23 @@ impl Seg {
             }
         }
         slot.as_ref().map(|c| f(&c.ring))
+    }
+
+    /// Runs `f` on the holds of queue row `i` of generation `gen` (the owner's, see
+    /// `crate::eq`): kept per view, under the segment's lock, and started afresh for a
+    /// new generation of the row.
+    pub fn with_holds<R>(&self, _g: &Guard<'_>, i: u32, gen: u32, f: impl FnOnce(&mut Holds) -> R) -> Option<R> {
+        // SAFETY: the cache is only touched here, under the segment's lock (the guard),
+        // which excludes every other thread of this process too; `f` cannot reach it.
+        let holds = unsafe { &mut *self.holds.get() };
+        if holds.is_empty() {
+            holds.resize_with(self.lay.lim.eqs as usize, || None);
+        }
+        let slot = holds.get_mut(i as usize)?;
+        if slot.as_ref().is_none_or(|(g, _)| *g != gen) {
+            *slot = Some((gen, Holds::default()));
+        }
+        slot.as_mut().map(|(_, h)| f(h))
     }
 
     /// Runs `f` on the memory `piece` (registration, address, length) of the contiguous
