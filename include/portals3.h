@@ -19,8 +19,9 @@
  *   which names the same interface); any other is PTL_IFACE_INVALID, and
  *   PtlInit reports max_interfaces 1.  The NID is the
  *   launcher's node (each snrun -N group is one virtual node), the PID the
- *   process's rank among the ranks of its node, unless PtlNIInit asks for a
- *   well-known pid (PTL_PID_INVALID when that pid is taken on the node).
+ *   process's rank among the ranks of its node (or its entry of a PID map set
+ *   up before PtlNIInit, below), unless PtlNIInit asks for a well-known pid
+ *   (PTL_PID_INVALID when that pid is taken on the node).
  *   They come from PTL_MY_RID / PTL_NIDMAP / PTL_PIDMAP / PTL_MY_JID (snrun
  *   sets them), else from PMI (mpiexec).  The job id (PtlGetJid) is part of
  *   a process's address: processes of different jobs do not reach each
@@ -32,10 +33,12 @@
  *   PID map entry of its rank.  The NID stays the launcher's node (a NID map
  *   naming another one for this rank is only warned about: NIDs route).  So
  *   a child forked before its parent's PtlNIInit that sets rank + size of
- *   2 * size, and maps giving it the parent's PID + size, gets that PID.  A
- *   child forked after its parent's PtlNIInit cannot initialise an NI (like
- *   a NIC context, the fabric does not cross fork): PtlNIInit fails.  Once
- *   an NI is up, the runtime calls take its handle or PTL_INVALID_HANDLE.
+ *   2 * size, and maps giving it the parent's PID + size, gets that PID (on
+ *   one machine: across machines a child is no rank of the launcher, and
+ *   cannot join the collective PtlNIInit below).  A child forked after its
+ *   parent's PtlNIInit cannot initialise an NI (like a NIC context, the
+ *   fabric does not cross fork): PtlNIInit fails.  Once an NI is up, the
+ *   runtime calls take its handle or PTL_INVALID_HANDLE.
  *   [ptl_rt, ptl_fork, ptl_badinput]
  * - When the job spans machines (the network engine runs: several nodes in the
  *   launcher's map, or SOFTNIC_ENGINE=net), a PtlNIInit that creates the
@@ -91,8 +94,9 @@
  *   the operation is done.  Across machines PtlNIInit is collective (above),
  *   so targets there are up once it returns.  A target fails at once when
  *   it is known gone: it finalised (PtlNIFini leaves a tombstone while the
- *   process lives), this process reached it before and it has exited or
- *   ended since, or it was already waited for in vain.  Like the
+ *   process lives; its next PtlNIInit removes it, and no other process can
+ *   take that PID meanwhile), this process reached it before and it has
+ *   exited or ended since, or it was already waited for in vain.  Like the
  *   reference's, a process never reached that has exited is not told from
  *   one not started yet: it is waited for.  [ptl_late, ptl_ring, ptl_death]
  * - Target process missing (an id outside the job with no NI, a target

@@ -5,7 +5,8 @@
  * maps in which a child's PID is its parent's PID + n, set before PtlNIInit.  Each
  * process must get the PID of its map entry from PtlNIInit(PTL_PID_ANY).  Then a token
  * goes round the 2n processes (children come up at their own pace: puts to them wait),
- * and each parent reaps its child.
+ * and each parent reaps its child.  A child forked after its parent's PtlNIInit gets
+ * PTL_FAIL from its own PtlNIInit.
  * Usage: ptl_fork [ROUNDS].  Prints "ptl_fork: rank R of 2N ok" (children too). */
 #include <portals3.h>
 #include P3_NAL
@@ -118,6 +119,20 @@ int main(int argc, char **argv)
             return 1;
         }
         if (rank != 0) put_value(smd, &src, token + 1, right);
+    }
+    if (child > 0) {
+        /* A child forked after its parent's PtlNIInit cannot have an NI of its own (the
+         * parent's is not its); the parent's goes on. */
+        fflush(stdout);
+        pid_t late = fork();
+        if (late == 0) {
+            ptl_handle_ni_t n2;
+            int rc = PtlNIInit(PTL_IFACE_DEFAULT, PTL_PID_ANY, NULL, NULL, &n2);
+            exit(rc == PTL_FAIL ? 0 : 3);
+        }
+        int st;
+        if (late < 0 || waitpid(late, &st, 0) != late || !WIFEXITED(st) || WEXITSTATUS(st) != 0) die("the late child's PtlNIInit did not fail", PTL_FAIL);
+        TRY(PtlGetId(ni, &me));
     }
     printf("ptl_fork: rank %u of %u ok\n", rank, size);
     fflush(stdout);

@@ -347,7 +347,8 @@ fn ni_init(interface: u32, pid: u32, desired: Option<&ptl_ni_limits_t>, actual: 
     let lim = limits_from(desired);
     let arena = softnic_fabric::env::get_u64("SOFTNIC_PTL_EQ_MEM").clamp(1 << 16, 1 << 40) as usize;
     let lay = Layout::new(lim, arena).ok_or(PTL_NO_SPACE)?;
-    let shm = mem::alloc_shared(lay.total).map_err(|_| PTL_NO_SPACE)?;
+    // (Unsupported: a child forked after its parent set the fabric up cannot have one.)
+    let shm = mem::alloc_shared(lay.total).map_err(|e| if e == softnic_fabric::Error::Unsupported { PTL_FAIL } else { PTL_NO_SPACE })?;
     let loc = match shm.ring_loc(0, lay.total) {
         Ok(l) => l,
         Err(_) => {
