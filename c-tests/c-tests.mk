@@ -21,9 +21,10 @@ $(BUILD)/tests/%: c-tests/%.c $(wildcard c-tests/common/*.h) $(wildcard $(BUILD)
 	@mkdir -p $(dir $@)
 	$(or $(CC_$(firstword $(subst /, ,$*))),$(CC)) $(CFLAGS_TEST) -o $@ $< $(LDFLAGS_TEST) $(LIBS_$(firstword $(subst /, ,$*))) -lpthread
 
-# One Portals test is built the way reference-implementation programs are: the NAL header
-# through P3_NAL, linked with the reference library names, without libpmi.
-$(BUILD)/tests/portals/ptl_ref: c-tests/portals/ptl_ref.c $(wildcard $(BUILD)/include/*.h)
+# Some Portals tests are built the way reference-implementation programs are: the NAL
+# header through P3_NAL, linked with the reference library names, without libpmi.
+PTL_REF_STYLE := ptl_ref ptl_rt ptl_fork
+$(addprefix $(BUILD)/tests/portals/,$(PTL_REF_STYLE)): $(BUILD)/tests/portals/%: c-tests/portals/%.c $(wildcard $(BUILD)/include/*.h $(BUILD)/include/*/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_TEST) -DP3_NAL='<p3nal_utcp.h>' -o $@ $< $(LDFLAGS_TEST) -lportals3 -lportals3-utcp
 

@@ -19,12 +19,27 @@
  *   which names the same interface); any other is PTL_IFACE_INVALID, and
  *   PtlInit reports max_interfaces 1.  The NID is the
  *   launcher's node (each snrun -N group is one virtual node), the PID the
- *   process's rank among the ranks of its node, unless PtlNIInit asks for a
- *   well-known pid (PTL_PID_INVALID when that pid is taken on the node).
+ *   process's rank among the ranks of its node (or its entry of a PID map set
+ *   up before PtlNIInit, below), unless PtlNIInit asks for a well-known pid
+ *   (PTL_PID_INVALID when that pid is taken on the node).
  *   They come from PTL_MY_RID / PTL_NIDMAP / PTL_PIDMAP / PTL_MY_JID (snrun
  *   sets them), else from PMI (mpiexec).  The job id (PtlGetJid) is part of
  *   a process's address: processes of different jobs do not reach each
  *   other.  PtlGetUid is getuid().  [ptl_basic, ptl_ring, ptl_ref]
+ * - Runtime set-up before PtlNIInit (p3rt.h): PtlSetRank, PtlSetNIDMap,
+ *   PtlSetPIDMap and the getters work before PtlNIInit (and before PtlInit),
+ *   on any handle (PTL_INVALID_HANDLE is the usual one); what they set is
+ *   kept for the next NI, and PtlNIInit(PTL_PID_ANY) takes its PID from the
+ *   PID map entry of its rank.  The NID stays the launcher's node (a NID map
+ *   naming another one for this rank is only warned about: NIDs route).  So
+ *   a child forked before its parent's PtlNIInit that sets rank + size of
+ *   2 * size, and maps giving it the parent's PID + size, gets that PID (on
+ *   one machine: across machines a child is no rank of the launcher, and
+ *   cannot join the collective PtlNIInit below).  A child forked after its
+ *   parent's PtlNIInit cannot initialise an NI (like a NIC context, the
+ *   fabric does not cross fork): PtlNIInit fails.  Once an NI is up, the
+ *   runtime calls take its handle or PTL_INVALID_HANDLE.
+ *   [ptl_rt, ptl_fork, ptl_badinput]
  * - When the job spans machines (the network engine runs: several nodes in the
  *   launcher's map, or SOFTNIC_ENGINE=net), a PtlNIInit that creates the
  *   interface is collective: it ends with a PMI barrier, which makes every rank's network
@@ -56,17 +71,40 @@
  *   and its own list/MD calls; a process that dies holding it is detected and
  *   the lock taken over.  Messages between a pair are delivered in order.
  *   [ptl_ring, ptl_threads, ptl_death]
+ * - Causal order at the initiator: every event an operation logs in the
+ *   initiator's own queues (SEND_END, ACK, REPLY_START/END, UNLINK) comes
+ *   before any event a reaction of its target can put there (a put back, a
+ *   get), on one machine and across machines.  When the operation cannot
+ *   keep its own NI's lock throughout (a first contact, a busy target, more
+ *   than 8 KiB, another machine), its queues hold back what others deposit
+ *   meanwhile (events from anyone, also other threads' operations: they
+ *   become visible when it ends) and its own events go in before them.
+ *   [ptl_rt, ptl_eqfull]
  * - Large messages.  On one machine data moves once, straight between the
  *   two buffers, whatever the size.  Across machines data up to 256 KiB
  *   travels with the request; larger puts and gets are matched first (the
  *   START event, threshold and offset are taken), then moved with RDMA into
  *   or out of the matched MD's registered memory, then completed (END event,
  *   ack, auto-unlink).  [ptl_ring]
- * - Target process missing (no NI with that id, process dead, or NI ended):
- *   the initiator's SEND_END (put) or REPLY_START/REPLY_END (get) carries
- *   ni_fail_type PTL_NI_FAIL and mlength 0, no ACK.  A request the target
- *   rejects (access control, no matching MD) is dropped silently and counted
- *   in the target's PTL_SR_DROP_COUNT.  [ptl_ring, ptl_badinput, ptl_death]
+ * - A target that is not up yet: a put, get or getput to a process of this
+ *   job (a process id in the rank maps, the runtime's or the launcher's)
+ *   whose NI does not exist yet waits for it, polling with naps of 1 to 20
+ *   ms, at most SOFTNIC_PTL_CONNECT_TIMEOUT_MS (60000) milliseconds, as the
+ *   reference's transport retries its connection; the call returns once
+ *   the operation is done.  Across machines PtlNIInit is collective (above),
+ *   so targets there are up once it returns.  A target fails at once when
+ *   it is known gone: it finalised (PtlNIFini leaves a tombstone while the
+ *   process lives; its next PtlNIInit removes it, and no other process can
+ *   take that PID meanwhile), this process reached it before and it has
+ *   exited or ended since, or it was already waited for in vain.  Like the
+ *   reference's, a process never reached that has exited is not told from
+ *   one not started yet: it is waited for.  [ptl_late, ptl_ring, ptl_death]
+ * - Target process missing (an id outside the job with no NI, a target
+ *   gone, or one that did not come): the initiator's SEND_END (put) or
+ *   REPLY_START/REPLY_END (get) carries ni_fail_type PTL_NI_FAIL and mlength
+ *   0, no ACK.  A request the target rejects (access control, no matching
+ *   MD) is dropped silently and counted in the target's PTL_SR_DROP_COUNT.
+ *   [ptl_late, ptl_badinput, ptl_death]
  * - Matching follows the 3.2 walk: MEs without an MD, inactive MDs, MDs that
  *   do not enable the operation and MDs without room (no PTL_MD_TRUNCATE) are
  *   skipped; the match predicate is ((bits ^ me_bits) & ~ignore_bits) == 0.
@@ -93,25 +131,28 @@
  *   ACK and GETPUT events; md is the MD after the event.  A failure is an END
  *   event with ni_fail_type PTL_NI_FAIL (3.3 has no *_FAIL kinds).
  *   [ptl_basic, ptl_ring]
- * - Event queues hold count events; an event that finds the queue full is
- *   dropped, and the next event returned is PTL_EQ_DROPPED (the gap lies just
- *   before it).  An ACK that finds no room is also counted in
- *   PTL_SR_DROP_COUNT.  PtlEQGet returns PTL_EQ_EMPTY while a thread of the
- *   process waits in PtlEQWait on that queue; each event is returned to
- *   exactly one caller.  PtlEQWait spins for SOFTNIC_PTL_SPIN_NS (100000)
+ * - Event queues are circular and hold count events: an event that finds
+ *   the queue full overwrites the oldest one, and the next event PtlEQGet,
+ *   PtlEQWait or PtlEQPoll returns (the oldest still held) comes with
+ *   PTL_EQ_DROPPED; sequence is the event's position in the queue, so the
+ *   gap shows how many were lost.  PtlEQGet returns PTL_EQ_EMPTY while a
+ *   thread of the process waits in PtlEQWait on that queue; each event is
+ *   returned to exactly one caller.  PtlEQWait spins for SOFTNIC_PTL_SPIN_NS (100000)
  *   nanoseconds, then sleeps (futex) until an event arrives;
  *   PtlEQFree or PtlNIFini wake it with PTL_EQ_INVALID.  PtlEQWait_timeout
  *   waits at most SOFTNIC_PTL_WAIT_TIMEOUT_MS (1000) milliseconds, then
  *   returns PTL_EQ_EMPTY.  PtlEQPoll: timeout in milliseconds, 0 polls once,
  *   PTL_TIME_FOREVER waits forever; PTL_EQ_EMPTY when it runs out.  Count
- *   at most 1048576.  [ptl_basic, ptl_threads]
+ *   at most 1048576.  [ptl_basic, ptl_threads, ptl_eqfull]
  * - EQ handlers (PtlEQAlloc with a handler) run in a library thread of the
  *   queue's owner, started with the first such queue: once per event put in
- *   the queue, in order, with a pointer to a copy of the event; the event
- *   stays in the queue for PtlEQGet/Wait/Poll.  [ptl_basic]
+ *   the queue, when it becomes visible, in order, with a pointer to a copy
+ *   of the event; the event stays in the queue for PtlEQGet/Wait/Poll.
+ *   [ptl_basic]
  * - PtlMDUpdate is atomic with respect to arriving messages (same lock),
- *   refuses with PTL_MD_NO_UPDATE while testq holds an event or the MD has a
- *   transfer in flight, and resets the local offset.  PtlMEMDPost inserts an
+ *   refuses with PTL_MD_NO_UPDATE while testq holds an event (one held back
+ *   for an operation in flight too) or the MD has a transfer in flight, and
+ *   resets the local offset.  PtlMEMDPost inserts an
  *   ME next to base and attaches an MD to it, both or nothing, and only if
  *   eq_handle is PTL_EQ_NONE or empty (else PTL_MD_NO_UPDATE).  [ptl_mpi]
  * - PtlMDUnlink of an MD with a transfer in flight is PTL_MD_IN_USE;
@@ -144,7 +185,9 @@
  * - PtlProgress validates the handle and returns: progress never needs the
  *   application (so PTL_PROGRESS_THREAD is defined).  PtlNIDist is 0 for
  *   this process, 1 for this node, 2 for another node.  The dump calls print
- *   to stderr.  [ptl_basic, ptl_ring]
+ *   to stderr.  p3_out (p3api/debug.h), the reference library's debug
+ *   stream that its test programs name, is exported and is stderr.
+ *   [ptl_basic, ptl_ring, ptl_rt]
  * - Threads: every call may be made from any thread.  [ptl_threads]
  * - Thread cancellation: PtlEQWait, PtlEQWait_timeout and PtlEQPoll are
  *   cancellation points, deferred and asynchronous: the thread ends, no event is

@@ -29,7 +29,14 @@ static void before_init(void)
     PCHECK_RC(PtlMEUnlink(1), PTL_NO_INIT);
     PCHECK_RC(PtlNIHandle(1, &h), PTL_NO_INIT);
     PCHECK_RC(PtlEQPoll(&h, 1, 0, &ev, (int *)&id), PTL_NO_INIT);
-    PCHECK_RC(PtlSetRank(1, 0, 1), PTL_NO_INIT);
+    /* The runtime works before PtlInit: kept for the next NI (p3rt.h). */
+    PCHECK_RC(PtlSetRank(1, 0, 0), PTL_FAIL);
+    PCHECK_RC(PtlSetNIDMap(PTL_INVALID_HANDLE, NULL, 1), PTL_SEGV);
+    unsigned r, s;
+    PCHECK_RC(PtlGetRank(PTL_INVALID_HANDLE, NULL, &s), PTL_SEGV);
+    PCHECK(PtlSetRank(PTL_INVALID_HANDLE, (unsigned)-1, (unsigned)-1));
+    PCHECK(PtlGetRank(PTL_INVALID_HANDLE, &r, &s));
+    CHECK(r < s);
     PCHECK_RC(PtlProgress(1, 0), PTL_NO_INIT);
     PCHECK_RC(PtlInit(NULL), PTL_SEGV);
     PtlFini();                                                /* before PtlInit: harmless */
@@ -249,6 +256,10 @@ static void bad_values(void)
     CHECK(id.nid == 8 && id.pid == 8);
     PCHECK(PtlSetRank(ni, (unsigned)-1, (unsigned)-1));       /* back to the launcher's */
     PCHECK(PtlGetRank(ni, &r, &s));
+    CHECK_EQ(r, my_rank);
+    PCHECK_RC(PtlGetRank(ni + 1, &r, &s), PTL_NI_INVALID);   /* another handle, an NI up */
+    PCHECK_RC(PtlSetRank(ni + 1, 0, 1), PTL_NI_INVALID);
+    PCHECK(PtlGetRank(PTL_INVALID_HANDLE, &r, &s));           /* the NI's runtime */
     CHECK_EQ(r, my_rank);
     CHECK_EQ(PtlEQAlloc(ni, 0, PTL_EQ_HANDLER_NONE, &b), PTL_NO_SPACE);
     CHECK_EQ(PtlEQAlloc(ni, 1ULL << 40, PTL_EQ_HANDLER_NONE, &b), PTL_NO_SPACE);

@@ -370,9 +370,10 @@ static void *waiter(void *arg)
     return NULL;
 }
 
-/* Digest 9.7: an overflowing queue drops events and the next one returned after the gap
- * is PTL_EQ_DROPPED (still an event); PtlEQGet says empty while a thread waits, and the
- * waiter gets the event. */
+/* Digest 9.7: an overflowing queue is circular: the oldest events are overwritten, and
+ * the next one returned (by PtlEQGet, PtlEQWait or PtlEQPoll) is PTL_EQ_DROPPED (still an
+ * event), its sequence showing the gap; PtlEQGet says empty while a thread waits, and
+ * the waiter gets the event. */
 static void eq_section(void)
 {
     static char buf[8], src[1];
@@ -384,16 +385,30 @@ static void eq_section(void)
     PCHECK(PtlMDAttach(m, md_of(buf, 8, PTL_MD_THRESH_INF, PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE, small), PTL_RETAIN, &d));
     for (int i = 0; i < 3; i++) PCHECK(PtlPut(smd, PTL_NO_ACK_REQ, me, PT, 0, 0x80, 0, i)); /* 6 events */
     ptl_event_t e;
-    for (int i = 0; i < 4; i++) {
-        PCHECK(PtlEQGet(small, &e));                          /* the first four, in order */
+    PCHECK_RC(PtlEQGet(small, &e), PTL_EQ_DROPPED);           /* the first two were overwritten */
+    CHECK(e.type == PTL_EVENT_PUT_START && e.hdr_data == 1 && e.sequence == 2);
+    for (int i = 3; i < 6; i++) {
+        PCHECK(PtlEQGet(small, &e));                          /* the four newest, in order */
         CHECK_EQ(e.sequence, i);
+        CHECK_EQ(e.hdr_data, i / 2);
     }
     PCHECK_RC(PtlEQGet(small, &e), PTL_EQ_EMPTY);
     PCHECK(PtlPut(smd, PTL_NO_ACK_REQ, me, PT, 0, 0x80, 0, 7));
-    PCHECK_RC(PtlEQGet(small, &e), PTL_EQ_DROPPED);           /* two were lost before it */
+    PCHECK(PtlEQGet(small, &e));                              /* no loss this time */
     CHECK(e.type == PTL_EVENT_PUT_START && e.hdr_data == 7 && e.sequence == 6);
     PCHECK(PtlEQGet(small, &e));
     CHECK(e.type == PTL_EVENT_PUT_END);
+    /* A queue whose newest events overflow it: PtlEQWait returns at once with the loss. */
+    for (int i = 0; i < 5; i++) PCHECK(PtlPut(smd, PTL_NO_ACK_REQ, me, PT, 0, 0x80, 0, 20 + i));
+    CHECK_EQ(PtlEQWait(small, &e), PTL_EQ_DROPPED);
+    CHECK(e.type == PTL_EVENT_PUT_START && e.hdr_data == 23 && e.sequence == 14);
+    int which = -1;
+    CHECK_EQ(PtlEQPoll(&small, 1, 0, &e, &which), PTL_OK);
+    CHECK(e.type == PTL_EVENT_PUT_END && e.hdr_data == 23 && which == 0);
+    for (int i = 0; i < 6; i++) PCHECK(PtlPut(smd, PTL_NO_ACK_REQ, me, PT, 0, 0x80, 0, 30 + i));
+    CHECK_EQ(PtlEQPoll(&small, 1, 10, &e, &which), PTL_EQ_DROPPED);
+    CHECK(e.type == PTL_EVENT_PUT_START && e.hdr_data == 34 && e.sequence == 26);
+    CHECK_EQ(drain(small), 3);
     /* A waiting thread: PtlEQGet says empty meanwhile; the waiter gets the event. */
     pthread_t th;
     CHECK(pthread_create(&th, NULL, waiter, &small) == 0);

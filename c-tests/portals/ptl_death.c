@@ -1,7 +1,8 @@
 /* Processes that die: (1) initiators killed (SIGKILL) in the middle of 1 MiB puts into
  * rank 0, most likely while holding rank 0's match lock: the next initiator and rank 0
  * itself take the lock over and carry on; (2) rank 1 exits without finalising: puts and
- * gets to it fail (PTL_NI_FAIL in their END events) within a short time, never hang.
+ * gets to it (rank 0 reached it before) fail (PTL_NI_FAIL in their END events) within a
+ * short time, never hang.
  * The killed initiators are helper processes rank 2 starts (this program with
  * "helper NID PID"): they are not ranks, so the launcher does not end the job.
  * Run with 3 ranks under snrun; "ptl_death remote" skips the killed initiators (they
@@ -65,6 +66,18 @@ int main(int argc, char **argv)
     CHECK_EQ(PMI_Barrier(), PMI_SUCCESS);
 
     int helpers = !(argc > 1 && !strcmp(argv[1], "remote"));
+    if (rank == 0) {
+        /* Rank 0 reaches rank 1 while it is up: once it has exited, puts to it fail at
+         * once (a process never reached would be waited for, as one not started yet). */
+        static char hello[8] = "hello";
+        ptl_handle_md_t hmd;
+        PCHECK(PtlMDBind(ni, md_of(hello, 8, PTL_MD_THRESH_INF, 0, eq), PTL_RETAIN, &hmd));
+        PCHECK(PtlPut(hmd, PTL_ACK_REQ, ids[1], 1, 0, 0, 0, 0));
+        EXPECT(eq, PTL_EVENT_SEND_START);
+        EXPECT(eq, PTL_EVENT_SEND_END);
+        EXPECT(eq, PTL_EVENT_ACK);
+        PCHECK(PtlMDUnlink(hmd));
+    }
     if (rank == 2) {
         /* Killed initiators. */
         for (int k = 0; k < 3 * helpers; k++) {

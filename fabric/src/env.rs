@@ -265,9 +265,16 @@ pub static TUNABLES: &[Tunable] = &[
         name: "SOFTNIC_PTL_EQ_MEM",
         default: "67108864",
         help: "Portals: bytes of shared memory per network interface for the event \
-               queues (128 bytes per event of capacity, each queue rounded up to a \
-               power of two); PtlEQAlloc gives PTL_NO_SPACE beyond it. Only the pages \
-               queues touch are allocated.",
+               queues (128 bytes per event of capacity, plus 256 per queue); PtlEQAlloc \
+               gives PTL_NO_SPACE beyond it. Only the pages queues touch are allocated.",
+    },
+    Tunable {
+        name: "SOFTNIC_PTL_CONNECT_TIMEOUT_MS",
+        default: "60000",
+        help: "Portals: milliseconds a put or get waits for a target of its job (a process \
+               id of the rank maps) that has not initialised its interface yet, before its \
+               END event reports PTL_NI_FAIL. A target that finalised, or that this process \
+               reached before and has exited since, fails at once. 0: never wait.",
     },
     Tunable {
         name: "DMAPP_ABORT_ON_ERROR",

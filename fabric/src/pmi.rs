@@ -984,6 +984,10 @@ pub struct State {
 
 static STATE: Mutex<State> = Mutex::new(State { client: None, finalized: false, explicit_init: false });
 
+/// The process that opened the connection: a child forked later inherits the socket but
+/// must not end its parent's conversation when it exits.
+static CONNECTED_BY: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
 fn lock() -> MutexGuard<'static, State> {
     // A panic while holding the lock aborts the process (extern "C" boundary),
     // so a poisoned lock cannot be observed in a way that matters; recover anyway.
@@ -1018,6 +1022,7 @@ fn ensure(st: &mut State) -> Result<&mut Client> {
         let c = Client::connect()?;
         export_env_contract(&c.job);
         st.client = Some(c);
+        CONNECTED_BY.store(std::process::id(), std::sync::atomic::Ordering::Relaxed);
         static AT_EXIT: std::sync::Once = std::sync::Once::new();
         // SAFETY: registers a plain extern "C" fn with no captured state.
         AT_EXIT.call_once(|| unsafe {
@@ -1072,6 +1077,9 @@ pub fn finalize() -> Result<()> {
 /// lock may be held (PMI_Abort exits while holding it; another thread may be in
 /// a barrier), and then we must not wait.
 extern "C" fn finalize_at_exit() {
+    if CONNECTED_BY.load(std::sync::atomic::Ordering::Relaxed) != std::process::id() {
+        return;
+    }
     if let Ok(mut st) = STATE.try_lock() {
         if !st.finalized {
             if let Some(c) = st.client.as_mut() {

@@ -7,13 +7,16 @@
  * (every event deposited in this NI's queues).  The other bits are kept and
  * reported but print nothing.  PtlTblDump(ni, pt_index) prints the match
  * list of one portal (-1: every non-empty portal); PtlMEDump(me) one match
- * entry and its MD; both print to stderr.
+ * entry and its MD; both print to stderr.  p3_out is the reference
+ * library's debug stream, which its test programs use: stderr, exported by
+ * libportals.so.
  * Written from the ABI facts; not a copy of any vendor header.
  */
 #ifndef _PTL3_API_DEBUG_H_
 #define _PTL3_API_DEBUG_H_
 
 #include <portals3.h>
+#include <stdio.h>
 
 #ifndef __bit
 #define __bit(x) (1U<<(x))
@@ -59,6 +62,7 @@ extern "C" {
 #endif
 
 unsigned int PtlNIDebug(ptl_handle_ni_t ni, unsigned int mask);
+extern FILE *p3_out;
 int PtlTblDump(ptl_handle_ni_t ni, int pt_index);
 int PtlMEDump(ptl_handle_me_t me_handle);
 

@@ -12,10 +12,16 @@
  * (rank, size) just records them; the maps are then set with PtlSetNIDMap /
  * PtlSetPIDMap (group_size must equal the size given).  PtlGetRank,
  * PtlGetRankId and the map getters set the runtime up from the environment
- * (or PMI) when the program has not called PtlSetRank.  Errors: PTL_NO_INIT
- * (Portals not initialised, or neither environment nor PMI gives a rank),
- * PTL_NI_INVALID (bad NI handle), PTL_SEGV (NULL pointer), PTL_FAIL (sizes
- * that do not agree, a rank out of range, malformed maps).
+ * (or PMI) when the program has not called PtlSetRank.
+ * Before PtlNIInit (even before PtlInit) every call works on any handle,
+ * PTL_INVALID_HANDLE as a rule: what is set is kept for the next NI, whose
+ * PtlNIInit(PTL_PID_ANY) takes its PID from the PID map entry of its rank
+ * (the NID stays the node's).  Once an NI is up, the calls take its handle
+ * or PTL_INVALID_HANDLE; the NI's runtime starts as what was kept, else the
+ * launcher's.  Errors: PTL_NO_INIT (neither environment nor PMI gives a
+ * rank), PTL_NI_INVALID (another handle while an NI is up), PTL_SEGV (NULL
+ * pointer), PTL_FAIL (sizes that do not agree, a rank out of range,
+ * malformed maps).
  * Written from the ABI facts; not a copy of any vendor header.
  */
 #ifndef _PTL3_RT_P3RT_H_

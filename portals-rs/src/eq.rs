@@ -1,38 +1,47 @@
 //! Event queues: PtlEQAlloc/Free/Get/Wait/Wait_timeout/Poll, the deposit of events
-//! ([`push`], used by both sides of every operation), EQ handlers, PtlNIEqDump.
+//! ([`push`], used by both sides of every operation), the owner's holds that keep its
+//! events in causal order, EQ handlers, PtlNIEqDump.
 //!
-//! **Where events live.**  Each queue is a `fabric::ring` of [`Event`] in the arena of
-//! its NI's segment, so whoever runs an operation against the NI (an initiator on this
-//! machine, the NI's own progress thread for other machines, the owner for its own
-//! initiator-side events) pushes into it, and a push wakes a thread asleep in PtlEQWait
-//! (futex on the ring's wait words) without polling.
+//! **Where events live.**  Each queue is an [`EvRing`] of exactly `count` slots in the
+//! arena of its NI's segment, so whoever runs an operation against the NI (an initiator on
+//! this machine, the NI's own progress thread for other machines, the owner for its own
+//! initiator-side events) deposits into it, and a deposit wakes a thread asleep in
+//! PtlEQWait (futex on the ring's wait words) without polling.  Every deposit happens
+//! under the NI's lock; the lock's release (an atomic exchange) is the fence after which
+//! the sleepers of the queues it deposited into are woken (see [`crate::lock`]).
 //!
-//! **Sequence numbers and drops.**  Every push happens under the NI's lock, which also
-//! hands out the queue's sequence numbers, so ring order is sequence order (and pushes
-//! need no compare-exchange: `Ring::push_serialized`; the lock's release, an atomic
-//! exchange, is the fence after which the sleepers of the queues it published into are
-//! woken, see [`crate::lock`]).  An event
-//! that finds the queue holding `count` events (or the ring full) is dropped but still
-//! takes its number: the consumer, which knows the number it expects next, returns the
-//! next event it gets with PTL_EQ_DROPPED.  The ring is a little larger than `count`
-//! so that a consumer between its two ring steps never makes a push fail early.
+//! **Full queues** overwrite their oldest event (the 3.2 document's circular queue, as the
+//! reference implementation does): a deposit never fails, and the consumer that finds
+//! its next event overwritten returns the oldest one still held with PTL_EQ_DROPPED.  An
+//! event's `sequence` is its position in the queue: consecutive, the lost ones included.
 //!
-//! **Consumers** are the owner's threads.  One spin lock per queue serialises the take
-//! of an event (`Ring::pop_serialized`) and the check of its number, and the event is
-//! copied straight into the caller's `ptl_event_t`; PtlEQGet answers PTL_EQ_EMPTY while a thread
-//! waits in PtlEQWait/PtlEQPoll on the queue.  PtlEQFree and PtlNIFini wake waiters by
-//! pushing a poison entry (not an event: it carries no sequence number).
+//! **Causal order (holds).**  Every event an initiator's operation logs in its own queue
+//! (SEND_END, ACK, REPLY_START/END, UNLINK) must be seen before anything the target does
+//! in reaction (a put back lands in the same queue).  An operation that runs with its own
+//! NI's lock held throughout (the one-critical-section path of [`crate::ops`]) gets that
+//! from the lock.  One that releases it (first contact, a busy target, another machine, a
+//! large transfer) first takes a [`Hold`] on its queue: from then on, events deposited
+//! there by others are held (written, not visible); when the operation ends its own
+//! events are inserted where the hold began, before the held ones, and everything no
+//! earlier hold still covers becomes visible.  Holds are the owner's (process-local,
+//! under the NI lock); deposits only read the row's count of them.
+//!
+//! **Consumers** are the owner's threads.  One spin lock per queue serialises takes (the
+//! cursor: next position, slot, loss seen), and the event is copied straight into the
+//! caller's `ptl_event_t`; PtlEQGet answers PTL_EQ_EMPTY while a thread waits in
+//! PtlEQWait/PtlEQPoll on the queue.  PtlEQFree and PtlNIFini end the queue and wake its
+//! waiters, which return PTL_EQ_INVALID.
 //!
 //! **Handlers** run in one library thread per process (started by the first queue with
-//! a handler), fed by a second ring in the segment: each event deposited in a queue with
-//! a handler is also pushed there, and the thread calls the handler with a copy.
+//! a handler), fed by a second ring in the segment: each event that becomes visible in a
+//! queue with a handler is also pushed there, and the thread calls the handler with a copy.
 
+use crate::evring::{Cursor, EvRing};
 use crate::handle;
 use crate::ni::{Lib, Ni};
 use crate::seg::{Guard, HandlerNote, Seg, FREE, LIVE};
 use crate::status::{done, ret, PResult};
 use crate::types::*;
-use softnic_fabric::ring::Ring;
 use softnic_fabric::spin::SpinLock;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
@@ -81,11 +90,11 @@ impl Arena {
 pub struct EqLocal {
     pub handle: u32,
     pub idx: u32,
-    ring: Ring<Packed>,
+    ring: EvRing,
     chunk: (usize, usize),
-    /// The sequence number expected next; its lock serialises consumers (held for a
-    /// pop and a compare: a spin lock, one locked instruction).
-    next: SpinLock<u32>,
+    /// Where the consumers are; its lock serialises them (held for a take: a spin lock,
+    /// one locked instruction).
+    next: SpinLock<Cursor>,
     waiters: AtomicU32,
     ended: AtomicBool,
     pub handler: ptl_eq_handler_t,
@@ -94,8 +103,52 @@ pub struct EqLocal {
 
 impl Drop for EqLocal {
     fn drop(&mut self) {
-        // Nobody uses the ring any more (the row was freed first, so nobody pushes).
+        // Nobody uses the ring any more (the row was freed first, so nobody deposits).
         self.ni.arena.lock().unwrap_or_else(|e| e.into_inner()).release(self.chunk.0, self.chunk.1);
+    }
+}
+
+/// An operation's hold on one of its own queues (see the module doc): taken before its
+/// target can act, released with the operation's own events.  Plain data: the holds
+/// themselves are kept by the owner's view of its segment ([`Seg::with_holds`]).
+#[derive(Clone, Copy)]
+struct Hold {
+    eq_h: u32,
+    idx: u32,
+    gen: u32,
+    id: u64,
+}
+
+/// The holds of one operation: one queue, or two for PtlGetPut.
+#[derive(Default)]
+pub struct OpHolds {
+    h: [Option<Hold>; 2],
+}
+
+/// Most events one operation logs in its own queues (PtlGetPut: SEND_END, REPLY_START,
+/// REPLY_END and two UNLINKs), with room to spare.
+const OWN_MAX: usize = 8;
+
+/// The events an operation logs in its own queues while it holds them, kept aside until
+/// it releases its holds (they go in before what was held).  On the stack, not even
+/// zeroed: this is on the path of every operation that releases its lock.
+pub struct OwnEvents {
+    n: usize,
+    eqs: [u32; OWN_MAX],
+    evs: [std::mem::MaybeUninit<Packed>; OWN_MAX],
+}
+
+impl Default for OwnEvents {
+    fn default() -> Self {
+        OwnEvents { n: 0, eqs: [0; OWN_MAX], evs: [const { std::mem::MaybeUninit::uninit() }; OWN_MAX] }
+    }
+}
+
+impl OwnEvents {
+    /// The events kept, in order.
+    fn events(&self) -> &[Packed] {
+        // SAFETY: the first `n` were written (`deposit`); MaybeUninit<Packed> has Packed's layout.
+        unsafe { std::slice::from_raw_parts(self.evs.as_ptr() as *const Packed, self.n) }
     }
 }
 
@@ -103,79 +156,179 @@ impl EqLocal {
     /// Wakes and refuses every waiter (PtlEQFree, PtlNIFini).
     pub fn end(&self) {
         self.ended.store(true, Ordering::Release);
-        self.push_poison(&Packed { kind: Packed::POISON, ..Packed::default() });
+        // Full fence, then a wake if someone sleeps: pairs with the waiters' fence.
+        self.ring.wake().notify();
     }
 
-    /// Pushes a poison entry under the NI lock, as every producer does (see [`push`]).
-    fn push_poison(&self, p: &Packed) {
-        let g = self.ni.seg.lock();
-        // SAFETY: the NI lock serialises producers; the ring is ours, mapped while `ni` lives.
-        if unsafe { self.ring.push_serialized(p) }.is_ok() {
-            if let Some(w) = self.ring.waker() {
-                // SAFETY: as above.
-                unsafe { g.wake_on_release(w) };
-            }
-        }
-    }
-
-    /// The next event and whether events were dropped before it; `Ok(None)` when empty.
+    /// The next event and whether events were lost before it; else the cursor at which
+    /// the queue is empty (for a wait).
     #[inline(always)]
-    fn take(&self) -> PResult<Option<(Packed, bool)>> {
+    fn take(&self) -> PResult<Result<(Packed, bool), Cursor>> {
         if self.ended.load(Ordering::Acquire) {
             return Err(PTL_EQ_INVALID);
         }
-        let mut next = self.next.lock();
-        // SAFETY: every pop of the ring is here, under `next`: consumers are serialised.
-        match unsafe { self.ring.pop_serialized() } {
-            None => Ok(None),
-            Some(p) if p.kind == Packed::POISON => {
-                // Leave it for the other waiters.
-                self.push_poison(&p);
-                Err(PTL_EQ_INVALID)
-            }
-            Some(p) => {
+        let mut c = self.next.lock();
+        match self.ring.take(&mut c) {
+            Some(x) => {
                 // An event is often answered at once (a reply, a ping-pong): start fetching
                 // our lock's line, which the event's initiator has just used.
                 self.ni.seg.prefetch_lock();
-                let dropped = p.sequence != *next;
-                *next = p.sequence.wrapping_add(1);
-                Ok(Some((p, dropped)))
+                Ok(Ok(x))
             }
+            None => Ok(Err(*c)),
         }
     }
 
-    /// [`EqLocal::take`] straight into the caller's event: its code, or None when empty.
+    /// [`EqLocal::take`] straight into the caller's event: its code, or the cursor.
     #[inline]
-    fn take_into(&self, dst: *mut Event) -> PResult<Option<i32>> {
+    fn take_into(&self, dst: *mut Event) -> PResult<Result<i32, Cursor>> {
         Ok(self.take()?.map(|(p, dropped)| deliver(&p, dropped, dst)))
     }
 
-    /// Waits until the queue has an entry: spins (a pause between checks, so that an
-    /// event is seen within a few dozen nanoseconds) for up to SOFTNIC_PTL_SPIN_NS, then
-    /// sleeps on the ring's futex.
-    fn wait(&self, timeout: Option<Duration>) -> softnic_fabric::Result<()> {
+    /// Is there something for a consumer at `at` (or has the queue ended)?
+    #[inline(always)]
+    fn ready_at(&self, at: &Cursor) -> bool {
+        self.ring.ready_at(at) || self.ended.load(Ordering::Relaxed)
+    }
+
+    /// Waits until the queue, empty at `at`, has an entry: spins (a pause between checks,
+    /// so that an event is seen within a few dozen nanoseconds) for up to
+    /// SOFTNIC_PTL_SPIN_NS, then sleeps on the ring's futex.
+    fn wait(&self, at: &Cursor, timeout: Option<Duration>) -> softnic_fabric::Result<()> {
         let _waiting = Waiting::on(std::slice::from_ref(&self));
-        // The queue is empty: the next event lands in the slot the next push fills.  Its
-        // first line holds the word `is_empty` reads; keep its second line in the cache
-        // too (a prefetch per check: free while nothing changes), so that both are
-        // fetched together when the event is written, not one after the other.
-        let (slot, len) = self.ring.head_slot();
-        let second = (len > 64).then(|| slot.wrapping_add(64));
-        let r = if spin_until(
+        // The next event lands in the slot at the cursor.  Its first line holds the stamp
+        // the check reads; keep its second line in the cache too (a prefetch per check:
+        // free while nothing changes), so that both are fetched together when the event
+        // is written, not one after the other.
+        let second = self.ring.slot_at(at).wrapping_add(64);
+        if spin_until(
             || {
-                if let Some(p) = second {
-                    crate::seg::prefetch_read(p);
-                }
-                !self.ring.is_empty()
+                crate::seg::prefetch_read(second);
+                self.ready_at(at)
             },
             timeout,
         ) {
-            Ok(())
-        } else {
-            let left = timeout.map(|t| t.saturating_sub(spin_time()));
-            self.ring.wait_nonempty(left)
-        };
-        r
+            return Ok(());
+        }
+        let left = timeout.map(|t| t.saturating_sub(spin_time()));
+        softnic_fabric::net::stop_polling_for_events();
+        softnic_fabric::cancel::point(|| self.ring.wake().wait_until(|| self.ready_at(at), left))
+    }
+
+    /// Does the queue hold an event (taken or not by a consumer yet)?  NI lock held.
+    pub fn holds_events(&self) -> bool {
+        self.ring.head() > self.next.lock().pos
+    }
+
+}
+
+/// Opens a hold on queue `eq_h` of our NI `seg` (lock held): from now on what others
+/// deposit there is held.  None for PTL_EQ_NONE or a queue that is not live.
+fn hold(seg: &Seg, g: &Guard<'_>, eq_h: u32) -> Option<Hold> {
+    let (idx, hgen) = handle::index_of(eq_h, handle::EQ)?;
+    let q = seg.eq(g, idx)?;
+    if q.state != LIVE || !seg.gen_ok(q.gen, hgen) {
+        return None;
+    }
+    let ring = seg.with_eq_ring(g, idx, (q.gen, q.ring_off, q.ring_len), |r| *r)?;
+    let id = seg.with_holds(g, idx, q.gen, |h| h.open(&ring))?;
+    q.gates += 1;
+    Some(Hold { eq_h, idx, gen: q.gen, id })
+}
+
+/// Ends hold `h` (lock held): `own` go in where it began, and whatever no earlier hold
+/// still covers becomes visible (and reaches the queue's handler).
+fn release(seg: &Seg, g: &Guard<'_>, h: &Hold, own: &[Packed]) {
+    let Some(q) = seg.eq(g, h.idx) else { return };
+    if q.state != LIVE || q.gen != h.gen {
+        // Freed meanwhile: nothing to release into (a new queue there starts afresh).
+        return;
+    }
+    let Some(ring) = seg.with_eq_ring(g, h.idx, (q.gen, q.ring_off, q.ring_len), |r| *r) else { return };
+    let handler = (q.has_handler != 0).then(|| seg.handler_ring()).flatten();
+    let (idx, gen) = (h.idx, q.gen);
+    // SAFETY: the NI lock serialises the ring's producers; the holds were opened on it.
+    let shown = seg.with_holds(g, idx, gen, |hs| unsafe {
+        hs.release(&ring, h.id, own, |pos, e| {
+            if let Some(hr) = &handler {
+                hr.push_or_overrun(&HandlerNote { eq: idx, eq_gen: gen, ev: Packed { sequence: pos as u32, ..*e }.unpack() });
+            }
+        })
+    });
+    q.gates = q.gates.saturating_sub(1);
+    if shown == Some(true) {
+        // SAFETY: the ring lies in the segment, mapped as long as the lock's holder is.
+        unsafe { g.wake_on_release(ring.wake()) };
+    }
+}
+
+/// Ends hold `h` if nothing would come after the operation's own events (see
+/// `Holds::end_if_clear`).  True when it ended.
+fn end_if_clear(seg: &Seg, g: &Guard<'_>, h: &Hold) -> bool {
+    let Some(q) = seg.eq(g, h.idx) else { return true };
+    if q.state != LIVE || q.gen != h.gen {
+        return true;
+    }
+    let Some(ring) = seg.with_eq_ring(g, h.idx, (q.gen, q.ring_off, q.ring_len), |r| *r) else { return true };
+    if seg.with_holds(g, h.idx, q.gen, |hs| hs.end_if_clear(&ring, h.id)) != Some(true) {
+        return false;
+    }
+    q.gates = q.gates.saturating_sub(1);
+    true
+}
+
+impl OpHolds {
+    /// At the operation's end (lock held): ends the holds behind which nothing came (and
+    /// no other hold lies), whose queues then take the operation's events as usual.  True
+    /// when none is left: the events need not be kept aside.
+    #[inline]
+    pub fn settle(&mut self, seg: &Seg, g: &Guard<'_>) -> bool {
+        for slot in self.h.iter_mut() {
+            if slot.as_ref().is_some_and(|h| end_if_clear(seg, g, h)) {
+                *slot = None;
+            }
+        }
+        self.h.iter().all(Option::is_none)
+    }
+
+    /// Holds `eqs` (PTL_EQ_NONE and repeats skipped) for an operation of our NI `seg` that
+    /// is about to release its lock (`g`).
+    #[inline]
+    pub fn open(seg: &Seg, g: &Guard<'_>, eqs: &[u32]) -> OpHolds {
+        let mut o = OpHolds::default();
+        for (i, &e) in eqs.iter().take(2).enumerate() {
+            if e != PTL_EQ_NONE && !o.h.iter().flatten().any(|h| h.eq_h == e) {
+                o.h[i] = hold(seg, g, e);
+            }
+        }
+        o
+    }
+
+    fn holds(&self, eq_h: u32) -> bool {
+        self.h.iter().flatten().any(|h| h.eq_h == eq_h)
+    }
+
+    /// Releases the holds with the operation's own events (lock held); events for a queue
+    /// it did not hold are deposited as usual.
+    pub fn release(self, seg: &Seg, g: &Guard<'_>, own: OwnEvents) {
+        let (eqs, evs) = (&own.eqs[..own.n], own.events());
+        for h in self.h.iter().flatten() {
+            if eqs.iter().all(|&q| q == h.eq_h) {
+                // All of them (the rule: one queue).
+                release(seg, g, h, evs);
+                continue;
+            }
+            let mut mine = [Packed::default(); OWN_MAX];
+            let mut n = 0;
+            for (_, e) in eqs.iter().zip(evs).filter(|(q, _)| **q == h.eq_h) {
+                mine[n] = *e;
+                n += 1;
+            }
+            release(seg, g, h, &mine[..n]);
+        }
+        for (&q, &e) in eqs.iter().zip(evs).filter(|(q, _)| !self.holds(**q)) {
+            push(seg, g, q, || e);
+        }
     }
 }
 
@@ -287,69 +440,73 @@ pub fn check_eq_or_none(n: &Ni, h: u32) -> PResult<()> {
     eq_local(n, h).map(|_| ())
 }
 
-/// Deposits the event `ev()` builds in queue `eq_h` of the NI `seg` (lock held): gives
-/// it the queue's next sequence number; drops it (number taken, event not even built)
-/// when the queue holds `count` events.  Events for PTL_EQ_NONE or a freed queue are
+/// Deposits the event `ev()` builds in queue `eq_h` of the NI `seg` (lock held): at the
+/// queue's head, overwriting its oldest event when it is full; held (not visible yet)
+/// while the owner holds the queue.  Events for PTL_EQ_NONE or a freed queue are
 /// discarded.  True when deposited.
 #[inline]
 pub fn push(seg: &Seg, g: &Guard<'_>, eq_h: u32, ev: impl Fn() -> Packed) -> bool {
+    deposit(seg, g, eq_h, ev, None)
+}
+
+/// [`push`], or, for an operation that holds its queues (`own`), the event kept aside
+/// for the release of its holds (a queue that is not live discards it all the same).
+#[inline(always)]
+pub fn deposit(seg: &Seg, g: &Guard<'_>, eq_h: u32, ev: impl Fn() -> Packed, own: Option<&mut OwnEvents>) -> bool {
     let Some((idx, gen)) = handle::index_of(eq_h, handle::EQ) else { return false };
     let Some(q) = seg.eq(g, idx) else { return false };
     if q.state != LIVE || !seg.gen_ok(q.gen, gen) {
         return false;
     }
-    let seq = q.next_seq;
-    q.next_seq = seq.wrapping_add(1);
+    if let Some(own) = own.filter(|o| o.n < OWN_MAX) {
+        let e = ev();
+        if seg.hdr().debug.load(Ordering::Relaxed) & PTL_DBG_EVENT != 0 {
+            debug_event(seg, eq_h, None, &e);
+        }
+        own.eqs[own.n] = eq_h;
+        own.evs[own.n].write(e);
+        own.n += 1;
+        return true;
+    }
+    let ready = q.gates == 0;
     let place = (q.gen, q.ring_off, q.ring_len);
-    let pushed = seg
-        .with_eq_ring(g, idx, place, |ring| {
-            let mut room = q.pushed.wrapping_sub(q.taken_hint) < q.count as u64;
-            if !room {
-                let queued = ring.len() as u64;
-                q.taken_hint = q.pushed.wrapping_sub(queued);
-                room = queued < q.count as u64;
-            }
-            if !room {
-                return false;
-            }
-            let e = Packed { sequence: seq as u32, ..ev() };
-            // SAFETY: every push into a queue's ring holds the NI lock (this function's
-            // guard, EqLocal::end's and take's): producers are serialised.
-            if unsafe { ring.push_serialized(&e) }.is_err() {
-                return false;
-            }
-            q.pushed = q.pushed.wrapping_add(1);
-            seg.hint_next_slot(ring.next_slot());
-            if let Some(w) = ring.waker() {
-                // SAFETY: the ring lies in the segment, mapped as long as the lock's holder is.
-                unsafe { g.wake_on_release(w) };
-            }
+    let pos = seg.with_eq_ring(g, idx, place, |ring| {
+        let e = ev();
+        // SAFETY: every deposit into a queue's ring holds the NI lock (this function's
+        // guard, or a hold's release under it): producers are serialised.
+        let pos = unsafe { ring.push(&e, ready) };
+        seg.hint_next_slot(ring.next_slot());
+        if ready {
+            // SAFETY: the ring lies in the segment, mapped as long as the lock's holder is.
+            unsafe { g.wake_on_release(ring.wake()) };
             if q.has_handler != 0 {
                 if let Some(h) = seg.handler_ring() {
-                    h.push_or_overrun(&HandlerNote { eq: idx, eq_gen: q.gen, ev: e.unpack() });
+                    h.push_or_overrun(&HandlerNote { eq: idx, eq_gen: q.gen, ev: Packed { sequence: pos as u32, ..e }.unpack() });
                 }
             }
-            true
-        })
-        .unwrap_or(false);
+        }
+        pos
+    });
     if seg.hdr().debug.load(Ordering::Relaxed) & PTL_DBG_EVENT != 0 {
-        debug_event(seg, eq_h, seq, &ev(), pushed);
+        debug_event(seg, eq_h, pos, &ev());
     }
-    pushed
+    pos.is_some()
 }
 
 #[cold]
-fn debug_event(seg: &Seg, eq_h: u32, seq: u64, ev: &Packed, pushed: bool) {
+fn debug_event(seg: &Seg, eq_h: u32, pos: Option<u64>, ev: &Packed) {
     eprintln!(
-        "portals[{}]: nid {} pid {} eq {:#x}: {} seq {} mlength {}{}",
+        "portals[{}]: nid {} pid {} eq {:#x}: {} {} mlength {}",
         std::process::id(),
         seg.hdr().nid,
         seg.hdr().pid,
         eq_h,
         crate::status::event_name(ev.kind as u32),
-        seq,
+        match pos {
+            Some(p) => format!("seq {p}"),
+            None => "(the operation's own, held)".to_string(),
+        },
         ev.mlength,
-        if pushed { "" } else { " (dropped: queue full)" }
     );
 }
 
@@ -397,16 +554,16 @@ fn eq_alloc(ni_handle: u32, count: u64, handler: ptl_eq_handler_t, out: *mut u32
     if count == 0 || count > MAX_COUNT {
         return Err(PTL_NO_SPACE);
     }
-    // Room for count events plus consumers between their two ring steps.
-    let cap = ((count + 2).next_power_of_two()).max(2) as u32;
-    let bytes = Ring::<Packed>::bytes_needed(cap);
+    // Exactly count events: the next one overwrites the oldest.
+    let cap = count as u32;
+    let bytes = EvRing::bytes_needed(cap);
     let off = n.arena.lock().unwrap_or_else(|e| e.into_inner()).alloc(bytes).ok_or(PTL_NO_SPACE)?;
     let release = |n: &Ni| n.arena.lock().unwrap_or_else(|e| e.into_inner()).release(off, bytes);
     // SAFETY: a free chunk of the arena, inside our segment, 64-aligned; nobody can reach
     // it before the row below names it.
-    let ring = match unsafe { Ring::<Packed>::init(n.seg.base().add(off), bytes, cap) } {
-        Ok(r) => r,
-        Err(_) => {
+    let ring = match unsafe { EvRing::init(n.seg.base().add(off), bytes, cap) } {
+        Some(r) => r,
+        None => {
             release(&n);
             return Err(PTL_NO_SPACE);
         }
@@ -424,9 +581,7 @@ fn eq_alloc(ni_handle: u32, count: u64, handler: ptl_eq_handler_t, out: *mut u32
         q.has_handler = handler.is_some() as u32;
         q.ring_off = off as u64;
         q.ring_len = bytes as u64;
-        q.next_seq = 0;
-        q.pushed = 0;
-        q.taken_hint = 0;
+        q.gates = 0;
         q.state = LIVE;
         n.seg.state(&g).stats.eq_alloc += 1;
         n.seg.handle(handle::EQ, q.gen, idx)
@@ -437,7 +592,7 @@ fn eq_alloc(ni_handle: u32, count: u64, handler: ptl_eq_handler_t, out: *mut u32
         idx,
         ring,
         chunk: (off, bytes),
-        next: SpinLock::new(0),
+        next: SpinLock::new(Cursor::default()),
         waiters: AtomicU32::new(0),
         ended: AtomicBool::new(false),
         handler,
@@ -492,8 +647,8 @@ pub unsafe extern "C" fn PtlEQGet(eq_handle: u32, event: *mut Event) -> i32 {
             return Err(PTL_EQ_EMPTY);
         }
         match q.take_into(event)? {
-            Some(rc) => Err(rc),
-            None => Err(PTL_EQ_EMPTY),
+            Ok(rc) => Err(rc),
+            Err(_) => Err(PTL_EQ_EMPTY),
         }
     });
     ret("PtlEQGet", r.err().unwrap_or(PTL_OK))
@@ -520,16 +675,16 @@ fn wait_on(q: &EqLocal, event: *mut Event, timeout: Option<Duration>) -> i32 {
     }
     let deadline = timeout.map(|t| Instant::now() + t);
     loop {
-        match q.take_into(event) {
+        let at = match q.take_into(event) {
             Err(e) => return e,
-            Ok(Some(rc)) => return rc,
-            Ok(None) => {}
-        }
+            Ok(Ok(rc)) => return rc,
+            Ok(Err(at)) => at,
+        };
         let left = match time_left(deadline) {
             Ok(l) => l,
             Err(e) => return e,
         };
-        match q.wait(left) {
+        match q.wait(&at, left) {
             Ok(()) | Err(softnic_fabric::Error::Timeout) => {}
             Err(_) => return PTL_FAIL,
         }
@@ -575,16 +730,18 @@ fn eq_poll(eq_handles: *mut u32, size: i32, timeout: u32, event: *mut Event, whi
         }
     }
     let deadline = (timeout != PTL_TIME_FOREVER).then(|| Instant::now() + Duration::from_millis(timeout as u64));
+    let mut at = Vec::with_capacity(qs.len());
     loop {
+        at.clear();
         for (i, q) in qs.iter().enumerate() {
             match q.take() {
                 Err(e) => return e,
-                Ok(Some((ev, dropped))) => {
+                Ok(Ok((ev, dropped))) => {
                     // SAFETY: checked non-NULL above.
                     unsafe { which.write_unaligned(i as i32) };
                     return deliver(&ev, dropped, event);
                 }
-                Ok(None) => {}
+                Ok(Err(c)) => at.push(c),
             }
         }
         let left = match time_left(deadline) {
@@ -593,11 +750,13 @@ fn eq_poll(eq_handles: *mut u32, size: i32, timeout: u32, event: *mut Event, whi
         };
         let refs: Vec<&EqLocal> = qs.iter().map(|q| &**q).collect();
         let _waiting = Waiting::on(&refs);
-        let rings: Vec<&Ring<Packed>> = qs.iter().map(|q| &q.ring).collect();
-        let r = if spin_until(|| rings.iter().any(|r| !r.is_empty()), left) {
+        let ready = || refs.iter().zip(&at).any(|(q, c)| q.ready_at(c));
+        let r = if spin_until(ready, left) {
             Ok(())
         } else {
-            Ring::wait_any_nonempty(&rings, left.map(|l| l.saturating_sub(spin_time())))
+            softnic_fabric::net::stop_polling_for_events();
+            let words: Vec<&softnic_fabric::wait::WaitWords> = refs.iter().map(|q| q.ring.wake()).collect();
+            softnic_fabric::cancel::point(|| softnic_fabric::wait::wait_any(&words, ready, left.map(|l| l.saturating_sub(spin_time()))))
         };
         if r == Err(softnic_fabric::Error::Unsupported) {
             // One sleep cannot cover them (too many queues, or an old kernel): short naps,
@@ -656,12 +815,14 @@ pub extern "C" fn PtlNIEqDump(ni_handle: u32) -> i32 {
         eprintln!("portals: NI {:#x} (nid {} pid {}) event queues:", n.handle, n.id.nid, n.id.pid);
         for q in t.iter().flatten() {
             if let Some(row) = n.seg.eq(&g, q.idx) {
+                let head = q.ring.head();
                 eprintln!(
-                    "  eq {:#x}: count {} queued {} next sequence {} handler {}",
+                    "  eq {:#x}: count {} queued {} next sequence {} held back {} handler {}",
                     q.handle,
                     row.count,
-                    q.ring.len(),
-                    row.next_seq,
+                    head.saturating_sub(q.next.lock().pos).min(row.count as u64),
+                    head,
+                    if row.gates > 0 { "yes" } else { "no" },
                     if q.handler.is_some() { "yes" } else { "no" }
                 );
             }

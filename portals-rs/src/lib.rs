@@ -8,7 +8,8 @@
 //!   access control, status registers) in library-owned shared memory, under one lock
 //!   ([`lock`]) that survives a holder's death; published in the node registry so that
 //!   initiators find it.
-//! - [`me`], [`md`], [`eq`], [`acl`]: the object calls, on that state.
+//! - [`me`], [`md`], [`eq`], [`acl`]: the object calls, on that state; [`evring`]: an
+//!   event queue's ring (overwrite-oldest, events held back for causal order).
 //! - [`service`]: the target side of every operation, written once as the fabric's
 //!   Portals service: run by the initiator on this machine, by the target's progress
 //!   thread across machines.  [`ops`]: the initiator side (PtlPut, PtlGet, PtlGetPut...).
@@ -27,9 +28,22 @@ pub mod lock;
 pub mod seg;
 pub mod runtime;
 pub mod ni;
+pub mod evring;
 pub mod eq;
 pub mod me;
 pub mod md;
 pub mod acl;
 pub mod service;
 pub mod ops;
+
+extern "C" {
+    /// glibc's standard error stream object (what `stderr` points at).
+    static mut _IO_2_1_stderr_: u8;
+}
+
+/// `p3_out`: the reference library's debug stream, which its test programs name; here
+/// the process's standard error (a program may point it elsewhere).  An address known
+/// at load time, so that a copy in the executable (a copy relocation) starts right.
+#[no_mangle]
+#[allow(non_upper_case_globals)]
+pub static mut p3_out: *mut std::ffi::c_void = &raw mut _IO_2_1_stderr_ as *mut std::ffi::c_void;

@@ -16,6 +16,7 @@
 //! unlinked while a transfer is in flight (PtlMEUnlink) is DOOMED: freed when the
 //! transfer ends.
 
+use crate::eq::OwnEvents;
 use crate::handle;
 use crate::me;
 use crate::ni::{Lib, Ni, PD};
@@ -116,13 +117,19 @@ pub fn unlink_md(seg: &Seg, g: &Guard<'_>, i: u32, event: bool) {
 
 /// As [`unlink_md`], logging PTL_EVENT_UNLINK with `link` when given.
 pub fn unlink_md_with(seg: &Seg, g: &Guard<'_>, i: u32, link: Option<u32>) {
+    unlink_md_logged(seg, g, i, link, None)
+}
+
+/// As [`unlink_md_with`], the UNLINK event kept aside in `own` for an operation that
+/// holds its queues (see crate::eq).
+pub fn unlink_md_logged(seg: &Seg, g: &Guard<'_>, i: u32, link: Option<u32>, own: Option<&mut OwnEvents>) {
     let Some(m) = seg.md(g, i) else { return };
     if m.state != LIVE || m.flags & MDF_DOOMED != 0 {
         return;
     }
     if let Some(link) = link {
         let ev = || Packed { link, initiator: ptl_process_id_t { nid: seg.hdr().nid, pid: seg.hdr().pid }, ..Packed::about(PTL_EVENT_UNLINK, seg.handle(handle::MD, m.gen, i), &m.view) };
-        crate::eq::push(seg, g, m.view.eq_handle, ev);
+        crate::eq::deposit(seg, g, m.view.eq_handle, ev, own);
     }
     let m = seg.md(g, i).expect("checked");
     let mei = m.me;
@@ -391,9 +398,7 @@ pub extern "C" fn PtlMDUnlink(md_handle: u32) -> i32 {
 pub unsafe extern "C" fn PtlMDUpdate(md_handle: u32, old_md: *mut ptl_md_t, new_md: *mut ptl_md_t, eq_handle: u32) -> i32 {
     let r = (|| {
         let (n, idx, gen) = Lib::of(md_handle, handle::MD, PTL_MD_INVALID)?;
-        if eq_handle != PTL_EQ_NONE {
-            crate::eq::eq_local(&n, eq_handle)?;
-        }
+        let testq = if eq_handle != PTL_EQ_NONE { Some(crate::eq::eq_local(&n, eq_handle)?) } else { None };
         reap(&n);
         // SAFETY: NULL or the caller's MD.
         let new = unsafe { new_md.as_ref() }.copied();
@@ -421,13 +426,10 @@ pub unsafe extern "C" fn PtlMDUpdate(md_handle: u32, old_md: *mut ptl_md_t, new_
         if m.pending > 0 && !abandoned(m) {
             return Err(PTL_MD_NO_UPDATE);
         }
-        if eq_handle != PTL_EQ_NONE {
-            // Atomic with respect to arriving messages: they deposit under this lock.
-            let (qi, _) = handle::index_of(eq_handle, handle::EQ).expect("checked");
-            let q = *n.seg.eq(&g, qi).ok_or(PTL_EQ_INVALID)?;
-            if n.seg.eq_ring(&q).is_some_and(|r| !r.is_empty()) {
-                return Err(PTL_MD_NO_UPDATE);
-            }
+        // Atomic with respect to arriving messages: they deposit under this lock.  Events
+        // held back for an operation in flight count.
+        if testq.as_ref().is_some_and(|q| q.holds_events()) {
+            return Err(PTL_MD_NO_UPDATE);
         }
         let flags = m.flags & (MDF_UNLINK_OP | MDF_UNLINK_NOFIT);
         let me_idx = m.me;
@@ -469,20 +471,14 @@ pub unsafe extern "C" fn PtlMEMDPost(
             return Err(PTL_ME_INVALID);
         }
         let flags = unlink_flags(unlink_op, PTL_RETAIN)?;
-        if eq_handle != PTL_EQ_NONE {
-            crate::eq::eq_local(&n, eq_handle)?;
-        }
+        let testq = if eq_handle != PTL_EQ_NONE { Some(crate::eq::eq_local(&n, eq_handle)?) } else { None };
         reap(&n);
         let p = prepare(&n, &md, true)?;
         let mut mem_t = n.md_mem.lock().unwrap_or_else(|e| e.into_inner());
         let g = n.seg.lock();
         let anchor = me::row_of(&n.seg, &g, bidx, bgen)?;
-        if eq_handle != PTL_EQ_NONE {
-            let (qi, _) = handle::index_of(eq_handle, handle::EQ).expect("checked");
-            let q = *n.seg.eq(&g, qi).ok_or(PTL_EQ_INVALID)?;
-            if n.seg.eq_ring(&q).is_some_and(|r| !r.is_empty()) {
-                return Err(PTL_MD_NO_UPDATE);
-            }
+        if testq.as_ref().is_some_and(|q| q.holds_events()) {
+            return Err(PTL_MD_NO_UPDATE);
         }
         // Both objects, or neither: the MD row first, the ME (which links) last.
         let i = n.seg.alloc_md(&g).ok_or(PTL_NO_SPACE)?;

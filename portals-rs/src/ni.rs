@@ -3,7 +3,9 @@
 //!
 //! One interface per process.  Its shared state is an NI segment ([`crate::seg`]) in
 //! library-owned shared memory, published in the node registry under (job, nid, pid)
-//! with the segment's location, so that initiators find it ([`crate::ops`]).
+//! with the segment's location, so that initiators find it ([`crate::ops`]).  When the
+//! interface ends, a tombstone takes the entry's place for as long as the process lives:
+//! initiators then fail at once instead of waiting for a late target.
 
 use crate::eq::{Arena, EqLocal};
 use crate::handle;
@@ -39,6 +41,10 @@ pub struct Ni {
     pub limits: ptl_ni_limits_t,
     /// The job's NIDs (sorted): a target elsewhere names no process.
     pub nodes: Vec<u32>,
+    /// The launcher's (nid, pid) of every rank: processes worth waiting for.
+    pub job: Vec<(u32, u32)>,
+    /// The process that initialised it (a forked child's copy is not its own).
+    pub owner_pid: u32,
     pub seg: Seg,
     /// Where peers find the segment, and its instance.
     pub loc: RingLoc,
@@ -56,6 +62,13 @@ pub struct Ni {
     pub handler_thread: Mutex<bool>,
     /// The target NIs this NI has reached.
     pub targets: crate::ops::Targets,
+}
+
+impl Ni {
+    /// Is `id` a process of this job, by the runtime's map or the launcher's?
+    pub fn in_job(&self, id: ptl_process_id_t) -> bool {
+        self.job.contains(&(id.nid, id.pid)) || self.rt.lock().unwrap_or_else(|e| e.into_inner()).names(id)
+    }
 }
 
 impl Drop for Ni {
@@ -235,6 +248,23 @@ pub fn endpoint_payload(loc: &RingLoc, nonce: u64, uid: u32) -> [u8; 40] {
     p
 }
 
+/// The payload of an ended NI's tombstone: no segment, and this mark.
+const TOMBSTONE: [u8; 4] = *b"DEAD";
+
+fn tombstone_payload() -> [u8; 40] {
+    let mut p = [0u8; 40];
+    p[36..40].copy_from_slice(&TOMBSTONE);
+    p
+}
+
+/// Is a registry payload an ended NI's tombstone?
+pub fn is_tombstone(p: &[u8]) -> bool {
+    p.get(36..40) == Some(&TOMBSTONE[..])
+}
+
+/// This process's tombstone, if an NI of it ended (removed when the next one begins).
+static TOMB: Mutex<Option<EndpointId>> = Mutex::new(None);
+
 pub fn parse_payload(p: &[u8]) -> (RingLoc, u64) {
     let w = |i: usize| u64::from_le_bytes(p[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
     (RingLoc::from_words([w(0), w(1), w(2)]), w(3))
@@ -292,6 +322,7 @@ fn ni_init(interface: u32, pid: u32, desired: Option<&ptl_ni_limits_t>, actual: 
         return Err(PTL_SEGV);
     }
     let _s = LIB.setup.lock().unwrap_or_else(|e| e.into_inner());
+    forget_parents_ni();
     if let Some(n) = LIB.ni.read().unwrap_or_else(|e| e.into_inner()).as_ref() {
         // Repeated initialisation: the existing interface (a conflicting pid is refused).
         if pid != PTL_PID_ANY && pid != n.id.pid {
@@ -303,15 +334,21 @@ fn ni_init(interface: u32, pid: u32, desired: Option<&ptl_ni_limits_t>, actual: 
         return out(ni_handle, n.handle);
     }
     let ids = runtime::discover().map_err(|_| PTL_FAIL)?;
-    let my_pid = if pid == PTL_PID_ANY { ids.my_pid() } else { pid };
+    // The runtime set up before this call (PtlSetRank and the maps), else the launcher's.
+    let rt = runtime::pending().unwrap_or_else(|| Runtime::from_ids(&ids));
     let nid = ids.my_nid();
+    let my_pid = if pid == PTL_PID_ANY { rt.my_pid().unwrap_or_else(|| ids.my_pid()) } else { pid };
+    if rt.my_nid().is_some_and(|m| m != nid) {
+        softnic_fabric::sn_warn!("Portals", "PtlNIInit: the NID map names {} for this rank, but this node is {}: keeping {}", rt.my_nid().unwrap_or(0), nid, nid);
+    }
     let jid = runtime::jid_override().unwrap_or(ids.jid);
     // SAFETY: getuid has no preconditions.
     let uid = unsafe { libc::getuid() };
     let lim = limits_from(desired);
     let arena = softnic_fabric::env::get_u64("SOFTNIC_PTL_EQ_MEM").clamp(1 << 16, 1 << 40) as usize;
     let lay = Layout::new(lim, arena).ok_or(PTL_NO_SPACE)?;
-    let shm = mem::alloc_shared(lay.total).map_err(|_| PTL_NO_SPACE)?;
+    // (Unsupported: a child forked after its parent set the fabric up cannot have one.)
+    let shm = mem::alloc_shared(lay.total).map_err(|e| if e == softnic_fabric::Error::Unsupported { PTL_FAIL } else { PTL_NO_SPACE })?;
     let loc = match shm.ring_loc(0, lay.total) {
         Ok(l) => l,
         Err(_) => {
@@ -328,6 +365,10 @@ fn ni_init(interface: u32, pid: u32, desired: Option<&ptl_ni_limits_t>, actual: 
         if let Some(a) = seg.ac(&g, 0) {
             *a = seg::AcRow { valid: 1, nid: PTL_NID_ANY, pid: PTL_PID_ANY, uid, jid, pt: PTL_PT_INDEX_ANY, ..Default::default() };
         }
+    }
+    // An earlier NI's tombstone goes (it may have this very id).
+    if let Some(t) = TOMB.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        let _ = registry::unpublish(t);
     }
     let ep = match registry::publish(registry::api::PORTALS, &endpoint_key(jid, nid, my_pid), &endpoint_payload(&loc, nonce, uid)) {
         Ok(e) => e,
@@ -352,6 +393,8 @@ fn ni_init(interface: u32, pid: u32, desired: Option<&ptl_ni_limits_t>, actual: 
             v.dedup();
             v
         },
+        job: ids.nids.iter().copied().zip(ids.pids.iter().copied()).collect(),
+        owner_pid: std::process::id(),
         seg,
         loc,
         nonce,
@@ -361,7 +404,7 @@ fn ni_init(interface: u32, pid: u32, desired: Option<&ptl_ni_limits_t>, actual: 
         eqs: RwLock::new((0..lim.eqs).map(|_| None).collect()),
         arena: Mutex::new(Arena::new(lay.arena, lay.arena_len)),
         md_mem: Mutex::new((0..lim.mds).map(|_| MdMem::default()).collect()),
-        rt: Mutex::new(Runtime::from_ids(&ids)),
+        rt: Mutex::new(rt),
         handler_thread: Mutex::new(false),
         targets: Default::default(),
     });
@@ -375,10 +418,27 @@ fn ni_init(interface: u32, pid: u32, desired: Option<&ptl_ni_limits_t>, actual: 
     set_debug_mask(0);
     let h = n.handle;
     *LIB.ni.write().unwrap_or_else(|e| e.into_inner()) = Some(n.clone());
+    // Kept for this NI only: a later one starts from the launcher's again.
+    runtime::clear_pending();
     if !actual.is_null() {
         out(actual, limits)?;
     }
     out(ni_handle, h)
+}
+
+/// In a child forked after its parent's PtlNIInit, the parent's NI (its copy) is not
+/// ours: left alone (not ended: its memory is the parent's), and forgotten.
+fn forget_parents_ni() {
+    let mut slot = LIB.ni.write().unwrap_or_else(|e| e.into_inner());
+    if slot.as_ref().is_some_and(|n| n.owner_pid != std::process::id()) {
+        softnic_fabric::sn_warn!("Portals", "PtlNIInit in a child forked after its parent's PtlNIInit: the parent's interface is not the child's");
+        std::mem::forget(slot.take());
+        CURRENT.with(|c| {
+            if let Ok(mut c) = c.try_borrow_mut() {
+                std::mem::forget(c.take());
+            }
+        });
+    }
 }
 
 /// Ends an NI: refuses further requests (alive = 0 under the lock), leaves the
@@ -397,6 +457,11 @@ fn end_ni(n: &Arc<Ni>) {
     }
     if let Some(ep) = n.endpoint.lock().unwrap_or_else(|e| e.into_inner()).take() {
         let _ = registry::unpublish(ep);
+        // Initiators that look for it from now on fail at once (see the module doc).
+        let key = endpoint_key(n.jid, n.id.nid, n.id.pid);
+        if let Ok(t) = registry::publish(registry::api::PORTALS, &key, &tombstone_payload()) {
+            *TOMB.lock().unwrap_or_else(|e| e.into_inner()) = Some(t);
+        }
     }
     for q in n.eqs.write().unwrap_or_else(|e| e.into_inner()).iter_mut() {
         if let Some(q) = q.take() {

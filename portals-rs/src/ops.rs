@@ -8,6 +8,12 @@
 //! threshold and unlink bookkeeping.  One operation after the other on one thread is
 //! therefore delivered in order.
 //!
+//! **Causal order.**  The initiator's own events of an operation are seen before
+//! anything its target does in reaction: the one-critical-section path below keeps the
+//! initiator's lock, which a reaction needs, until they are logged; the general path
+//! holds its queues first ([`crate::eq::Hold`]) and inserts its events before whatever
+//! arrived meanwhile.
+//!
 //! **One critical section.**  A put or get of up to [`FAST_MAX`] bytes to a target on
 //! this machine that the thread has reached before keeps its own NI's lock from its
 //! first half to its second and runs the target side in between, directly
@@ -20,13 +26,21 @@
 //!
 //! **Targets** are found in the node registry of the target's node under (job, nid,
 //! pid) (`rma::Peer::lookup`: this machine's registry, or the node's through the network
-//! engine) and cached; an answer that the NI is gone (or a lookup that finds nothing)
-//! drops the cache entry, retries once, and otherwise fails the operation with
-//! PTL_NI_FAIL in its END event.
+//! engine) and cached; an answer that the NI is gone drops the cache entry, retries
+//! once, and otherwise fails the operation with PTL_NI_FAIL in its END event.
+//!
+//! **Late targets.**  A target of this job (a process id of the runtime's or the
+//! launcher's map) that has not initialised its NI yet is waited for, before the
+//! operation begins, for up to SOFTNIC_PTL_CONNECT_TIMEOUT_MS, polling the registry with
+//! growing naps (1 to 20 ms), as the reference implementation's transport retries its
+//! connection.  A target known gone fails at once: one that finalised (its registry
+//! entry is a tombstone, see [`crate::ni`]), one this NI reached before that has ended
+//! or exited since, and one already waited for in vain.
 
 use crate::handle;
+use crate::eq::{OpHolds, OwnEvents};
 use crate::md;
-use crate::ni::{endpoint_key, parse_payload, Lib, Ni, PD};
+use crate::ni::{endpoint_key, is_tombstone, parse_payload, Lib, Ni, PD};
 use crate::seg::{Guard, MdRow, Seg, MDF_DOOMED, MDF_SPENT, MDF_UNLINK_OP, MDF_WRITABLE};
 use crate::service::{self, bytes_of, read_pod, LocalSpans, Rep, Req, Span};
 use crate::status::{done, PResult};
@@ -35,9 +49,10 @@ use softnic_fabric::mem::{MemKey, RingLoc};
 use softnic_fabric::registry;
 use softnic_fabric::rma::{self, Peer};
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// A target NI found in a registry.
 pub struct Target {
@@ -72,6 +87,8 @@ pub struct Targets {
 struct TargetTable {
     by_key: HashMap<TargetKey, usize>,
     owned: Vec<Box<Target>>,
+    /// Targets found gone (ended, exited, finalised): not waited for.
+    gone: HashSet<TargetKey>,
 }
 
 impl Default for Targets {
@@ -121,12 +138,14 @@ impl Targets {
         all.owned.push(b);
         let at = all.owned.len() - 1;
         all.by_key.insert(key, at);
+        all.gone.remove(&key);
         self.hot[hot_slot(key)].store(p, Ordering::Release);
         // SAFETY: as in `find`.
         unsafe { &*p }
     }
 
-    /// Marks target `key` stale: the next operation looks it up again.
+    /// Marks target `key` stale (and gone): the next operation looks it up again, and
+    /// does not wait for it.
     fn forget(&self, key: TargetKey) {
         let mut all = self.all.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(at) = all.by_key.remove(&key) {
@@ -134,6 +153,11 @@ impl Targets {
                 t.stale.store(true, Ordering::Relaxed);
             }
         }
+        all.gone.insert(key);
+    }
+
+    fn is_gone(&self, key: TargetKey) -> bool {
+        self.all.lock().unwrap_or_else(|e| e.into_inner()).gone.contains(&key)
     }
 }
 
@@ -147,23 +171,87 @@ thread_local! {
     static BUFS: RefCell<Bufs> = const { RefCell::new(Bufs { req: Vec::new(), reply: Vec::new() }) };
 }
 
-/// The target NI `id` of our job, None when there is none.
-fn resolve(n: &Ni, id: ptl_process_id_t) -> Option<&Target> {
+/// Why a target NI was not found.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Missing {
+    /// Nothing published under its id (yet).
+    NotUp,
+    /// Finalised, exited or ended since this NI reached it, or unreachable.
+    Gone,
+}
+
+/// The target NI `id` of our job.
+fn resolve(n: &Ni, id: ptl_process_id_t) -> Result<&Target, Missing> {
     let key = (n.jid, id.nid, id.pid);
     if let Some(t) = n.targets.lookup(key) {
-        return Some(t);
+        return Ok(t);
     }
     let own = id == n.id;
     let (peer, loc, nonce) = if own {
-        (Peer::this().ok()?, n.loc, n.nonce)
+        (Peer::this().map_err(|_| Missing::Gone)?, n.loc, n.nonce)
     } else {
-        let (peer, payload) = Peer::lookup(id.nid, registry::api::PORTALS, &endpoint_key(n.jid, id.nid, id.pid)).ok()?;
-        let (loc, nonce) = parse_payload(&payload);
-        (peer, loc, nonce)
+        match Peer::lookup(id.nid, registry::api::PORTALS, &endpoint_key(n.jid, id.nid, id.pid)) {
+            Ok((_, payload)) if is_tombstone(&payload) => {
+                n.targets.forget(key);
+                return Err(Missing::Gone);
+            }
+            Ok((peer, payload)) => {
+                let (loc, nonce) = parse_payload(&payload);
+                (peer, loc, nonce)
+            }
+            Err(softnic_fabric::Error::NotFound) if !n.targets.is_gone(key) => return Err(Missing::NotUp),
+            Err(_) => return Err(Missing::Gone),
+        }
     };
     // Our own segment is `n.seg` (a view of it would hold the NI: a cycle).
     let view = if peer.is_remote() || own { None } else { service::view(&peer, loc) };
-    Some(n.targets.insert(Target { key, peer, loc, nonce, view, own, stale: AtomicBool::new(false) }))
+    Ok(n.targets.insert(Target { key, peer, loc, nonce, view, own, stale: AtomicBool::new(false) }))
+}
+
+/// The target NI `id`, waited for while it is a process of this job that has not
+/// initialised yet (see the module doc).  None when it does not come (the operation then
+/// fails with PTL_NI_FAIL).  No lock is held: the caller has not begun the operation.
+#[cold]
+fn await_target(n: &Ni, id: ptl_process_id_t) -> Option<&Target> {
+    match resolve(n, id) {
+        Ok(t) => return Some(t),
+        Err(Missing::Gone) => return None,
+        Err(Missing::NotUp) => {}
+    }
+    let limit = Duration::from_millis(softnic_fabric::env::get_u64("SOFTNIC_PTL_CONNECT_TIMEOUT_MS"));
+    if limit.is_zero() || !n.in_job(id) {
+        return None;
+    }
+    softnic_fabric::sn_debug!("Portals", "nid {} pid {} has no interface yet: waiting for it", id.nid, id.pid);
+    let start = Instant::now();
+    let mut nap = Duration::from_millis(1);
+    loop {
+        let Some(left) = limit.checked_sub(start.elapsed()).filter(|l| !l.is_zero()) else {
+            softnic_fabric::sn_debug!("Portals", "nid {} pid {} did not come up within {:?}", id.nid, id.pid, limit);
+            // Not waited for again (it is used as soon as it is there, all the same).
+            n.targets.forget((n.jid, id.nid, id.pid));
+            return None;
+        };
+        // Not a blocking call: an ordinary sleep (never a cancellation point here).
+        softnic_fabric::cancel::sleep(nap.min(left));
+        nap = (nap * 2).min(Duration::from_millis(20));
+        match resolve(n, id) {
+            Ok(t) => return Some(t),
+            Err(Missing::Gone) => return None,
+            Err(Missing::NotUp) => {}
+        }
+    }
+}
+
+/// The target `id` for an operation about to begin: cached, or found (waited for if it
+/// is late).  `Err` for an id that names no process; `Ok(None)` for one that is not
+/// there (the operation fails with PTL_NI_FAIL).
+#[inline]
+fn target_for(n: &Ni, id: ptl_process_id_t) -> PResult<Option<&Target>> {
+    match known_target(n, id)? {
+        Some(t) => Ok(Some(t)),
+        None => Ok(await_target(n, id)),
+    }
 }
 
 /// The target `id` if the NI has reached it before (checked then), else None after
@@ -221,7 +309,7 @@ fn empty_span() -> Span {
 /// Runs `req` at target `tid` (one retry when a cached target turned out stale).
 fn send(n: &Ni, tid: ptl_process_id_t, base: Req, src: Option<&Mem>, dst: Option<&Mem>, inline: Option<&[u8]>) -> Outcome {
     for attempt in 0..2 {
-        let Some(t) = resolve(n, tid) else { return Outcome::Failed };
+        let Ok(t) = resolve(n, tid) else { return Outcome::Failed };
         let mut req = base;
         req.tgt_jid = t.key.0;
         req.tgt_nid = t.key.1;
@@ -420,10 +508,11 @@ fn two_phase(t: &Target, req: &Req, rep: Rep, extra: &[u8], src: Option<&Mem>, d
     Outcome::Accepted(fin, Vec::new())
 }
 
-/// An initiator event about our MD row `mi` (lock held).
+/// An initiator event about our MD row `mi` (lock held), kept aside in `own` while the
+/// operation holds its queues.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn own_event(seg: &Seg, g: &Guard<'_>, mi: u32, kind: u32, peer: ptl_process_id_t, req: &Req, rlength: u64, mlength: u64, offset: u64, link: u32, fail: bool) -> bool {
+fn own_event(seg: &Seg, g: &Guard<'_>, mi: u32, kind: u32, peer: ptl_process_id_t, req: &Req, rlength: u64, mlength: u64, offset: u64, link: u32, fail: bool, own: Option<&mut OwnEvents>) -> bool {
     let Some(m) = seg.md(g, mi) else { return false };
     let disable = match kind {
         PTL_EVENT_SEND_START | PTL_EVENT_REPLY_START => PTL_MD_EVENT_START_DISABLE,
@@ -448,7 +537,7 @@ fn own_event(seg: &Seg, g: &Guard<'_>, mi: u32, kind: u32, peer: ptl_process_id_
         fail: fail as u8 * PTL_NI_FAIL as u8,
         ..Packed::about(kind, seg.handle(handle::MD, m.gen, mi), &m.view)
     };
-    crate::eq::push(seg, g, m.view.eq_handle, ev)
+    crate::eq::deposit(seg, g, m.view.eq_handle, ev, own)
 }
 
 /// Phase A of every operation on our MD `(idx, gen)`: checks, the region, the
@@ -490,9 +579,10 @@ fn use_unit(m: &mut MdRow) {
 }
 
 /// The end of every operation on our MD row `mi`: busy mark off, then the unlink check
-/// (lock held).  True when the MD went (the caller reaps).
+/// (lock held; its UNLINK event kept in `own` when the operation holds its queues).  True
+/// when the MD went (the caller reaps).
 #[inline]
-fn end(seg: &Seg, g: &Guard<'_>, mi: u32, link: u32) -> bool {
+fn end(seg: &Seg, g: &Guard<'_>, mi: u32, link: u32, own: Option<&mut OwnEvents>) -> bool {
     let Some(m) = seg.md(g, mi) else { return false };
     m.pending = m.pending.saturating_sub(1);
     if m.flags & MDF_DOOMED != 0 {
@@ -503,7 +593,7 @@ fn end(seg: &Seg, g: &Guard<'_>, mi: u32, link: u32) -> bool {
         return false;
     }
     if m.flags & MDF_UNLINK_OP != 0 && m.flags & MDF_SPENT != 0 && m.pending == 0 && m.view.threshold == 0 {
-        md::unlink_md_with(seg, g, mi, Some(link));
+        md::unlink_md_logged(seg, g, mi, Some(link), own);
         return true;
     }
     false
@@ -529,20 +619,54 @@ fn base_req(n: &Ni, op: u32, pt: u32, ac: u32, bits: u64, roff: u64, hdr: u64, r
     }
 }
 
+/// What a put needs to finish once its target side ran.
+struct PutEnd<'a> {
+    mi: u32,
+    link: u32,
+    req: &'a Req,
+    mem: &'a Mem,
+    ack_wanted: bool,
+    target: ptl_process_id_t,
+}
+
+/// Phase B of a put (lock held): SEND_END, the ACK, the MD's bookkeeping; the events
+/// kept in `own` when the put holds its queue.  True when the MD went.
+#[inline(always)]
+fn put_end(seg: &Seg, g: &Guard<'_>, p: &PutEnd<'_>, outcome: &Outcome, mut own: Option<&mut OwnEvents>) -> bool {
+    let (mi, req, mem) = (p.mi, p.req, p.mem);
+    let failed = matches!(outcome, Outcome::Failed) || matches!(outcome, Outcome::Accepted(r, _) if r.flags & service::R_FAILED != 0);
+    own_event(seg, g, mi, PTL_EVENT_SEND_END, ptl_process_id_t { nid: req.init_nid, pid: req.init_pid }, req, mem.len, mem.len, mem.off, p.link, failed, own.as_deref_mut());
+    if let Outcome::Accepted(rep, _) = outcome {
+        // A put whose data did not land (the target died under it) ends with
+        // PTL_NI_FAIL and no ACK, even though the target had accepted it.
+        if p.ack_wanted && !failed && rep.flags & service::R_ACK != 0 {
+            if let Some(m) = seg.md(g, mi) {
+                use_unit(m);
+            }
+            // An ack whose queue is gone is discarded and counted (doc 4.2).
+            if !own_event(seg, g, mi, PTL_EVENT_ACK, p.target, req, mem.len, rep.mlength, rep.offset, p.link, false, own.as_deref_mut()) {
+                seg.state(g).stats.drop_count += 1;
+            }
+        }
+    }
+    end(seg, g, mi, p.link, own)
+}
+
 #[allow(clippy::too_many_arguments)]
 fn put(md_h: u32, region: Option<(u64, u64)>, ack_req: u32, target: ptl_process_id_t, pt: u32, ac: u32, bits: u64, roff: u64, hdr: u64) -> PResult<()> {
     Lib::with_of(md_h, handle::MD, PTL_MD_INVALID, |n, idx, gen| {
         if ack_req > PTL_NO_ACK_REQ {
             return Err(PTL_FAIL);
         }
-        let t = known_target(n, target)?;
+        let t = target_for(n, target)?;
         let seg = &n.seg;
         prefetch_target(t);
-        let mut g = seg.lock();
+        let g = seg.lock();
         let (mi, link, mem) = begin(n, &g, idx, gen, region, false, true)?;
-        let ack_wanted = ack_req == PTL_ACK_REQ && seg.md(&g, mi).expect("live").view.eq_handle != PTL_EQ_NONE;
+        let eq_h = seg.md(&g, mi).expect("live").view.eq_handle;
+        let ack_wanted = ack_req == PTL_ACK_REQ && eq_h != PTL_EQ_NONE;
         let mut req = base_req(n, service::OP_PUT, pt, ac, bits, roff, hdr, mem.len);
-        own_event(seg, &g, mi, PTL_EVENT_SEND_START, n.id, &req, mem.len, mem.len, mem.off, link, false);
+        own_event(seg, &g, mi, PTL_EVENT_SEND_START, n.id, &req, mem.len, mem.len, mem.off, link, false, None);
         let st = &mut seg.state(&g).hot;
         st.send_count += 1;
         st.send_length = st.send_length.wrapping_add(mem.len);
@@ -550,32 +674,31 @@ fn put(md_h: u32, region: Option<(u64, u64)>, ack_req: u32, target: ptl_process_
             req.flags |= service::F_ACK;
         }
         let spans = LocalSpans { src: mem.span(), dst: empty_span() };
-        let outcome = match fast(n, t, &g, &mut req, &spans) {
-            Some(o) => o,
+        let gone = match fast(n, t, &g, &mut req, &spans) {
+            Some(o) => {
+                let gone = put_end(seg, &g, &PutEnd { mi, link, req: &req, mem: &mem, ack_wanted, target }, &o, None);
+                drop(g);
+                gone
+            }
             None => {
+                // The target may react before this put has logged its own events.
+                let mut holds = OpHolds::open(seg, &g, &[eq_h]);
                 drop(g);
                 let o = send(n, target, req, Some(&mem), None, None);
-                g = seg.lock();
-                o
+                let g = seg.lock();
+                let end = PutEnd { mi, link, req: &req, mem: &mem, ack_wanted, target };
+                let gone = if holds.settle(seg, &g) {
+                    put_end(seg, &g, &end, &o, None)
+                } else {
+                    let mut own = OwnEvents::default();
+                    let gone = put_end(seg, &g, &end, &o, Some(&mut own));
+                    holds.release(seg, &g, own);
+                    gone
+                };
+                drop(g);
+                gone
             }
         };
-        let failed = matches!(outcome, Outcome::Failed) || matches!(&outcome, Outcome::Accepted(r, _) if r.flags & service::R_FAILED != 0);
-        own_event(seg, &g, mi, PTL_EVENT_SEND_END, n.id, &req, mem.len, mem.len, mem.off, link, failed);
-        if let Outcome::Accepted(rep, _) = &outcome {
-            // A put whose data did not land (the target died under it) ends with
-            // PTL_NI_FAIL and no ACK, even though the target had accepted it.
-            if ack_wanted && !failed && rep.flags & service::R_ACK != 0 {
-                if let Some(m) = seg.md(&g, mi) {
-                    use_unit(m);
-                }
-                // An ack that finds no room is discarded and counted (doc 4.2).
-                if !own_event(seg, &g, mi, PTL_EVENT_ACK, target, &req, mem.len, rep.mlength, rep.offset, link, false) {
-                    seg.state(&g).stats.drop_count += 1;
-                }
-            }
-        }
-        let gone = end(seg, &g, mi, link);
-        drop(g);
         if gone {
             md::reap(n);
         }
@@ -583,55 +706,76 @@ fn put(md_h: u32, region: Option<(u64, u64)>, ack_req: u32, target: ptl_process_
     })
 }
 
+/// Phase B of a get (lock held): the inline data into our memory, REPLY_START/END, the
+/// MD's bookkeeping; the events kept in `own` when the get holds its queue.  True when
+/// the MD went.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn get_end(seg: &Seg, g: &Guard<'_>, mi: u32, link: u32, req: &Req, mem: &Mem, target: ptl_process_id_t, outcome: &Outcome, mut own: Option<&mut OwnEvents>) -> bool {
+    let (got, fail) = match outcome {
+        Outcome::Accepted(rep, extra) => {
+            let mut fail = rep.flags & service::R_FAILED != 0;
+            if rep.flags & service::R_DATA != 0 {
+                // Inline data: into our pieces.
+                if (extra.len() as u64) < rep.mlength {
+                    fail = true;
+                } else {
+                    service::local_parts(&mem.span(), 0, rep.mlength.min(mem.len), |d, p| {
+                        let l = p.len();
+                        p.copy_from_slice(&extra[d as usize..d as usize + l]);
+                    });
+                }
+            }
+            (Some(rep.mlength), fail)
+        }
+        Outcome::Dropped => (None, false),
+        Outcome::Failed => (Some(0), true),
+    };
+    if let Some(mlength) = got {
+        own_event(seg, g, mi, PTL_EVENT_REPLY_START, target, req, mem.len, mlength, mem.off, link, false, own.as_deref_mut());
+        own_event(seg, g, mi, PTL_EVENT_REPLY_END, target, req, mem.len, mlength, mem.off, link, fail, own.as_deref_mut());
+        if !fail {
+            if let Some(m) = seg.md(g, mi) {
+                use_unit(m);
+            }
+        }
+    }
+    end(seg, g, mi, link, own)
+}
+
 #[allow(clippy::too_many_arguments)]
 fn get(md_h: u32, region: Option<(u64, u64)>, target: ptl_process_id_t, pt: u32, ac: u32, bits: u64, roff: u64) -> PResult<()> {
     Lib::with_of(md_h, handle::MD, PTL_MD_INVALID, |n, idx, gen| {
-        let t = known_target(n, target)?;
+        let t = target_for(n, target)?;
         let seg = &n.seg;
         prefetch_target(t);
-        let mut g = seg.lock();
+        let g = seg.lock();
         let (mi, link, mem) = begin(n, &g, idx, gen, region, true, false)?;
         let mut req = base_req(n, service::OP_GET, pt, ac, bits, roff, 0, mem.len);
         let spans = LocalSpans { src: empty_span(), dst: mem.span() };
-        let outcome = match fast(n, t, &g, &mut req, &spans) {
-            Some(o) => o,
+        let gone = match fast(n, t, &g, &mut req, &spans) {
+            Some(o) => {
+                let gone = get_end(seg, &g, mi, link, &req, &mem, target, &o, None);
+                drop(g);
+                gone
+            }
             None => {
+                let mut holds = OpHolds::open(seg, &g, &[seg.md(&g, mi).expect("live").view.eq_handle]);
                 drop(g);
                 let o = send(n, target, req, None, Some(&mem), None);
-                g = seg.lock();
-                o
+                let g = seg.lock();
+                let gone = if holds.settle(seg, &g) {
+                    get_end(seg, &g, mi, link, &req, &mem, target, &o, None)
+                } else {
+                    let mut own = OwnEvents::default();
+                    let gone = get_end(seg, &g, mi, link, &req, &mem, target, &o, Some(&mut own));
+                    holds.release(seg, &g, own);
+                    gone
+                };
+                drop(g);
+                gone
             }
         };
-        let (got, fail) = match &outcome {
-            Outcome::Accepted(rep, extra) => {
-                let mut fail = rep.flags & service::R_FAILED != 0;
-                if rep.flags & service::R_DATA != 0 {
-                    // Inline data: into our pieces.
-                    if (extra.len() as u64) < rep.mlength {
-                        fail = true;
-                    } else {
-                        service::local_parts(&mem.span(), 0, rep.mlength.min(mem.len), |d, p| {
-                            let l = p.len();
-                            p.copy_from_slice(&extra[d as usize..d as usize + l]);
-                        });
-                    }
-                }
-                (Some(rep.mlength), fail)
-            }
-            Outcome::Dropped => (None, false),
-            Outcome::Failed => (Some(0), true),
-        };
-        if let Some(mlength) = got {
-            own_event(seg, &g, mi, PTL_EVENT_REPLY_START, target, &req, mem.len, mlength, mem.off, link, false);
-            own_event(seg, &g, mi, PTL_EVENT_REPLY_END, target, &req, mem.len, mlength, mem.off, link, fail);
-            if !fail {
-                if let Some(m) = seg.md(&g, mi) {
-                    use_unit(m);
-                }
-            }
-        }
-        let gone = end(seg, &g, mi, link);
-        drop(g);
         if gone {
             md::reap(n);
         }
@@ -644,8 +788,11 @@ fn getput(get_h: u32, put_h: u32, target: ptl_process_id_t, pt: u32, ac: u32, bi
     let (n, gidx, ggen) = Lib::of(get_h, handle::MD, PTL_MD_INVALID)?;
     let (pidx, pgen) = handle::index_of(put_h, handle::MD).ok_or(PTL_MD_INVALID)?;
     check_target(&n, target)?;
+    if n.targets.get((n.jid, target.nid, target.pid)).is_none() {
+        await_target(&n, target);
+    }
     let seg = &n.seg;
-    let (gmi, plink, pmi, gmem, pmem) = {
+    let (gmi, plink, pmi, gmem, pmem, holds) = {
         let g = seg.lock();
         md::row_of(seg, &g, gidx, ggen)?;
         md::row_of(seg, &g, pidx, pgen)?;
@@ -656,21 +803,23 @@ fn getput(get_h: u32, put_h: u32, target: ptl_process_id_t, pt: u32, ac: u32, bi
         let (gmi, _glink, gmem) = match begin(&n, &g, gidx, ggen, None, true, false) {
             Ok(x) => x,
             Err(e) => {
-                end(seg, &g, pmi, plink);
+                end(seg, &g, pmi, plink, None);
                 return Err(e);
             }
         };
         let base = base_req(&n, service::OP_GETPUT, pt, ac, bits, roff, hdr, pmem.len);
-        own_event(seg, &g, pmi, PTL_EVENT_SEND_START, n.id, &base, pmem.len, pmem.len, 0, plink, false);
-        (gmi, plink, pmi, gmem, pmem)
+        own_event(seg, &g, pmi, PTL_EVENT_SEND_START, n.id, &base, pmem.len, pmem.len, 0, plink, false, None);
+        let eqs = [seg.md(&g, pmi).expect("live").view.eq_handle, seg.md(&g, gmi).expect("live").view.eq_handle];
+        (gmi, plink, pmi, gmem, pmem, OpHolds::open(seg, &g, &eqs))
     };
     let mut data = vec![0u8; pmem.len as usize];
     service::local_parts(&pmem.span(), 0, pmem.len, |d, p| data[d as usize..d as usize + p.len()].copy_from_slice(p));
     let req = base_req(&n, service::OP_GETPUT, pt, ac, bits, roff, hdr, pmem.len);
     let outcome = send(&n, target, req, None, None, Some(&data));
     let g = seg.lock();
+    let mut own = OwnEvents::default();
     let failed = matches!(outcome, Outcome::Failed) || matches!(&outcome, Outcome::Accepted(r, _) if r.flags & service::R_FAILED != 0);
-    own_event(seg, &g, pmi, PTL_EVENT_SEND_END, n.id, &req, pmem.len, pmem.len, 0, plink, failed);
+    own_event(seg, &g, pmi, PTL_EVENT_SEND_END, n.id, &req, pmem.len, pmem.len, 0, plink, failed, Some(&mut own));
     let reply = match &outcome {
         Outcome::Accepted(rep, old) => Some((rep.mlength.min(gmem.len).min(old.len() as u64), old)),
         Outcome::Failed => Some((0, &data)),
@@ -681,16 +830,17 @@ fn getput(get_h: u32, put_h: u32, target: ptl_process_id_t, pt: u32, ac: u32, bi
             let l = p.len();
             p.copy_from_slice(&old[d as usize..d as usize + l]);
         });
-        own_event(seg, &g, gmi, PTL_EVENT_REPLY_START, target, &req, pmem.len, mlength, 0, plink, false);
-        own_event(seg, &g, gmi, PTL_EVENT_REPLY_END, target, &req, pmem.len, mlength, 0, plink, failed);
+        own_event(seg, &g, gmi, PTL_EVENT_REPLY_START, target, &req, pmem.len, mlength, 0, plink, false, Some(&mut own));
+        own_event(seg, &g, gmi, PTL_EVENT_REPLY_END, target, &req, pmem.len, mlength, 0, plink, failed, Some(&mut own));
         if !failed {
             if let Some(m) = seg.md(&g, gmi) {
                 use_unit(m);
             }
         }
     }
-    let mut gone = end(seg, &g, pmi, plink);
-    gone |= end(seg, &g, gmi, plink);
+    let mut gone = end(seg, &g, pmi, plink, Some(&mut own));
+    gone |= end(seg, &g, gmi, plink, Some(&mut own));
+    holds.release(seg, &g, own);
     drop(g);
     if gone {
         md::reap(&n);

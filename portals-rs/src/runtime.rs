@@ -8,7 +8,9 @@
 //! name.  snrun's variables hold exactly those values.
 //!
 //! **Runtime.**  PtlSetRank / PtlGetRank / PtlGetRankId and the NID/PID map calls of the
-//! reference runtime, on the values above (see p3rt.h for the rules).
+//! reference runtime, on the values above (see p3rt.h for the rules).  Before PtlNIInit
+//! (any handle then names it) they set up a pending runtime, kept for the next NI:
+//! PtlNIInit(PTL_PID_ANY) takes its pid from the PID map entry of its rank.
 
 use crate::ni::Lib;
 use crate::status::{done, PResult};
@@ -121,17 +123,65 @@ impl Runtime {
     pub fn from_ids(ids: &Ids) -> Runtime {
         Runtime { rank: ids.rank, size: ids.nids.len() as u32, nids: Some(ids.nids.clone()), pids: Some(ids.pids.clone()) }
     }
+
+    /// This rank's entry of the PID map, if set.
+    pub fn my_pid(&self) -> Option<u32> {
+        self.pids.as_ref()?.get(self.rank as usize).copied()
+    }
+
+    /// This rank's entry of the NID map, if set.
+    pub fn my_nid(&self) -> Option<u32> {
+        self.nids.as_ref()?.get(self.rank as usize).copied()
+    }
+
+    /// Does some rank of the maps have process id `id`?
+    pub fn names(&self, id: ptl_process_id_t) -> bool {
+        let (Some(n), Some(p)) = (&self.nids, &self.pids) else { return false };
+        n.iter().zip(p).any(|(&nid, &pid)| nid == id.nid && pid == id.pid)
+    }
 }
 
-fn with_rt<R>(ni: u32, f: impl FnOnce(&mut Runtime) -> PResult<R>) -> PResult<R> {
-    let n = Lib::ni(ni)?;
-    let mut rt = n.rt.lock().unwrap_or_else(|e| e.into_inner());
-    f(&mut rt)
+/// The runtime set up before PtlNIInit, for the next NI.
+static PENDING: Mutex<Option<Runtime>> = Mutex::new(None);
+
+/// The pending runtime (PtlNIInit's).
+pub fn pending() -> Option<Runtime> {
+    PENDING.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// Forgets the pending runtime (an NI took it).
+pub fn clear_pending() {
+    *PENDING.lock().unwrap_or_else(|e| e.into_inner()) = None;
+}
+
+/// Runs `f` on the runtime `ni` names: the NI's once it is initialised (its handle, or
+/// PTL_INVALID_HANDLE), else the pending one, set up from the launcher (or PMI) when the
+/// program has not set it.  `fresh`: `f` replaces it, no need to set it up first.
+fn with_rt<R>(ni: u32, fresh: bool, f: impl FnOnce(&mut Runtime) -> PResult<R>) -> PResult<R> {
+    if let Ok(n) = Lib::current() {
+        if ni != n.handle && ni != PTL_INVALID_HANDLE {
+            return Err(PTL_NI_INVALID);
+        }
+        let mut rt = n.rt.lock().unwrap_or_else(|e| e.into_inner());
+        return f(&mut rt);
+    }
+    let mut p = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+    let rt = match &mut *p {
+        Some(rt) => rt,
+        None if fresh => p.insert(Runtime { rank: 0, size: 0, nids: None, pids: None }),
+        None => p.insert(Runtime::from_ids(&discover()?)),
+    };
+    let r = f(rt);
+    if rt.size == 0 {
+        // Nothing was set (a refused PtlSetRank): nothing pending.
+        *p = None;
+    }
+    r
 }
 
 #[no_mangle]
 pub extern "C" fn PtlSetRank(ni: u32, rank: u32, group_size: u32) -> i32 {
-    let r = with_rt(ni, |rt| {
+    let r = with_rt(ni, true, |rt| {
         if rank == u32::MAX && group_size == u32::MAX {
             *rt = Runtime::from_ids(&discover()?);
             return Ok(());
@@ -157,7 +207,10 @@ unsafe fn read_map(map: *const u32, n: u32) -> PResult<Vec<u32>> {
 
 #[no_mangle]
 pub unsafe extern "C" fn PtlSetNIDMap(ni: u32, map: *mut u32, group_size: u32) -> i32 {
-    let r = with_rt(ni, |rt| {
+    if map.is_null() {
+        return done("PtlSetNIDMap", Err(PTL_SEGV));
+    }
+    let r = with_rt(ni, false, |rt| {
         if group_size != rt.size {
             return Err(PTL_FAIL);
         }
@@ -170,7 +223,10 @@ pub unsafe extern "C" fn PtlSetNIDMap(ni: u32, map: *mut u32, group_size: u32) -
 
 #[no_mangle]
 pub unsafe extern "C" fn PtlSetPIDMap(ni: u32, map: *mut u32, group_size: u32) -> i32 {
-    let r = with_rt(ni, |rt| {
+    if map.is_null() {
+        return done("PtlSetPIDMap", Err(PTL_SEGV));
+    }
+    let r = with_rt(ni, false, |rt| {
         if group_size != rt.size {
             return Err(PTL_FAIL);
         }
@@ -183,10 +239,10 @@ pub unsafe extern "C" fn PtlSetPIDMap(ni: u32, map: *mut u32, group_size: u32) -
 
 #[no_mangle]
 pub unsafe extern "C" fn PtlGetRank(ni: u32, rank: *mut u32, group_size: *mut u32) -> i32 {
-    let r = with_rt(ni, |rt| {
-        if rank.is_null() || group_size.is_null() {
-            return Err(PTL_SEGV);
-        }
+    if rank.is_null() || group_size.is_null() {
+        return done("PtlGetRank", Err(PTL_SEGV));
+    }
+    let r = with_rt(ni, false, |rt| {
         // SAFETY: non-NULL out pointers.
         unsafe {
             rank.write_unaligned(rt.rank);
@@ -199,10 +255,10 @@ pub unsafe extern "C" fn PtlGetRank(ni: u32, rank: *mut u32, group_size: *mut u3
 
 #[no_mangle]
 pub unsafe extern "C" fn PtlGetRankId(ni: u32, rank: u32, id: *mut ptl_process_id_t) -> i32 {
-    let r = with_rt(ni, |rt| {
-        if id.is_null() {
-            return Err(PTL_SEGV);
-        }
+    if id.is_null() {
+        return done("PtlGetRankId", Err(PTL_SEGV));
+    }
+    let r = with_rt(ni, false, |rt| {
         let (Some(n), Some(p)) = (&rt.nids, &rt.pids) else { return Err(PTL_FAIL) };
         let (Some(&nid), Some(&pid)) = (n.get(rank as usize), p.get(rank as usize)) else { return Err(PTL_FAIL) };
         // SAFETY: non-NULL out pointer.
@@ -213,10 +269,10 @@ pub unsafe extern "C" fn PtlGetRankId(ni: u32, rank: u32, id: *mut ptl_process_i
 }
 
 fn get_map(ni: u32, map: *mut u32, group_size: u32, pids: bool) -> PResult<()> {
-    with_rt(ni, |rt| {
-        if map.is_null() {
-            return Err(PTL_SEGV);
-        }
+    if map.is_null() {
+        return Err(PTL_SEGV);
+    }
+    with_rt(ni, false, |rt| {
         let m = if pids { &rt.pids } else { &rt.nids };
         let m = m.as_ref().ok_or(PTL_FAIL)?;
         if group_size as usize != m.len() {

@@ -33,11 +33,13 @@
 //! same lock, the event rings it attached (by queue row, generation and place) and pins
 //! of contiguous MDs' memory (by MD row, generation and piece, `rma::Pinned`), so that an
 //! operation does not validate them again; and a hint of the event slot the next
-//! deposit fills, for [`Seg::prefetch`].
+//! deposit fills, for [`Seg::prefetch`].  The owner's view also keeps the holds on its
+//! queues (process-local by nature, see `crate::eq`).
 
 use crate::lock::{Held, ShmLock};
 use crate::types::*;
 use softnic_fabric::mem::MemKey;
+use crate::evring::{EvRing, Holds};
 use softnic_fabric::ring::{Pod, Ring};
 use softnic_fabric::rma::{Live, Peer, Pinned, PinnedRef};
 use std::sync::Arc;
@@ -45,7 +47,7 @@ use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 pub const MAGIC: u64 = u64::from_le_bytes(*b"snicPTL3");
 /// Layout version: bump on any change below.
-pub const VERSION: u32 = 4;
+pub const VERSION: u32 = 5;
 pub const NONE: u32 = u32::MAX;
 pub const HEADER_LEN: usize = 4096;
 /// Entries of the EQ-handler ring.
@@ -246,14 +248,10 @@ pub struct EqRow {
     pub has_handler: u32,
     pub ring_off: u64,
     pub ring_len: u64,
-    /// The sequence number of the next event (dropped ones take one too).
-    pub next_seq: u64,
-    /// Events pushed, and a lower bound of those taken (refreshed from the ring only
-    /// when the difference reaches `count`, so that a push rarely reads the line the
-    /// consumer writes).
-    pub pushed: u64,
-    pub taken_hint: u64,
-    _pad: u64,
+    /// Operations of the owner in flight whose events this queue holds back the events
+    /// of others for (see crate::eq's holds): while non-zero a deposit is held.
+    pub gates: u32,
+    _pad: [u32; 7],
 }
 
 /// An entry of the EQ-handler ring: the event and the queue it went to.
@@ -331,6 +329,8 @@ pub struct Seg {
     /// Where the last deposit through this view left its queue's next slot (see
     /// [`Seg::prefetch`]).
     slot_hint: AtomicPtr<u8>,
+    /// The owner's holds on its queues, by queue row (see [`Seg::with_holds`]).
+    holds: std::cell::UnsafeCell<Vec<Option<(u32, Holds)>>>,
 }
 
 /// Entries of a view's pin cache.
@@ -350,7 +350,7 @@ struct CachedRing {
     gen: u32,
     off: u64,
     len: u64,
-    ring: Ring<Packed>,
+    ring: EvRing,
 }
 
 // SAFETY: the segment is shared memory; all access goes through atomics or happens
@@ -380,7 +380,7 @@ impl Seg {
     /// # Safety
     /// `base` valid for `lay.total` bytes, 64-aligned, not yet visible to anyone.
     pub unsafe fn format(base: *mut u8, lay: Layout, id: (u32, u32, u32, u32), nonce: u64) -> Seg {
-        let s = Seg { base, lay, hbase: nonce as u32, rings: Default::default(), pins: Default::default(), slot_hint: AtomicPtr::new(std::ptr::null_mut()) };
+        let s = Seg { base, lay, hbase: nonce as u32, rings: Default::default(), pins: Default::default(), slot_hint: AtomicPtr::new(std::ptr::null_mut()), holds: Default::default() };
         // SAFETY: the caller's contract: fresh memory of lay.total bytes.
         let h = unsafe { &mut *(base as *mut Header) };
         h.hbase = nonce as u32;
@@ -433,7 +433,7 @@ impl Seg {
         if lay.total as u64 != total || lay.total > len {
             return None;
         }
-        Some(Seg { base, lay, hbase, rings: Default::default(), pins: Default::default(), slot_hint: AtomicPtr::new(std::ptr::null_mut()) })
+        Some(Seg { base, lay, hbase, rings: Default::default(), pins: Default::default(), slot_hint: AtomicPtr::new(std::ptr::null_mut()), holds: Default::default() })
     }
 
     /// The handle of row `idx` (generation `row_gen`) of table `kind`.
@@ -483,11 +483,10 @@ impl Seg {
         self.hdr().lock.prefetch();
     }
 
-    /// Records the slot a queue's next deposit will fill (from `Ring::next_slot`).
+    /// Records the slot a queue's next deposit will fill (from `EvRing::next_slot`).
     #[inline]
-    pub fn hint_next_slot(&self, (p, len): (*const u8, usize)) {
-        let p = if len <= 128 { p as *mut u8 } else { std::ptr::null_mut() };
-        self.slot_hint.store(p, Ordering::Relaxed);
+    pub fn hint_next_slot(&self, p: *const u8) {
+        self.slot_hint.store(p as *mut u8, Ordering::Relaxed);
     }
 
     /// The lock if it is free now.
@@ -546,12 +545,7 @@ impl Seg {
         self.row(self.lay.eq, 64, i, self.lay.lim.eqs)
     }
 
-    /// The ring of queue row `q` (its offset and length checked against the arena).
-    pub fn eq_ring(&self, q: &EqRow) -> Option<Ring<Packed>> {
-        self.eq_ring_at(q.ring_off, q.ring_len)
-    }
-
-    fn eq_ring_at(&self, off: u64, len: u64) -> Option<Ring<Packed>> {
+    fn eq_ring_at(&self, off: u64, len: u64) -> Option<EvRing> {
         let off = off as usize;
         let len = len as usize;
         let end = off.checked_add(len)?;
@@ -559,7 +553,7 @@ impl Seg {
             return None;
         }
         // SAFETY: inside the arena of the mapping; attach validates the ring header.
-        unsafe { Ring::<Packed>::attach(self.base.add(off), len).ok() }
+        unsafe { EvRing::attach(self.base.add(off), len) }
     }
 
     /// Runs `f` on the ring of queue row `i` (`q`), attached (and validated) once per view
@@ -567,7 +561,7 @@ impl Seg {
     /// changes generation; a view never indexes outside the place it validated, whatever
     /// is written in the ring's header later).  None when `q` names no valid ring.
     #[inline]
-    pub fn with_eq_ring<R>(&self, _g: &Guard<'_>, i: u32, (gen, off, len): (u32, u64, u64), f: impl FnOnce(&Ring<Packed>) -> R) -> Option<R> {
+    pub fn with_eq_ring<R>(&self, _g: &Guard<'_>, i: u32, (gen, off, len): (u32, u64, u64), f: impl FnOnce(&EvRing) -> R) -> Option<R> {
         // SAFETY: the cache is only touched here, under the segment's lock (the guard),
         // which excludes every other thread of this process too; `f` cannot reach it.
         let rings = unsafe { &mut *self.rings.get() };
@@ -583,6 +577,23 @@ impl Seg {
             }
         }
         slot.as_ref().map(|c| f(&c.ring))
+    }
+
+    /// Runs `f` on the holds of queue row `i` of generation `gen` (the owner's, see
+    /// `crate::eq`): kept per view, under the segment's lock, and started afresh for a
+    /// new generation of the row.
+    pub fn with_holds<R>(&self, _g: &Guard<'_>, i: u32, gen: u32, f: impl FnOnce(&mut Holds) -> R) -> Option<R> {
+        // SAFETY: the cache is only touched here, under the segment's lock (the guard),
+        // which excludes every other thread of this process too; `f` cannot reach it.
+        let holds = unsafe { &mut *self.holds.get() };
+        if holds.is_empty() {
+            holds.resize_with(self.lay.lim.eqs as usize, || None);
+        }
+        let slot = holds.get_mut(i as usize)?;
+        if slot.as_ref().is_none_or(|(g, _)| *g != gen) {
+            *slot = Some((gen, Holds::default()));
+        }
+        slot.as_mut().map(|(_, h)| f(h))
     }
 
     /// Runs `f` on the memory `piece` (registration, address, length) of the contiguous
