@@ -1110,9 +1110,13 @@ fn under_valgrind() -> bool {
 /// unaddressable (its heap arena's redzones and free space), and reading those is correct
 /// here but would be reported.  The copied bytes are then all "defined" to memcheck.
 ///
+/// Returns false when the source turned out unmapped (another thread unmapped part of a
+/// window meanwhile): nothing more is copied, and the caller gives the piece up.
+///
 /// # Safety
-/// Both ranges mapped for `n` bytes (src readable, dst writable).
-unsafe fn copy_pages(src: *const u8, dst: *mut u8, n: usize) {
+/// `dst` mapped writable for `n` bytes; `src` mapped readable for `n` bytes when the copy
+/// began (it may be unmapped meanwhile, see above).
+unsafe fn copy_pages(src: *const u8, dst: *mut u8, n: usize) -> bool {
     if under_valgrind() {
         let mut done = 0usize;
         while done < n {
@@ -1121,18 +1125,23 @@ unsafe fn copy_pages(src: *const u8, dst: *mut u8, n: usize) {
             // SAFETY: the caller's ranges; our own pid.
             let got = unsafe { libc::process_vm_readv(libc::getpid(), &l, 1, &r, 1, 0) };
             if got <= 0 {
+                if got < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EFAULT) {
+                    return false;
+                }
                 break; // then copy the rest directly
             }
             done += got as usize;
         }
         if done == n {
-            return;
+            return true;
         }
         // SAFETY: the caller's contract, the part not copied yet.
-        return unsafe { std::ptr::copy_nonoverlapping(src.add(done), dst.add(done), n - done) };
+        unsafe { std::ptr::copy_nonoverlapping(src.add(done), dst.add(done), n - done) };
+        return true;
     }
     // SAFETY: the caller's contract.
-    unsafe { std::ptr::copy_nonoverlapping(src, dst, n) }
+    unsafe { std::ptr::copy_nonoverlapping(src, dst, n) };
+    true
 }
 
 /// Is piece `p` still one private anonymous mapping with the protection it had?  One
@@ -1154,15 +1163,22 @@ fn still_mapped(maps_fd: i32, p: &Piece) -> bool {
 /// the temporary mapping in one call (so the program takes no fault on them after the
 /// swap).  Under valgrind, or where a write fails, copied through the mapping instead.
 ///
+/// False when the source is gone: a window's pages beyond what the caller registers may
+/// be unmapped by another thread at any time (then the kernel's copy answers EFAULT, where
+/// a copy through the mapping would crash), and the piece is given up.
+///
 /// # Safety
 /// `off..off+len` lies inside the piece.
-unsafe fn fill(p: &Piece, off: usize, len: usize) {
+unsafe fn fill(p: &Piece, off: usize, len: usize) -> bool {
     const MADV_POPULATE_WRITE: usize = 23;
     let mut done = 0usize;
     if !under_valgrind() {
         while done < len {
             // SAFETY: the source lies in the piece's mapped range, the file offset in the block.
             let r = unsafe { bare_syscall(libc::SYS_pwrite64, [p.fd as usize, p.start + off + done, len - done, p.off + off + done, 0]) };
+            if r == -(libc::EFAULT as isize) {
+                return false;
+            }
             if r <= 0 {
                 break;
             }
@@ -1175,8 +1191,9 @@ unsafe fn fill(p: &Piece, off: usize, len: usize) {
     }
     if done < len {
         // SAFETY: the caller's contract; the part not written yet.
-        unsafe { copy_pages((p.start + off + done) as *const u8, p.tmp.add(off + done), len - done) };
+        return unsafe { copy_pages((p.start + off + done) as *const u8, p.tmp.add(off + done), len - done) };
     }
+    true
 }
 
 /// Copies each piece into its temporary shared mapping and swaps it over the original.
@@ -1194,14 +1211,15 @@ fn copy_and_swap(pieces: &[Piece], maps_fd: i32) -> (usize, i32) {
         // p.tmp is our fresh mapping of the same length.
         unsafe {
             let n = if p.runs.is_null() { COPY_ALL } else { *p.runs };
-            if n == COPY_ALL {
-                fill(p, 0, p.len);
+            let copied = if n == COPY_ALL {
+                fill(p, 0, p.len)
             } else {
                 // The run list: see `Piece::runs`.
                 let pairs = p.runs.add(1);
-                for k in 0..n {
-                    fill(p, *pairs.add(2 * k), *pairs.add(2 * k + 1));
-                }
+                (0..n).all(|k| fill(p, *pairs.add(2 * k), *pairs.add(2 * k + 1)))
+            };
+            if !copied {
+                return (k, libc::EAGAIN);
             }
             if p.prot != libc::PROT_READ | libc::PROT_WRITE {
                 let r = bare_syscall(libc::SYS_mprotect, [p.tmp as usize, p.len, p.prot as usize, 0, 0]);
@@ -1484,7 +1502,9 @@ fn rebind_into(b: &Backing, gs: usize, ge: usize, maps: &[Vma], widen: bool) -> 
         .map(|v| v.end.min(end) - v.start.max(start))
         .sum::<usize>();
     if rebound == 0 && errno == libc::EAGAIN && widened {
-        // The window changed under us (another thread unmapped or remapped part of it).
+        // The window changed under us (another thread unmapped or remapped part of it):
+        // only the pages asked for, with the scratch buffer free again for that attempt.
+        drop(scratch);
         return rebind_into(b, gs, ge, maps, false);
     }
     if rebound == 0 {
@@ -1717,18 +1737,18 @@ fn unbind(b: &Backing, s: usize, e: usize, maps_fd: i32) -> bool {
             let same = r == 0 && q.vma_start as usize <= s && q.vma_end as usize >= e && q.vma_flags & SHARED != 0 && q.inode == b.ino && q.vma_offset as usize == s - b.base;
             // (A run list cannot overflow: runs are at least a page apart.)
             if same {
-                for k in 0..n {
-                    // SAFETY: the run lies in [s, e) (file offsets of the block), mapped by both.
-                    unsafe {
-                        let (d, h) = (*runs.add(2 * k), *runs.add(2 * k + 1));
-                        copy_pages((b.base + d) as *const u8, (tmp + (b.base + d - s)) as *mut u8, h - d);
-                    }
-                }
+                // SAFETY: each run lies in [s, e) (file offsets of the block), mapped by both
+                // (a copy that finds the range unmapped meanwhile gives it up).
+                let copied = (0..n).all(|k| unsafe {
+                    let (d, h) = (*runs.add(2 * k), *runs.add(2 * k + 1));
+                    copy_pages((b.base + d) as *const u8, (tmp + (b.base + d - s)) as *mut u8, h - d)
+                });
                 // SAFETY: our temporary mapping over the range, which is ours (checked).
-                unsafe {
-                    (prot == libc::PROT_READ | libc::PROT_WRITE || bare_syscall(libc::SYS_mprotect, [tmp, len, prot as usize, 0, 0]) == 0)
-                        && mremap_fixed(tmp, len, s) >= 0
-                }
+                copied
+                    && unsafe {
+                        (prot == libc::PROT_READ | libc::PROT_WRITE || bare_syscall(libc::SYS_mprotect, [tmp, len, prot as usize, 0, 0]) == 0)
+                            && mremap_fixed(tmp, len, s) >= 0
+                    }
             } else {
                 false
             }

@@ -438,6 +438,8 @@ pub struct Engine {
     leased: AtomicBool,
 
     remotes: Mutex<HashMap<(u32, u32), Arc<Remote>>>,
+    /// Held while a new peer's address is looked up and inserted (see `remote`).
+    first_contact: Mutex<()>,
     /// The job's published endpoints: (node, slot) -> (generation, address), and which
     /// ranks have been read into it.
     directory: Mutex<Directory>,
@@ -743,6 +745,7 @@ impl Engine {
             leased: AtomicBool::new(false),
 
             remotes: Mutex::new(HashMap::new()),
+            first_contact: Mutex::new(()),
             directory: Mutex::new(Directory::default()),
             senders: Mutex::new(HashMap::new()),
             pending: Mutex::new(HashMap::new()),
@@ -808,6 +811,15 @@ impl Engine {
     /// (retried while it has not published), cached afterwards.
     pub fn remote(&'static self, node: u32, id: ProcId, gen_bits: u32) -> Result<Arc<Remote>> {
         let mask = if gen_bits >= 32 { u32::MAX } else { (1u32 << gen_bits) - 1 };
+        if let Some(r) = self.remotes.lock().unwrap_or_else(|e| e.into_inner()).get(&(node, id.slot)) {
+            if r.id.gen & mask == id.gen & mask {
+                return Ok(r.clone());
+            }
+        }
+        // One first contact at a time: threads that reach a new peer together would insert
+        // its address twice, and ofi_rxd's address vector refuses the second (it answered 0
+        // addresses inserted, and data_threads over udp failed now and then).
+        let _first_contact = self.first_contact.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(r) = self.remotes.lock().unwrap_or_else(|e| e.into_inner()).get(&(node, id.slot)) {
             if r.id.gen & mask == id.gen & mask {
                 return Ok(r.clone());
@@ -899,17 +911,25 @@ impl Engine {
     fn insert_addr(&self, name: &[u8]) -> Result<fi_addr_t> {
         // libfabric's system calls are cancellation points: not to be unwound halfway.
         let _masked = crate::cancel::Masked::new();
-        let mut a: fi_addr_t = ofi::FI_ADDR_UNSPEC;
-        // SAFETY: `name` is an endpoint name of this provider; one address is inserted.
-        let rc = unsafe {
-            let ops = (*self.fi.av).ops;
-            let f = (*ops).insert.ok_or(Error::Unsupported)?;
-            f(self.fi.av, name.as_ptr() as *const c_void, 1, &mut a, 0, std::ptr::null_mut())
-        };
-        if rc != 1 {
-            return Err(to_err(&self.fi.lib, "fi_av_insert", rc as i64));
+        let mut tries = 0;
+        loop {
+            let mut a: fi_addr_t = ofi::FI_ADDR_UNSPEC;
+            // SAFETY: `name` is an endpoint name of this provider; one address is inserted.
+            let rc = unsafe {
+                let ops = (*self.fi.av).ops;
+                let f = (*ops).insert.ok_or(Error::Unsupported)?;
+                f(self.fi.av, name.as_ptr() as *const c_void, 1, &mut a, 0, std::ptr::null_mut())
+            };
+            if rc == 1 {
+                return Ok(a);
+            }
+            tries += 1;
+            crate::sn_info!("network engine", "fi_av_insert answered {} (try {})", rc, tries);
+            if tries >= 20 {
+                return Err(to_err(&self.fi.lib, "fi_av_insert", rc as i64));
+            }
+            crate::cancel::nap(Duration::from_millis(1));
         }
-        Ok(a)
     }
 
     /// Sends `buf` to `to`.  Small messages are injected (no completion); larger ones
