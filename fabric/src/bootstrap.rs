@@ -81,6 +81,83 @@ pub fn is_singleton() -> Result<bool> {
     pmi::with_client(|c| Ok(c.job.singleton))
 }
 
+/// Environment variable through which a launcher hands its ranks the job secret
+/// (32 hex digits); snrun sets it.
+pub const SECRET_ENV: &str = "SOFTNIC_JOB_SECRET";
+
+/// Job-wide KVS key under which rank 0 publishes the secret where no launcher set
+/// [`SECRET_ENV`] (mpiexec, srun, foreign launchers).
+const SECRET_KEY: &str = "secret";
+
+/// The job's 128-bit secret, known only to its ranks: from [`SECRET_ENV`] when the
+/// launcher set it; else rank 0 draws it from the kernel's random source and publishes it
+/// in the job's own PMI KVS, which only the job's ranks can read, and the other ranks
+/// read it from there (waiting up to SOFTNIC_NET_TIMEOUT_MS for a rank 0 that starts
+/// late).  A singleton draws its own.  Every process of a job gets the same value, and
+/// two jobs never do (whatever their ids).  `Bootstrap` when it cannot be learnt.
+///
+/// Rank 0 publishes the first time it asks, so every rank of a job must ask (the
+/// libraries do when they set up job-wide objects).
+pub fn job_secret() -> Result<[u8; 16]> {
+    static SECRET: std::sync::OnceLock<[u8; 16]> = std::sync::OnceLock::new();
+    if let Some(s) = SECRET.get() {
+        return Ok(*s);
+    }
+    let s = learn_secret()?;
+    Ok(*SECRET.get_or_init(|| s))
+}
+
+fn learn_secret() -> Result<[u8; 16]> {
+    if let Ok(v) = std::env::var(SECRET_ENV) {
+        match hex_decode(v.trim()).ok().and_then(|b| <[u8; 16]>::try_from(b).ok()) {
+            Some(s) => return Ok(s),
+            None => crate::sn_warn!("bootstrap", "{} is not 32 hex digits; ignored", SECRET_ENV),
+        }
+    }
+    if is_singleton()? {
+        return random_secret();
+    }
+    if rank()? == 0 {
+        let s = random_secret()?;
+        kvs_put_global(SECRET_KEY, &s)?;
+        return Ok(s);
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(crate::env::get_u64("SOFTNIC_NET_TIMEOUT_MS"));
+    let mut nap = std::time::Duration::from_micros(100);
+    loop {
+        match kvs_get_global(SECRET_KEY) {
+            Ok(b) => return <[u8; 16]>::try_from(b).map_err(|_| Error::Bootstrap),
+            Err(Error::NotFound) if std::time::Instant::now() < deadline => {
+                crate::cancel::nap(nap);
+                nap = (nap * 2).min(std::time::Duration::from_millis(10));
+            }
+            Err(Error::NotFound) => {
+                crate::sn_warn!("bootstrap", "rank 0 did not publish the job secret in time");
+                return Err(Error::Bootstrap);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// 16 bytes from the kernel's random source.
+fn random_secret() -> Result<[u8; 16]> {
+    let mut s = [0u8; 16];
+    let mut got = 0;
+    while got < s.len() {
+        // SAFETY: writes at most the rest of `s`.
+        let r = unsafe { libc::getrandom(s[got..].as_mut_ptr() as *mut libc::c_void, s.len() - got, 0) };
+        if r < 0 {
+            if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return Err(Error::Bootstrap);
+        }
+        got += r as usize;
+    }
+    Ok(s)
+}
+
 // ---- typed KVS -------------------------------------------------------------
 
 fn hex_encode(data: &[u8]) -> String {
@@ -296,6 +373,16 @@ mod tests {
         assert_eq!(hex_decode(&h).unwrap(), data);
         assert!(hex_decode("abc").is_err());
         assert!(hex_decode("zz").is_err());
+    }
+
+    #[test]
+    fn secret_is_stable_and_random() {
+        let a = job_secret().unwrap();
+        assert_eq!(a, job_secret().unwrap());
+        assert_ne!(random_secret().unwrap(), random_secret().unwrap());
+        if std::env::var_os(SECRET_ENV).is_none() {
+            assert_ne!(a, [0u8; 16]);
+        }
     }
 
     #[test]

@@ -135,6 +135,13 @@ pub static TUNABLES: &[Tunable] = &[
                RLIMIT_MEMLOCK).",
     },
     Tunable {
+        name: "SOFTNIC_JOB_SECRET",
+        default: "",
+        help: "The job's secret, 32 hex digits, set by snrun for its ranks (never set it by \
+               hand: two jobs with one secret can reach each other). Unset under other \
+               launchers: rank 0 draws one and hands it to its job's ranks through the PMI KVS.",
+    },
+    Tunable {
         name: "PMI_GNI_PTAG",
         default: "",
         help: "uGNI job contract (set by snrun or PMI_Init, colon-separated): the job's \
