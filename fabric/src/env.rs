@@ -170,7 +170,7 @@ pub static TUNABLES: &[Tunable] = &[
     Tunable {
         name: "SOFTNIC_PMI_RELAY",
         default: "1",
-        help: "1: in an MPI program started with PMI_FD, a library loaded before main gives \
+        help: "1: in an MPI program started with PMI_FD (or by snrun in port mode), a library loaded before main gives \
                MPI's own PMI client a socket to an in-process relay and keeps the \
                launcher connection for itself (two clients on one connection corrupt each \
                other; Slurm refuses a second init).  0: no relay.",

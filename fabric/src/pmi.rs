@@ -18,8 +18,20 @@
 //! Transport selection (same as MPICH's simple PMI):
 //! - `PMI_FD`: an inherited connected socket; rank/size come from `PMI_RANK`/`PMI_SIZE`.
 //! - `PMI_PORT=host:port` + `PMI_ID`: connect, `cmd=initack pmiid=ID`, the server
-//!   answers with `initack` and `set size=`, `set rank=`, `set debug=`.
+//!   answers with `initack` and `set size=`, `set rank=`, `set debug=`.  Under snrun
+//!   (`SOFTNIC_JOB_SECRET` set) the initack also carries `nonce=` (fresh random) and
+//!   `proof=` ([`initack_proof`]: a MAC of pmiid and nonce under the job secret), which
+//!   snrun checks before it serves the connection anything but `init`: a process outside
+//!   the job can reach the port but not act as a rank.  A MAC rather than the secret
+//!   itself, so the secret never crosses the socket (whoever listens where the rank
+//!   connects learns a proof bound to one nonce, which snrun accepts only once).
 //! - neither: singleton, a 1-rank job with a process-local KVS.
+//!
+//! A hang-up of the connection (EOF, ECONNRESET, EPIPE) in any call, a barrier included,
+//! means the launcher died (or dropped this process): the process writes why on stderr
+//! and exits at once (`_exit`, status [`HANGUP_EXIT`]), as under hydra and srun, whose
+//! ranks die with their launcher, instead of failing every later call or waiting forever.
+//! Only `finalize` (also at exit) takes a hang-up quietly.
 //!
 //! Values travel as single whitespace-free tokens on a text line, so keys may
 //! not contain space, tab, newline or `=`, and values may not contain space,
@@ -159,6 +171,88 @@ pub fn check_val(val: &str, maxes: &Maxes) -> Result<()> {
     Ok(())
 }
 
+/// SipHash-2-4 (Aumasson and Bernstein) of `msg` under the 128-bit `key`: a keyed MAC
+/// whose 64-bit tags an outsider who lacks the key cannot compute (nor learn the key from).
+pub fn siphash24(key: &[u8; 16], msg: &[u8]) -> u64 {
+    let k0 = u64::from_le_bytes(key[..8].try_into().expect("8 bytes"));
+    let k1 = u64::from_le_bytes(key[8..].try_into().expect("8 bytes"));
+    let mut v = [k0 ^ 0x736f_6d65_7073_6575, k1 ^ 0x646f_7261_6e64_6f6d, k0 ^ 0x6c79_6765_6e65_7261, k1 ^ 0x7465_6462_7974_6573];
+    fn round(v: &mut [u64; 4]) {
+        v[0] = v[0].wrapping_add(v[1]);
+        v[1] = v[1].rotate_left(13) ^ v[0];
+        v[0] = v[0].rotate_left(32);
+        v[2] = v[2].wrapping_add(v[3]);
+        v[3] = v[3].rotate_left(16) ^ v[2];
+        v[0] = v[0].wrapping_add(v[3]);
+        v[3] = v[3].rotate_left(21) ^ v[0];
+        v[2] = v[2].wrapping_add(v[1]);
+        v[1] = v[1].rotate_left(17) ^ v[2];
+        v[2] = v[2].rotate_left(32);
+    }
+    let absorb = |v: &mut [u64; 4], m: u64| {
+        v[3] ^= m;
+        round(v);
+        round(v);
+        v[0] ^= m;
+    };
+    let mut words = msg.chunks_exact(8);
+    for w in &mut words {
+        absorb(&mut v, u64::from_le_bytes(w.try_into().expect("8 bytes")));
+    }
+    let mut last = (msg.len() as u64) << 56;
+    for (i, &b) in words.remainder().iter().enumerate() {
+        last |= (b as u64) << (8 * i);
+    }
+    absorb(&mut v, last);
+    v[2] ^= 0xff;
+    for _ in 0..4 {
+        round(&mut v);
+    }
+    v[0] ^ v[1] ^ v[2] ^ v[3]
+}
+
+/// The job secret as a launcher hands it over: 32 hex digits (either case).
+pub fn parse_secret(hex: &str) -> Option<[u8; 16]> {
+    let hex = hex.trim().as_bytes();
+    if hex.len() != 32 || !hex.iter().all(u8::is_ascii_hexdigit) {
+        return None;
+    }
+    let mut out = [0u8; 16];
+    for (i, pair) in hex.chunks(2).enumerate() {
+        out[i] = u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()?;
+    }
+    Some(out)
+}
+
+/// Lower-case hex of `bytes`.
+pub fn to_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{:02x}", b)).collect()
+}
+
+/// Fills `buf` from the kernel's random source (getrandom).
+pub fn random_bytes(buf: &mut [u8]) -> Result<()> {
+    let mut got = 0;
+    while got < buf.len() {
+        // SAFETY: writes at most the rest of `buf`.
+        let r = unsafe { libc::getrandom(buf[got..].as_mut_ptr().cast(), buf.len() - got, 0) };
+        if r < 0 {
+            if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return Err(Error::Os(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)));
+        }
+        got += r as usize;
+    }
+    Ok(())
+}
+
+/// What a rank sends as `proof=` in a port-mode `initack` (see the module doc): 16 hex
+/// digits of SipHash-2-4, under the job secret, of `softnic-pmi-initack <pmiid> <nonce>`.
+pub fn initack_proof(secret: &[u8; 16], pmiid: u64, nonce: &str) -> String {
+    let msg = format!("softnic-pmi-initack {} {}", pmiid, nonce);
+    format!("{:016x}", siphash24(secret, msg.as_bytes()))
+}
+
 /// One parsed response line: `cmd=NAME k=v ...`.
 struct Reply {
     fields: Vec<(String, String)>,
@@ -205,11 +299,92 @@ struct Wire {
     awaiting: Option<String>,
     /// Replies nobody waits for any more, skipped when they arrive (oldest first).
     abandoned: Vec<String>,
+    /// Who we are, for the hang-up message ("rank 3").
+    who: String,
+    /// A hang-up is an error, not the launcher's death (finalize, abort).
+    quiet_hangup: bool,
+}
+
+/// Exit status of a process whose launcher hung up its PMI connection: 128 + SIGHUP, what
+/// a shell reports for a process ended by a hang-up.
+pub const HANGUP_EXIT: i32 = 128 + libc::SIGHUP;
+
+/// Errors of a connection whose other end is gone.
+fn is_hangup(errno: i32) -> bool {
+    matches!(errno, libc::EPIPE | libc::ECONNRESET | libc::ECONNABORTED | libc::ENOTCONN | libc::ESHUTDOWN)
 }
 
 impl Wire {
     fn new(f: File) -> Wire {
-        Wire { f, buf: Vec::new(), awaiting: None, abandoned: Vec::new() }
+        let who = match std::env::var("PMI_RANK").or_else(|_| std::env::var("PMI_ID")) {
+            Ok(r) => format!("rank {}", r.trim()),
+            Err(_) => "this process".into(),
+        };
+        Wire { f, buf: Vec::new(), awaiting: None, abandoned: Vec::new(), who, quiet_hangup: false }
+    }
+
+    /// The launcher's end of the connection is gone (`cause`: EOF, or the error): the
+    /// launcher died or dropped us, and this process's part in the job is over.  Exits
+    /// unless a hang-up is expected here (`quiet_hangup`: then `Bootstrap`).  `_exit`, not
+    /// `exit`: the PMI lock is held, and atexit handlers that use PMI would wait for it.
+    fn hung_up(&self, cause: &str) -> Error {
+        if self.quiet_hangup {
+            log_debug(&format!("the launcher hung up ({}) during finalize/abort", cause));
+            return Error::Bootstrap;
+        }
+        let during = self.awaiting.as_deref().map(|r| format!(" while waiting for {}", r)).unwrap_or_default();
+        eprintln!(
+            "softnic[{}] PMI: {}: the launcher hung up the PMI connection ({}{}): it died or ended this process's part in the job; exiting with status {}",
+            std::process::id(),
+            self.who,
+            cause,
+            during,
+            HANGUP_EXIT
+        );
+        // SAFETY: flushing C stdio and ending the process; nothing of ours runs after.
+        unsafe {
+            libc::fflush(std::ptr::null_mut());
+            libc::_exit(HANGUP_EXIT)
+        }
+    }
+
+    /// An I/O error of the connection: a hang-up ends the process (see `hung_up`).
+    fn io_err(&self, e: std::io::Error) -> Error {
+        let errno = e.raw_os_error().unwrap_or(libc::EIO);
+        if is_hangup(errno) {
+            return self.hung_up(&e.to_string());
+        }
+        Error::Os(errno)
+    }
+
+    /// Writes all of `data`.  On a socket through send(MSG_NOSIGNAL): a launcher that died
+    /// must give us EPIPE to report, not a silent SIGPIPE.
+    fn write_raw(&mut self, mut data: &[u8]) -> Result<()> {
+        use std::os::fd::AsRawFd;
+        let fd = self.f.as_raw_fd();
+        let _masked = crate::cancel::Masked::new();
+        while !data.is_empty() {
+            // SAFETY: writes from a live slice to our own descriptor.
+            let mut n = unsafe { libc::send(fd, data.as_ptr().cast(), data.len(), libc::MSG_NOSIGNAL) };
+            if n < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOTSOCK) {
+                n = match self.f.write(data) {
+                    Ok(k) => k as isize,
+                    Err(e) => return Err(self.io_err(e)),
+                };
+            }
+            if n < 0 {
+                let e = std::io::Error::last_os_error();
+                if e.kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(self.io_err(e));
+            }
+            if n == 0 {
+                return Err(self.hung_up("write returned 0"));
+            }
+            data = &data[n as usize..];
+        }
+        Ok(())
     }
 
     /// Starts a request that `reply` answers.
@@ -225,8 +400,7 @@ impl Wire {
         let mut msg = Vec::with_capacity(line.len() + 1);
         msg.extend_from_slice(line.as_bytes());
         msg.push(b'\n');
-        let _masked = crate::cancel::Masked::new();
-        self.f.write_all(&msg).map_err(|e| Error::Os(e.raw_os_error().unwrap_or(libc::EIO)))
+        self.write_raw(&msg)
     }
 
     /// Waits until the connection has data: the cancellation window of a barrier (see the
@@ -240,20 +414,20 @@ impl Wire {
         let _ = crate::cancel::syscall(libc::SYS_poll, [&mut pfd as *mut libc::pollfd as libc::c_long, 1, -1, 0, 0, 0]);
     }
 
-    /// Reads what the connection has into the buffer (`Ok(false)`: the server went away).
-    fn fill(&mut self) -> Result<bool> {
+    /// Reads what the connection has into the buffer (a hang-up: see `hung_up`).
+    fn fill(&mut self) -> Result<()> {
         self.wait_readable();
         let mut chunk = [0u8; 4096];
         let _masked = crate::cancel::Masked::new();
         loop {
             match self.f.read(&mut chunk) {
-                Ok(0) => return Ok(false),
+                Ok(0) => return Err(self.hung_up("EOF")),
                 Ok(n) => {
                     self.buf.extend_from_slice(&chunk[..n]);
-                    return Ok(true);
+                    return Ok(());
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(Error::Os(e.raw_os_error().unwrap_or(libc::EIO))),
+                Err(e) => return Err(self.io_err(e)),
             }
         }
     }
@@ -266,9 +440,7 @@ impl Wire {
                 log_debug(&format!("<- {}", s));
                 return Ok(s);
             }
-            if !self.fill()? {
-                return Err(Error::Bootstrap); // server went away
-            }
+            self.fill()?;
         }
     }
 
@@ -342,9 +514,7 @@ impl Wire {
     /// Reads exactly `n` bytes (through the line buffer).
     fn recv_exact(&mut self, n: usize) -> Result<Vec<u8>> {
         while self.buf.len() < n {
-            if !self.fill()? {
-                return Err(Error::Bootstrap);
-            }
+            self.fill()?;
         }
         Ok(self.buf.drain(..n).collect())
     }
@@ -355,10 +525,7 @@ impl Wire {
         log_debug(&format!("-> {}", body));
         let msg = format!("{:6}{}", body.len(), body);
         self.begin(reply);
-        {
-            let _masked = crate::cancel::Masked::new();
-            self.f.write_all(msg.as_bytes()).map_err(|e| Error::Os(e.raw_os_error().unwrap_or(libc::EIO)))?;
-        }
+        self.write_raw(msg.as_bytes())?;
         self.finish2(reply)
     }
 
@@ -509,11 +676,26 @@ impl Client {
             let _ = s.set_nodelay(true);
             // SAFETY: the descriptor comes straight from the stream we own.
             wire = Wire::new(unsafe { File::from_raw_fd(s.into_raw_fd()) });
-            let id = env_int("PMI_ID").ok_or_else(|| {
-                log_error("PMI_PORT set without PMI_ID");
+            let id = env_int("PMI_ID").filter(|&i| i >= 0).ok_or_else(|| {
+                log_error("PMI_PORT set without a valid PMI_ID");
                 Error::Bootstrap
             })?;
-            wire.call(&format!("cmd=initack pmiid={}", id), "initack")?;
+            // snrun serves only connections that prove they belong to its job.
+            let initack = match parse_secret(crate::env::get_str("SOFTNIC_JOB_SECRET")) {
+                Some(secret) => {
+                    let mut nonce = [0u8; 16];
+                    random_bytes(&mut nonce)?;
+                    let nonce = to_hex(&nonce);
+                    let proof = initack_proof(&secret, id as u64, &nonce);
+                    format!("cmd=initack pmiid={} nonce={} proof={}", id, nonce, proof)
+                }
+                None => format!("cmd=initack pmiid={}", id),
+            };
+            let r = wire.call(&initack, "initack")?;
+            if r.rc() != 0 {
+                log_error(&format!("the launcher refused PMI_ID {}: {}", id, r.get("msg").unwrap_or("no reason given")));
+                return Err(Error::Bootstrap);
+            }
             for _ in 0..3 {
                 let r = wire.expect("set")?;
                 if let Some(v) = r.get("size") {
@@ -541,6 +723,7 @@ impl Client {
                 return Err(Error::Bootstrap);
             }
         };
+        wire.who = format!("rank {}", rank);
         let m = wire.call("cmd=get_maxes", "maxes")?;
         let maxes = Maxes {
             kvsname: m.int("kvsname_max")?.max(2) as usize,
@@ -616,6 +799,7 @@ impl Client {
             return Err(Error::Bootstrap);
         }
         let (rank, size) = (rank as u32, size as u32);
+        wire.who = format!("rank {}", rank);
         // Slurm reports -1 for a job that is one application: that is application 0.
         let appnum = f.get("appnum").and_then(|v| v.parse().ok()).filter(|&a: &i32| a >= 0).unwrap_or(0);
         let kvsname = wire.call2(&[("cmd", "job-getid")], "job-getid-response")?.get("jobid").filter(|j| !j.is_empty()).ok_or(Error::Bootstrap)?.to_string();
@@ -950,10 +1134,12 @@ impl Client {
     pub fn abort(&mut self, code: i32, msg: &str) -> ! {
         eprintln!("PMI_Abort (rank {} of {}), exit code {}: {}", self.job.rank, self.job.size, code, msg);
         if let Transport::Wire(w) = &mut self.t {
+            // We exit with `code` whatever the launcher does.
+            w.quiet_hangup = true;
             // Newer servers send no reply; the launcher kills every rank.
             if self.v2 {
                 let body = encode_v2(&[("cmd", "abort"), ("isworld", "TRUE"), ("msg", msg)]);
-                let _ = w.f.write_all(format!("{:6}{}", body.len(), body).as_bytes());
+                let _ = w.write_raw(format!("{:6}{}", body.len(), body).as_bytes());
             } else {
                 let _ = w.send(&format!("cmd=abort exitcode={}", code));
             }
@@ -963,6 +1149,8 @@ impl Client {
 
     fn finalize(&mut self) -> Result<()> {
         if let Transport::Wire(w) = &mut self.t {
+            // A launcher gone by now only misses our goodbye.
+            w.quiet_hangup = true;
             if self.v2 {
                 w.call2(&[("cmd", "finalize")], "finalize-response")?;
             } else {
@@ -1162,6 +1350,48 @@ mod tests {
         assert!(!found(&parse_v2("cmd=kvs-get-response;rc=0;found=FALSE;")));
         assert!(!found(&parse_v2("cmd=kvs-get-response;rc=-1;")));
         assert_eq!(parse_v2("cmd=x;rc=0").get("rc"), Some("0"));
+    }
+
+    #[test]
+    fn siphash_reference_vectors() {
+        // The reference implementation's vectors: key 00..0f, messages 00..(n-1).
+        let key: [u8; 16] = std::array::from_fn(|i| i as u8);
+        let msg: Vec<u8> = (0..64u8).collect();
+        assert_eq!(siphash24(&key, &msg[..0]), 0x726f_db47_dd0e_0e31);
+        assert_eq!(siphash24(&key, &msg[..1]), 0x74f8_39c5_93dc_67fd);
+        assert_eq!(siphash24(&key, &msg[..8]), 0x93f5_f579_9a93_2462);
+        assert_eq!(siphash24(&key, &msg[..15]), 0xa129_ca61_49be_45e5);
+        assert_eq!(siphash24(&key, &msg[..63]), 0x958a_324c_eb06_4572);
+        // std's (deprecated) SipHasher is SipHash-2-4 too: agree on other lengths.
+        #[allow(deprecated)]
+        for n in 0..64 {
+            use std::hash::Hasher;
+            let mut h = std::hash::SipHasher::new_with_keys(0x0706050403020100, 0x0f0e0d0c0b0a0908);
+            h.write(&msg[..n]);
+            assert_eq!(siphash24(&key, &msg[..n]), h.finish(), "length {}", n);
+        }
+    }
+
+    #[test]
+    fn secrets_and_proofs() {
+        let s = parse_secret("000102030405060708090a0b0c0d0E0F").unwrap();
+        assert_eq!(s, std::array::from_fn(|i| i as u8));
+        assert_eq!(to_hex(&s), "000102030405060708090a0b0c0d0e0f");
+        for bad in ["", "00", "000102030405060708090a0b0c0d0e0", "000102030405060708090a0b0c0d0e0fff", "g00102030405060708090a0b0c0d0e0f", "+0102030405060708090a0b0c0d0e0f"] {
+            assert_eq!(parse_secret(bad), None, "{:?}", bad);
+        }
+        let p = initack_proof(&s, 3, "abcd");
+        assert_eq!(p.len(), 16);
+        assert_eq!(p, initack_proof(&s, 3, "abcd"));
+        assert_ne!(p, initack_proof(&s, 2, "abcd"));
+        assert_ne!(p, initack_proof(&s, 3, "abce"));
+        let mut other = s;
+        other[15] ^= 1;
+        assert_ne!(p, initack_proof(&other, 3, "abcd"));
+        let (mut a, mut b) = ([0u8; 16], [0u8; 16]);
+        random_bytes(&mut a).unwrap();
+        random_bytes(&mut b).unwrap();
+        assert_ne!(a, b);
     }
 
     #[test]

@@ -12,9 +12,12 @@
 //! `barrier_in` and the name service are forwarded (translated to PMI-2 under Slurm).
 //! Both clients then share the job's KVS and barriers, one request at a time.
 //!
-//! Only `PMI_FD` connections are relayed (hydra's default and Slurm's); a program started
-//! with hydra's `-pmi-port` keeps MPI's own connection, and our libraries then must not
-//! use PMI after `MPI_Init` (the documented limitation).  `SOFTNIC_PMI_RELAY=0` turns the
+//! `PMI_FD` connections are relayed (hydra's default and Slurm's), and snrun's port mode
+//! (`PMI_PORT` with `SOFTNIC_JOB_SECRET`), where MPI's own client could not connect at all
+//! (snrun serves only clients that prove they are ranks): our client connects, and the
+//! application's gets `PMI_FD` (with `PMI_RANK`/`PMI_SIZE`) instead of `PMI_PORT`/`PMI_ID`.
+//! A program started with hydra's `-pmi-port` keeps MPI's own connection, and our
+//! libraries then must not use PMI after `MPI_Init` (the documented limitation).  `SOFTNIC_PMI_RELAY=0` turns the
 //! relay off.  Dynamic process management (`spawn`) is refused through the relay.
 
 use crate::error::Result;
@@ -46,14 +49,21 @@ pub fn share_with_application() -> bool {
     if relaying() {
         return true;
     }
-    if std::env::var_os("PMI_FD").is_none() || !crate::env::get_bool("SOFTNIC_PMI_RELAY") || !mpi_present() {
+    let fd_mode = std::env::var_os("PMI_FD").is_some();
+    let snrun_port = !fd_mode
+        && std::env::var_os("PMI_PORT").is_some()
+        && crate::pmi::parse_secret(crate::env::get_str("SOFTNIC_JOB_SECRET")).is_some();
+    if !(fd_mode || snrun_port) || !crate::env::get_bool("SOFTNIC_PMI_RELAY") || !mpi_present() {
         return false;
     }
     // Our client takes the launcher's connection now (init and job queries).
-    if let Err(e) = crate::pmi::with_client(|_| Ok(())) {
-        crate::sn_warn!("PMI", "no relay for the application's MPI: cannot reach the launcher ({})", e);
-        return false;
-    }
+    let job = match crate::pmi::with_client(|c| Ok((c.job.rank, c.job.size))) {
+        Ok(j) => j,
+        Err(e) => {
+            crate::sn_warn!("PMI", "no relay for the application's MPI: cannot reach the launcher ({})", e);
+            return false;
+        }
+    };
     let mut fds = [-1i32; 2];
     // SAFETY: socketpair writes two descriptors into `fds`.
     if unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, fds.as_mut_ptr()) } != 0 {
@@ -64,11 +74,22 @@ pub fn share_with_application() -> bool {
     // launcher's was.
     // SAFETY: fds[1] is ours, just created.
     unsafe { libc::fcntl(fds[1], libc::F_SETFD, libc::FD_CLOEXEC) };
-    // SAFETY: single-threaded (library load); the C strings are valid.
-    unsafe {
-        let name = std::ffi::CString::new("PMI_FD").expect("no NUL");
-        let val = std::ffi::CString::new(fds[0].to_string()).expect("digits");
-        libc::setenv(name.as_ptr(), val.as_ptr(), 1);
+    let setenv = |name: &str, val: String| {
+        let name = std::ffi::CString::new(name).expect("no NUL");
+        let val = std::ffi::CString::new(val).expect("digits");
+        // SAFETY: single-threaded (library load); the C strings are valid.
+        unsafe { libc::setenv(name.as_ptr(), val.as_ptr(), 1) };
+    };
+    setenv("PMI_FD", fds[0].to_string());
+    if snrun_port {
+        // A PMI_FD client learns its place from the environment, not from an initack.
+        setenv("PMI_RANK", job.0.to_string());
+        setenv("PMI_SIZE", job.1.to_string());
+        for name in ["PMI_PORT", "PMI_ID"] {
+            let name = std::ffi::CString::new(name).expect("no NUL");
+            // SAFETY: as above.
+            unsafe { libc::unsetenv(name.as_ptr()) };
+        }
     }
     // SAFETY: fds[1] is an open socket we own from here on.
     let ours = unsafe { UnixStream::from_raw_fd(fds[1]) };
