@@ -21,6 +21,12 @@ const REAP_GIVEUP: Duration = Duration::from_secs(5);
 const MAX_LINE: usize = 64 * 1024;
 /// A --label line longer than this is emitted in pieces.
 const MAX_LABEL_LINE: usize = 64 * 1024;
+/// Replies a PMI connection may leave unread.  A client that reads each reply before its
+/// next request has at most a few KiB pending; past this it is flooding us (one that
+/// never reads grew snrun by 144 MB in 5 s): it is cut off, and a rank's job ended.
+const MAX_PENDING_REPLIES: usize = 1 << 20;
+/// Connections (beyond the ranks') that have not proven they are ranks, at most.
+const MAX_UNIDENTIFIED: usize = 64;
 
 static LOG_LEVEL: AtomicU8 = AtomicU8::new(1);
 
@@ -162,6 +168,13 @@ pub fn run(o: Opts) -> i32 {
     init_log();
     let map = Mapping::new(o.n, o.per_node.unwrap_or(o.n));
     let kvsname = format!("snrun-{}-{}", std::process::id(), random_hex());
+    // The job secret: only the ranks learn it (their environment, readable by this user
+    // only); never derived from the kvsname, pid or time, which others can guess.
+    let mut secret = [0u8; 16];
+    if let Err(e) = softnic_fabric::pmi::random_bytes(&mut secret) {
+        eprintln!("snrun: cannot draw the job secret from the kernel's random source: {e}");
+        return 1;
+    }
     let port_mode = std::env::var("SNRUN_PMI_MODE").map(|v| v == "port").unwrap_or(false);
     debug!("job {kvsname}: {} ranks on {} virtual node(s)", map.size, map.nodes());
 
@@ -188,7 +201,7 @@ pub fn run(o: Opts) -> i32 {
     };
 
     let mut job = Job {
-        server: Server::new(&kvsname, map),
+        server: Server::new(&kvsname, map, secret),
         ranks: Vec::with_capacity(o.n),
         pgid: 0,
         conns: Vec::new(),
@@ -201,7 +214,7 @@ pub fn run(o: Opts) -> i32 {
         deadline: o.timeout.map(|t| (Instant::now() + Duration::from_secs_f64(t.min(1e9)), t)),
     };
 
-    if let Err((code, msg)) = job.spawn_all(&o, &map, &kvsname) {
+    if let Err((code, msg)) = job.spawn_all(&o, &map, &kvsname, &softnic_fabric::pmi::to_hex(&secret)) {
         eprintln!("snrun: {msg}");
         job.start_kill(code, None);
     }
@@ -216,7 +229,9 @@ pub fn run(o: Opts) -> i32 {
 }
 
 impl Job {
-    fn spawn_all(&mut self, o: &Opts, map: &Mapping, kvsname: &str) -> Result<(), (i32, String)> {
+    /// Starts every rank.  Runs on the main thread, which lives as long as snrun: the ranks'
+    /// death signal (PR_SET_PDEATHSIG) fires when the thread that forked them ends.
+    fn spawn_all(&mut self, o: &Opts, map: &Mapping, kvsname: &str, secret: &str) -> Result<(), (i32, String)> {
         let (ptag, cookie) = softnic_fabric::bootstrap::gni_credentials(kvsname);
         let has = |k: &str| std::env::var_os(k).is_some();
         let gni_ptag = !has("PMI_GNI_PTAG");
@@ -253,7 +268,8 @@ impl Job {
                 .env("PTL_MY_RID", r.to_string())
                 .env("PTL_NIDMAP", &nidmap)
                 .env("PTL_PIDMAP", &pidmap)
-                .env("PTL_MY_JID", ptl_jid.to_string());
+                .env("PTL_MY_JID", ptl_jid.to_string())
+                .env(softnic_fabric::bootstrap::SECRET_ENV, secret);
             if gni_ptag {
                 cmd.env("PMI_GNI_PTAG", ptag.to_string());
             }
@@ -310,9 +326,19 @@ impl Job {
 
             let pg = self.pgid;
             let keep = child_end.as_ref().map(|s| s.as_raw_fd()).unwrap_or(-1);
+            let snrun_pid = std::process::id() as i32;
             // SAFETY: only async-signal-safe calls between fork and exec.
             unsafe {
                 cmd.pre_exec(move || {
+                    // The rank dies with snrun, even by kill -9 (the kernel sends SIGKILL
+                    // when the forking thread, our main thread, ends; kept across exec).
+                    // If snrun died before this line, the signal will never come: go now.
+                    if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                        return Err(io::Error::last_os_error());
+                    }
+                    if libc::getppid() != snrun_pid {
+                        libc::_exit(128 + libc::SIGKILL);
+                    }
                     // One process group per job so killing it reaches the
                     // ranks' own children too.
                     if libc::setpgid(0, pg) != 0 {
@@ -547,14 +573,18 @@ impl Job {
     }
 
     fn accept(&mut self) {
-        let Some(l) = self.listener.as_ref() else { return };
         loop {
+            let Some(l) = self.listener.as_ref() else { return };
             match l.accept() {
                 Ok((s, addr)) => {
-                    // Bound the number of connections a stray client can hold.
-                    if self.conns.len() >= self.ranks.len() + 64 {
-                        warn!("too many PMI connections; refusing {addr}");
-                        continue;
+                    // Bound the connections strays can hold: the oldest unidentified one
+                    // makes room (a rank proves itself in its first line, so it is never
+                    // the oldest for long; refusing newcomers would lock ranks out).
+                    let unidentified: Vec<usize> =
+                        (0..self.conns.len()).filter(|&i| !self.conns[i].dead && self.conns[i].st.rank.is_none()).collect();
+                    if unidentified.len() >= MAX_UNIDENTIFIED {
+                        warn!("too many unidentified PMI connections; closing the oldest to accept {addr}");
+                        self.close_conn(unidentified[0], "evicted");
                     }
                     let _ = s.set_nonblocking(true);
                     debug!("PMI connection from {addr}");
@@ -585,6 +615,8 @@ impl Job {
             return;
         }
         c.dead = true;
+        c.out = Vec::new();
+        c.inbuf = Vec::new();
         debug!("{}: PMI connection closed ({why}){}", Self::who(&c.st), if c.st.finalized { "" } else { " before finalize" });
         self.server.closed(&c.st);
     }
@@ -674,6 +706,20 @@ impl Job {
         debug!("{} <- {}", Self::who(&self.conns[i].st), pmi::trunc(s.trim_end()));
         self.conns[i].out.extend_from_slice(s.as_bytes());
         self.flush_conn(i);
+        let pending = self.conns[i].out.len();
+        if !self.conns[i].dead && pending > MAX_PENDING_REPLIES {
+            let rank = self.conns[i].st.rank;
+            self.close_conn(i, "replies not read");
+            match rank {
+                Some(r) => self.start_kill(
+                    1,
+                    Some(format!(
+                        "rank {r} does not read its PMI replies ({pending} bytes unsent, limit {MAX_PENDING_REPLIES}); cut it off, killing the job"
+                    )),
+                ),
+                None => warn!("unidentified PMI client does not read its replies; dropped it"),
+            }
+        }
     }
 
     fn flush_conn(&mut self, i: usize) {

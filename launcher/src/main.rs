@@ -19,11 +19,20 @@ usage: snrun -n N [-N ranks-per-node] [--label] [--timeout S] [--] prog [args...
   --help-env           every environment variable the libraries read, with help
 
 Each rank gets PMI_FD/PMI_RANK/PMI_SIZE (or PMI_PORT/PMI_ID when
-SNRUN_PMI_MODE=port), PMI_JOBID, SOFTNIC_JOBID, SOFTNIC_LOCAL_RANK,
+SNRUN_PMI_MODE=port), SOFTNIC_JOB_SECRET (128 bits from the kernel's random
+source, new for every job), PMI_JOBID, SOFTNIC_JOBID, SOFTNIC_LOCAL_RANK,
 SOFTNIC_LOCAL_SIZE, SOFTNIC_NODE_ID, SOFTNIC_RANKS_PER_NODE, ALPS_APP_PE and, unless already set,
 PMI_GNI_PTAG, PMI_GNI_COOKIE, PMI_GNI_DEV_ID, PMI_GNI_LOC_ADDR, and
 SOFTNIC_ENGINE=shm (all ranks run on this machine; set SOFTNIC_ENGINE=net to
 send even virtual nodes' traffic through the network engine).
+PMI connections: fd mode (default) hands each rank a private socket and serves
+any PMI-1 client (MPICH's too).  Port mode listens on a localhost TCP port and
+serves only connections whose initack proves, with a MAC under
+SOFTNIC_JOB_SECRET, that they are ranks (softnic's libpmi does; stock PMI
+clients cannot: use fd mode for them); any other command closes the connection.
+A connection with more than 1 MiB of unread replies is cut off and the job
+ended.  Ranks get SIGKILL when snrun dies (PR_SET_PDEATHSIG; processes they
+fork do not), and softnic's libpmi exits when the launcher hangs up.
 Exit status: 0 when every rank exits 0; otherwise the first failing rank's
 status (128+signal when killed), the PMI_Abort exit code, 124 on --timeout,
 128+signal when snrun itself is interrupted.

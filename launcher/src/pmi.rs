@@ -7,8 +7,15 @@
 //! - Limits are the ones `get_maxes` reports, counted as C buffer sizes (they
 //!   include the NUL): keys up to 63 bytes, values up to 1023, kvs names up to 255.
 //! - The job's own kvs cannot be destroyed.
-//! - Over a `PMI_PORT` connection, a rank is known only after `initack`; a
-//!   connection without one may query but not enter barriers.
+//! - Over a `PMI_PORT` connection, a rank is known only after an `initack` that
+//!   proves it (`nonce=` and `proof=`, see `softnic_fabric::pmi::initack_proof`:
+//!   a MAC under the job secret only the job's ranks were given).  Until then the
+//!   connection may send `init` and `initack` only: anything else (queries, `put`,
+//!   `barrier_in`, `abort`, garbage) and an initack without a valid, unused proof
+//!   get an error reply and the connection is closed.  A process outside the job
+//!   that finds the port can thus neither read the kvs name or keys, nor put, nor
+//!   abort the job.  Stock PMI clients (MPICH's) cannot prove anything: port mode
+//!   serves softnic's libpmi only; fd mode (the default) serves any client.
 
 use crate::wire::{self, Mapping};
 use std::collections::HashMap;
@@ -79,6 +86,10 @@ impl Kvs {
 pub struct Server {
     pub size: usize,
     pub kvsname: String,
+    /// The job secret port-mode ranks prove they know.
+    secret: [u8; 16],
+    /// Nonces of accepted proofs: a proof is good once.
+    used_nonces: std::collections::HashSet<String>,
     kvs: HashMap<String, Kvs>,
     published: HashMap<String, String>,
     /// Ranks currently bound to a live connection (one connection per rank).
@@ -93,7 +104,7 @@ fn reply(s: String) -> Vec<Effect> {
 }
 
 impl Server {
-    pub fn new(kvsname: &str, map: Mapping) -> Server {
+    pub fn new(kvsname: &str, map: Mapping, secret: [u8; 16]) -> Server {
         let mut kvs = HashMap::new();
         let mut job = Kvs::default();
         job.put("PMI_process_mapping", &map.process_mapping());
@@ -101,6 +112,8 @@ impl Server {
         Server {
             size: map.size,
             kvsname: kvsname.to_string(),
+            secret,
+            used_nonces: Default::default(),
             kvs,
             published: HashMap::new(),
             bound: vec![false; map.size],
@@ -133,6 +146,9 @@ impl Server {
 
     /// Handles one line (without newline) from a connection.
     pub fn handle(&mut self, st: &mut ConnState, line: &str) -> Vec<Effect> {
+        if st.rank.is_none() {
+            return self.unidentified(st, line);
+        }
         if let Some(n) = st.mcmd {
             if line.trim() == "endcmd" {
                 st.mcmd = None;
@@ -164,20 +180,8 @@ impl Server {
         };
         let arg = |k: &str| wire::get(&words, k);
         match cmd {
-            "init" => {
-                let v = arg("pmi_version").and_then(|v| v.parse::<i32>().ok());
-                let sv = arg("pmi_subversion").and_then(|v| v.parse::<i32>().ok());
-                if v == Some(1) {
-                    reply("cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0".into())
-                } else {
-                    reply(format!(
-                        "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=-1 msg=unsupported_version_{}.{}",
-                        v.unwrap_or(-1),
-                        sv.unwrap_or(-1)
-                    ))
-                }
-            }
-            "initack" => self.initack(st, arg("pmiid")),
+            "init" => response_to_init(&words),
+            "initack" => self.initack(st, &words),
             "get_maxes" => reply(format!(
                 "cmd=maxes kvsname_max={} keylen_max={} vallen_max={} rc=0",
                 KVSNAME_MAX, KEYLEN_MAX, VALLEN_MAX
@@ -247,10 +251,55 @@ impl Server {
         }
     }
 
-    fn initack(&mut self, st: &mut ConnState, id: Option<&str>) -> Vec<Effect> {
-        let Some(r) = id.and_then(|v| v.parse::<usize>().ok()).filter(|&r| r < self.size) else {
+    /// A line from a connection that has not proven it is a rank: `init` is answered,
+    /// an `initack` is checked, anything else closes the connection.
+    fn unidentified(&mut self, st: &mut ConnState, line: &str) -> Vec<Effect> {
+        let words = wire::parse(line);
+        match wire::get(&words, "cmd") {
+            _ if words.is_empty() => vec![],
+            // `init` reveals nothing about the job.
+            Some("init") => response_to_init(&words),
+            Some("initack") => {
+                let r = self.initack(st, &words);
+                if st.rank.is_none() {
+                    let why = r.iter().find_map(|e| match e {
+                        Effect::Reply(m) => Some(m.trim().to_string()),
+                        _ => None,
+                    });
+                    let mut r = r;
+                    r.push(Effect::Drop(format!(
+                        "initack refused ({}); port mode serves only softnic's libpmi, whose initack proves the rank (other PMI clients: use the default fd mode)",
+                        why.unwrap_or_default()
+                    )));
+                    return r;
+                }
+                r
+            }
+            _ => vec![
+                Effect::Reply("cmd=error rc=-1 msg=unidentified_connection_send_initack_with_proof_first\n".into()),
+                Effect::Drop(format!("sent {:?} before proving it is a rank", trunc(line))),
+            ],
+        }
+    }
+
+    fn initack(&mut self, st: &mut ConnState, words: &[(&str, &str)]) -> Vec<Effect> {
+        let Some(r) = wire::get(words, "pmiid").and_then(|v| v.parse::<usize>().ok()).filter(|&r| r < self.size) else {
             return reply("cmd=initack rc=-1 msg=bad_pmiid".into());
         };
+        let (Some(nonce), Some(proof)) = (wire::get(words, "nonce"), wire::get(words, "proof")) else {
+            return reply("cmd=initack rc=-1 msg=proof_required".into());
+        };
+        // Nonces are what our client sends (32 hex digits); bound what we keep.
+        if !(16..=64).contains(&nonce.len()) || !nonce.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return reply("cmd=initack rc=-1 msg=bad_nonce".into());
+        }
+        let want = softnic_fabric::pmi::initack_proof(&self.secret, r as u64, nonce);
+        if !constant_time_eq(want.as_bytes(), proof.as_bytes()) {
+            return reply("cmd=initack rc=-1 msg=bad_proof".into());
+        }
+        if self.used_nonces.contains(nonce) {
+            return reply("cmd=initack rc=-1 msg=proof_already_used".into());
+        }
         if st.rank != Some(r) {
             if self.bound[r] {
                 return reply("cmd=initack rc=-1 msg=pmiid_in_use".into());
@@ -259,6 +308,7 @@ impl Server {
             self.bound[r] = true;
             st.rank = Some(r);
         }
+        self.used_nonces.insert(nonce.to_string());
         vec![Effect::Reply(format!(
             "cmd=initack rc=0\ncmd=set size={}\ncmd=set rank={}\ncmd=set debug=0\n",
             self.size, r
@@ -331,6 +381,27 @@ impl Server {
     }
 }
 
+/// The reply to `cmd=init`: we speak PMI 1.1 only.
+fn response_to_init(words: &[(&str, &str)]) -> Vec<Effect> {
+    let num = |k: &str| wire::get(words, k).and_then(|v| v.parse::<i32>().ok());
+    let (v, sv) = (num("pmi_version"), num("pmi_subversion"));
+    if v == Some(1) {
+        reply("cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0".into())
+    } else {
+        reply(format!(
+            "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=-1 msg=unsupported_version_{}.{}",
+            v.unwrap_or(-1),
+            sv.unwrap_or(-1)
+        ))
+    }
+}
+
+/// Compares without stopping at the first difference: how long a wrong proof takes to
+/// refuse says nothing about how much of it was right.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
 /// The human message of an abort line: `message=...` to the end of the line
 /// (MPICH's form), otherwise any words besides `cmd` and `exitcode`.
 fn abort_message(line: &str) -> String {
@@ -359,8 +430,10 @@ pub fn trunc(s: &str) -> String {
 mod tests {
     use super::*;
 
+    const SECRET: [u8; 16] = *b"0123456789abcdef";
+
     fn srv(n: usize) -> Server {
-        let mut s = Server::new("kvs0", Mapping::new(n, n));
+        let mut s = Server::new("kvs0", Mapping::new(n, n), SECRET);
         for r in 0..n {
             s.bind(r);
         }
@@ -483,21 +556,80 @@ mod tests {
         assert!(one(&mut s, &mut c, "cmd=get_appnum").contains("appnum=0 rc=0"));
     }
 
+    fn initack(id: usize, nonce: &str) -> String {
+        format!("cmd=initack pmiid={id} nonce={nonce} proof={}", softnic_fabric::pmi::initack_proof(&SECRET, id as u64, nonce))
+    }
+
     #[test]
     fn initack_binds_once() {
-        let mut s = Server::new("kvs0", Mapping::new(2, 2));
+        let mut s = Server::new("kvs0", Mapping::new(2, 2), SECRET);
         let mut a = ConnState::default();
         let mut b = ConnState::default();
-        assert!(one(&mut s, &mut a, "cmd=barrier_in").contains("rc=-1"));
         assert_eq!(
-            one(&mut s, &mut a, "cmd=initack pmiid=1"),
+            one(&mut s, &mut a, &initack(1, "00000000000000000000000000000001")),
             "cmd=initack rc=0\ncmd=set size=2\ncmd=set rank=1\ncmd=set debug=0\n"
         );
-        assert!(one(&mut s, &mut b, "cmd=initack pmiid=1").contains("rc=-1"));
-        assert!(one(&mut s, &mut b, "cmd=initack pmiid=2").contains("rc=-1"));
-        assert!(one(&mut s, &mut b, "cmd=initack pmiid=x").contains("rc=-1"));
+        assert!(s.handle(&mut b, &initack(1, "00000000000000000000000000000002"))[0] == Effect::Reply("cmd=initack rc=-1 msg=pmiid_in_use\n".into()));
         s.closed(&a);
-        assert!(one(&mut s, &mut b, "cmd=initack pmiid=1").contains("rc=0"));
+        let mut c = ConnState::default();
+        assert!(one(&mut s, &mut c, &initack(1, "00000000000000000000000000000003")).contains("rc=0"));
+        assert_eq!(c.rank, Some(1));
+    }
+
+    /// Every effect of a line from an unidentified connection: an error reply, then Drop.
+    fn refused(s: &mut Server, line: &str) -> String {
+        let mut st = ConnState::default();
+        let e = s.handle(&mut st, line);
+        assert_eq!(st.rank, None, "{line}");
+        match e.as_slice() {
+            [Effect::Reply(r), Effect::Drop(_)] if r.contains("rc=-1") => r.clone(),
+            other => panic!("{line}: expected an error reply and a drop, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn unidentified_connections_get_nothing() {
+        let mut s = Server::new("kvs0", Mapping::new(2, 2), SECRET);
+        for line in [
+            "cmd=get_my_kvsname",
+            "cmd=abort exitcode=9",
+            "cmd=put kvsname=kvs0 key=x value=1",
+            "cmd=get kvsname=kvs0 key=PMI_process_mapping",
+            "cmd=getbyidx kvsname=kvs0 idx=0",
+            "cmd=barrier_in",
+            "cmd=get_maxes",
+            "cmd=create_kvs",
+            "cmd=publish_name service=a port=b",
+            "mcmd=spawn",
+            "no command here",
+            "cmd=\u{fffd}\u{1}",
+        ] {
+            let r = refused(&mut s, line);
+            assert!(!r.contains("kvs0"), "{line}: {r}");
+        }
+        // A stock client's initack, a wrong proof, a proof for another rank, a proof
+        // under another secret, a malformed nonce.
+        let n = "0123456789abcdef0123456789abcdef";
+        assert!(refused(&mut s, "cmd=initack pmiid=0").contains("proof_required"));
+        assert!(refused(&mut s, &format!("cmd=initack pmiid=0 nonce={n} proof=0000000000000000")).contains("bad_proof"));
+        let p1 = softnic_fabric::pmi::initack_proof(&SECRET, 1, n);
+        assert!(refused(&mut s, &format!("cmd=initack pmiid=0 nonce={n} proof={p1}")).contains("bad_proof"));
+        let other = softnic_fabric::pmi::initack_proof(b"0123456789abcdeF", 0, n);
+        assert!(refused(&mut s, &format!("cmd=initack pmiid=0 nonce={n} proof={other}")).contains("bad_proof"));
+        assert!(refused(&mut s, &format!("cmd=initack pmiid=0 nonce=xyz proof={p1}")).contains("bad_nonce"));
+        assert!(refused(&mut s, &format!("cmd=initack pmiid=7 nonce={n} proof={p1}")).contains("bad_pmiid"));
+        // `init` and blank lines are harmless and answered.
+        let mut st = ConnState::default();
+        assert!(one(&mut s, &mut st, "cmd=init pmi_version=1 pmi_subversion=1").contains("rc=0"));
+        assert!(s.handle(&mut st, "  ").is_empty());
+        // Nothing above bound a rank, put a key or aborted.
+        assert_eq!(s.kvs["kvs0"].entries.len(), 1);
+        assert!(!s.bound.iter().any(|&b| b));
+        // A good proof works once; its replay is refused.
+        let good = initack(0, n);
+        assert!(one(&mut s, &mut st, &good).contains("rc=0"));
+        s.closed(&st);
+        assert!(refused(&mut s, &good).contains("proof_already_used"));
     }
 
     #[test]
