@@ -8,6 +8,9 @@
  *   ignoreterm      like sleep, but ranks ignore SIGTERM (snrun must SIGKILL them)
  *   print           each rank writes labelled lines on stdout and stderr, plus a partial line
  *   pass            exit 0 without touching PMI
+ *   flood R         rank R sends PMI queries forever and never reads a reply; the
+ *                   others ignore SIGTERM and wait in a PMI barrier (so snrun lingers
+ *                   a second after ending the job, long enough to be measured)
  * With SNTEST_PIDDIR set, sleeping ranks fork a sleeping child too and record
  * both pids as files in that directory, so the caller can check nothing survives. */
 #include "pmiwire.h"
@@ -94,6 +97,26 @@ int main(int argc, char **argv)
         return 0;
     } else if (!strcmp(mode, "pass")) {
         return 0;
+    } else if (!strcmp(mode, "flood")) {
+        if (rank == who) {
+            char line[PW_LINE];
+            pw_connect();
+            pw_cmd(line, sizeof line, "cmd=init pmi_version=1 pmi_subversion=1\n");
+            static char burst[65536];
+            static const char q[] = "cmd=get_universe_size\n";
+            size_t n = 0;
+            while (n + sizeof q - 1 <= sizeof burst) { memcpy(burst + n, q, sizeof q - 1); n += sizeof q - 1; }
+            for (;;) {
+                /* Until snrun cuts us off (EPIPE) or kills the job. */
+                if (send(pw_fd, burst, n, MSG_NOSIGNAL) < 0 && errno != EINTR) {
+                    fprintf(stderr, "behave rank %d: cut off (%s)\n", rank, strerror(errno));
+                    for (;;) pause();
+                }
+            }
+        }
+        signal(SIGTERM, SIG_IGN);
+        barrier();
+        SN_FAIL("barrier completed although rank %d never entered it", who);
     }
     SN_FAIL("unknown mode %s", mode);
 }
