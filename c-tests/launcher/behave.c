@@ -8,6 +8,7 @@
  *   ignoreterm      like sleep, but ranks ignore SIGTERM (snrun must SIGKILL them)
  *   print           each rank writes labelled lines on stdout and stderr, plus a partial line
  *   pass            exit 0 without touching PMI
+ *   spew            every rank writes numbered lines on stdout forever
  *   flood R         rank R sends PMI queries forever and never reads a reply; the
  *                   others ignore SIGTERM and wait in a PMI barrier (so snrun lingers
  *                   a second after ending the job, long enough to be measured)
@@ -97,6 +98,8 @@ int main(int argc, char **argv)
         return 0;
     } else if (!strcmp(mode, "pass")) {
         return 0;
+    } else if (!strcmp(mode, "spew")) {
+        for (unsigned long i = 0;; i++) printf("spew line %lu from rank %d: 0123456789abcdefghijklmnopqrstuvwxyz\n", i, rank);
     } else if (!strcmp(mode, "flood")) {
         if (rank == who) {
             char line[PW_LINE];

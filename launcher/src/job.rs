@@ -25,6 +25,13 @@ const MAX_LABEL_LINE: usize = 64 * 1024;
 /// next request has at most a few KiB pending; past this it is flooding us (one that
 /// never reads grew snrun by 144 MB in 5 s): it is cut off, and a rank's job ended.
 const MAX_PENDING_REPLIES: usize = 1 << 20;
+/// --label output waiting for snrun's own stdout (or stderr) to take it, at most; past
+/// it the ranks' pipes to that stream are not read, so ranks that write block, as they
+/// would writing to the blocked stream themselves.  snrun's loop never blocks on output
+/// (signals, --timeout and PMI go on while a reader stalls).
+const MAX_PENDING_OUTPUT: usize = 1 << 20;
+/// Bytes written per ready event: what a pipe with room takes without blocking.
+const OUTPUT_CHUNK: usize = libc::PIPE_BUF;
 /// Connections (beyond the ranks') that have not proven they are ranks, at most.
 const MAX_UNIDENTIFIED: usize = 64;
 
@@ -70,8 +77,61 @@ struct OutPipe {
     buf: Vec<u8>,
 }
 
+/// Output for one of snrun's own streams (stdout, stderr), oldest first.
+#[derive(Default)]
+struct OutQueue {
+    buf: Vec<u8>,
+    /// Bytes of `buf` already written.
+    head: usize,
+    /// The stream failed (closed reader): output is dropped from then on.
+    broken: bool,
+}
+
+impl OutQueue {
+    fn pending(&self) -> usize {
+        self.buf.len() - self.head
+    }
+    fn push(&mut self, data: &[u8]) {
+        if !self.broken {
+            self.buf.extend_from_slice(data);
+        }
+    }
+    /// Writes what `fd` takes now (`block`: everything, waiting as long as it takes).
+    fn write_to(&mut self, fd: RawFd, block: bool) {
+        while self.pending() > 0 && !self.broken {
+            let chunk = if block { self.pending() } else { self.pending().min(OUTPUT_CHUNK) };
+            let n = unsafe { libc::write(fd, self.buf[self.head..].as_ptr().cast(), chunk) };
+            if n > 0 {
+                self.head += n as usize;
+            } else if n < 0 && errno() == libc::EINTR {
+            } else if n < 0 && errno() == libc::EAGAIN {
+                if !block {
+                    break;
+                }
+                let mut p = libc::pollfd { fd, events: libc::POLLOUT, revents: 0 };
+                unsafe { libc::poll(&mut p, 1, 1000) };
+            } else {
+                // Output loss must not kill the job.
+                self.broken = true;
+            }
+            if !block {
+                break; // one chunk per ready event: the next may not fit
+            }
+        }
+        if self.pending() == 0 || self.broken {
+            self.buf = Vec::new();
+            self.head = 0;
+        } else if self.head > self.buf.len() / 2 {
+            self.buf.drain(..self.head);
+            self.head = 0;
+        }
+    }
+}
+
 struct Job {
     server: Server,
+    /// --label output for fd 1 and fd 2.
+    outq: [OutQueue; 2],
     ranks: Vec<Rank>,
     pgid: i32,
     conns: Vec<Conn>,
@@ -87,23 +147,6 @@ struct Job {
 
 fn errno() -> i32 {
     io::Error::last_os_error().raw_os_error().unwrap_or(0)
-}
-
-/// write(2) everything, waiting out EAGAIN on inherited non-blocking fds.
-/// Errors (a closed stdout) are dropped: output loss must not kill the job.
-fn write_all_fd(fd: RawFd, mut data: &[u8]) {
-    while !data.is_empty() {
-        let n = unsafe { libc::write(fd, data.as_ptr().cast(), data.len()) };
-        if n > 0 {
-            data = &data[n as usize..];
-        } else if n < 0 && errno() == libc::EINTR {
-        } else if n < 0 && errno() == libc::EAGAIN {
-            let mut p = libc::pollfd { fd, events: libc::POLLOUT, revents: 0 };
-            unsafe { libc::poll(&mut p, 1, 1000) };
-        } else {
-            return;
-        }
-    }
 }
 
 fn set_nonblock(fd: RawFd) {
@@ -202,6 +245,7 @@ pub fn run(o: Opts) -> i32 {
 
     let mut job = Job {
         server: Server::new(&kvsname, map, secret),
+        outq: Default::default(),
         ranks: Vec::with_capacity(o.n),
         pgid: 0,
         conns: Vec::new(),
@@ -457,9 +501,16 @@ impl Job {
             }
             let p0 = pfds.len();
             for p in &self.pipes {
-                // A closed pipe is skipped by poll (negative fd).
-                let fd = p.fd.as_ref().map(|f| f.as_raw_fd()).unwrap_or(-1);
+                // A closed pipe, or one whose stream has enough waiting, is skipped by
+                // poll (negative fd).
+                let full = self.outq[p.target as usize - 1].pending() >= MAX_PENDING_OUTPUT;
+                let fd = p.fd.as_ref().filter(|_| !full).map(|f| f.as_raw_fd()).unwrap_or(-1);
                 pfds.push(libc::pollfd { fd, events: libc::POLLIN, revents: 0 });
+            }
+            let o0 = pfds.len();
+            for (k, q) in self.outq.iter().enumerate() {
+                let fd = if q.pending() > 0 { k as RawFd + 1 } else { -1 };
+                pfds.push(libc::pollfd { fd, events: libc::POLLOUT, revents: 0 });
             }
             let n = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, timeout_ms) };
             if n < 0 {
@@ -488,14 +539,25 @@ impl Job {
                     self.drain_pipe(i);
                 }
             }
+            for k in 0..2 {
+                if pfds[o0 + k].revents != 0 {
+                    self.outq[k].write_to(k as RawFd + 1, false);
+                }
+            }
             self.conns.retain(|c| !c.dead);
             self.check_barrier_deadlock();
         }
         // Ranks are gone: collect what they wrote, then make sure their
         // leftover children in the job's group die with a failed job.
         for i in 0..self.pipes.len() {
-            self.drain_pipe(i);
+            // What the last ranks left may exceed the queue's bound: write it out.
+            while self.drain_pipe(i) {
+                self.outq[self.pipes[i].target as usize - 1].write_to(self.pipes[i].target, true);
+            }
             self.flush_partial(i);
+        }
+        for k in 0..2 {
+            self.outq[k].write_to(k as RawFd + 1, true);
         }
         if self.exit.is_some() && self.pgid > 0 {
             unsafe { libc::kill(-self.pgid, libc::SIGKILL) };
@@ -740,22 +802,27 @@ impl Job {
         }
     }
 
-    fn drain_pipe(&mut self, i: usize) {
+    /// Reads what rank pipe `i` has, up to its stream's output bound; true if it stopped
+    /// at that bound (the pipe may hold more).
+    fn drain_pipe(&mut self, i: usize) -> bool {
         let mut buf = [0u8; 16384];
         loop {
-            let Some(fd) = self.pipes[i].fd.as_ref().map(|f| f.as_raw_fd()) else { return };
+            let Some(fd) = self.pipes[i].fd.as_ref().map(|f| f.as_raw_fd()) else { return false };
+            if self.outq[self.pipes[i].target as usize - 1].pending() >= MAX_PENDING_OUTPUT {
+                return true;
+            }
             let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
             if n > 0 {
                 self.pipes[i].buf.extend_from_slice(&buf[..n as usize]);
                 self.emit_lines(i);
             } else if n < 0 && errno() == libc::EINTR {
             } else if n < 0 && errno() == libc::EAGAIN {
-                return;
+                return false;
             } else {
                 // EOF or error: nothing more will come.
                 self.pipes[i].fd = None;
                 self.flush_partial(i);
-                return;
+                return false;
             }
         }
     }
@@ -776,7 +843,7 @@ impl Job {
             out.push(b'\n');
         }
         if !out.is_empty() {
-            write_all_fd(p.target, &out);
+            self.outq[p.target as usize - 1].push(&out);
         }
     }
 
@@ -788,6 +855,6 @@ impl Job {
         let mut out = format!("[{}] ", p.rank).into_bytes();
         out.append(&mut p.buf);
         out.push(b'\n');
-        write_all_fd(p.target, &out);
+        self.outq[p.target as usize - 1].push(&out);
     }
 }
