@@ -40,7 +40,7 @@ export ABI_IGNORE_sisci_api_h := ^(SCIGetRemoteSegmentSize|SCIMapRemoteSegment|S
 PUT = put() { cmp -s "$$1" "$$2" || { cp -f "$$1" "$$2.tmp.$$$$" && mv -f "$$2.tmp.$$$$" "$$2"; }; }; put
 
 .PHONY: deps all build stage check check-rust check-loom check-c check-abi check-full \
-        run-example install bench clean c-tests
+        run-example deps-example install bench clean c-tests
 
 all: stage
 
@@ -88,6 +88,13 @@ deps:
 	    $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq $$need >/dev/null; \
 	fi
 
+# The example job needs only MPICH (the uTofu sample is an MPI program).
+deps-example:
+	@command -v mpicc >/dev/null 2>&1 && command -v mpiexec >/dev/null 2>&1 || { \
+	    echo "installing mpich libmpich-dev (the uTofu seed sample is an MPI program)"; \
+	    export DEBIAN_FRONTEND=noninteractive; \
+	    $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq mpich libmpich-dev >/dev/null; }
+
 check: deps stage check-rust check-loom check-c check-abi
 	@echo "make check: all stages passed"
 
@@ -132,10 +139,26 @@ check-full: check
 
 # A 4-rank PMI hello, then the DMAPP seed sample and the uTofu ARMW sample (an MPI
 # program, 4 ranks on 4 virtual nodes) compiled unchanged against build/.
-run-example: c-tests
+# The example job: builds only the programs it runs (quietly), then one job per API.
+EXAMPLE_PROGS := $(BUILD)/tests/pmi/pmi_hello $(BUILD)/tests/ugni/data_smsg $(BUILD)/examples/dmapp_put \
+                 $(BUILD)/examples/utofu/utofu_armw_game $(BUILD)/tests/portals/ptl_threads $(BUILD)/tests/sisci/sisci_pingpong
+run-example: deps-example stage
+	@echo "== building the example programs"
+	@$(MAKE) -s --no-print-directory -f c-tests/c-tests.mk BUILD=$(BUILD) SHARED=$(SHARED) \
+	    CC="$(CC)" CFLAGS_TEST="$(CFLAGS_TEST)" LDFLAGS_TEST="$(LDFLAGS_TEST)" $(EXAMPLE_PROGS)
+	@echo "== PMI: 4 ranks say who they are"
 	$(BUILD)/bin/snrun -n 4 --label $(BUILD)/tests/pmi/pmi_hello
+	@echo "== uGNI: SMSG ping-pong and ring between 4 ranks on 2 virtual nodes"
+	$(BUILD)/bin/snrun -n 4 -N 2 $(BUILD)/tests/ugni/data_smsg
+	@echo "== DMAPP: the seed sample dmapp_put.c, unchanged, on 4 PEs"
 	XT_SYMMETRIC_HEAP_SIZE=64M $(BUILD)/bin/snrun -n 4 $(BUILD)/examples/dmapp_put
+	@echo "== uTofu: the seed sample utofu_armw_game.c, unchanged (an MPI program), 4 ranks"
 	$(BUILD)/bin/snrun -n 4 -N 1 $(BUILD)/examples/utofu/utofu_armw_game
+	@echo "== Portals: 4 threads per rank put to the right neighbour, events read by 4 consumers"
+	$(BUILD)/bin/snrun -n 2 $(BUILD)/tests/portals/ptl_threads 4 100
+	@echo "== SISCI: PIO ping-pong through mapped remote segments, 2 nodes"
+	$(BUILD)/bin/snrun -n 2 -N 1 $(BUILD)/tests/sisci/sisci_pingpong 1000 64
+	@echo "== every API ran; the libraries and headers are in $(BUILD)/lib and $(BUILD)/include"
 
 install: stage
 	install -d $(PREFIX)/include $(PREFIX)/lib/pkgconfig $(PREFIX)/bin
