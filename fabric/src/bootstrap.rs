@@ -109,16 +109,18 @@ pub fn job_secret() -> Result<[u8; 16]> {
 
 fn learn_secret() -> Result<[u8; 16]> {
     if let Ok(v) = std::env::var(SECRET_ENV) {
-        match hex_decode(v.trim()).ok().and_then(|b| <[u8; 16]>::try_from(b).ok()) {
+        match pmi::parse_secret(&v) {
             Some(s) => return Ok(s),
             None => crate::sn_warn!("bootstrap", "{} is not 32 hex digits; ignored", SECRET_ENV),
         }
     }
+    let mut s = [0u8; 16];
     if is_singleton()? {
-        return random_secret();
+        pmi::random_bytes(&mut s)?;
+        return Ok(s);
     }
     if rank()? == 0 {
-        let s = random_secret()?;
+        pmi::random_bytes(&mut s)?;
         kvs_put_global(SECRET_KEY, &s)?;
         return Ok(s);
     }
@@ -138,24 +140,6 @@ fn learn_secret() -> Result<[u8; 16]> {
             Err(e) => return Err(e),
         }
     }
-}
-
-/// 16 bytes from the kernel's random source.
-fn random_secret() -> Result<[u8; 16]> {
-    let mut s = [0u8; 16];
-    let mut got = 0;
-    while got < s.len() {
-        // SAFETY: writes at most the rest of `s`.
-        let r = unsafe { libc::getrandom(s[got..].as_mut_ptr() as *mut libc::c_void, s.len() - got, 0) };
-        if r < 0 {
-            if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
-                continue;
-            }
-            return Err(Error::Bootstrap);
-        }
-        got += r as usize;
-    }
-    Ok(s)
 }
 
 // ---- typed KVS -------------------------------------------------------------
@@ -379,7 +363,6 @@ mod tests {
     fn secret_is_stable_and_random() {
         let a = job_secret().unwrap();
         assert_eq!(a, job_secret().unwrap());
-        assert_ne!(random_secret().unwrap(), random_secret().unwrap());
         if std::env::var_os(SECRET_ENV).is_none() {
             assert_ne!(a, [0u8; 16]);
         }
