@@ -140,6 +140,77 @@ fn learn_secret() -> Result<[u8; 16]> {
     }
 }
 
+/// A 64-bit key derived from the job secret for one purpose (`label`): SipHash-2-4 of the
+/// label keyed by the secret, so names and protection keys that other processes may see
+/// (registry rows, memory handles) reveal nothing of the secret, and keys for different
+/// purposes are unrelated.  Same value in every process of the job; `Bootstrap` when the
+/// secret cannot be learnt (see [`job_secret`]).
+pub fn job_key(label: &str) -> Result<u64> {
+    Ok(siphash24(&job_secret()?, label.as_bytes()))
+}
+
+/// The protection-domain key of one API's registrations (`label` names the API): [`job_key`],
+/// so a handle or address that another job learnt fails the target's key check.  Never
+/// fails: a process that cannot learn the secret gets a random key, which matches no
+/// peer's (closed, not open).
+pub fn protection_key(label: &str) -> u64 {
+    job_key(label).unwrap_or_else(|e| {
+        crate::sn_warn!("bootstrap", "no job secret ({}): {} registrations get a key no peer holds", e, label);
+        random_secret().map(|s| siphash24(&s, label.as_bytes())).unwrap_or(u64::MAX)
+    })
+}
+
+/// The protection key of the uGNI domain (`ptag`, `cookie`) in this job (DMAPP registers
+/// under its job's domain, so both APIs validate each other's handles): a
+/// [`protection_key`], so the same pair in two jobs gives two keys.
+pub fn gni_domain_key(ptag: u8, cookie: u32) -> u64 {
+    protection_key(&format!("ugni domain {} {:#x}", ptag, cookie))
+}
+
+/// The job's identity in this machine's node fabric: [`job_key`] of the fabric's label,
+/// never 0 (0 marks rows of no job).  Two jobs on one machine differ in it (but with
+/// probability 2^-64), whatever launched them.
+pub fn job_tag() -> Result<u64> {
+    Ok(job_key("softnic node-fabric job")?.max(1))
+}
+
+/// SipHash-2-4 (Aumasson and Bernstein): a keyed pseudo-random function, 64-bit output.
+pub fn siphash24(key: &[u8; 16], data: &[u8]) -> u64 {
+    let k0 = u64::from_le_bytes(key[..8].try_into().expect("8 bytes"));
+    let k1 = u64::from_le_bytes(key[8..].try_into().expect("8 bytes"));
+    let mut v = [k0 ^ 0x736f_6d65_7073_6575, k1 ^ 0x646f_7261_6e64_6f6d, k0 ^ 0x6c79_6765_6e65_7261, k1 ^ 0x7465_6462_7974_6573];
+    fn round(v: &mut [u64; 4]) {
+        v[0] = v[0].wrapping_add(v[1]);
+        v[1] = v[1].rotate_left(13) ^ v[0];
+        v[0] = v[0].rotate_left(32);
+        v[2] = v[2].wrapping_add(v[3]);
+        v[3] = v[3].rotate_left(16) ^ v[2];
+        v[0] = v[0].wrapping_add(v[3]);
+        v[3] = v[3].rotate_left(21) ^ v[0];
+        v[2] = v[2].wrapping_add(v[1]);
+        v[1] = v[1].rotate_left(17) ^ v[2];
+        v[2] = v[2].rotate_left(32);
+    }
+    fn compress(m: u64, v: &mut [u64; 4]) {
+        v[3] ^= m;
+        round(v);
+        round(v);
+        v[0] ^= m;
+    }
+    let mut chunks = data.chunks_exact(8);
+    for c in &mut chunks {
+        compress(u64::from_le_bytes(c.try_into().expect("8 bytes")), &mut v);
+    }
+    let mut last = [0u8; 8];
+    last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    compress(u64::from_le_bytes(last) | (data.len() as u64) << 56, &mut v);
+    v[2] ^= 0xff;
+    for _ in 0..4 {
+        round(&mut v);
+    }
+    v[0] ^ v[1] ^ v[2] ^ v[3]
+}
+
 /// 16 bytes from the kernel's random source.
 fn random_secret() -> Result<[u8; 16]> {
     let mut s = [0u8; 16];
@@ -383,6 +454,21 @@ mod tests {
         if std::env::var_os(SECRET_ENV).is_none() {
             assert_ne!(a, [0u8; 16]);
         }
+    }
+
+    /// The reference implementation's test vectors (key 00..0f, messages 00..len-1).
+    #[test]
+    fn siphash_matches_reference_vectors() {
+        let key: [u8; 16] = std::array::from_fn(|i| i as u8);
+        let msg: Vec<u8> = (0..64u8).collect();
+        assert_eq!(siphash24(&key, &msg[..0]), 0x726f_db47_dd0e_0e31);
+        assert_eq!(siphash24(&key, &msg[..1]), 0x74f8_39c5_93dc_67fd);
+        assert_eq!(siphash24(&key, &msg[..8]), 0x93f5_f579_9a93_2462);
+        assert_eq!(siphash24(&key, &msg[..15]), 0xa129_ca61_49be_45e5);
+        let a = job_key("a").unwrap();
+        assert_eq!(a, job_key("a").unwrap());
+        assert_ne!(a, job_key("b").unwrap());
+        assert_ne!(job_tag().unwrap(), 0);
     }
 
     #[test]
