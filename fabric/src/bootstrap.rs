@@ -91,8 +91,8 @@ const SECRET_KEY: &str = "secret";
 
 /// The job's 128-bit secret, known only to its ranks: from [`SECRET_ENV`] when the
 /// launcher set it; else rank 0 draws it from the kernel's random source and publishes it
-/// in the job's own PMI KVS, which only the job's ranks can read, and the other ranks
-/// read it from there (waiting up to SOFTNIC_NET_TIMEOUT_MS for a rank 0 that starts
+/// in the job's own PMI KVS and in the launcher's name service (see `secret_service`),
+/// which only the job's ranks reach, and the other ranks read it from there (waiting up to SOFTNIC_NET_TIMEOUT_MS for a rank 0 that starts
 /// late).  A singleton draws its own.  Every process of a job gets the same value, and
 /// two jobs never do (whatever their ids).  `Bootstrap` when it cannot be learnt.
 ///
@@ -117,15 +117,28 @@ fn learn_secret() -> Result<[u8; 16]> {
     if is_singleton()? {
         return random_secret();
     }
+    // Two channels, because launchers differ in when a put becomes visible: snrun's KVS
+    // serves it at once, hydra's and Slurm's only after a barrier (which cannot be asked
+    // of ranks that merely set up the fabric), while their name services answer at once.
+    let service = secret_service()?;
     if rank()? == 0 {
         let s = random_secret()?;
-        kvs_put_global(SECRET_KEY, &s)?;
+        let by_kvs = kvs_put_global(SECRET_KEY, &s);
+        let by_name = pmi::with_client(|c| c.publish_name(&service, &hex_encode(&s)));
+        if by_kvs.is_err() && by_name.is_err() {
+            crate::sn_warn!("bootstrap", "cannot hand the job secret to the other ranks: {:?}, {:?}", by_kvs, by_name);
+            return Err(Error::Bootstrap);
+        }
         return Ok(s);
     }
     let deadline = std::time::Instant::now() + std::time::Duration::from_millis(crate::env::get_u64("SOFTNIC_NET_TIMEOUT_MS"));
     let mut nap = std::time::Duration::from_micros(100);
     loop {
-        match kvs_get_global(SECRET_KEY) {
+        let got = match kvs_get_global(SECRET_KEY) {
+            Err(Error::NotFound) => pmi::with_client(|c| c.lookup_name(&service)).and_then(|h| hex_decode(&h)).map_err(|_| Error::NotFound),
+            r => r,
+        };
+        match got {
             Ok(b) => return <[u8; 16]>::try_from(b).map_err(|_| Error::Bootstrap),
             Err(Error::NotFound) if std::time::Instant::now() < deadline => {
                 crate::cancel::nap(nap);
@@ -209,6 +222,15 @@ pub fn siphash24(key: &[u8; 16], data: &[u8]) -> u64 {
         round(&mut v);
     }
     v[0] ^ v[1] ^ v[2] ^ v[3]
+}
+
+/// The launcher name-service entry under which rank 0 also publishes the secret: named
+/// after the job's KVS, so jobs sharing a name server do not meet.
+fn secret_service() -> Result<String> {
+    pmi::with_client(|c| {
+        let s = format!("{}secret.{}", INTERNAL_PREFIX, c.job.kvsname);
+        Ok(if pmi::check_key(&s, &c.job.maxes).is_ok() { s } else { format!("{}secret", INTERNAL_PREFIX) })
+    })
 }
 
 /// 16 bytes from the kernel's random source.
