@@ -107,6 +107,15 @@ pub fn job_secret() -> Result<[u8; 16]> {
     Ok(*SECRET.get_or_init(|| s))
 }
 
+/// fork(2) prepare handler (registered at load): a process started by a launcher learns
+/// the job secret before it forks, so a child, which cannot use its parent's PMI connection,
+/// still belongs to the job (reference-style Portals programs fork ranks).
+pub(crate) extern "C" fn learn_before_fork() {
+    if crate::pmi::launcher_present() && !crate::pmi::finalized() {
+        let _ = job_secret();
+    }
+}
+
 fn learn_secret() -> Result<[u8; 16]> {
     if let Ok(v) = std::env::var(SECRET_ENV) {
         match hex_decode(v.trim()).ok().and_then(|b| <[u8; 16]>::try_from(b).ok()) {
