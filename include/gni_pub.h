@@ -57,6 +57,20 @@
  * instances by inst_id, and the endpoint's remote_id picks one of them (or the
  * only instance connected at that address).
  *
+ * Jobs (every process that shares a job secret: the ranks of one snrun, mpiexec
+ * or srun job, or one process started without a launcher): a (ptag, cookie)
+ * domain belongs, on a machine, to the first job whose process passes it to
+ * GNI_ConfigureJob or attaches a CDM in it, and stays that job's until the last
+ * of its processes that did so exits; meanwhile GNI_ConfigureJob and
+ * GNI_CdmAttach of that pair by a process of any other job are
+ * GNI_RC_PERMISSION_ERROR (on Cray only the workload manager may configure a
+ * domain; here the job owning it stands in).  A domain's protection key (kept in
+ * the target's registration table, presented by the initiator's NIC) is derived
+ * from the job secret and the pair, and instances are found only within the
+ * job: a memory handle, NIC address or inst_id learnt from another job (even
+ * one that drew the same pair) is a transaction error with a protection status
+ * that touches nothing, and its instances are never found by datagrams.
+ *
  * Multi-segment registrations (GNI_MemRegisterSegments) are one memory domain
  * addressed by offset: the segments concatenated in list order, no padding.  A
  * segmented handle works on both sides of every post (FMA and RDMA PUT/GET, the

@@ -90,6 +90,21 @@
  *   and 4-byte aligned; it is made shareable in place, and peers on this
  *   machine map it like library memory.  SCIAttachPhysicalMemory without a
  *   CPU address (a bus address only devices reach) is SCI_ERR_NOT_SUPPORTED.
+ *   Documented, not prevented: a map is made of whole pages (an MMU maps
+ *   nothing smaller, as an NTB window maps whole pages too), so an importer
+ *   on this machine that reaches below the map's start or past its end, by
+ *   pointer arithmetic, reads and writes the rest of the registered memory's
+ *   first and last pages.  SCIMemCpy, SCIMemWrite, DMA and remote maps of
+ *   another machine (copies) stay within what was registered.  Register
+ *   page-aligned memory, whole pages, to expose nothing else.
+ * - Jobs: segments, interrupts and reflective-memory groups are found only by
+ *   processes of the same job (those sharing its secret: the ranks of one
+ *   snrun, mpiexec or srun job).  Processes started by hand, without a
+ *   launcher, are one job each unless given the same SOFTNIC_JOB_SECRET (32
+ *   hex digits), so a server and client started separately need it:
+ *     export SOFTNIC_JOB_SECRET=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
+ *   A node and segment id of another job, however learnt, is
+ *   SCI_ERR_NO_SUCH_SEGMENT (and its interrupts SCI_ERR_NO_SUCH_INTNO).
  * - Maps of this machine's segments are the owner's memory: loads and stores
  *   are PIO, coherent; SCIFlush, SCIStoreBarrier and SCICheckSequence are full
  *   fences.  SCI_FLAG_READONLY_MAP protects a map of another process's

@@ -37,6 +37,16 @@
  *   notice is queued (the peer may react to our remote notice before our
  *   reply arrives).  A peer machine that stops answering gives MRQ_PEER after
  *   SOFTNIC_NET_TIMEOUT_MS.
+ * - Jobs [replaces: one namespace per SOFTNIC_JOBID, which only snrun set]:
+ *   VCQ ids, STADDs and BG ids keep Fujitsu's layouts and carry nothing of the
+ *   job; they are looked up in the job's own namespace (every process that
+ *   shares the job secret: one snrun, mpiexec or srun job, or one process
+ *   started without a launcher).  So concurrent jobs on one machine each get
+ *   the CQs and BGs Fugaku's table gives them (the same ids), and an id of
+ *   another job names our own VCQ of that id or nothing: a put or get with
+ *   another job's STADD fails as UTOFU_ERR_MRQ_RMT_MEMORY (the STag or region
+ *   is not registered here) or UTOFU_ERR_MRQ_PEER (no such VCQ in this job),
+ *   and no byte of the other job is touched.  [xjob_utofu]
  * - Which TNIs, CQs and BGs a process gets [replaces: CQ (local rank % 9) on
  *   every TNI, BGs first come first served].  Fugaku's job manager gives each
  *   process of a node a share and exports it as UTOFU_CQ_MASK_<tni> and

@@ -5,7 +5,9 @@
  * The client may start first: it retries its connects until the server exports.  The
  * server exports segment 4000 and data interrupt 4000; the client writes a request
  * through its map, triggers the data interrupt with the request's length, and waits on
- * its own segment 4001 for the reply, which the server writes with SCIMemCpy. */
+ * its own segment 4001 for the reply, which the server writes with SCIMemCpy.
+ * Processes started by hand form one job only when given the same SOFTNIC_JOB_SECRET;
+ * with "nojob" the client checks that it, another job, never finds the segment. */
 #include "stest.h"
 
 int main(int argc, char **argv)
@@ -27,6 +29,19 @@ int main(int argc, char **argv)
     sci_local_data_interrupt_t ld;
     unsigned int no = 4000;
     if (server) OK(SCICreateDataInterrupt(sd, &ld, 0, &no, NULL, NULL, SCI_FLAG_FIXED_INTNO, &err));
+    if (!server && argc > 3 && !strcmp(argv[3], "nojob")) {
+        /* Started as another job (no shared SOFTNIC_JOB_SECRET): for 3 s, while the
+         * server exports, its segment is never found. */
+        sci_remote_segment_t rs;
+        double end = st_now() + 3;
+        while (st_now() < end) {
+            SCIConnectSegment(sd, &rs, peer, theirs, 0, NULL, NULL, SCI_INFINITE_TIMEOUT, 0, &err);
+            CHECK_EQ(err, SCI_ERR_NO_SUCH_SEGMENT);
+            usleep(10000);
+        }
+        printf("client (node %u): no segment on node %u (another job)\n", me, peer);
+        return 0;
+    }
     sci_remote_segment_t rs = st_connect(sd, peer, theirs, NULL, NULL, 0, 60);
     volatile char *out = SCIMapRemoteSegment(rs, &rm, 0, 4096, NULL, 0, &err);
     CHECK_EQ(err, SCI_ERR_OK);

@@ -197,11 +197,12 @@ fn data_segment() -> Option<(usize, usize)> {
     out
 }
 
-/// The job's protection-domain key: the (ptag, cookie) pair every rank derives from
-/// the job's KVS name, as uGNI's does, so handles of both APIs validate alike.
+/// The job's protection-domain key: that of the uGNI domain (ptag, cookie) every rank
+/// derives from the job's KVS name, keyed by the job secret as uGNI's is, so handles of
+/// both APIs validate alike and another job's never do.
 fn job_pd() -> Result<u64, Error> {
     let (ptag, cookie) = bootstrap::gni_credentials(&bootstrap::job_id()?);
-    Ok(((ptag as u64) << 32) | cookie as u64)
+    Ok(bootstrap::gni_domain_key(ptag, cookie))
 }
 
 /// u64 words per PE in the init allgather: status, PeerRef (3), then per symmetric

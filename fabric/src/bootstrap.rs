@@ -91,8 +91,8 @@ const SECRET_KEY: &str = "secret";
 
 /// The job's 128-bit secret, known only to its ranks: from [`SECRET_ENV`] when the
 /// launcher set it; else rank 0 draws it from the kernel's random source and publishes it
-/// in the job's own PMI KVS, which only the job's ranks can read, and the other ranks
-/// read it from there (waiting up to SOFTNIC_NET_TIMEOUT_MS for a rank 0 that starts
+/// in the job's own PMI KVS and in the launcher's name service (see `secret_service`),
+/// which only the job's ranks reach, and the other ranks read it from there (waiting up to SOFTNIC_NET_TIMEOUT_MS for a rank 0 that starts
 /// late).  A singleton draws its own.  Every process of a job gets the same value, and
 /// two jobs never do (whatever their ids).  `Bootstrap` when it cannot be learnt.
 ///
@@ -107,6 +107,20 @@ pub fn job_secret() -> Result<[u8; 16]> {
     Ok(*SECRET.get_or_init(|| s))
 }
 
+/// fork(2) prepare handler (registered at load): a process started by a launcher learns
+/// the job secret before it forks, so a child, which cannot use its parent's PMI connection,
+/// still belongs to the job (reference-style Portals programs fork ranks).
+///
+/// Only where that costs no wait: the launcher handed the secret over in the environment,
+/// or the process is already connected and no other thread is in a PMI call (a thread
+/// blocked in a barrier must not hold up a fork, nor a fork before any PMI use connect).
+/// Otherwise the child learns the secret itself if it can.
+pub(crate) extern "C" fn learn_before_fork() {
+    if std::env::var_os(SECRET_ENV).is_some() || crate::pmi::connected_and_idle() {
+        let _ = job_secret();
+    }
+}
+
 fn learn_secret() -> Result<[u8; 16]> {
     if let Ok(v) = std::env::var(SECRET_ENV) {
         match pmi::parse_secret(&v) {
@@ -119,15 +133,28 @@ fn learn_secret() -> Result<[u8; 16]> {
         pmi::random_bytes(&mut s)?;
         return Ok(s);
     }
+    // Two channels, because launchers differ in when a put becomes visible: snrun's KVS
+    // serves it at once, hydra's and Slurm's only after a barrier (which cannot be asked
+    // of ranks that merely set up the fabric), while their name services answer at once.
+    let service = secret_service()?;
     if rank()? == 0 {
         pmi::random_bytes(&mut s)?;
-        kvs_put_global(SECRET_KEY, &s)?;
+        let by_kvs = kvs_put_global(SECRET_KEY, &s);
+        let by_name = pmi::with_client(|c| c.publish_name(&service, &hex_encode(&s)));
+        if by_kvs.is_err() && by_name.is_err() {
+            crate::sn_warn!("bootstrap", "cannot hand the job secret to the other ranks: {:?}, {:?}", by_kvs, by_name);
+            return Err(Error::Bootstrap);
+        }
         return Ok(s);
     }
     let deadline = std::time::Instant::now() + std::time::Duration::from_millis(crate::env::get_u64("SOFTNIC_NET_TIMEOUT_MS"));
     let mut nap = std::time::Duration::from_micros(100);
     loop {
-        match kvs_get_global(SECRET_KEY) {
+        let got = match kvs_get_global(SECRET_KEY) {
+            Err(Error::NotFound) => pmi::with_client(|c| c.lookup_name(&service)).and_then(|h| hex_decode(&h)).map_err(|_| Error::NotFound),
+            r => r,
+        };
+        match got {
             Ok(b) => return <[u8; 16]>::try_from(b).map_err(|_| Error::Bootstrap),
             Err(Error::NotFound) if std::time::Instant::now() < deadline => {
                 crate::cancel::nap(nap);
@@ -140,6 +167,50 @@ fn learn_secret() -> Result<[u8; 16]> {
             Err(e) => return Err(e),
         }
     }
+}
+
+/// A 64-bit key derived from the job secret for one purpose (`label`): SipHash-2-4 of the
+/// label keyed by the secret, so names and protection keys that other processes may see
+/// (registry rows, memory handles) reveal nothing of the secret, and keys for different
+/// purposes are unrelated.  Same value in every process of the job; `Bootstrap` when the
+/// secret cannot be learnt (see [`job_secret`]).
+pub fn job_key(label: &str) -> Result<u64> {
+    Ok(pmi::siphash24(&job_secret()?, label.as_bytes()))
+}
+
+/// The protection-domain key of one API's registrations (`label` names the API): [`job_key`],
+/// so a handle or address that another job learnt fails the target's key check.  Never
+/// fails: a process that cannot learn the secret gets a random key, which matches no
+/// peer's (closed, not open).
+pub fn protection_key(label: &str) -> u64 {
+    job_key(label).unwrap_or_else(|e| {
+        crate::sn_warn!("bootstrap", "no job secret ({}): {} registrations get a key no peer holds", e, label);
+        let mut s = [0u8; 16];
+        pmi::random_bytes(&mut s).map(|_| pmi::siphash24(&s, label.as_bytes())).unwrap_or(u64::MAX)
+    })
+}
+
+/// The protection key of the uGNI domain (`ptag`, `cookie`) in this job (DMAPP registers
+/// under its job's domain, so both APIs validate each other's handles): a
+/// [`protection_key`], so the same pair in two jobs gives two keys.
+pub fn gni_domain_key(ptag: u8, cookie: u32) -> u64 {
+    protection_key(&format!("ugni domain {} {:#x}", ptag, cookie))
+}
+
+/// The job's identity in this machine's node fabric: [`job_key`] of the fabric's label,
+/// never 0 (0 marks rows of no job).  Two jobs on one machine differ in it (but with
+/// probability 2^-64), whatever launched them.
+pub fn job_tag() -> Result<u64> {
+    Ok(job_key("softnic node-fabric job")?.max(1))
+}
+
+/// The launcher name-service entry under which rank 0 also publishes the secret: named
+/// after the job's KVS, so jobs sharing a name server do not meet.
+fn secret_service() -> Result<String> {
+    pmi::with_client(|c| {
+        let s = format!("{}secret.{}", INTERNAL_PREFIX, c.job.kvsname);
+        Ok(if pmi::check_key(&s, &c.job.maxes).is_ok() { s } else { format!("{}secret", INTERNAL_PREFIX) })
+    })
 }
 
 // ---- typed KVS -------------------------------------------------------------
@@ -366,6 +437,14 @@ mod tests {
         if std::env::var_os(SECRET_ENV).is_none() {
             assert_ne!(a, [0u8; 16]);
         }
+    }
+
+    #[test]
+    fn job_keys_are_stable_and_distinct() {
+        let a = job_key("a").unwrap();
+        assert_eq!(a, job_key("a").unwrap());
+        assert_ne!(a, job_key("b").unwrap());
+        assert_ne!(job_tag().unwrap(), 0);
     }
 
     #[test]

@@ -137,9 +137,11 @@ pub static TUNABLES: &[Tunable] = &[
     Tunable {
         name: "SOFTNIC_JOB_SECRET",
         default: "",
-        help: "The job's secret, 32 hex digits, set by snrun for its ranks (never set it by \
-               hand: two jobs with one secret can reach each other). Unset under other \
-               launchers: rank 0 draws one and hands it to its job's ranks through the PMI KVS.",
+        help: "The job's secret, 32 hex digits, set by snrun for its ranks. Unset under other \
+               launchers: rank 0 draws one and hands it to its job's ranks through the PMI KVS \
+               and name service. Processes started by hand without a launcher are one job each; \
+               give them the same value to make them one job (SISCI client and server); \
+               processes with one secret can reach each other's objects.",
     },
     Tunable {
         name: "PMI_GNI_PTAG",

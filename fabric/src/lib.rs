@@ -43,6 +43,8 @@ pub use error::{Error, Result};
 /// its launcher connection with us through the PMI relay (see [`pmi_relay`]).
 extern "C" fn at_load() {
     pmi_relay::share_with_application();
+    // SAFETY: a handler without arguments in this dylib, which is never unloaded.
+    unsafe { libc::pthread_atfork(Some(bootstrap::learn_before_fork), None, None) };
 }
 
 #[used]

@@ -291,7 +291,12 @@ pub fn get() -> Result<&'static Node> {
                 (*hdr).proc_gen = id.gen;
             }
         };
-        let reg = registry::attach(&SelfInfo { pid, starttime, ctl_fd: seg.fd.0, ctl_ino: seg.ino, ctl_len: CTL_LEN as u64 }, &named)?;
+        // The job this process belongs to decides what it may find in the registry.
+        let job = crate::bootstrap::job_tag().map_err(|e| {
+            crate::sn_warn!("fabric", "cannot learn the job secret ({}): no node fabric", e);
+            e
+        })?;
+        let reg = registry::attach(&SelfInfo { pid, starttime, ctl_fd: seg.fd.0, ctl_ino: seg.ino, ctl_len: CTL_LEN as u64, job }, &named)?;
         // SAFETY: at_exit and the fork handlers are extern "C" fns with no arguments,
         // living in this dylib, which is never unloaded (API libraries link it).
         unsafe {

@@ -1290,6 +1290,16 @@ pub fn launcher_present() -> bool {
     std::env::var_os("PMI_FD").is_some() || std::env::var_os("PMI_PORT").is_some()
 }
 
+/// Whether this process is connected to its launcher and nobody is using the connection
+/// right now (never waits: for fork handlers, which must not wait for a barrier).
+pub fn connected_and_idle() -> bool {
+    match STATE.try_lock() {
+        Ok(g) => g.client.is_some() && !g.finalized,
+        Err(std::sync::TryLockError::Poisoned(e)) => e.get_ref().client.is_some() && !e.get_ref().finalized,
+        Err(std::sync::TryLockError::WouldBlock) => false,
+    }
+}
+
 /// Whether [`finalize`] has run.
 pub fn finalized() -> bool {
     lock().finalized

@@ -1,12 +1,21 @@
 //! The node registry: where the processes of one user on one machine find each other.
 //!
-//! One named file, `user_dir()/registry.v1` (directory 0700, file 0600), holds:
+//! One named file, `user_dir()/registry.v2` (directory 0700, file 0600), holds:
 //! - a header (magic, version, init flag, lock word, "removed" flag),
 //! - a process table: pid + start time (defeats pid reuse) + where the process's control
-//!   segment is (descriptor number, inode; see [`crate::node`]),
+//!   segment is (descriptor number, inode; see [`crate::node`]) + the process's **job tag**
+//!   ([`crate::bootstrap::job_tag`], a keyed hash of the job secret),
 //! - an endpoint table: (api, key[32]) -> owning process + 64 opaque payload bytes.  Keys
 //!   are API-specific names: (ptag, cookie, inst_id) for uGNI, (coords, tni, cq) for uTofu,
 //!   (node, segment) for SISCI, (nid, pid) for Portals.
+//!
+//! **Jobs.**  The file is shared by every job of the user on the machine, but each job sees
+//! only its own: a lookup finds only endpoints whose owner has the caller's job tag, a key is
+//! taken (`Exists`) only within the job, and a process id ([`ProcId`]) that names another
+//! job's process is refused (`ProtectionDomain`).  So two jobs may use the same API names
+//! (uTofu coordinates and CQs, SISCI node and segment ids, uGNI instances) side by side and
+//! never reach each other's.  The one deliberate crossing is [`claim`]: a name a job holds
+//! against every other job (uGNI protection domains).
 //!
 //! **Lock.**  All table changes and lookups hold one lock word containing the owner's pid
 //! and the low 32 bits of its start time.  A lock is fine here: registry operations happen
@@ -30,14 +39,15 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 pub const MAGIC: u64 = 0x5346_4e52_4547_0001; // "SFNREG" + layout 1
-pub const VERSION: u32 = 1;
+/// 2 added the job tag to process rows (a new file name too: libraries of layout 1 keep theirs).
+pub const VERSION: u32 = 2;
 /// Process-table rows: one per process of this user on the machine using the fabric.
 pub const NPROC: usize = 512;
 /// Endpoint-table rows, shared by all APIs.
 pub const NENDP: usize = 4096;
 pub const KEY_LEN: usize = 32;
 pub const PAYLOAD_LEN: usize = 64;
-pub const FILE_NAME: &str = "registry.v1";
+pub const FILE_NAME: &str = "registry.v2";
 
 /// API identifiers for the endpoint table.
 pub mod api {
@@ -48,6 +58,8 @@ pub mod api {
     pub const PORTALS: u32 = 5;
     /// uGNI collective engines (VCEs) by (ptag, cookie, NIC address, CE id).
     pub const UGNI_CE: u32 = 6;
+    /// uGNI protection domains held by a job ([`super::claim`] of (ptag, cookie)).
+    pub const UGNI_DOMAIN: u32 = 7;
     /// For tests and tools.
     pub const TEST: u32 = 0xff;
 }
@@ -81,7 +93,9 @@ struct ProcRow {
     gen: u32,
     ctl_ino: u64,
     ctl_len: u64,
-    _pad: [u8; 24],
+    /// The process's job tag (see the module doc); never 0 for a live row.
+    job: u64,
+    _pad: [u8; 16],
 }
 // A cache line per process row so that rows written by different processes do not share lines.
 const _: () = assert!(std::mem::size_of::<ProcRow>() == 64);
@@ -433,6 +447,7 @@ pub struct Attached {
     file: RegFile,
     slot: u32,
     gen: u32,
+    job: u64,
 }
 
 /// A process named by its registry row: the process-table slot and the row's generation
@@ -451,6 +466,7 @@ pub(crate) struct SelfInfo {
     pub ctl_fd: i32,
     pub ctl_ino: u64,
     pub ctl_len: u64,
+    pub job: u64,
 }
 
 /// Attaches this process (creating the registry if needed).  `named` learns the row's
@@ -481,6 +497,7 @@ pub(crate) fn attach(me: &SelfInfo, named: &dyn Fn(ProcId)) -> Result<Attached> 
         p.ctl_fd = me.ctl_fd;
         p.ctl_ino = me.ctl_ino;
         p.ctl_len = me.ctl_len;
+        p.job = me.job;
         // A new generation for every attachment, so an id minted by the row's previous
         // owner never names this process.
         p.gen = p.gen.wrapping_add(1);
@@ -489,7 +506,7 @@ pub(crate) fn attach(me: &SelfInfo, named: &dyn Fn(ProcId)) -> Result<Attached> 
         p.state.store(LIVE, Ordering::Release);
         file.bump();
         drop(l);
-        return Ok(Attached { file, slot: i as u32, gen });
+        return Ok(Attached { file, slot: i as u32, gen, job: me.job });
     }
 }
 
@@ -525,6 +542,10 @@ impl Attached {
         if p.state.load(Ordering::Relaxed) != LIVE || p.gen & mask != id.gen & mask {
             return Err(Error::StaleHandle);
         }
+        if p.job != self.job {
+            crate::node::debug(&format!("registry: process id {}:{} names a process of another job; refused", id.slot, id.gen));
+            return Err(Error::ProtectionDomain);
+        }
         if !pid_alive(p.pid, Some(p.starttime)) {
             return Err(Error::PeerDead);
         }
@@ -548,15 +569,20 @@ impl Attached {
         for e in 0..NENDP {
             let r = f.endp_row(e);
             if r.state.load(Ordering::Relaxed) == LIVE {
-                if r.api == api && r.key == k {
+                if r.api == api && r.key == k && self.ours(r) {
                     return Err(Error::Exists);
                 }
             } else if free.is_none() {
                 free = Some(e);
             }
         }
-        let e = free.ok_or(Error::NoSpace)?;
-        let r = f.endp_row_mut(&l, e);
+        self.insert(&l, free.ok_or(Error::NoSpace)?, api, k, payload)
+    }
+
+    /// Fills free endpoint row `e` as ours (fields first, state last).
+    fn insert(&self, l: &Locked<'_>, e: usize, api: u32, k: [u8; KEY_LEN], payload: &[u8]) -> Result<EndpointId> {
+        let f = &self.file;
+        let r = f.endp_row_mut(l, e);
         r.api = api;
         r.key = k;
         r.payload = [0; PAYLOAD_LEN];
@@ -575,7 +601,7 @@ impl Attached {
         let l = f.lock()?;
         for e in 0..NENDP {
             let r = f.endp_row(e);
-            if r.state.load(Ordering::Relaxed) == LIVE && r.api == api && r.key == k {
+            if r.state.load(Ordering::Relaxed) == LIVE && r.api == api && r.key == k && self.ours(r) {
                 let owner = r.owner as usize;
                 let p = f.proc_row(owner);
                 if owner >= NPROC || p.state.load(Ordering::Relaxed) != LIVE || !pid_alive(p.pid, Some(p.starttime)) {
@@ -593,6 +619,36 @@ impl Attached {
             }
         }
         Err(Error::NotFound)
+    }
+
+    /// Whether endpoint row `r` belongs to a process of this job.
+    fn ours(&self, r: &EndpRow) -> bool {
+        (r.owner as usize) < NPROC && self.file.proc_row(r.owner as usize).job == self.job
+    }
+
+    /// See [`claim`].
+    pub(crate) fn claim(&self, api: u32, key: &[u8]) -> Result<EndpointId> {
+        let k = pack_key(key)?;
+        let f = &self.file;
+        let l = f.lock()?;
+        f.sweep(&l, &[]);
+        let mut free = None;
+        for e in 0..NENDP {
+            let r = f.endp_row(e);
+            if r.state.load(Ordering::Relaxed) == LIVE {
+                if r.api == api && r.key == k {
+                    if !self.ours(r) {
+                        return Err(Error::Permission);
+                    }
+                    if r.owner == self.slot {
+                        return Ok(EndpointId { slot: e as u32, gen: r.gen });
+                    }
+                }
+            } else if free.is_none() {
+                free = Some(e);
+            }
+        }
+        self.insert(&l, free.ok_or(Error::NoSpace)?, api, k, &[])
     }
 
     pub(crate) fn unpublish(&self, id: EndpointId) -> Result<()> {
@@ -620,7 +676,7 @@ impl Attached {
         let _l = f.lock()?;
         for i in 0..NPROC {
             let p = f.proc_row(i);
-            if p.state.load(Ordering::Relaxed) == LIVE && p.pid == pid {
+            if p.state.load(Ordering::Relaxed) == LIVE && p.pid == pid && p.job == self.job {
                 if !pid_alive(p.pid, Some(p.starttime)) {
                     return Err(Error::PeerDead);
                 }
@@ -638,6 +694,15 @@ impl Attached {
 /// `payload` at most 64.  `Err(Exists)` when a live entry has that key.
 pub fn publish(api: u32, key: &[u8], payload: &[u8]) -> Result<EndpointId> {
     crate::node::get()?.registry().publish(api, key, payload)
+}
+
+/// Claims (api, key) for this job against every other job of the user on this machine: each
+/// process of the job that claims gets its own row (the same one on a repeated claim), and
+/// the job holds the name until its last claiming process leaves.  `Err(Permission)` while
+/// a live process of another job holds it.  Used for names that a real system gives to one
+/// job only (uGNI protection domains).
+pub fn claim(api: u32, key: &[u8]) -> Result<EndpointId> {
+    crate::node::get()?.registry().claim(api, key)
 }
 
 /// Finds the live endpoint published under (api, key).  `Err(NotFound)` if none (an

@@ -27,6 +27,9 @@ fn pat(seed: u64, i: usize) -> u8 {
     (((i as u64).wrapping_mul(131) ^ seed.wrapping_mul(0x9e37_79b9) ^ ((i as u64) >> 9)) & 0xff) as u8
 }
 
+/// The job secret of the test's child processes (see `Kid::spawn_env`).
+const TEST_JOB_SECRET: &str = "00112233445566778899aabbccddeeff";
+
 struct Kid {
     child: Child,
     tx: ChildStdin,
@@ -40,6 +43,8 @@ impl Kid {
     fn spawn_env(env: &[(&str, &str)]) -> Kid {
         let mut c = Command::new(env!("CARGO_BIN_EXE_fabric-selftest"));
         c.stdin(Stdio::piped()).stdout(Stdio::piped());
+        // The children form one job (as a launcher's ranks would): they share its secret.
+        c.env("SOFTNIC_JOB_SECRET", TEST_JOB_SECRET);
         for (k, v) in env {
             c.env(k, v);
         }
@@ -680,7 +685,7 @@ fn registry_publish_lookup_exists_unpublish() {
     assert_eq!(b.cmd("lookup foo"), "err NotFound");
     b.ok("publish foo 43");
     let user = format!("{}/softnic-{}", dir, unsafe { libc::getuid() });
-    assert!(std::path::Path::new(&user).join("registry.v1").exists());
+    assert!(std::path::Path::new(&user).join(registry::FILE_NAME).exists());
     a.finish();
     b.finish();
     assert!(!std::path::Path::new(&user).exists(), "user dir left behind after the last process exited");
@@ -695,6 +700,39 @@ fn registry_publish_lookup_exists_unpublish() {
     assert_eq!(registry::publish(registry::api::TEST, &[0u8; 33], b""), Err(Error::InvalidArg));
     assert_eq!(registry::publish(registry::api::TEST, b"x", &[0u8; 65]), Err(Error::InvalidArg));
     registry::unpublish(id).unwrap();
+}
+
+/// Processes of two jobs (two secrets) in one registry: neither finds, takes or reaches
+/// what the other published; a claimed name is held against the other job only.
+#[test]
+fn registry_jobs_do_not_see_each_other() {
+    let _g = serial();
+    let dir = uniq_dir("jobs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let job_a = [("SOFTNIC_SHM_DIR", dir.as_str())];
+    let job_b = [("SOFTNIC_SHM_DIR", dir.as_str()), ("SOFTNIC_JOB_SECRET", "ffeeddccbbaa99887766554433221100")];
+    let mut a = Kid::spawn_env(&job_a);
+    let mut a2 = Kid::spawn_env(&job_a);
+    let mut b = Kid::spawn_env(&job_b);
+    let apid = a.ok("pid")[0];
+    let bpid = b.ok("pid")[0];
+    a.ok("publish seg 1");
+    assert_eq!(b.cmd("lookup seg"), "err NotFound", "another job's endpoint");
+    b.ok("publish seg 2");
+    assert_eq!(a2.ok("lookup seg"), vec![apid, 1]);
+    assert_eq!(b.ok("lookup seg"), vec![bpid, 2]);
+    let ida = a.ok("procid");
+    assert_eq!(a2.ok(&format!("byid {} {}", ida[0], ida[1])), vec![apid]);
+    assert_eq!(b.cmd(&format!("byid {} {}", ida[0], ida[1])), "err ProtectionDomain");
+    a.ok("claim dom");
+    assert_eq!(b.cmd("claim dom"), "err Permission");
+    a2.ok("claim dom");
+    a.finish();
+    assert_eq!(b.cmd("claim dom"), "err Permission", "held while a process of the job holds it");
+    a2.finish();
+    b.ok("claim dom");
+    b.finish();
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -718,7 +756,7 @@ fn registry_reclaims_killed_process() {
     let cpid = c.ok("pid")[0] as i32;
     b.finish();
     // C is still alive: the file must still be there.
-    assert!(std::path::Path::new(&user).join("registry.v1").exists());
+    assert!(std::path::Path::new(&user).join(registry::FILE_NAME).exists());
     c.child.kill().unwrap();
     c.child.wait().unwrap();
     std::env::set_var("SOFTNIC_SHM_DIR", &dir);

@@ -19,7 +19,7 @@
 use crate::eq::OwnEvents;
 use crate::handle;
 use crate::me;
-use crate::ni::{Lib, Ni, PD};
+use crate::ni::{Lib, Ni, pd};
 use crate::seg::{Guard, MdRow, Seg, LIVE, MDF_DOOMED, MDF_UNLINK_NOFIT, MDF_UNLINK_OP, MDF_WRITABLE, NONE, ZOMBIE};
 use crate::status::{done, PResult};
 use crate::types::*;
@@ -56,7 +56,7 @@ fn acquire(addr: usize, len: usize, writable: bool) -> PResult<MemKey> {
         return Ok(e.key);
     }
     let access = if writable { Access::ReadWrite } else { Access::ReadOnly };
-    let key = mem::register(start, end - start, access, PD).map_err(|e| if e == softnic_fabric::Error::NoSpace { PTL_NO_SPACE } else { PTL_MD_ILLEGAL })?;
+    let key = mem::register(start, end - start, access, pd()).map_err(|e| if e == softnic_fabric::Error::NoSpace { PTL_NO_SPACE } else { PTL_MD_ILLEGAL })?;
     c.push(CacheEntry { start, end, writable, key, refs: 1 });
     Ok(key)
 }

@@ -28,9 +28,11 @@ pub const LIM_PT: (u32, u32) = (255, 1023);
 pub const LIM_IOV: (u32, u32) = (32, 256);
 pub const LIM_GETPUT: (u32, u32) = (64, 4096);
 
-/// The protection-domain key of every Portals registration (the job id already keeps
-/// jobs apart; this keeps other APIs' keys out).
-pub const PD: u64 = u64::from_le_bytes(*b"PTL3sn\0\0");
+/// Protection-domain key of Portals registrations: the job's, derived from the job secret.
+pub fn pd() -> u64 {
+    static PD: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *PD.get_or_init(|| softnic_fabric::bootstrap::protection_key("portals"))
+}
 
 /// This process's interface.
 pub struct Ni {

@@ -40,7 +40,7 @@
 use crate::handle;
 use crate::eq::{OpHolds, OwnEvents};
 use crate::md;
-use crate::ni::{endpoint_key, is_tombstone, parse_payload, Lib, Ni, PD};
+use crate::ni::{endpoint_key, is_tombstone, parse_payload, Lib, Ni, pd};
 use crate::seg::{Guard, MdRow, Seg, MDF_DOOMED, MDF_SPENT, MDF_UNLINK_OP, MDF_WRITABLE};
 use crate::service::{self, bytes_of, read_pod, LocalSpans, Rep, Req, Span};
 use crate::status::{done, PResult};
@@ -482,7 +482,7 @@ fn two_phase(t: &Target, req: &Req, rep: Rep, extra: &[u8], src: Option<&Mem>, d
             if !ok {
                 return;
             }
-            let r = if req.op == service::OP_PUT { rma::put(&t.peer, MemKey::from_u64(key), addr + d, p, PD) } else { rma::get(&t.peer, MemKey::from_u64(key), addr + d, p, PD) };
+            let r = if req.op == service::OP_PUT { rma::put(&t.peer, MemKey::from_u64(key), addr + d, p, pd()) } else { rma::get(&t.peer, MemKey::from_u64(key), addr + d, p, pd()) };
             ok = r.is_ok();
         });
     });

@@ -613,7 +613,7 @@ impl Seg {
             Some(e) if e.row == row && e.gen == gen && e.piece == piece => {}
             _ => {
                 let (key, addr, len) = piece;
-                let pin = Pinned::new(target, MemKey::from_u64(key), addr, len as usize, true, crate::ni::PD).ok();
+                let pin = Pinned::new(target, MemKey::from_u64(key), addr, len as usize, true, crate::ni::pd()).ok();
                 *slot = Some(PinEntry { row, gen, piece, pin });
             }
         }

@@ -23,7 +23,7 @@
 use crate::eq;
 use crate::handle;
 use crate::md;
-use crate::ni::{Lib, Ni, PD};
+use crate::ni::{Lib, Ni, pd};
 use crate::seg::{Guard, Seg, LIVE, MDF_DOOMED, MDF_UNLINK_NOFIT, MDF_UNLINK_OP, NONE};
 use crate::types::*;
 use softnic_fabric::mem::{MemKey, RingLoc};
@@ -619,7 +619,7 @@ fn write_pieces(target: Live<'_>, pieces: &[(u64, u64, u64)], off: u64, src: &[u
     let mut r = Ok(());
     each_piece(pieces, off, src.len() as u64, |key, addr, at, len| {
         if r.is_ok() {
-            r = target.put(MemKey::from_u64(key), addr, &src[at as usize..(at + len) as usize], PD);
+            r = target.put(MemKey::from_u64(key), addr, &src[at as usize..(at + len) as usize], pd());
         }
     });
     r
@@ -630,7 +630,7 @@ fn read_pieces(target: Live<'_>, pieces: &[(u64, u64, u64)], off: u64, dst: &mut
     let n = dst.len() as u64;
     each_piece(pieces, off, n, |key, addr, at, len| {
         if r.is_ok() {
-            r = target.get(MemKey::from_u64(key), addr, &mut dst[at as usize..(at + len) as usize], PD);
+            r = target.get(MemKey::from_u64(key), addr, &mut dst[at as usize..(at + len) as usize], pd());
         }
     });
     r
@@ -665,7 +665,7 @@ fn copy_local_to_pieces(target: Live<'_>, src: &Span, pieces: &[(u64, u64, u64)]
     each_piece(pieces, off, n, |key, addr, at, len| {
         local_parts(src, at, len, |d, s| {
             if r.is_ok() {
-                r = target.put(MemKey::from_u64(key), addr + d, s, PD);
+                r = target.put(MemKey::from_u64(key), addr + d, s, pd());
             }
         });
     });
@@ -677,7 +677,7 @@ fn copy_pieces_to_local(target: Live<'_>, pieces: &[(u64, u64, u64)], off: u64, 
     each_piece(pieces, off, n, |key, addr, at, len| {
         local_parts(dst, at, len, |d, s| {
             if r.is_ok() {
-                r = target.get(MemKey::from_u64(key), addr + d, s, PD);
+                r = target.get(MemKey::from_u64(key), addr + d, s, pd());
             }
         });
     });

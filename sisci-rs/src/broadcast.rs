@@ -474,7 +474,7 @@ impl Group {
             }
             let r = Peer::by_id(c.proc, 32).and_then(|p| {
                 let live = p.live()?;
-                pieces.chunks(16).try_for_each(|ch| live.put_compound(ch, None, None, crate::pool::PD))
+                pieces.chunks(16).try_for_each(|ch| live.put_compound(ch, None, None, crate::pool::pd()))
             });
             if let Err(e) = r {
                 softnic_fabric::sn_debug!("SISCI", "reflective memory {}: the copy of node {} is gone ({})", self.id, c.node, e);

@@ -29,7 +29,7 @@
 use crate::broadcast::Wait;
 use crate::desc::{self, Desc, Kind};
 use crate::handles::Table;
-use crate::pool::PD;
+use crate::pool::pd;
 use crate::remote::{self, RemoteSeg};
 use crate::segment::{self, LocalSeg};
 use crate::sisci_export;
@@ -214,8 +214,8 @@ fn run(q: &Queue, job: &Job) -> (u32, SciErr) {
                     g.read(p.roff + done, buf);
                     Ok(())
                 }
-                (true, None) => softnic_fabric::rma::get(&p.rseg.data_owner, p.rseg.data_key, raddr, buf, PD),
-                (false, None) => softnic_fabric::rma::put(&p.rseg.data_owner, p.rseg.data_key, raddr, buf, PD),
+                (true, None) => softnic_fabric::rma::get(&p.rseg.data_owner, p.rseg.data_key, raddr, buf, pd()),
+                (false, None) => softnic_fabric::rma::put(&p.rseg.data_owner, p.rseg.data_key, raddr, buf, pd()),
             };
             if let Err(e) = r {
                 softnic_fabric::sn_debug!("SISCI", "DMA to node {} segment {}: {}", p.rseg.node, p.rseg.id, e);

@@ -42,8 +42,12 @@ use std::sync::{Mutex, OnceLock};
 
 pub const BLOCK: usize = 8192;
 pub const PER_CHUNK: usize = 32;
-/// Protection-domain key of every SISCI registration (SISCI has no domains).
-pub const PD: u64 = 0x5349_5343_4900_0001;
+/// Protection-domain key of every SISCI registration: the job's, derived from the job
+/// secret (SISCI has no domains of its own; jobs are kept apart).
+pub fn pd() -> u64 {
+    static PD: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *PD.get_or_init(|| softnic_fabric::bootstrap::protection_key("sisci"))
+}
 pub const MAGIC: u64 = u64::from_le_bytes(*b"snSCIb1\0");
 
 pub const H_STATE: usize = 8;
@@ -237,7 +241,7 @@ pub fn alloc() -> R<Block> {
         (ptr, m.ring_loc(i as usize * BLOCK, BLOCK).map_err(|_| SCI_ERR_SYSTEM)?, c, i)
     };
     let b = Block { ptr, key: AtomicU64::new(NO_KEY), loc, chunk, idx, foreign: None };
-    let key = mem::register(ptr as usize, BLOCK, Access::ReadWrite, PD).map_err(|_| SCI_ERR_NOSPC)?;
+    let key = mem::register(ptr as usize, BLOCK, Access::ReadWrite, pd()).map_err(|_| SCI_ERR_NOSPC)?;
     b.key.store(key.to_u64(), Ordering::Release);
     b.word(0).store(MAGIC, Ordering::Relaxed);
     b.set_loc(H_DOORBELL, &process_block()?.1);

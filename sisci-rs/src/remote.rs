@@ -165,7 +165,7 @@ impl RemoteSeg {
         // access reads the clock for the rate-limited probe; a use counted in a dead
         // process's block harms nobody.)
         let live = self.owner.live_probed().map_err(|e| reach_err(e, SCI_ERR_NOT_CONNECTED))?;
-        live.check(self.blk_key, self.blk_addr, pool::BLOCK, true, pool::PD).map_err(|e| reach_err(e, SCI_ERR_NOT_CONNECTED))?;
+        live.check(self.blk_key, self.blk_addr, pool::BLOCK, true, pool::pd()).map_err(|e| reach_err(e, SCI_ERR_NOT_CONNECTED))?;
         match service::use_step(&MappedBlock(v), self.rec as usize, self.rec_gen, begins) {
             Ok(()) => Ok(()),
             Err(service::Fail::Sci(e)) => Err(e),

@@ -385,7 +385,7 @@ pub fn parse_payload(p: &[u8; 64]) -> Published {
 /// Library memory for a segment of `size` bytes, registered.
 pub fn alloc_data(size: usize) -> R<Data> {
     let m = mem::alloc_shared(size).map_err(|_| SCI_ERR_NOSPC)?;
-    let key = mem::register(m.as_ptr() as usize, m.len(), Access::ReadWrite, PD).map_err(|_| SCI_ERR_NOSPC);
+    let key = mem::register(m.as_ptr() as usize, m.len(), Access::ReadWrite, pd()).map_err(|_| SCI_ERR_NOSPC);
     let key = match key {
         Ok(k) => k,
         Err(e) => {
@@ -719,7 +719,7 @@ fn attach_memory(addr: *mut c_void, size: usize, h: usize, readonly: bool) -> R<
         (MemKey::NONE, false)
     } else {
         let access = if readonly { Access::ReadOnly } else { Access::ReadWrite };
-        (mem::register(addr as usize, size, access, PD).map_err(|e| match e {
+        (mem::register(addr as usize, size, access, pd()).map_err(|e| match e {
             softnic_fabric::Error::Unsupported => SCI_ERR_NOT_SUPPORTED,
             softnic_fabric::Error::InvalidArg => SCI_ERR_ILLEGAL_ADDRESS,
             _ => SCI_ERR_NOSPC,

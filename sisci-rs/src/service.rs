@@ -261,7 +261,7 @@ pub struct Target<'a> {
 
 impl Target<'_> {
     fn amo(&self, off: usize, op: AmoOp) -> FResult<u64> {
-        self.live.atomic(self.key, self.blk + off as u64, AmoWidth::I64, op, PD)
+        self.live.atomic(self.key, self.blk + off as u64, AmoWidth::I64, op, pd())
     }
     fn load(&self, off: usize) -> FResult<u64> {
         self.amo(off, AmoOp::Or(0))
@@ -274,7 +274,7 @@ impl Target<'_> {
     }
     fn read(&self, off: usize, n: usize) -> FResult<Vec<u8>> {
         let mut v = vec![0u8; n];
-        self.live.get(self.key, self.blk + off as u64, &mut v, PD)?;
+        self.live.get(self.key, self.blk + off as u64, &mut v, pd())?;
         Ok(v)
     }
     fn loc(&self, off: usize) -> FResult<RingLoc> {
@@ -318,10 +318,10 @@ impl Target<'_> {
             return Err(Fail::Sci(SCI_ERR_CONNECTION_REFUSED));
         };
         if let Err(e) = count() {
-            self.live.store_u64(self.key, pool::rec_addr(self.blk, i, 0), REC_FREE, PD)?;
+            self.live.store_u64(self.key, pool::rec_addr(self.blk, i, 0), REC_FREE, pd())?;
             return Err(e);
         }
-        self.live.store_u64(self.key, pool::rec_addr(self.blk, i, 0), who | REC_COUNTED, PD)?;
+        self.live.store_u64(self.key, pool::rec_addr(self.blk, i, 0), who | REC_COUNTED, pd())?;
         let gen = self.add(H_CONN_GEN, 1)?.wrapping_add(1) & ((1 << 48) - 1);
         // Words 8..63: importer, then `extra` (the last of them is the uses word: its
         // adapter bits, tagged with the generation, no use yet).
@@ -334,8 +334,8 @@ impl Target<'_> {
         for w in words {
             b.extend_from_slice(&w.to_le_bytes());
         }
-        self.live.put(self.key, pool::rec_addr(self.blk, i, 8), &b, PD)?;
-        self.live.store_u64(self.key, pool::rec_addr(self.blk, i, 0), gen << 8 | REC_LIVE, PD)?;
+        self.live.put(self.key, pool::rec_addr(self.blk, i, 8), &b, pd())?;
+        self.live.store_u64(self.key, pool::rec_addr(self.blk, i, 0), gen << 8 | REC_LIVE, pd())?;
         Ok((i, gen))
     }
     /// Frees record `i` if it is still the connection of generation `gen`.
@@ -565,8 +565,8 @@ fn bc_join(t: &Target, r: &mut Rd) -> Out {
         for x in w {
             b.extend_from_slice(&x.to_le_bytes());
         }
-        t.live.put(t.key, t.blk + (e + 8) as u64, &b, PD)?;
-        t.live.store_u64(t.key, t.blk + e as u64, ST_LIVE, PD)?;
+        t.live.put(t.key, t.blk + (e + 8) as u64, &b, pd())?;
+        t.live.store_u64(t.key, t.blk + e as u64, ST_LIVE, pd())?;
         return Ok(Msg::default());
     }
     Err(Fail::Sci(SCI_ERR_NOSPC))

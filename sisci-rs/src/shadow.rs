@@ -37,7 +37,7 @@
 //! thread keeps anything [`Kept`] in step.
 
 use crate::broadcast::{Group, Wait};
-use crate::pool::PD;
+use crate::pool::pd;
 use crate::remote::RemoteSeg;
 use crate::status::*;
 use crate::types::*;
@@ -136,7 +136,7 @@ pub(crate) fn send(runs: &[(usize, Vec<u8>)], owner: &Peer, key: MemKey, base: u
     let pieces: Vec<(MemKey, u64, &[u8])> = runs.iter().map(|(s, v)| (key, base + *s as u64, v.as_slice())).collect();
     let live = owner.live().map_err(|_| SCI_ERR_TRANSFER_FAILED)?;
     for chunk in pieces.chunks(16) {
-        live.put_compound(chunk, None, None, PD).map_err(transfer_err)?;
+        live.put_compound(chunk, None, None, pd()).map_err(transfer_err)?;
     }
     Ok(())
 }
@@ -169,7 +169,7 @@ pub(crate) fn pull(buf: *mut u8, twin: &mut [u8], owner: &Peer, key: MemKey, bas
     let mut off = 0;
     while off < size {
         let n = (size - off).min(FETCH);
-        rma::get(owner, key, base + off as u64, &mut fresh[off..off + n], PD).map_err(transfer_err)?;
+        rma::get(owner, key, base + off as u64, &mut fresh[off..off + n], pd()).map_err(transfer_err)?;
         off += n;
     }
     take(buf, twin, &fresh);
@@ -276,8 +276,8 @@ impl Shadow {
         // SAFETY: the program's buffer of `size` bytes (its contract).
         let m = unsafe { std::slice::from_raw_parts_mut(mem, size) };
         match (&self.source, read) {
-            (Source::Owner { owner, key, base }, true) => rma::get(owner, *key, base + off as u64, m, PD).map_err(transfer_err)?,
-            (Source::Owner { owner, key, base }, false) => rma::put(owner, *key, base + off as u64, m, PD).map_err(transfer_err)?,
+            (Source::Owner { owner, key, base }, true) => rma::get(owner, *key, base + off as u64, m, pd()).map_err(transfer_err)?,
+            (Source::Owner { owner, key, base }, false) => rma::put(owner, *key, base + off as u64, m, pd()).map_err(transfer_err)?,
             (Source::Group { group, at, .. }, true) => group.read(at + off, m),
             (Source::Group { group, at, .. }, false) => group.write(&[(at + off, &*m)], Wait::Yes)?,
         }

@@ -12,8 +12,11 @@
 //!   container does not hold).  Without those variables (no launcher) every pair attaches.
 //! - Attaching publishes the instance in the node registry under (ptag, cookie, inst_id).
 //!   A second live instance with the same triple on this machine is GNI_RC_INVALID_STATE.
-//! - GNI_ConfigureJob records an extra allowed (job_id, ptag, cookie) for this process
-//!   (the launcher's privilege is not checked).  The same ptag with another cookie, or
+//! - **Domains belong to one job.**  GNI_ConfigureJob and GNI_CdmAttach take (ptag, cookie)
+//!   for the caller's job (the processes that share its secret) on this machine; while a
+//!   process of another job holds the pair, both answer GNI_RC_PERMISSION_ERROR (the real
+//!   driver lets only the workload manager configure a domain).
+//! - GNI_ConfigureJob records an extra allowed (job_id, ptag, cookie) for this process.  The same ptag with another cookie, or
 //!   with another job_id than an earlier ConfigureJob, is INVALID_STATE (the environment's
 //!   pairs count with any job_id).  Limits are recorded and reported by GetJobResInfo.
 //! - NTT programming (GNI_ConfigureNTT, the NTT part of GNI_ConfigureNTTandJob) is
@@ -104,7 +107,7 @@ pub unsafe extern "C" fn GNI_CdmCreate(inst_id: u32, ptag: u8, cookie: u32, mode
         softnic_fabric::sn_debug!("GNI_CdmCreate", "invalid modes {:#x} or NULL handle pointer", modes);
         return GNI_RC_INVALID_PARAM;
     }
-    let cdm = Arc::new(Cdm { inst_id, ptag, cookie, modes, nic: Mutex::new(None) });
+    let cdm = Arc::new(Cdm { inst_id, ptag, cookie, modes, pd: pd_key(ptag, cookie), nic: Mutex::new(None) });
     let h = CDMS.insert(cdm);
     softnic_fabric::sn_debug!("GNI_CdmCreate", "inst {} ptag {} cookie {:#x} modes {:#x} -> {:p}", inst_id, ptag, cookie, modes, h);
     // SAFETY: checked non-NULL.
@@ -151,6 +154,9 @@ pub unsafe extern "C" fn GNI_CdmAttach(cdm_hndl: gni_cdm_handle_t, device_id: u3
             cdm.cookie
         );
         return GNI_RC_PERMISSION_ERROR;
+    }
+    if let Err(rc) = hold_domain("GNI_CdmAttach", cdm.ptag, cdm.cookie) {
+        return rc;
     }
     let address = nic_address();
     let Ok(node) = softnic_fabric::node::get() else { return GNI_RC_ERROR_RESOURCE };
@@ -253,6 +259,27 @@ pub unsafe extern "C" fn GNI_ResumeJob(device_id: u32, _job_id: u64, _ptag: u8, 
     GNI_RC_PERMISSION_ERROR
 }
 
+/// Takes (ptag, cookie) for this job on this machine, or refuses it (PERMISSION_ERROR) while
+/// processes of another job hold it: the domain belongs to the first job whose process
+/// configures or attaches it, until the last of its processes that did so exits (see the
+/// top comment of gni_pub.h).
+fn hold_domain(call: &str, ptag: u8, cookie: u32) -> Result<(), gni_return_t> {
+    let mut key = [0u8; 5];
+    key[0] = ptag;
+    key[1..].copy_from_slice(&cookie.to_le_bytes());
+    match registry::claim(registry::api::UGNI_DOMAIN, &key) {
+        Ok(_) => Ok(()),
+        Err(softnic_fabric::Error::Permission) => {
+            softnic_fabric::sn_warn!(call, "(ptag {}, cookie {:#x}) belongs to another job on this machine", ptag, cookie);
+            Err(GNI_RC_PERMISSION_ERROR)
+        }
+        Err(e) => {
+            softnic_fabric::sn_warn!(call, "cannot hold (ptag {}, cookie {:#x}) for this job: {}", ptag, cookie, e);
+            Err(GNI_RC_ERROR_RESOURCE)
+        }
+    }
+}
+
 fn configure_job(device_id: u32, job_id: u64, ptag: u8, cookie: u32, limits: *mut gni_job_limits_t) -> gni_return_t {
     if !device_ok(device_id) {
         return GNI_RC_NO_MATCH;
@@ -264,6 +291,9 @@ fn configure_job(device_id: u32, job_id: u64, ptag: u8, cookie: u32, limits: *mu
     let mut jobs = lock(&JOBS);
     if jobs.iter().any(|j| j.ptag == ptag && (j.cookie != cookie || j.job_id.map_or(false, |id| id != job_id))) {
         return GNI_RC_INVALID_STATE;
+    }
+    if let Err(rc) = hold_domain("GNI_ConfigureJob", ptag, cookie) {
+        return rc;
     }
     // SAFETY: NULL or the caller's struct.
     let lim = unsafe { limits.as_ref() }.copied();

@@ -293,9 +293,12 @@ pub static EPS: Table<Ep> = Table::new(0xc4);
 // ---------------------------------------------------------------------------------------
 // Domains
 
-/// Protection-domain key of registrations made through a (ptag, cookie) domain.
+/// Protection-domain key of registrations made through a (ptag, cookie) domain: derived
+/// from the job secret and the pair, so a handle another job learnt (even one of a job
+/// that happened to draw the same pair) fails the target's check.  Memory handles carry it
+/// in their second word.  Computed once per CDM ([`Cdm::pd`]).
 pub fn pd_key(ptag: u8, cookie: u32) -> u64 {
-    ((ptag as u64) << 32) | cookie as u64
+    softnic_fabric::bootstrap::gni_domain_key(ptag, cookie)
 }
 
 /// Registry key of an attached instance: ptag, cookie, inst_id.
@@ -346,6 +349,8 @@ pub struct Cdm {
     pub ptag: u8,
     pub cookie: u32,
     pub modes: u32,
+    /// [`pd_key`] of (ptag, cookie), computed at creation (posts read it).
+    pub pd: u64,
     /// The NIC handle once attached (one device: attaching twice is INVALID_STATE).
     pub nic: Mutex<Option<*mut c_void>>,
 }
@@ -379,7 +384,7 @@ impl Nic {
         self.cdm.inst_id
     }
     pub fn pd_key(&self) -> u64 {
-        pd_key(self.cdm.ptag, self.cdm.cookie)
+        self.cdm.pd
     }
 }
 

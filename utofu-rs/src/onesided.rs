@@ -23,7 +23,7 @@ use crate::stadd::{self, Fault};
 use crate::status::{done, out, UResult};
 use crate::topo::{canonical, VcqAddr};
 use crate::types::*;
-use crate::vcq::{self, Notice, Target, Tcq, Vcq, PD};
+use crate::vcq::{self, Notice, Target, Tcq, Vcq, pd};
 use softnic_fabric::atomic::{AmoOp, AmoWidth};
 use softnic_fabric::mem::MemKey;
 use std::ffi::c_void;
@@ -378,7 +378,7 @@ fn run(v: &Vcq, op: &Op, q: &mut vcq::Queue) -> i32 {
     if let Some((key, base, len)) = landed.region {
         if matches!(op.kind, Kind::Put | Kind::PutPb) && !q.pins.iter().any(|p| p.rid == rid && p.tag == op.rmt_stadd >> 36) {
             // Pin the region for the next puts (regions the fabric cannot pin stay unpinned).
-            if let Ok(pin) = softnic_fabric::rma::Pinned::new(&t.peer, key, base, len as usize, true, PD) {
+            if let Ok(pin) = softnic_fabric::rma::Pinned::new(&t.peer, key, base, len as usize, true, pd()) {
                 let e = vcq::PutPin { rid, tag: op.rmt_stadd >> 36, pin };
                 if q.pins.len() < PUT_PINS {
                     q.pins.push(e);
@@ -442,11 +442,11 @@ fn at_target(t: &Target, op: &Op, from: u64, src: &[u8], dst: &mut [u8], lcl_fie
         // a target polling the last word of a put sees the whole put (guide 6.1.3).
         Kind::Put | Kind::PutPb if src.len() > 8 => {
             let cut = src.len() - 8;
-            live.put(key, addr, &src[..cut], PD).and_then(|_| live.put(key, addr + cut as u64, &src[cut..], PD))
+            live.put(key, addr, &src[..cut], pd()).and_then(|_| live.put(key, addr + cut as u64, &src[cut..], pd()))
         }
-        Kind::Put | Kind::PutPb => live.put(key, addr, src, PD),
+        Kind::Put | Kind::PutPb => live.put(key, addr, src, pd()),
         Kind::Get if op.len == 0 => Ok(()),
-        Kind::Get => live.get(key, addr, dst, PD),
+        Kind::Get => live.get(key, addr, dst, pd()),
         _ => {
             if addr % op.len as u64 != 0 {
                 return Err(UTOFU_ERR_MRQ_RMT_STADD);
@@ -461,7 +461,7 @@ fn at_target(t: &Target, op: &Op, from: u64, src: &[u8], dst: &mut [u8], lcl_fie
                 (_, UTOFU_ARMW_OP_AND) => AmoOp::And(val),
                 _ => AmoOp::Or(val),
             };
-            live.atomic(key, addr, width, a, PD).map(|o| old = o & mask)
+            live.atomic(key, addr, width, a, pd()).map(|o| old = o & mask)
         }
     };
     r.map_err(fabric_fault)?;

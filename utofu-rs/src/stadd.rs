@@ -22,7 +22,7 @@
 use crate::status::{done, out, UResult};
 use crate::topo::{canonical, VcqAddr};
 use crate::types::*;
-use crate::vcq::{self, lock, read_row, Row, RowInfo, NROWS, PD};
+use crate::vcq::{self, lock, read_row, Row, RowInfo, NROWS, pd};
 use softnic_fabric::mem::{self, Access};
 
 /// Largest region (both forms): offsets fit 36 bits.
@@ -151,7 +151,7 @@ fn register(h: usize, addr: usize, size: usize, stag: Option<u32>, flags: u64) -
         }
     };
     let access = if readonly { Access::ReadOnly } else { Access::ReadWrite };
-    let key = mem::register(addr, size, access, PD).map_err(|e| match e {
+    let key = mem::register(addr, size, access, pd()).map_err(|e| match e {
         softnic_fabric::Error::NoSpace => UTOFU_ERR_FULL,
         softnic_fabric::Error::InvalidArg | softnic_fabric::Error::OutOfBounds => UTOFU_ERR_INVALID_ADDRESS,
         _ => UTOFU_ERR_NOT_AVAILABLE,

@@ -28,9 +28,12 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{fence, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-/// Protection-domain key of every uTofu registration (uTofu has no domains: any process
-/// of the job may address any VCQ).
-pub const PD: u64 = 0x5554_6f66_7500_0001;
+/// Protection-domain key of every uTofu registration: uTofu has no domains (any process
+/// of the job may address any VCQ), so it is the job's, derived from the job secret.
+pub fn pd() -> u64 {
+    static PD: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *PD.get_or_init(|| softnic_fabric::bootstrap::protection_key("utofu"))
+}
 
 const BLK_MAGIC: u64 = u64::from_le_bytes(*b"snTofVQ1");
 const BLK_VERSION: u32 = 1;
@@ -303,16 +306,11 @@ fn mark_overflow(blk: *const u8) {
 
 // ---- job and registry keys ------------------------------------------------------------
 
+/// The job in registry keys: a key derived from the job secret (the registry shows each
+/// job only its own rows already; keys carrying the job keep names of two jobs apart in
+/// any registry that answers them, e.g. another machine's through the network engine).
 fn job_hash() -> u64 {
-    static H: Lazy<u64> = Lazy::new(|| {
-        let s = std::env::var("SOFTNIC_JOBID").unwrap_or_default();
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in s.bytes() {
-            h ^= b as u64;
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-        h
-    });
+    static H: Lazy<u64> = Lazy::new(|| softnic_fabric::bootstrap::protection_key("utofu names"));
     *H
 }
 

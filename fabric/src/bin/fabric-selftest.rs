@@ -255,6 +255,21 @@ fn main() {
                 Ok(e) => format!("ok {} {}", e.peer.pid, u64::from_le_bytes(e.payload[..8].try_into().expect("8 bytes"))),
                 Err(e) => format!("err {:?}", e),
             },
+            // claim <key string>: hold the name against other jobs (registry::claim)
+            "claim" => match registry::claim(registry::api::TEST, a[1].as_bytes()) {
+                Ok(id) => format!("ok {} {}", id.slot, id.gen),
+                Err(e) => format!("err {:?}", e),
+            },
+            // procid -> slot gen: this process's registry id
+            "procid" => match node::get() {
+                Ok(nd) => format!("ok {} {}", nd.proc_id().slot, nd.proc_id().gen),
+                Err(e) => format!("err {:?}", e),
+            },
+            // byid <slot> <gen>: resolve a registry id as a memory handle would -> pid
+            "byid" => match Peer::by_id(registry::ProcId { slot: n(1) as u32, gen: n(2) as u32 }, 32) {
+                Ok(p) => format!("ok {}", p.peer_ref().pid),
+                Err(e) => format!("err {:?}", e),
+            },
             "unpublish" => match registry::unpublish(registry::EndpointId { slot: n(1) as u32, gen: n(2) as u32 }) {
                 Ok(()) => "ok".into(),
                 Err(e) => format!("err {:?}", e),
