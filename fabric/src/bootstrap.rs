@@ -97,14 +97,23 @@ const SECRET_KEY: &str = "secret";
 /// two jobs never do (whatever their ids).  `Bootstrap` when it cannot be learnt.
 ///
 /// Rank 0 publishes the first time it asks, so every rank of a job must ask (the
-/// libraries do when they set up job-wide objects).
+/// libraries do when they set up job-wide objects).  Once learnt it is also put in the
+/// process's environment, for the programs it starts.
 pub fn job_secret() -> Result<[u8; 16]> {
     static SECRET: std::sync::OnceLock<[u8; 16]> = std::sync::OnceLock::new();
     if let Some(s) = SECRET.get() {
         return Ok(*s);
     }
     let s = learn_secret()?;
-    Ok(*SECRET.get_or_init(|| s))
+    let s = *SECRET.get_or_init(|| s);
+    // Programs the process starts belong to its job, as on the machines whose job
+    // containers a rank's children share: they inherit the secret (helpers exec'd by a
+    // rank attach to its uGNI domain and reach its memory).  Kept if already set.
+    if let Ok(v) = std::ffi::CString::new(pmi::to_hex(&s)) {
+        // SAFETY: NUL-terminated strings; overwrite=0 keeps a launcher's value.
+        unsafe { libc::setenv(c"SOFTNIC_JOB_SECRET".as_ptr(), v.as_ptr(), 0) };
+    }
+    Ok(s)
 }
 
 /// fork(2) prepare handler (registered at load): a process started by a launcher learns
@@ -432,11 +441,14 @@ mod tests {
 
     #[test]
     fn secret_is_stable_and_random() {
+        let given = std::env::var_os(SECRET_ENV).is_some();
         let a = job_secret().unwrap();
         assert_eq!(a, job_secret().unwrap());
-        if std::env::var_os(SECRET_ENV).is_none() {
+        if !given {
             assert_ne!(a, [0u8; 16]);
         }
+        // Handed on to the programs this process starts.
+        assert_eq!(std::env::var(SECRET_ENV).ok().and_then(|v| pmi::parse_secret(&v)), Some(a));
     }
 
     #[test]
