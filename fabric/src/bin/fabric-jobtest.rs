@@ -306,6 +306,14 @@ fn main() {
         "spin" => spin(rank, size),
         "service" => service(rank, size),
         "crash" => crash(rank, size, args.get(2).map(String::as_str).unwrap_or("")),
+        "secret" => {
+            let t = Instant::now();
+            if rank == 0 {
+                std::thread::sleep(Duration::from_millis(500));
+            }
+            let s = bootstrap::job_secret();
+            println!("secret rank {rank}: {:?} after {:?}", s.map(|s| s[0]), t.elapsed());
+        }
         _ => die("usage: fabric-jobtest ring|spin|service|crash segv|exit|abort", mode),
     }
     println!("fabric-jobtest {mode}: rank {rank} ok");
