@@ -227,7 +227,10 @@ impl Hdr {
 // an observer on the path reads the traffic (nothing is encrypted) and could alter a
 // message's data, which the MAC does not cover (the header it covers says what is
 // accessed, where and how much); and a process of the same Unix user can read the secret
-// from /proc/PID/environ or the job's memory anyway.
+// from /proc/PID/environ or the job's memory anyway.  Nor the provider's own parsing below the engine:
+// garbage to a `tcp;ofi_rxm` port is refused by the provider (c-tests/net.list netauth
+// tests), but libfabric 1.17's `udp;ofi_rxd` crashed (SIGSEGV inside libfabric) on raw
+// garbage datagrams sent to its port: use it only where outsiders cannot reach the port.
 
 /// How many request numbers below the highest seen a target still accepts (once each).
 const REPLAY_WINDOW: u64 = 4096;
@@ -364,6 +367,11 @@ pub struct Remote {
     inc: u64,
     /// The number of our next request to it (see "Authentication").
     tx_seq: AtomicU64,
+    /// Held from taking a request number to posting the request, so that requests
+    /// reach the provider (which keeps each peer's messages in order) in number order.
+    /// A thread preempted in between would otherwise let thousands of later numbers
+    /// pass it (seen with udp;ofi_rxd on a loaded machine) and fall out of the window.
+    send_lock: Mutex<()>,
     addr: fi_addr_t,
     dead: AtomicBool,
     /// Its registrations exposed to us for RMA: (key, pd) -> window.
@@ -931,6 +939,7 @@ impl Engine {
         rec.extend_from_slice(&e.inc.to_le_bytes());
         rec.extend_from_slice(&e.name);
         crate::bootstrap::kvs_put("net", &rec)?;
+        STATS_RANK.store(rank, Ordering::Relaxed);
         if crate::env::get_bool("SOFTNIC_NET_STATS") {
             // SAFETY: registers a function without arguments that only reads atomics.
             unsafe { libc::atexit(print_stats_at_exit) };
@@ -1010,7 +1019,7 @@ impl Engine {
             return Err(Error::StaleHandle);
         }
         let addr = self.insert_addr(&name)?;
-        let r = Arc::new(Remote { node, id: ProcId { slot: id.slot, gen }, inc, tx_seq: AtomicU64::new(1), addr, dead: AtomicBool::new(false), windows: Mutex::new(HashMap::new()), probed_ns: AtomicU64::new(crate::rma::now_ns()), probing: AtomicBool::new(false), silent_since_ns: AtomicU64::new(0) });
+        let r = Arc::new(Remote { node, id: ProcId { slot: id.slot, gen }, inc, tx_seq: AtomicU64::new(1), send_lock: Mutex::new(()), addr, dead: AtomicBool::new(false), windows: Mutex::new(HashMap::new()), probed_ns: AtomicU64::new(crate::rma::now_ns()), probing: AtomicBool::new(false), silent_since_ns: AtomicU64::new(0) });
         self.remotes.lock().unwrap_or_else(|e| e.into_inner()).insert((node, id.slot), r.clone());
         Ok(r)
     }
@@ -1116,8 +1125,9 @@ impl Engine {
         let deadline = Instant::now() + self.timeout;
         if buf.len() <= self.inject_size {
             loop {
-                // Sealed anew for each attempt: a request's number is taken as late as
-                // possible, so that requests reach the target nearly in number order.
+                // Sealed anew for each attempt, the number taken and the request posted
+                // under the target's send lock (a refused attempt leaves a gap).
+                let in_order = seal.lock();
                 self.seal_message(&mut buf, &seal);
                 // SAFETY: inject copies the bytes before returning.
                 let rc = unsafe {
@@ -1125,7 +1135,9 @@ impl Engine {
                     let f = (*msg).inject.ok_or(Error::Unsupported)?;
                     f(self.fi.ep, buf.as_ptr() as *const c_void, buf.len(), addr)
                 };
+                drop(in_order);
                 if rc == 0 {
+                    self.posted(self.wanted_capture(&buf, &seal));
                     return Ok(());
                 }
                 if rc as isize == -ofi::FI_EAGAIN && !patient {
@@ -1139,15 +1151,20 @@ impl Engine {
         }
         let ctx = Box::into_raw(Box::new(SendCtx { buf, to }));
         loop {
+            let in_order = seal.lock();
             // SAFETY: not posted yet: the context is ours.
             self.seal_message(unsafe { &mut (*ctx).buf }, &seal);
+            // SAFETY: as above (once posted, the completion may free it at once).
+            let copy = self.wanted_capture(unsafe { &(*ctx).buf }, &seal);
             // SAFETY: the context (and its buffer) lives until the send's completion.
             let rc = unsafe {
                 let msg = (*self.fi.ep).msg;
                 let f = (*msg).send.ok_or(Error::Unsupported)?;
                 f(self.fi.ep, (*ctx).buf.as_ptr() as *const c_void, (*ctx).buf.len(), std::ptr::null_mut(), addr, ctx as *mut c_void)
             };
+            drop(in_order);
             if rc == 0 {
+                self.posted(copy);
                 return Ok(());
             }
             if rc as isize != -ofi::FI_EAGAIN || Instant::now() > deadline || !patient {
@@ -1170,8 +1187,17 @@ impl Engine {
             Seal::Reply(p) => (*p, 0),
         };
         self.seal(buf, &to, seq);
-        if matches!(seal, Seal::Request(_)) && CAPTURE_PUT.load(Ordering::Relaxed) && buf.get(2) == Some(&(Op::Put as u8)) && CAPTURE_PUT.swap(false, Ordering::AcqRel) {
-            *CAPTURED.lock().unwrap_or_else(|e| e.into_inner()) = Some(buf.to_vec());
+    }
+
+    /// A copy of `buf` if it is the put request [`capture_next_put`] waits for.
+    fn wanted_capture(&self, buf: &[u8], seal: &Seal<'_>) -> Option<Vec<u8>> {
+        (matches!(seal, Seal::Request(_)) && CAPTURE_PUT.load(Ordering::Relaxed) && buf.get(2) == Some(&(Op::Put as u8))).then(|| buf.to_vec())
+    }
+
+    /// The copy [`Engine::wanted_capture`] made was posted: it is the captured request.
+    fn posted(&self, copy: Option<Vec<u8>>) {
+        if copy.is_some() && CAPTURE_PUT.swap(false, Ordering::AcqRel) {
+            *CAPTURED.lock().unwrap_or_else(|e| e.into_inner()) = copy;
         }
     }
 
@@ -1744,7 +1770,12 @@ impl Engine {
                 Err(_) => return,
             },
         };
-        if !sender.replay.lock().unwrap_or_else(|e| e.into_inner()).accept(h.seq) {
+        let top = {
+            let mut r = sender.replay.lock().unwrap_or_else(|e| e.into_inner());
+            (!r.accept(h.seq)).then_some(r.top)
+        };
+        if let Some(top) = top {
+            crate::sn_debug!("network engine", "request number {} from node {} slot {} seen before or older than {} (highest {})", h.seq, h.src_node, h.src_slot, REPLAY_WINDOW, top);
             self.refuse(Refused::Replayed, m, Some(&h));
             return;
         }
@@ -1770,6 +1801,16 @@ enum Seal<'a> {
     Request(&'a Remote),
     /// A reply or notice (number 0) to this process.
     Reply(PeerId),
+}
+
+impl Seal<'_> {
+    /// A request's target's send lock (never held while the provider is driven).
+    fn lock(&self) -> Option<std::sync::MutexGuard<'_, ()>> {
+        match self {
+            Seal::Request(r) => Some(r.send_lock.lock().unwrap_or_else(|e| e.into_inner())),
+            Seal::Reply(_) => None,
+        }
+    }
 }
 
 /// An application thread polling the completion queue itself ([`Engine::polling`]).
@@ -2058,10 +2099,13 @@ pub fn endpoint_name() -> Option<Vec<u8>> {
     running().map(|e| e.name.clone())
 }
 
+/// The rank the stats line names (learnt when the engine started).
+static STATS_RANK: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
 /// `SOFTNIC_NET_STATS`: one line on stderr at exit.
 extern "C" fn print_stats_at_exit() {
     if let Some(d) = auth_drops() {
-        let rank = crate::pmi::known_job(|j| j.rank).map_or(String::from("?"), |r| r.to_string());
+        let rank = STATS_RANK.load(Ordering::Relaxed);
         let line = format!("softnic network engine: rank {} dropped {} malformed, {} unauthenticated, {} replayed messages\n", rank, d[0], d[1], d[2]);
         // SAFETY: writes our own bytes to stderr.
         unsafe { libc::write(2, line.as_ptr() as *const c_void, line.len()) };
@@ -2098,6 +2142,21 @@ impl RawEndpoint {
         Ok(RawEndpoint { fi: Fi { lib, fabric: o.fabric, domain: o.domain, rma: false, virt_addr: o.virt_addr, wait_fd: o.wait_fd, info: o.info, ep: o.ep, av: o.av, cq: o.cq } })
     }
 
+    /// Drives the provider for `d` (what it still holds goes out) before the caller exits.
+    pub fn linger(&self, d: Duration) {
+        let end = Instant::now() + d;
+        while Instant::now() < end {
+            let mut ents = [fi_cq_data_entry { op_context: std::ptr::null_mut(), flags: 0, len: 0, buf: std::ptr::null_mut(), data: 0 }; 4];
+            // SAFETY: our open completion queue; up to 4 entries into our buffer.
+            unsafe {
+                if let Some(read) = (*(*self.fi.cq).ops).read {
+                    read(self.fi.cq, ents.as_mut_ptr() as *mut c_void, ents.len());
+                }
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
     /// Sends `bytes` to the endpoint named `name` (an [`endpoint_name`]); waits up to 5 s
     /// for the provider to take and complete it.
     pub fn send_to(&self, name: &[u8], bytes: &[u8]) -> Result<()> {
@@ -2111,11 +2170,15 @@ impl RawEndpoint {
             }
             let buf = bytes.to_vec();
             let send = (*(*self.fi.ep).msg).send.ok_or(Error::Unsupported)?;
+            let read = (*(*self.fi.cq).ops).read.ok_or(Error::Unsupported)?;
+            // Our send's own completion (its context: the buffer's address), not an
+            // earlier one's: the process may exit right after.
+            let ctx = buf.as_ptr() as *mut c_void;
             let deadline = Instant::now() + Duration::from_secs(5);
             let mut posted = false;
             while Instant::now() < deadline {
                 if !posted {
-                    let rc = send(self.fi.ep, buf.as_ptr() as *const c_void, buf.len(), std::ptr::null_mut(), a, 1 as *mut c_void);
+                    let rc = send(self.fi.ep, buf.as_ptr() as *const c_void, buf.len(), std::ptr::null_mut(), a, ctx);
                     if rc == 0 {
                         posted = true;
                     } else if rc as isize != -ofi::FI_EAGAIN {
@@ -2123,15 +2186,16 @@ impl RawEndpoint {
                     }
                 }
                 let mut ents = [fi_cq_data_entry { op_context: std::ptr::null_mut(), flags: 0, len: 0, buf: std::ptr::null_mut(), data: 0 }; 4];
-                let read = (*(*self.fi.cq).ops).read.ok_or(Error::Unsupported)?;
                 let n = read(self.fi.cq, ents.as_mut_ptr() as *mut c_void, ents.len());
-                if n > 0 && posted {
+                if n > 0 && ents[..n as usize].iter().any(|e| e.op_context == ctx) {
                     return Ok(());
                 }
                 if n as isize == -ofi::FI_EAVAIL {
                     return Err(Error::Os(libc::EIO));
                 }
-                std::thread::sleep(Duration::from_micros(200));
+                if n <= 0 {
+                    std::thread::sleep(Duration::from_micros(200));
+                }
             }
             Err(Error::Timeout)
         }
