@@ -34,6 +34,12 @@ ABI_CHECKS  := pmi.md:pmi.h:libpmi.so gni.md:gni_pub.h:libugni.so dmapp.md:dmapp
 # sci_query_map_t.data) where the sheet's sections A-F record the 1.10 header.
 export ABI_IGNORE_sisci_api_h := ^(SCIGetRemoteSegmentSize|SCIMapRemoteSegment|SCIMapLocalSegment|SCICreateSegment|SCIAttachPhysicalMemory|SCIMemCpy|SCIRegisterSegmentMemory|SCIConnectSCISpace|SCIAttachLocalSegment)$$|sci_query_(local_segment|remote_segment|map)_t
 
+# Tests and benchmarks send network-engine traffic over loopback only (make check, make
+# bench and everything they start; the engine itself listens on loopback when every rank
+# of a job is on this machine).
+export FI_TCP_IFACE ?= lo
+export FI_UDP_IFACE ?= lo
+
 # Copies a file into build/ by rename: a program running from the old file keeps its
 # inode (overwriting a mapped library in place crashes it with SIGBUS).  Unchanged files
 # are left alone.

@@ -218,6 +218,12 @@ pub static TUNABLES: &[Tunable] = &[
                the progress thread serves everything.",
     },
     Tunable {
+        name: "SOFTNIC_NET_STATS",
+        default: "0",
+        help: "1: at exit, every process with a network engine prints on stderr how many \
+               messages it dropped unserved (malformed, without the job's key, replayed).",
+    },
+    Tunable {
         name: "SOFTNIC_NET_SPIN_US",
         default: "0",
         help: "Microseconds the network engine's progress thread polls for traffic \

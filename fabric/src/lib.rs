@@ -31,6 +31,7 @@ pub mod rma;
 pub mod ofi;
 pub mod reduce;
 pub mod coll;
+pub mod siphash;
 pub mod net;
 pub mod pmi;
 pub mod pmi_relay;

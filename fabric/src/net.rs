@@ -87,10 +87,13 @@ const RMA_POOL: usize = 2;
 const RMA_TAG: usize = 1;
 /// Receive buffers kept posted.
 const NRECV: usize = 32;
-const HDR: usize = 64;
+const HDR: usize = 88;
 const MAX_ADDR: usize = 64;
 const RECV_LEN: usize = HDR + MAX_ADDR + MAX_DATA + 64;
 const MAGIC: u16 = 0x534e; // "SN"
+/// Bytes before the address in a published record: node, slot, generation (u32 each),
+/// incarnation (u64).
+const REC_HEAD: usize = 20;
 
 /// Request and reply kinds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -149,8 +152,10 @@ impl Op {
     }
 }
 
-/// Fixed header of every message (64 bytes, little-endian on the wire by construction:
-/// both ends are the same library on the same architecture family).
+/// Fixed header of every message (88 bytes, little-endian on the wire by construction:
+/// both ends are the same library on the same architecture family).  The last three
+/// words authenticate it (see "Authentication" below): the sender's incarnation, the
+/// request's sequence number, the MAC.
 #[derive(Clone, Copy, Default, Debug)]
 #[repr(C)]
 struct Hdr {
@@ -167,8 +172,15 @@ struct Hdr {
     src_slot: u32,
     src_gen: u32,
     addr_len: u32,
+    src_inc: u64,
+    seq: u64,
+    mac: u64,
 }
 const _: () = assert!(std::mem::size_of::<Hdr>() == HDR);
+/// Where the sequence number and the MAC sit in a header's bytes.
+const SEQ_AT: usize = std::mem::offset_of!(Hdr, seq);
+const MAC_AT: usize = std::mem::offset_of!(Hdr, mac);
+const _: () = assert!(MAC_AT + 8 == HDR && SEQ_AT + 8 == MAC_AT);
 
 impl Hdr {
     fn bytes(&self) -> [u8; HDR] {
@@ -183,6 +195,124 @@ impl Hdr {
         let h: Hdr = unsafe { std::ptr::read_unaligned(b.as_ptr() as *const Hdr) };
         (h.magic == MAGIC).then_some(h)
     }
+}
+
+// ---- authentication ----------------------------------------------------------------
+//
+// Every message carries the job's key: its header ends in a MAC, SipHash-2-4 (in-house,
+// crate::siphash) under a key derived from the job secret ([`crate::bootstrap::job_secret`])
+// over the header's first 80 bytes and the receiver's identity (node, slot, generation,
+// incarnation).  A receiver serves, or takes as a reply, only a message whose MAC it
+// recomputes; anything else (garbage, truncated headers, headers forged without the key,
+// headers of another job, messages meant for another process or an earlier process in
+// the same slot) is dropped and counted ([`auth_drops`], `SOFTNIC_NET_STATS`) before any
+// of it is looked at: no address is inserted for it, no reply sent.
+//
+// Replay: a request carries a sequence number, counted per target (`Remote::tx_seq`) and
+// taken just before the send is posted; the target keeps, per sender incarnation, the
+// highest number seen and which of the [`REPLAY_WINDOW`] numbers below it it has served,
+// and drops a number seen before or older than the window.  Messages can reach the target
+// a little out of order (several threads sending, rendezvous of long messages), hence the
+// window rather than "next number only".  Replies need none: each answers a request id
+// that this process never reuses and that stops being pending at its first reply, and
+// the MAC binds it to this process's incarnation.  A replayed revocation only costs an
+// Expose round trip.  Bulk RMA goes by the provider's remote keys, not by messages: they
+// are drawn from a keyed PRF (`Engine::rkey_for`), so an outsider cannot guess one.
+//
+// Why this mechanism: a MAC over the fixed header costs ~50 ns per message at each end
+// and no round trip (per-peer keys agreed at connection would need a handshake on first
+// contact for the same protection here, since the secret is already shared by the job).
+// What it protects against: a process outside the job that reaches the engine's port
+// (forged requests, requests of another job, replays of captured ones).  What it does not:
+// an observer on the path reads the traffic (nothing is encrypted) and could alter a
+// message's data, which the MAC does not cover (the header it covers says what is
+// accessed, where and how much); and a process of the same Unix user can read the secret
+// from /proc/PID/environ or the job's memory anyway.  Nor the provider's own parsing below the engine:
+// garbage to a `tcp;ofi_rxm` port is refused by the provider (c-tests/net.list netauth
+// tests), but libfabric 1.17's `udp;ofi_rxd` crashed (SIGSEGV inside libfabric) on raw
+// garbage datagrams sent to its port: use it only where outsiders cannot reach the port.
+
+/// How many request numbers below the highest seen a target still accepts (once each).
+const REPLAY_WINDOW: u64 = 4096;
+
+/// Why a message was dropped (index into `Engine::drops`).
+#[derive(Clone, Copy, Debug)]
+enum Refused {
+    /// Shorter than a header, wrong magic, inconsistent lengths, unknown kind.
+    Malformed = 0,
+    /// The MAC does not match: no key, another job's key, meant for another process.
+    Forged = 1,
+    /// A request number served before, or older than the replay window.
+    Replayed = 2,
+}
+
+/// A process as the MAC names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct PeerId {
+    node: u32,
+    slot: u32,
+    gen: u32,
+    inc: u64,
+}
+
+impl PeerId {
+    fn words(&self) -> [u64; 3] {
+        [(self.node as u64) << 32 | self.slot as u64, self.gen as u64, self.inc]
+    }
+}
+
+/// The MAC of the header `h` (its bytes up to the MAC) for receiver `to`.
+fn header_mac(key: &crate::siphash::Key, h: &[u8], to: &PeerId) -> u64 {
+    let mut w = [0u64; MAC_AT / 8 + 3];
+    for (i, c) in h[..MAC_AT].chunks_exact(8).enumerate() {
+        w[i] = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+    }
+    w[MAC_AT / 8..].copy_from_slice(&to.words());
+    crate::siphash::hash_words(key, &w)
+}
+
+/// A target's record of one sender's request numbers.
+struct Replay {
+    top: u64,
+    seen: Box<[u64; (REPLAY_WINDOW / 64) as usize]>,
+}
+
+impl Replay {
+    fn new() -> Replay {
+        Replay { top: 0, seen: Box::new([0; (REPLAY_WINDOW / 64) as usize]) }
+    }
+
+    /// Takes `seq` if it was not seen and is not too old.
+    fn accept(&mut self, seq: u64) -> bool {
+        let bit = |s: u64| ((s % REPLAY_WINDOW / 64) as usize, 1u64 << (s % 64));
+        if seq > self.top {
+            if seq - self.top >= REPLAY_WINDOW {
+                self.seen.fill(0);
+            } else {
+                for s in self.top + 1..seq {
+                    let (i, b) = bit(s);
+                    self.seen[i] &= !b;
+                }
+            }
+            self.top = seq;
+            let (i, b) = bit(seq);
+            self.seen[i] |= b;
+            return true;
+        }
+        if seq == 0 || self.top - seq >= REPLAY_WINDOW {
+            return false;
+        }
+        let (i, b) = bit(seq);
+        let fresh = self.seen[i] & b == 0;
+        self.seen[i] |= b;
+        fresh
+    }
+}
+
+/// A process that sent us requests: where replies go, and its request numbers.
+struct Sender {
+    addr: fi_addr_t,
+    replay: Mutex<Replay>,
 }
 
 fn err_code(e: Error) -> i32 {
@@ -233,6 +363,15 @@ fn code_err(c: i32) -> Error {
 pub struct Remote {
     pub node: u32,
     pub id: ProcId,
+    /// Its incarnation (random, published with its address): MACs name it.
+    inc: u64,
+    /// The number of our next request to it (see "Authentication").
+    tx_seq: AtomicU64,
+    /// Held from taking a request number to posting the request, so that requests
+    /// reach the provider (which keeps each peer's messages in order) in number order.
+    /// A thread preempted in between would otherwise let thousands of later numbers
+    /// pass it (seen with udp;ofi_rxd on a loaded machine) and fall out of the window.
+    send_lock: Mutex<()>,
     addr: fi_addr_t,
     dead: AtomicBool,
     /// Its registrations exposed to us for RMA: (key, pd) -> window.
@@ -257,6 +396,10 @@ struct Window {
 impl Remote {
     pub fn is_dead(&self) -> bool {
         self.dead.load(Ordering::Relaxed)
+    }
+
+    fn peer_id(&self) -> PeerId {
+        PeerId { node: self.node, slot: self.id.slot, gen: self.id.gen, inc: self.inc }
     }
 }
 
@@ -443,8 +586,17 @@ pub struct Engine {
     /// The job's published endpoints: (node, slot) -> (generation, address), and which
     /// ranks have been read into it.
     directory: Mutex<Directory>,
-    /// Initiators seen in requests: (node, slot, gen) -> address in our vector.
-    senders: Mutex<HashMap<(u32, u32, u32), fi_addr_t>>,
+    /// Initiators seen in authentic requests: their address in our vector, request numbers.
+    senders: Mutex<HashMap<PeerId, Arc<Sender>>>,
+    /// Our incarnation: random, published with our address, named by the MACs of what
+    /// peers send us (so nothing sent to an earlier process in our slot is taken).
+    inc: u64,
+    /// Key of the headers' MACs, derived from the job secret.
+    mac_key: crate::siphash::Key,
+    /// Key of the PRF our RMA remote keys come from.
+    rkey_key: crate::siphash::Key,
+    /// Messages dropped, by [`Refused`] reason.
+    drops: [AtomicU64; 3],
     pending: Mutex<HashMap<u64, Arc<Call>>>,
     next_req: AtomicU64,
     /// Our registrations exposed for RMA, by key.
@@ -465,7 +617,7 @@ struct Exposed {
     mr: usize,
     rkey: u64,
     /// The initiators given its window, told when it ends.
-    holders: Vec<fi_addr_t>,
+    holders: Vec<(fi_addr_t, PeerId)>,
 }
 
 /// The local side of an RMA operation.
@@ -485,7 +637,8 @@ impl Rma<'_> {
 
 #[derive(Default)]
 struct Directory {
-    by_proc: HashMap<(u32, u32), (u32, Vec<u8>)>,
+    /// (node, slot) -> (generation, incarnation, address).
+    by_proc: HashMap<(u32, u32), (u32, u64, Vec<u8>)>,
     read: Vec<bool>,
     /// Every rank's record has been read.
     complete: bool,
@@ -548,6 +701,15 @@ pub fn start_before_application(learnt: impl FnOnce(u32, &[u32])) {
         learnt(rank, &map);
     }
     if mode() == Mode::Net || nodes > 1 {
+        // The engine needs the job secret, which rank 0 hands out through the KVS unless
+        // the launcher set it; hydra's proxies hold puts until a barrier, so rank 0 draws
+        // it first and every rank fences (every rank loads the library: collective).
+        if std::env::var_os(crate::bootstrap::SECRET_ENV).is_none() {
+            if crate::bootstrap::rank() == Ok(0) {
+                let _ = crate::bootstrap::job_secret();
+            }
+            let _ = crate::bootstrap::kvs_fence();
+        }
         // Setting the node fabric up starts the engine for such a job (on_fabric_ready).
         if let Err(err) = crate::node::get() {
             crate::sn_warn!("network engine", "no node fabric: {}", err);
@@ -656,9 +818,10 @@ pub fn forget_registration(key: crate::mem::MemKey) {
     if rc != 0 {
         crate::sn_warn!("network engine", "closing the memory registration of {:?} failed: {}", key, e.fi.lib.strerror(rc as i64));
     }
-    let h = Hdr { magic: MAGIC, op: Op::Revoke as u8, a: key.to_u64(), src_node: e.node, src_slot: e.me.slot, src_gen: e.me.gen, ..Default::default() };
-    let b = h.bytes();
-    for addr in x.holders.into_iter().filter(|_| HDR <= e.inject_size) {
+    let h = Hdr { magic: MAGIC, op: Op::Revoke as u8, a: key.to_u64(), src_node: e.node, src_slot: e.me.slot, src_gen: e.me.gen, src_inc: e.inc, ..Default::default() };
+    for (addr, holder) in x.holders.into_iter().filter(|_| HDR <= e.inject_size) {
+        let mut b = h.bytes();
+        e.seal(&mut b, &holder, 0);
         // One attempt, never a wait: deregistration must not hang on a dead or stuck
         // holder, and the closed registration is what keeps memory safe anyway.
         // SAFETY: inject copies the bytes before returning.
@@ -690,13 +853,17 @@ impl Engine {
         let me = n.proc_id();
         let rank = crate::bootstrap::rank().unwrap_or(0);
         let node = crate::bootstrap::node_id(rank).unwrap_or(0);
+        // Without the job's key nothing could be authenticated: no engine then.
+        let secret = crate::bootstrap::job_secret().inspect_err(|e| crate::sn_warn!("network engine", "no job secret: {}", e))?;
+        let job_key = crate::siphash::Key::from_bytes(&secret);
         let lib = Lib::open().map_err(|m| {
             crate::sn_warn!("network engine", "{}", m);
             Error::Unsupported
         })?;
+        let local = all_ranks_here();
         // SAFETY: the calls below follow libfabric's documented object life cycle; every
         // pointer passed is either ours or one libfabric returned.
-        let o = unsafe { open_endpoint(&lib)? };
+        let o = unsafe { open_endpoint(&lib, local, ofi::FI_MSG | ofi::FI_RMA | ofi::FI_READ | ofi::FI_WRITE | ofi::FI_REMOTE_READ | ofi::FI_REMOTE_WRITE)? };
         let fi_wait_fd = o.wait_fd;
         // SAFETY: o.info is the fi_info the endpoint was made from, alive with it.
         let provider = unsafe { provider_name(&*o.info) };
@@ -748,6 +915,10 @@ impl Engine {
             first_contact: Mutex::new(()),
             directory: Mutex::new(Directory::default()),
             senders: Mutex::new(HashMap::new()),
+            inc: random_u64()?,
+            mac_key: job_key.derive(b"softnic network engine: header MAC"),
+            rkey_key: job_key.derive(b"softnic network engine: RMA keys"),
+            drops: Default::default(),
             pending: Mutex::new(HashMap::new()),
             next_req: AtomicU64::new(1),
             exposed: Mutex::new(HashMap::new()),
@@ -760,14 +931,20 @@ impl Engine {
         for _ in 0..NRECV {
             e.post_recv(Box::new(RecvBuf { data: vec![0u8; RECV_LEN] }))?;
         }
-        // Publish (node, slot, gen, address) under our rank.
-        let mut rec = Vec::with_capacity(12 + e.name.len());
+        // Publish (node, slot, gen, incarnation, address) under our rank.
+        let mut rec = Vec::with_capacity(REC_HEAD + e.name.len());
         for w in [node, me.slot, me.gen] {
             rec.extend_from_slice(&w.to_le_bytes());
         }
+        rec.extend_from_slice(&e.inc.to_le_bytes());
         rec.extend_from_slice(&e.name);
         crate::bootstrap::kvs_put("net", &rec)?;
-        crate::sn_info!("network engine", "provider {} node {} slot {} ({} address bytes, RMA {})", e.provider, node, me.slot, e.name.len(), if e.fi.rma { "on" } else { "off" });
+        STATS_RANK.store(rank, Ordering::Relaxed);
+        if crate::env::get_bool("SOFTNIC_NET_STATS") {
+            // SAFETY: registers a function without arguments that only reads atomics.
+            unsafe { libc::atexit(print_stats_at_exit) };
+        }
+        crate::sn_info!("network engine", "provider {} node {} slot {} at {} ({} address bytes, RMA {})", e.provider, node, me.slot, if local { "loopback" } else { "the provider's default address" }, e.name.len(), if e.fi.rma { "on" } else { "off" });
         Ok(e)
     }
 
@@ -826,7 +1003,7 @@ impl Engine {
             }
         }
         let deadline = Instant::now() + self.timeout;
-        let (gen, name) = loop {
+        let (gen, inc, name) = loop {
             let (found, pending) = self.read_directory(node, id.slot)?;
             if let Some(f) = found {
                 break f;
@@ -842,14 +1019,14 @@ impl Engine {
             return Err(Error::StaleHandle);
         }
         let addr = self.insert_addr(&name)?;
-        let r = Arc::new(Remote { node, id: ProcId { slot: id.slot, gen }, addr, dead: AtomicBool::new(false), windows: Mutex::new(HashMap::new()), probed_ns: AtomicU64::new(crate::rma::now_ns()), probing: AtomicBool::new(false), silent_since_ns: AtomicU64::new(0) });
+        let r = Arc::new(Remote { node, id: ProcId { slot: id.slot, gen }, inc, tx_seq: AtomicU64::new(1), send_lock: Mutex::new(()), addr, dead: AtomicBool::new(false), windows: Mutex::new(HashMap::new()), probed_ns: AtomicU64::new(crate::rma::now_ns()), probing: AtomicBool::new(false), silent_since_ns: AtomicU64::new(0) });
         self.remotes.lock().unwrap_or_else(|e| e.into_inner()).insert((node, id.slot), r.clone());
         Ok(r)
     }
 
     /// Reads the records of the ranks not read yet; returns the entry of (node, slot) if
     /// known, and whether some rank has not published yet.
-    fn read_directory(&self, node: u32, slot: u32) -> Result<(Option<(u32, Vec<u8>)>, bool)> {
+    fn read_directory(&self, node: u32, slot: u32) -> Result<(Option<(u32, u64, Vec<u8>)>, bool)> {
         let mut d = self.directory.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(f) = d.by_proc.get(&(node, slot)) {
             return Ok((Some(f.clone()), false));
@@ -872,9 +1049,10 @@ impl Engine {
                 continue;
             }
             match crate::bootstrap::kvs_get(r as u32, "net") {
-                Ok(rec) if rec.len() > 12 => {
+                Ok(rec) if rec.len() > REC_HEAD => {
                     let w = |i: usize| u32::from_le_bytes(rec[i * 4..i * 4 + 4].try_into().expect("4 bytes"));
-                    d.by_proc.insert((w(0), w(1)), (w(2), rec[12..].to_vec()));
+                    let inc = u64::from_le_bytes(rec[12..20].try_into().expect("8 bytes"));
+                    d.by_proc.insert((w(0), w(1)), (w(2), inc, rec[REC_HEAD..].to_vec()));
                     d.read[r] = true;
                 }
                 Ok(_) => d.read[r] = true, // malformed: nothing to learn from it
@@ -903,7 +1081,7 @@ impl Engine {
     fn procs_on(&self, node: u32) -> Result<(Vec<ProcId>, bool)> {
         let mut d = self.directory.lock().unwrap_or_else(|e| e.into_inner());
         let pending = self.read_records(&mut d)?;
-        let mut on: Vec<ProcId> = d.by_proc.iter().filter(|((n, _), _)| *n == node).map(|(&(_, slot), &(gen, _))| ProcId { slot, gen }).collect();
+        let mut on: Vec<ProcId> = d.by_proc.iter().filter(|((n, _), _)| *n == node).map(|(&(_, slot), &(gen, _, _))| ProcId { slot, gen }).collect();
         on.sort_by_key(|p| p.slot);
         Ok((on, pending))
     }
@@ -932,27 +1110,34 @@ impl Engine {
         }
     }
 
-    /// Sends `buf` to `to`.  Small messages are injected (no completion); larger ones
-    /// are owned by the send until its completion frees them.
-    fn send(&self, addr: fi_addr_t, buf: Vec<u8>, to: Option<Arc<Remote>>) -> Result<()> {
-        self.send_within(addr, buf, to, true)
+    /// Sends `buf` (a message whose header `seal` completes) to `addr`.  Small messages
+    /// are injected (no completion); larger ones are owned by the send until its
+    /// completion frees them.
+    fn send(&self, addr: fi_addr_t, buf: Vec<u8>, seal: Seal<'_>) -> Result<()> {
+        self.send_within(addr, buf, None, true, seal)
     }
 
-    /// [`Engine::send`]; not `patient`: one attempt, `Again` when the provider has no
-    /// room for it now (a connection being made, say).
-    fn send_within(&self, addr: fi_addr_t, buf: Vec<u8>, to: Option<Arc<Remote>>, patient: bool) -> Result<()> {
+    /// [`Engine::send`] (of a request to `to`, if any); not `patient`: one attempt,
+    /// `Again` when the provider has no room for it now (a connection being made, say).
+    fn send_within(&self, addr: fi_addr_t, mut buf: Vec<u8>, to: Option<Arc<Remote>>, patient: bool, seal: Seal<'_>) -> Result<()> {
         // libfabric's system calls are cancellation points: not to be unwound halfway.
         let _masked = crate::cancel::Masked::new();
         let deadline = Instant::now() + self.timeout;
         if buf.len() <= self.inject_size {
             loop {
+                // Sealed anew for each attempt, the number taken and the request posted
+                // under the target's send lock (a refused attempt leaves a gap).
+                let in_order = seal.lock();
+                self.seal_message(&mut buf, &seal);
                 // SAFETY: inject copies the bytes before returning.
                 let rc = unsafe {
                     let msg = (*self.fi.ep).msg;
                     let f = (*msg).inject.ok_or(Error::Unsupported)?;
                     f(self.fi.ep, buf.as_ptr() as *const c_void, buf.len(), addr)
                 };
+                drop(in_order);
                 if rc == 0 {
+                    self.posted(self.wanted_capture(&buf, &seal));
                     return Ok(());
                 }
                 if rc as isize == -ofi::FI_EAGAIN && !patient {
@@ -966,13 +1151,20 @@ impl Engine {
         }
         let ctx = Box::into_raw(Box::new(SendCtx { buf, to }));
         loop {
+            let in_order = seal.lock();
+            // SAFETY: not posted yet: the context is ours.
+            self.seal_message(unsafe { &mut (*ctx).buf }, &seal);
+            // SAFETY: as above (once posted, the completion may free it at once).
+            let copy = self.wanted_capture(unsafe { &(*ctx).buf }, &seal);
             // SAFETY: the context (and its buffer) lives until the send's completion.
             let rc = unsafe {
                 let msg = (*self.fi.ep).msg;
                 let f = (*msg).send.ok_or(Error::Unsupported)?;
                 f(self.fi.ep, (*ctx).buf.as_ptr() as *const c_void, (*ctx).buf.len(), std::ptr::null_mut(), addr, ctx as *mut c_void)
             };
+            drop(in_order);
             if rc == 0 {
+                self.posted(copy);
                 return Ok(());
             }
             if rc as isize != -ofi::FI_EAGAIN || Instant::now() > deadline || !patient {
@@ -984,6 +1176,51 @@ impl Engine {
                 return Err(to_err(&self.fi.lib, "fi_send", rc as i64));
             }
             self.progress_once();
+        }
+    }
+
+    /// Completes the header at the start of `buf` for its receiver: the request number
+    /// (the next of the target's sequence; 0 for a reply) and the MAC.
+    fn seal_message(&self, buf: &mut [u8], seal: &Seal<'_>) {
+        let (to, seq) = match seal {
+            Seal::Request(r) => (r.peer_id(), r.tx_seq.fetch_add(1, Ordering::Relaxed)),
+            Seal::Reply(p) => (*p, 0),
+        };
+        self.seal(buf, &to, seq);
+    }
+
+    /// A copy of `buf` if it is the put request [`capture_next_put`] waits for.
+    fn wanted_capture(&self, buf: &[u8], seal: &Seal<'_>) -> Option<Vec<u8>> {
+        (matches!(seal, Seal::Request(_)) && CAPTURE_PUT.load(Ordering::Relaxed) && buf.get(2) == Some(&(Op::Put as u8))).then(|| buf.to_vec())
+    }
+
+    /// The copy [`Engine::wanted_capture`] made was posted: it is the captured request.
+    fn posted(&self, copy: Option<Vec<u8>>) {
+        if copy.is_some() && CAPTURE_PUT.swap(false, Ordering::AcqRel) {
+            *CAPTURED.lock().unwrap_or_else(|e| e.into_inner()) = copy;
+        }
+    }
+
+    /// Writes `seq` and the MAC for receiver `to` into the header at the start of `buf`.
+    fn seal(&self, buf: &mut [u8], to: &PeerId, seq: u64) {
+        buf[SEQ_AT..SEQ_AT + 8].copy_from_slice(&seq.to_le_bytes());
+        let mac = header_mac(&self.mac_key, buf, to);
+        buf[MAC_AT..MAC_AT + 8].copy_from_slice(&mac.to_le_bytes());
+    }
+
+    /// Our own identity, as the MACs of messages to us name it.
+    fn peer_id(&self) -> PeerId {
+        PeerId { node: self.node, slot: self.me.slot, gen: self.me.gen, inc: self.inc }
+    }
+
+    /// Counts a message dropped for `why` (the first of each kind is a warning).
+    fn refuse(&self, why: Refused, m: &[u8], h: Option<&Hdr>) {
+        let n = self.drops[why as usize].fetch_add(1, Ordering::Relaxed);
+        let from = h.map_or(String::from("?"), |h| format!("node {} slot {}", h.src_node, h.src_slot));
+        if n == 0 {
+            crate::sn_warn!("network engine", "dropped a message ({:?}, {} bytes, claims to be from {}); later ones are counted (SOFTNIC_NET_STATS=1 prints the counts at exit)", why, m.len(), from);
+        } else {
+            crate::sn_debug!("network engine", "dropped a message ({:?}, {} bytes, claims to be from {}): {} so far", why, m.len(), from, n + 1);
         }
     }
 
@@ -1031,6 +1268,7 @@ impl Engine {
             src_slot: self.me.slot,
             src_gen: self.me.gen,
             addr_len: self.name.len() as u32,
+            src_inc: self.inc,
             ..Default::default()
         };
         let mut buf = Vec::with_capacity(HDR + self.name.len() + len);
@@ -1041,7 +1279,7 @@ impl Engine {
         }
         let call = Arc::new(Call { to: to.clone(), done: Mutex::new(None), cv: Condvar::new(), bounce: Mutex::new(Vec::new()), piece });
         self.pending.lock().unwrap_or_else(|e| e.into_inner()).insert(req, call.clone());
-        if let Err(e) = self.send_within(to.addr, buf, Some(to.clone()), patient) {
+        if let Err(e) = self.send_within(to.addr, buf, Some(to.clone()), patient, Seal::Request(to)) {
             self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&req);
             if e == Error::Again {
                 if let Some(p) = &call.piece {
@@ -1473,23 +1711,40 @@ impl Engine {
         unsafe { libc::epoll_ctl(self.sleep_fd, libc::EPOLL_CTL_MOD, self.fi.wait_fd, &mut ev) };
     }
 
-    /// A message arrived: a request to serve or a reply to deliver.
+    /// A message arrived: a request to serve or a reply to deliver, if it proves it comes
+    /// from this job (see "Authentication"); else it is dropped and counted.
     fn message(&self, m: &[u8]) {
         let Some(h) = Hdr::parse(m) else {
-            crate::sn_debug!("network engine", "dropped a malformed message of {} bytes", m.len());
+            self.refuse(Refused::Malformed, m, None);
             return;
         };
-        let Some(op) = Op::from_u8(h.op) else { return };
+        if u64::from_le_bytes(m[MAC_AT..HDR].try_into().expect("8 bytes")) != header_mac(&self.mac_key, m, &self.peer_id()) {
+            self.refuse(Refused::Forged, m, Some(&h));
+            return;
+        }
+        let Some(op) = Op::from_u8(h.op) else {
+            self.refuse(Refused::Malformed, m, Some(&h));
+            return;
+        };
+        let src = PeerId { node: h.src_node, slot: h.src_slot, gen: h.src_gen, inc: h.src_inc };
         if op == Op::Revoke {
             let r = self.remotes.lock().unwrap_or_else(|e| e.into_inner()).get(&(h.src_node, h.src_slot)).cloned();
-            if let Some(r) = r.filter(|r| r.id.gen == h.src_gen) {
+            if let Some(r) = r.filter(|r| r.peer_id() == src) {
                 r.windows.lock().unwrap_or_else(|e| e.into_inner()).retain(|&(k, _), _| k != h.a);
             }
             return;
         }
         if op == Op::Reply {
-            let body = m.get(HDR..HDR + h.len as usize).unwrap_or(&[]);
-            let call = self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&h.req);
+            let body = (h.len as usize).checked_add(HDR).and_then(|end| m.get(HDR..end)).unwrap_or(&[]);
+            let call = {
+                let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+                // Only the process asked answers (a reply is bound to the asker by its MAC,
+                // and to the one asked by this).
+                match p.get(&h.req) {
+                    Some(c) if c.to.peer_id() == src => p.remove(&h.req),
+                    _ => None,
+                }
+            };
             if let Some(c) = call {
                 if let Some(p) = &c.piece {
                     p.finish(h.status, &[]);
@@ -1501,32 +1756,59 @@ impl Engine {
             return;
         }
         let alen = h.addr_len as usize;
-        let (Some(addr), Some(body)) = (m.get(HDR..HDR + alen), m.get(HDR + alen..HDR + alen + h.len as usize)) else { return };
-        let from = {
-            let key = (h.src_node, h.src_slot, h.src_gen);
-            let known = self.senders.lock().unwrap_or_else(|e| e.into_inner()).get(&key).copied();
-            match known {
-                Some(a) => a,
-                None => match self.insert_addr(addr) {
-                    Ok(a) => {
-                        self.senders.lock().unwrap_or_else(|e| e.into_inner()).insert(key, a);
-                        a
-                    }
-                    Err(_) => return,
-                },
-            }
+        let addr = alen.checked_add(HDR).and_then(|end| m.get(HDR..end));
+        let body = alen.checked_add(HDR).and_then(|start| Some((start, start.checked_add(h.len as usize)?))).and_then(|(start, end)| m.get(start..end));
+        let (Some(addr), Some(body)) = (addr, body) else {
+            self.refuse(Refused::Malformed, m, Some(&h));
+            return;
         };
-        let served = if op == Op::Expose { self.expose(h.a, h.c, from) } else { serve(op, &h, body) };
+        let known = self.senders.lock().unwrap_or_else(|e| e.into_inner()).get(&src).cloned();
+        let sender = match known {
+            Some(s) => s,
+            None => match self.insert_addr(addr) {
+                Ok(a) => self.senders.lock().unwrap_or_else(|e| e.into_inner()).entry(src).or_insert_with(|| Arc::new(Sender { addr: a, replay: Mutex::new(Replay::new()) })).clone(),
+                Err(_) => return,
+            },
+        };
+        let top = {
+            let mut r = sender.replay.lock().unwrap_or_else(|e| e.into_inner());
+            (!r.accept(h.seq)).then_some(r.top)
+        };
+        if let Some(top) = top {
+            crate::sn_debug!("network engine", "request number {} from node {} slot {} seen before or older than {} (highest {})", h.seq, h.src_node, h.src_slot, REPLAY_WINDOW, top);
+            self.refuse(Refused::Replayed, m, Some(&h));
+            return;
+        }
+        let from = sender.addr;
+        let served = if op == Op::Expose { self.expose(h.a, h.c, from, src) } else { serve(op, &h, body) };
         let (status, data) = match served {
             Ok(d) => (0, d),
             Err(e) => (err_code(e), Vec::new()),
         };
-        let r = Hdr { magic: MAGIC, op: Op::Reply as u8, status, req: h.req, len: data.len() as u64, ..Default::default() };
+        let r = Hdr { magic: MAGIC, op: Op::Reply as u8, status, req: h.req, len: data.len() as u64, src_node: self.node, src_slot: self.me.slot, src_gen: self.me.gen, src_inc: self.inc, ..Default::default() };
         let mut buf = Vec::with_capacity(HDR + data.len());
         buf.extend_from_slice(&r.bytes());
         buf.extend_from_slice(&data);
-        if let Err(e) = self.send(from, buf, None) {
+        if let Err(e) = self.send(from, buf, Seal::Reply(src)) {
             crate::sn_debug!("network engine", "reply to node {} slot {} lost: {}", h.src_node, h.src_slot, e);
+        }
+    }
+}
+
+/// Whom a message is sealed for (see "Authentication").
+enum Seal<'a> {
+    /// A request to this peer: the next number of its sequence.
+    Request(&'a Remote),
+    /// A reply or notice (number 0) to this process.
+    Reply(PeerId),
+}
+
+impl Seal<'_> {
+    /// A request's target's send lock (never held while the provider is driven).
+    fn lock(&self) -> Option<std::sync::MutexGuard<'_, ()>> {
+        match self {
+            Seal::Request(r) => Some(r.send_lock.lock().unwrap_or_else(|e| e.into_inner())),
+            Seal::Reply(_) => None,
         }
     }
 }
@@ -1781,6 +2063,145 @@ fn decode_amo(code: u64, x: u64, y: u64) -> Result<(AmoWidth, AmoOp)> {
     Ok((width, op))
 }
 
+/// Whether every rank of the job runs on this machine: one node in the launcher's map, or
+/// snrun's job (snrun starts ranks on its own machine only; its `-N` nodes are virtual).
+/// The engine then listens on loopback, unreachable from other machines.
+fn all_ranks_here() -> bool {
+    std::env::var_os("SOFTNIC_JOBID").is_some() || crate::bootstrap::num_nodes().is_ok_and(|n| n <= 1)
+}
+
+/// 8 bytes from the kernel's random source.
+fn random_u64() -> Result<u64> {
+    let mut b = [0u8; 8];
+    let mut got = 0;
+    while got < b.len() {
+        // SAFETY: writes at most the rest of `b`.
+        let r = unsafe { libc::getrandom(b[got..].as_mut_ptr() as *mut c_void, b.len() - got, 0) };
+        if r < 0 {
+            if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return Err(Error::Os(libc::EIO));
+        }
+        got += r as usize;
+    }
+    Ok(u64::from_le_bytes(b))
+}
+
+/// Messages the engine dropped without serving them: [malformed, without the job's key
+/// (forged, another job's, meant for another process), replayed].  None without an engine.
+pub fn auth_drops() -> Option<[u64; 3]> {
+    running().map(|e| std::array::from_fn(|i| e.drops[i].load(Ordering::Relaxed)))
+}
+
+/// Our endpoint's name (provider address bytes), as published in the job's KVS.
+pub fn endpoint_name() -> Option<Vec<u8>> {
+    running().map(|e| e.name.clone())
+}
+
+/// The rank the stats line names (learnt when the engine started).
+static STATS_RANK: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// `SOFTNIC_NET_STATS`: one line on stderr at exit.
+extern "C" fn print_stats_at_exit() {
+    if let Some(d) = auth_drops() {
+        let rank = STATS_RANK.load(Ordering::Relaxed);
+        let line = format!("softnic network engine: rank {} dropped {} malformed, {} unauthenticated, {} replayed messages\n", rank, d[0], d[1], d[2]);
+        // SAFETY: writes our own bytes to stderr.
+        unsafe { libc::write(2, line.as_ptr() as *const c_void, line.len()) };
+    }
+}
+
+/// Test hook: the next put request this process sends is kept, as sent (header sealed),
+/// for [`take_captured_put`], so that a test can replay a genuine request from outside.
+static CAPTURE_PUT: AtomicBool = AtomicBool::new(false);
+static CAPTURED: Mutex<Option<Vec<u8>>> = Mutex::new(None);
+
+/// See [`CAPTURE_PUT`].
+pub fn capture_next_put() {
+    CAPTURE_PUT.store(true, Ordering::Release);
+}
+
+/// The put request captured after [`capture_next_put`], if one was sent since.
+pub fn take_captured_put() -> Option<Vec<u8>> {
+    CAPTURED.lock().unwrap_or_else(|e| e.into_inner()).take()
+}
+
+/// A bare endpoint of the engine's provider that speaks nothing of the engine's protocol:
+/// for tests that play a process outside the job sending what it likes to an engine.
+pub struct RawEndpoint {
+    fi: Fi,
+}
+
+impl RawEndpoint {
+    /// Opens one (messages only).
+    pub fn open() -> Result<RawEndpoint> {
+        let lib = Lib::open().map_err(|_| Error::Unsupported)?;
+        // SAFETY: as in Engine::start.
+        let o = unsafe { open_endpoint(&lib, false, ofi::FI_MSG)? };
+        Ok(RawEndpoint { fi: Fi { lib, fabric: o.fabric, domain: o.domain, rma: false, virt_addr: o.virt_addr, wait_fd: o.wait_fd, info: o.info, ep: o.ep, av: o.av, cq: o.cq } })
+    }
+
+    /// Drives the provider for `d` (what it still holds goes out) before the caller exits.
+    pub fn linger(&self, d: Duration) {
+        let end = Instant::now() + d;
+        while Instant::now() < end {
+            let mut ents = [fi_cq_data_entry { op_context: std::ptr::null_mut(), flags: 0, len: 0, buf: std::ptr::null_mut(), data: 0 }; 4];
+            // SAFETY: our open completion queue; up to 4 entries into our buffer.
+            unsafe {
+                if let Some(read) = (*(*self.fi.cq).ops).read {
+                    read(self.fi.cq, ents.as_mut_ptr() as *mut c_void, ents.len());
+                }
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// Sends `bytes` to the endpoint named `name` (an [`endpoint_name`]); waits up to 5 s
+    /// for the provider to take and complete it.
+    pub fn send_to(&self, name: &[u8], bytes: &[u8]) -> Result<()> {
+        // SAFETY: our open objects; the buffer outlives the send (we wait for its
+        // completion or give up with the process about to exit).
+        unsafe {
+            let mut a: fi_addr_t = ofi::FI_ADDR_UNSPEC;
+            let insert = (*(*self.fi.av).ops).insert.ok_or(Error::Unsupported)?;
+            if insert(self.fi.av, name.as_ptr() as *const c_void, 1, &mut a, 0, std::ptr::null_mut()) != 1 {
+                return Err(Error::InvalidArg);
+            }
+            let buf = bytes.to_vec();
+            let send = (*(*self.fi.ep).msg).send.ok_or(Error::Unsupported)?;
+            let read = (*(*self.fi.cq).ops).read.ok_or(Error::Unsupported)?;
+            // Our send's own completion (its context: the buffer's address), not an
+            // earlier one's: the process may exit right after.
+            let ctx = buf.as_ptr() as *mut c_void;
+            let deadline = Instant::now() + Duration::from_secs(5);
+            let mut posted = false;
+            while Instant::now() < deadline {
+                if !posted {
+                    let rc = send(self.fi.ep, buf.as_ptr() as *const c_void, buf.len(), std::ptr::null_mut(), a, ctx);
+                    if rc == 0 {
+                        posted = true;
+                    } else if rc as isize != -ofi::FI_EAGAIN {
+                        return Err(to_err(&self.fi.lib, "fi_send", rc as i64));
+                    }
+                }
+                let mut ents = [fi_cq_data_entry { op_context: std::ptr::null_mut(), flags: 0, len: 0, buf: std::ptr::null_mut(), data: 0 }; 4];
+                let n = read(self.fi.cq, ents.as_mut_ptr() as *mut c_void, ents.len());
+                if n > 0 && ents[..n as usize].iter().any(|e| e.op_context == ctx) {
+                    return Ok(());
+                }
+                if n as isize == -ofi::FI_EAVAIL {
+                    return Err(Error::Os(libc::EIO));
+                }
+                if n <= 0 {
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+            }
+            Err(Error::Timeout)
+        }
+    }
+}
+
 // ---- bulk RMA --------------------------------------------------------------------------
 //
 // A put or get of at least RMA_MIN bytes goes as fi_writemsg/fi_readmsg into the target's
@@ -1801,7 +2222,7 @@ impl Engine {
     /// (once) so that peers in protection domain `pd` can reach it by RMA.  Reply: [remote
     /// key, base, length, writable].  Errors: those of the registration lookup
     /// (`InvalidHandle`, `StaleHandle`), `ProtectionDomain`, `Unsupported` (no RMA here).
-    fn expose(&self, key: u64, pd: u64, from: fi_addr_t) -> Result<Vec<u8>> {
+    fn expose(&self, key: u64, pd: u64, from: fi_addr_t, who: PeerId) -> Result<Vec<u8>> {
         if !self.fi.rma {
             return Err(Error::Unsupported);
         }
@@ -1821,11 +2242,25 @@ impl Engine {
                 v.insert(Exposed { mr: mr as usize, rkey, holders: Vec::new() })
             }
         };
-        if !x.holders.contains(&from) {
-            x.holders.push(from);
+        if !x.holders.contains(&(from, who)) {
+            x.holders.push((from, who));
         }
         let rkey = x.rkey;
         Ok([rkey, r.base, r.len, writable as u64].iter().flat_map(|w| w.to_le_bytes()).collect())
+    }
+
+    /// The `n`th remote key we ask the provider for: a keyed PRF of `n`, so that keys
+    /// never repeat in practice and a process outside the job cannot guess one (RMA is
+    /// checked by the provider's key alone).  Cut to the provider's key size.
+    fn rkey_for(&self, n: u64) -> u64 {
+        let k = crate::siphash::hash_words(&self.rkey_key, &[n]);
+        // SAFETY: info is the fi_info the endpoint was made from.
+        let size = unsafe { if (*self.fi.info).domain_attr.is_null() { 8 } else { (*(*self.fi.info).domain_attr).mr_key_size } };
+        if size >= 8 || size == 0 {
+            k
+        } else {
+            k & ((1u64 << (size * 8)) - 1)
+        }
     }
 
     /// fi_mr_reg of [base, base+len) for remote reads (and writes): (MR, remote key).
@@ -1835,7 +2270,7 @@ impl Engine {
         let access = ofi::FI_REMOTE_READ | if writable { ofi::FI_REMOTE_WRITE } else { 0 };
         // A requested key the provider already uses (FI_ENOKEY) is skipped.
         for _ in 0..16 {
-            let want = self.next_rkey.fetch_add(1, Ordering::Relaxed);
+            let want = self.rkey_for(self.next_rkey.fetch_add(1, Ordering::Relaxed));
             let mut mr: *mut ofi::fid_mr = std::ptr::null_mut();
             // SAFETY: our open domain; the range is a live registration of this process.
             let rc = unsafe {
@@ -2345,11 +2780,14 @@ impl Engine {
     }
 }
 
-/// Opens fabric, domain, completion queue, address vector and an enabled endpoint.
+/// Opens fabric, domain, completion queue, address vector and an enabled endpoint with
+/// capabilities `caps` (falling back to messages alone), on the loopback address when
+/// `loopback` and the provider can (else where the provider puts it: its first
+/// interface, or `FI_TCP_IFACE`'s).
 ///
 /// # Safety
 /// `lib` is a loaded libfabric.
-unsafe fn open_endpoint(lib: &Lib) -> Result<Objs> {
+unsafe fn open_endpoint(lib: &Lib, loopback: bool, caps: u64) -> Result<Objs> {
     // SAFETY (whole function): the libfabric object life cycle with pointers it returned.
     unsafe {
         let hints = (lib.dupinfo)(std::ptr::null());
@@ -2357,7 +2795,7 @@ unsafe fn open_endpoint(lib: &Lib) -> Result<Objs> {
             return Err(Error::NoSpace);
         }
         // RMA for bulk transfers where the provider has it; messages alone otherwise.
-        (*hints).caps = ofi::FI_MSG | ofi::FI_RMA | ofi::FI_READ | ofi::FI_WRITE | ofi::FI_REMOTE_READ | ofi::FI_REMOTE_WRITE;
+        (*hints).caps = caps;
         (*(*hints).ep_attr).type_ = ofi::FI_EP_RDM;
         (*(*hints).domain_attr).threading = ofi::FI_THREAD_SAFE;
         (*(*hints).domain_attr).mr_mode = 0;
@@ -2369,12 +2807,24 @@ unsafe fn open_endpoint(lib: &Lib) -> Result<Objs> {
             (*(*hints).fabric_attr).prov_name = libc::strdup(p.as_ptr());
         }
         let mut info: *mut fi_info = std::ptr::null_mut();
-        let mut rc = (lib.getinfo)(ofi::API_VERSION, std::ptr::null(), std::ptr::null(), 0, hints, &mut info);
-        let mut rma = true;
+        let lo = CString::new("127.0.0.1").expect("no NUL");
+        let getinfo = |hints: *mut fi_info, info: &mut *mut fi_info| {
+            if loopback {
+                // The provider's source address on loopback (FI_SOURCE: `node` names us).
+                let rc = (lib.getinfo)(ofi::API_VERSION, lo.as_ptr(), std::ptr::null(), ofi::FI_SOURCE, hints, info);
+                if rc == 0 && !info.is_null() {
+                    return rc;
+                }
+                crate::sn_debug!("network engine", "no endpoint on loopback ({}): the provider's default address", lib.strerror(rc as i64));
+            }
+            (lib.getinfo)(ofi::API_VERSION, std::ptr::null(), std::ptr::null(), 0, hints, info)
+        };
+        let mut rc = getinfo(hints, &mut info);
+        let mut rma = caps & ofi::FI_RMA != 0;
         if rc != 0 || info.is_null() {
             (*hints).caps = ofi::FI_MSG;
             rma = false;
-            rc = (lib.getinfo)(ofi::API_VERSION, std::ptr::null(), std::ptr::null(), 0, hints, &mut info);
+            rc = getinfo(hints, &mut info);
         }
         (lib.freeinfo)(hints);
         if rc != 0 || info.is_null() {
@@ -2458,5 +2908,43 @@ unsafe fn open_endpoint(lib: &Lib) -> Result<Objs> {
             && ofi::has_op((*ep).rma as *const c_void, std::mem::offset_of!(ofi::fi_ops_rma, writemsg))
             && ofi::has_op((*domain).mr as *const c_void, std::mem::offset_of!(ofi::fi_ops_mr, reg));
         Ok(Objs { fabric, domain, rma, virt_addr, wait_fd, info, ep, av, cq })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replay_window_takes_each_number_once() {
+        let mut r = Replay::new();
+        assert!(!r.accept(0), "0 is never a request number");
+        assert!(r.accept(1));
+        assert!(!r.accept(1));
+        assert!(r.accept(3));
+        assert!(r.accept(2), "a little out of order is fine");
+        assert!(!r.accept(2) && !r.accept(3));
+        assert!(r.accept(3 + REPLAY_WINDOW));
+        assert!(!r.accept(3), "older than the window");
+        assert!(r.accept(4), "inside the window, not seen");
+        assert!(r.accept(10 * REPLAY_WINDOW));
+        assert!(!r.accept(10 * REPLAY_WINDOW));
+        assert!(r.accept(10 * REPLAY_WINDOW - 5));
+        assert!(!r.accept(9 * REPLAY_WINDOW), "exactly the window's width behind");
+        assert!(r.accept(9 * REPLAY_WINDOW + 1));
+    }
+
+    #[test]
+    fn mac_binds_header_and_receiver() {
+        let k = crate::siphash::Key([1, 2]);
+        let h = Hdr { magic: MAGIC, op: Op::Put as u8, a: 7, seq: 9, ..Default::default() }.bytes();
+        let to = PeerId { node: 1, slot: 2, gen: 3, inc: 4 };
+        let m = header_mac(&k, &h, &to);
+        assert_eq!(m, header_mac(&k, &h, &to));
+        assert_ne!(m, header_mac(&k, &h, &PeerId { inc: 5, ..to }));
+        assert_ne!(m, header_mac(&crate::siphash::Key([1, 3]), &h, &to));
+        let mut h2 = h;
+        h2[SEQ_AT] ^= 1;
+        assert_ne!(m, header_mac(&k, &h2, &to));
     }
 }

@@ -34,6 +34,8 @@ pub const FI_REMOTE_READ: u64 = 1 << 12;
 pub const FI_REMOTE_WRITE: u64 = 1 << 13;
 pub const FI_COMPLETION: u64 = 1 << 24;
 pub const FI_DELIVERY_COMPLETE: u64 = 1 << 28;
+/// fi_getinfo flag: `node`/`service` name the local (source) address.
+pub const FI_SOURCE: u64 = 1 << 57;
 
 pub const FI_EP_RDM: c_int = 3;
 pub const FI_AV_TABLE: c_int = 2;

@@ -16,6 +16,14 @@
 //!   the last rank fails that way while the others sleep.  snrun must end the job with
 //!   that status and nothing may remain in the per-user shared-memory directory.
 //!
+//! - `netauth DIR` (network engine; c-tests/tools/net-attack runs it with `attack DIR`):
+//!   the last rank puts into rank 0's buffer (that request captured, as sent, into DIR); rank 0
+//!   overwrites what landed and publishes its endpoint name in DIR; then `attack DIR`, a
+//!   process outside the job, sends rank 0 garbage, truncated and forged headers and the
+//!   captured request again (and garbage to its provider's port).  Rank 0 checks that each
+//!   was dropped and counted as such and its buffer untouched; then every rank puts and
+//!   gets as before.
+//!
 //! Exit 0 and one line `fabric-jobtest MODE: rank R ok` per rank on success.
 
 use softnic_fabric::atomic::{AmoOp, AmoWidth};
@@ -299,6 +307,11 @@ fn crash(rank: u32, size: u32, how: &str) {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let mode = args.get(1).map(String::as_str).unwrap_or("");
+    if mode == "attack" {
+        // A process outside any job: no PMI, no secret.
+        attack(args.get(2).map(String::as_str).unwrap_or_else(|| die("usage", "attack DIR")));
+        return;
+    }
     let rank = ok!(bootstrap::rank(), "rank");
     let size = ok!(bootstrap::size(), "size");
     match mode {
@@ -306,7 +319,217 @@ fn main() {
         "spin" => spin(rank, size),
         "service" => service(rank, size),
         "crash" => crash(rank, size, args.get(2).map(String::as_str).unwrap_or("")),
-        _ => die("usage: fabric-jobtest ring|spin|service|crash segv|exit|abort", mode),
+        "netauth" => netauth(rank, size, args.get(2).map(String::as_str).unwrap_or_else(|| die("usage", "netauth DIR"))),
+        _ => die("usage: fabric-jobtest ring|spin|service|crash segv|exit|abort|netauth DIR|attack DIR", mode),
     }
     println!("fabric-jobtest {mode}: rank {rank} ok");
+}
+
+/// Canary byte `i` of the netauth buffer.
+fn canary(i: usize) -> u8 {
+    (i as u8).wrapping_mul(7) ^ 0xa5
+}
+
+fn write_file(dir: &str, name: &str, data: &[u8]) {
+    let tmp = format!("{dir}/.{name}.tmp");
+    ok!(std::fs::write(&tmp, data), "write");
+    ok!(std::fs::rename(&tmp, format!("{dir}/{name}")), "rename");
+}
+
+fn wait_file(dir: &str, name: &str, secs: u64) -> Vec<u8> {
+    let start = Instant::now();
+    loop {
+        if let Ok(b) = std::fs::read(format!("{dir}/{name}")) {
+            return b;
+        }
+        if start.elapsed() > Duration::from_secs(secs) {
+            die("waiting for a file", (dir, name));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn netauth(rank: u32, size: u32, dir: &str) {
+    use softnic_fabric::net;
+    const LEN: usize = 4096;
+    let buf: Vec<u8> = (0..LEN).map(canary).collect();
+    let key = ok!(mem::register(buf.as_ptr() as usize, LEN, Access::ReadWrite, PD), "register");
+    let cards = exchange(Card { peer: ok!(node::self_ref(), "self_ref"), key, addr: buf.as_ptr() as u64 });
+    if net::running().is_none() || size < 2 {
+        die("netauth needs the network engine and 2 ranks", size);
+    }
+    // Rank 0 as the network engine reaches it (by node and process id).
+    let me = ok!(node::get(), "node").proc_id();
+    let ids = ok!(bootstrap::allgather(&[ok!(bootstrap::node_id(rank), "node_id"), me.slot, me.gen].iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>()), "allgather");
+    let w = |i: usize| u32::from_le_bytes(ids[i * 4..i * 4 + 4].try_into().unwrap());
+    let target = ok!(Peer::at(w(0), registry::ProcId { slot: w(1), gen: w(2) }, 32), "Peer::at rank 0");
+    ok!(bootstrap::barrier(), "barrier");
+    // The initiator: the last rank (on the last virtual host, away from rank 0).
+    let initiator = size - 1;
+    if rank == initiator {
+        if !target.is_remote() {
+            die("rank 0 is not reached through the network engine", ());
+        }
+        net::capture_next_put();
+        ok!(rma::put(&target, cards[0].key, cards[0].addr + 64, b"GENUINE!", PD), "put");
+        let req = net::take_captured_put().unwrap_or_else(|| die("no put request captured", ()));
+        write_file(dir, "replay.req", &req);
+    }
+    ok!(bootstrap::barrier(), "barrier");
+    if rank == 0 {
+        let p = buf.as_ptr() as *mut u8;
+        // SAFETY: our registered buffer; peers write it only through the engine, and
+        // nobody does during this phase but the attacker (whose writes must not land).
+        let read = || (0..LEN).map(|i| unsafe { std::ptr::read_volatile(p.add(i)) }).collect::<Vec<u8>>();
+        if &read()[64..72] != b"GENUINE!" {
+            die("the initiator's put did not land", ());
+        }
+        for (i, b) in b"CHANGED!".iter().enumerate() {
+            // SAFETY: as above.
+            unsafe { std::ptr::write_volatile(p.add(64 + i), *b) };
+        }
+        write_file(dir, "target.name", &net::endpoint_name().unwrap_or_default());
+        write_file(dir, "ready", b"");
+        let report = String::from_utf8_lossy(&wait_file(dir, "attacked", 120)).into_owned();
+        let want: Vec<u64> = report.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+        if want.len() != 3 {
+            die("attacker's report", report);
+        }
+        // Its messages were delivered to our provider; give the engine time to read them.
+        let start = Instant::now();
+        let mut got = net::auth_drops().unwrap_or_default();
+        while (0..3).any(|i| got[i] < want[i]) && start.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(20));
+            got = net::auth_drops().unwrap_or_default();
+        }
+        println!("fabric-jobtest netauth: dropped {} malformed, {} unauthenticated, {} replayed (attacker sent {} {} {})", got[0], got[1], got[2], want[0], want[1], want[2]);
+        if got[1] != want[1] || got[2] != want[2] || got[0] < want[0] {
+            die("drop counts", (got, want));
+        }
+        let now = read();
+        for i in 0..LEN {
+            let expect = if (64..72).contains(&i) { b"CHANGED!"[i - 64] } else { canary(i) };
+            if now[i] != expect {
+                die("byte of the target's buffer changed by the attack", (i, now[i], expect));
+            }
+        }
+    }
+    ok!(bootstrap::barrier(), "barrier");
+    // The job goes on: every other rank puts its tag into rank 0's buffer and reads it back.
+    if rank != 0 {
+        let at = cards[0].addr + 256 + 8 * rank as u64;
+        let tag = 0x7e57_0000_0000u64 + rank as u64;
+        ok!(rma::put(&target, cards[0].key, at, &tag.to_le_bytes(), PD), "put after the attack");
+        let mut back = [0u8; 8];
+        ok!(rma::get(&target, cards[0].key, at, &mut back, PD), "get after the attack");
+        if u64::from_le_bytes(back) != tag {
+            die("get after the attack", u64::from_le_bytes(back));
+        }
+    }
+    ok!(bootstrap::barrier(), "barrier");
+    if rank == 0 {
+        for r in 1..size as usize {
+            let v = u64::from_le_bytes(buf[256 + 8 * r..264 + 8 * r].try_into().unwrap());
+            if v != 0x7e57_0000_0000u64 + r as u64 {
+                die("tag put after the attack", (r, v));
+            }
+        }
+    }
+    ok!(bootstrap::barrier(), "barrier");
+    drop(buf);
+}
+
+/// Plays a process outside the job: see `netauth`.  Writes DIR/attacked with the number of
+/// messages it sent that the target must count as malformed (at least), unauthenticated
+/// and replayed (exactly).
+fn attack(dir: &str) {
+    use softnic_fabric::net::RawEndpoint;
+    wait_file(dir, "ready", 120);
+    let name = wait_file(dir, "target.name", 1);
+    let genuine = wait_file(dir, "replay.req", 1);
+    const HDR: usize = 88; // fabric/src/net.rs: the header, its MAC in the last 8 bytes
+    if genuine.len() < HDR {
+        die("captured request shorter than a header", genuine.len());
+    }
+    let ep = ok!(RawEndpoint::open(), "RawEndpoint::open");
+    let mut seed = 0x243f_6a88_85a3_08d3u64 ^ std::process::id() as u64;
+    let mut noise = |n: usize| -> Vec<u8> {
+        (0..n)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                seed as u8
+            })
+            .collect()
+    };
+    let mut malformed = 0;
+    let mut forged = 0;
+    let mut replayed = 0;
+    // Garbage of every size around the header's, and truncated headers.
+    for n in [1usize, 7, 63, 87, 88, 200, 5000, 70000] {
+        let mut g = noise(n);
+        if n >= 2 {
+            g[0] = 0; // not the magic: malformed whatever the rest says
+        }
+        ok!(ep.send_to(&name, &g), "send garbage");
+        malformed += 1;
+    }
+    for n in [2usize, 40, HDR - 1] {
+        ok!(ep.send_to(&name, &genuine[..n]), "send a truncated header");
+        malformed += 1;
+    }
+    // Well-formed headers without the key: no MAC, a random one, the genuine request
+    // retargeted (key, address, length changed under its old MAC), and one sealed with
+    // another job's key.
+    let mut no_mac = genuine.clone();
+    no_mac[HDR - 8..HDR].fill(0);
+    let mut random_mac = genuine.clone();
+    random_mac[HDR - 8..HDR].copy_from_slice(&noise(8));
+    let mut moved = genuine.clone();
+    let elsewhere = u64::from_le_bytes(genuine[24..32].try_into().unwrap()) + 512;
+    moved[24..32].copy_from_slice(&elsewhere.to_le_bytes()); // b: the address
+    let mut renumbered = genuine.clone();
+    renumbered[HDR - 16] ^= 0x40; // a fresh request number under the old MAC
+    let k = noise(16);
+    let other_key = softnic_fabric::siphash::Key::from_bytes(k[..16].try_into().unwrap());
+    let mut other_job = genuine.clone();
+    let mac = softnic_fabric::siphash::hash_words(&other_key, &other_job[..HDR - 8].chunks(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect::<Vec<_>>());
+    other_job[HDR - 8..HDR].copy_from_slice(&mac.to_le_bytes());
+    for m in [&no_mac, &random_mac, &moved, &renumbered, &other_job] {
+        ok!(ep.send_to(&name, m), "send a forged request");
+        forged += 1;
+    }
+    // The genuine request, again and again.
+    for _ in 0..3 {
+        ok!(ep.send_to(&name, &genuine), "replay");
+        replayed += 1;
+    }
+    // Garbage straight to the provider's port, below its protocol (IPv4 names only).
+    if name.len() >= 8 && u16::from_ne_bytes([name[0], name[1]]) == libc::AF_INET as u16 {
+        let addr = std::net::SocketAddr::from(([name[4], name[5], name[6], name[7]], u16::from_be_bytes([name[2], name[3]])));
+        if let Ok(mut s) = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2)) {
+            use std::io::Write;
+            let _ = s.write_all(&noise(4096));
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        if let Ok(s) = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2)) {
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
+        // Not to udp;ofi_rxd's port: libfabric 1.17's rxd takes any datagram there as its
+        // own packet, and a garbage one crashed the target inside libfabric (SIGSEGV).
+        // ATTACK_RAW_UDP=1 sends them anyway.
+        let rxd = std::env::var("FI_PROVIDER").is_ok_and(|p| p.contains("udp"));
+        let raw_udp = !rxd || std::env::var("ATTACK_RAW_UDP").is_ok_and(|v| v == "1");
+        if let Some(s) = std::net::UdpSocket::bind("127.0.0.1:0").ok().filter(|_| raw_udp) {
+            for n in [1usize, 64, 1400] {
+                let _ = s.send_to(&noise(n), addr);
+            }
+        }
+    }
+    ep.linger(Duration::from_millis(500));
+    write_file(dir, "attacked", format!("{malformed} {forged} {replayed}").as_bytes());
+    // Our endpoint (and connection) stays while the target counts what we sent.
+    ep.linger(Duration::from_secs(2));
+    println!("fabric-jobtest attack: sent {malformed} malformed, {forged} forged, {replayed} replayed messages");
 }
