@@ -171,44 +171,9 @@ pub fn check_val(val: &str, maxes: &Maxes) -> Result<()> {
     Ok(())
 }
 
-/// SipHash-2-4 (Aumasson and Bernstein) of `msg` under the 128-bit `key`: a keyed MAC
-/// whose 64-bit tags an outsider who lacks the key cannot compute (nor learn the key from).
+/// SipHash-2-4 of `msg` under the 128-bit `key` (a keyed MAC: [`crate::siphash`]).
 pub fn siphash24(key: &[u8; 16], msg: &[u8]) -> u64 {
-    let k0 = u64::from_le_bytes(key[..8].try_into().expect("8 bytes"));
-    let k1 = u64::from_le_bytes(key[8..].try_into().expect("8 bytes"));
-    let mut v = [k0 ^ 0x736f_6d65_7073_6575, k1 ^ 0x646f_7261_6e64_6f6d, k0 ^ 0x6c79_6765_6e65_7261, k1 ^ 0x7465_6462_7974_6573];
-    fn round(v: &mut [u64; 4]) {
-        v[0] = v[0].wrapping_add(v[1]);
-        v[1] = v[1].rotate_left(13) ^ v[0];
-        v[0] = v[0].rotate_left(32);
-        v[2] = v[2].wrapping_add(v[3]);
-        v[3] = v[3].rotate_left(16) ^ v[2];
-        v[0] = v[0].wrapping_add(v[3]);
-        v[3] = v[3].rotate_left(21) ^ v[0];
-        v[2] = v[2].wrapping_add(v[1]);
-        v[1] = v[1].rotate_left(17) ^ v[2];
-        v[2] = v[2].rotate_left(32);
-    }
-    let absorb = |v: &mut [u64; 4], m: u64| {
-        v[3] ^= m;
-        round(v);
-        round(v);
-        v[0] ^= m;
-    };
-    let mut words = msg.chunks_exact(8);
-    for w in &mut words {
-        absorb(&mut v, u64::from_le_bytes(w.try_into().expect("8 bytes")));
-    }
-    let mut last = (msg.len() as u64) << 56;
-    for (i, &b) in words.remainder().iter().enumerate() {
-        last |= (b as u64) << (8 * i);
-    }
-    absorb(&mut v, last);
-    v[2] ^= 0xff;
-    for _ in 0..4 {
-        round(&mut v);
-    }
-    v[0] ^ v[1] ^ v[2] ^ v[3]
+    crate::siphash::hash(&crate::siphash::Key::from_bytes(key), msg)
 }
 
 /// The job secret as a launcher hands it over: 32 hex digits (either case).
