@@ -143,8 +143,6 @@ check-full: check
 
 # ---- examples, install, bench --------------------------------------------------
 
-# A 4-rank PMI hello, then the DMAPP seed sample and the uTofu ARMW sample (an MPI
-# program, 4 ranks on 4 virtual nodes) compiled unchanged against build/.
 # The example job: builds only the programs it runs (quietly), then one job per API.
 EXAMPLE_PROGS := $(BUILD)/tests/pmi/pmi_hello $(BUILD)/tests/ugni/data_smsg $(BUILD)/examples/dmapp_put \
                  $(BUILD)/examples/utofu/utofu_armw_game $(BUILD)/tests/portals/ptl_threads $(BUILD)/tests/sisci/sisci_pingpong
