@@ -944,7 +944,7 @@ impl Engine {
             // SAFETY: registers a function without arguments that only reads atomics.
             unsafe { libc::atexit(print_stats_at_exit) };
         }
-        crate::sn_info!("network engine", "provider {} node {} slot {} at {} ({} address bytes, RMA {})", e.provider, node, me.slot, if local { "loopback" } else { "the provider's default address" }, e.name.len(), if e.fi.rma { "on" } else { "off" });
+        crate::sn_info!("network engine", "provider {} node {} slot {} at {} ({} address bytes, RMA {}, inject {} bytes)", e.provider, node, me.slot, if local { "loopback" } else { "the provider's default address" }, e.name.len(), if e.fi.rma { "on" } else { "off" }, e.inject_size);
         Ok(e)
     }
 
@@ -2780,6 +2780,9 @@ impl Engine {
     }
 }
 
+/// The inject size asked of the provider: a header and up to 168 bytes of payload.
+const INJECT_WANTED: usize = HDR + 168;
+
 /// Opens fabric, domain, completion queue, address vector and an enabled endpoint with
 /// capabilities `caps` (falling back to messages alone), on the loopback address when
 /// `loopback` and the provider can (else where the provider puts it: its first
@@ -2819,7 +2822,15 @@ unsafe fn open_endpoint(lib: &Lib, loopback: bool, caps: u64) -> Result<Objs> {
             }
             (lib.getinfo)(ofi::API_VERSION, std::ptr::null(), std::ptr::null(), 0, hints, info)
         };
+        // Room to inject a header-only message (a reply, an ack) and a small payload: the
+        // header with its MAC is HDR bytes, past the 64 that tcp;ofi_rxm offers unasked
+        // (a message past the inject size is sent with a completion to reap: dearer).
+        (*(*hints).tx_attr).inject_size = INJECT_WANTED;
         let mut rc = getinfo(hints, &mut info);
+        if rc != 0 || info.is_null() {
+            (*(*hints).tx_attr).inject_size = 0;
+            rc = getinfo(hints, &mut info);
+        }
         let mut rma = caps & ofi::FI_RMA != 0;
         if rc != 0 || info.is_null() {
             (*hints).caps = ofi::FI_MSG;
