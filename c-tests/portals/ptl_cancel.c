@@ -4,6 +4,9 @@
  * watchers slept on still work from the main thread: PtlEQGet takes the events of the left
  * neighbour's puts (a waiter count left behind would make it answer PTL_EQ_EMPTY forever),
  * a second waiter beside a cancelled one gets its event, and PtlEQFree succeeds.
+ * Also the decision recorded in portals3.h: PtlEQWait that finds an event queued returns
+ * it, a cancellation request pending or not (as the reference, whose wait is a
+ * cancellation point only in its sleep); the next wait that sleeps ends the thread.
  * Usage: ptl_cancel [rounds].  Prints "ptl_cancel: rank R of N ok". */
 #include "ptest.h"
 #include "canceltest.h"
@@ -56,6 +59,69 @@ static void *second_waiter(void *p)
     return NULL;
 }
 
+typedef struct {
+    ptl_handle_eq_t q;
+    int rc;
+    ptl_event_kind_t type;
+    atomic_int stage;
+} pending_t;
+
+/* Deferred, with a cancellation request pending (made while it had cancellation
+ * disabled): the first PtlEQWait finds an event and returns it, the second sleeps and
+ * ends the thread. */
+static void *pending_wait(void *p)
+{
+    pending_t *s = p;
+    ptl_event_t ev;
+    int old;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+    atomic_store(&s->stage, 1);
+    while (atomic_load(&s->stage) != 2) ct_sleep_us(100);
+    pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old); /* deferred: not acted on here */
+    s->rc = PtlEQWait(s->q, &ev);
+    s->type = ev.type;
+    atomic_store(&s->stage, 3);
+    PtlEQWait(s->q, &ev);
+    atomic_store(&s->stage, 4);
+    return NULL;
+}
+
+static void event_then_cancel(void)
+{
+    enum { PT_SELF = 5 };
+    ptl_handle_eq_t q3;
+    ptl_process_id_t self;
+    PCHECK(PtlGetId(ni, &self));
+    PCHECK(PtlEQAlloc(ni, 8, PTL_EQ_HANDLER_NONE, &q3));
+    uint64_t landing = 0, src = 0x5e1f;
+    ptl_handle_me_t me;
+    ptl_handle_md_t md;
+    PCHECK(PtlMEAttach(ni, PT_SELF, ANY_ID, 0, 0, PTL_RETAIN, PTL_INS_AFTER, &me));
+    PCHECK(PtlMDAttach(me, md_of(&landing, 8, PTL_MD_THRESH_INF, PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE, q3), PTL_RETAIN, NULL));
+    PCHECK(PtlMDBind(ni, md_of(&src, 8, PTL_MD_THRESH_INF, 0, PTL_EQ_NONE), PTL_RETAIN, &md));
+    /* A put to ourselves: its PUT_END is in q3 when PtlPut returns. */
+    PCHECK(PtlPut(md, PTL_NOACK_REQ, self, PT_SELF, 0, 0, 0, 0));
+    CHECK_EQ(landing, 0x5e1f);
+    pending_t s;
+    memset(&s, 0, sizeof s);
+    s.q = q3;
+    s.rc = -1;
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, pending_wait, &s) == 0);
+    while (atomic_load(&s.stage) != 1) ct_sleep_us(100);
+    CHECK(pthread_cancel(th) == 0);
+    atomic_store(&s.stage, 2);
+    void *res = NULL;
+    CHECK(pthread_join(th, &res) == 0);
+    CHECK(res == PTHREAD_CANCELED);
+    CHECK_EQ(atomic_load(&s.stage), 3);
+    PCHECK_RC(s.rc, PTL_OK);
+    CHECK_EQ(s.type, PTL_EVENT_PUT_END);
+    PCHECK(PtlMDUnlink(md));
+    PCHECK(PtlMEUnlink(me));
+    PCHECK(PtlEQFree(q3));
+}
+
 int main(int argc, char **argv)
 {
     int spawned, rank, n, maxif;
@@ -81,6 +147,7 @@ int main(int argc, char **argv)
     ct_battery("PtlEQWait_timeout", eq_wait_timeout, NULL, rounds);
     ct_battery("PtlEQPoll", eq_poll, NULL, rounds);
     ct_loop_both("PtlEQPoll(0) in a loop", eq_poll_zero, NULL, rounds, 2000);
+    event_then_cancel();
     /* Nothing was taken or left half-taken. */
     expect_empty(q1);
     expect_empty(q2);

@@ -691,10 +691,19 @@ fn wait_on(q: &EqLocal, event: *mut Event, timeout: Option<Duration>) -> i32 {
     }
 }
 
-softnic_fabric::blocking_export! {
-    pub unsafe fn PtlEQWait(eq_handle: u32, event: *mut Event) -> i32 {
-        ret("PtlEQWait", wait_one(eq_handle, event, None))
+/// The event already at the head of the queue, if any (the wait's first attempt; see
+/// `blocking_export_now!`): errors are left to the wait, which checks the same things.
+fn take_now(eq_handle: u32, event: *mut Event) -> Option<i32> {
+    if event.is_null() {
+        return None;
     }
+    with_eq(eq_handle, |q| Ok(q.take_into(event)?.ok())).ok().flatten()
+}
+
+softnic_fabric::blocking_export_now! {
+    pub unsafe fn PtlEQWait(eq_handle: u32, event: *mut Event) -> i32;
+    now { take_now(eq_handle, event) }
+    wait { ret("PtlEQWait", wait_one(eq_handle, event, None)) }
 }
 
 softnic_fabric::blocking_export! {
