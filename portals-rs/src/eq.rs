@@ -223,11 +223,14 @@ impl EqLocal {
 }
 
 /// Opens a hold on queue `eq_h` of our NI `seg` (lock held): from now on what others
-/// deposit there is held.  None for PTL_EQ_NONE or a queue that is not live.
+/// deposit there is held.  None for PTL_EQ_NONE, a queue that is not live, and a queue
+/// no attached MD ever named: only our own operations log there (SEND, ACK, REPLY and
+/// UNLINK of bound MDs), no reaction of a target can, so there is nothing to hold back
+/// (the operations of a bandwidth loop then cost no hold).
 fn hold(seg: &Seg, g: &Guard<'_>, eq_h: u32) -> Option<Hold> {
     let (idx, hgen) = handle::index_of(eq_h, handle::EQ)?;
     let q = seg.eq(g, idx)?;
-    if q.state != LIVE || !seg.gen_ok(q.gen, hgen) {
+    if q.state != LIVE || !seg.gen_ok(q.gen, hgen) || q.targeted == 0 {
         return None;
     }
     let ring = seg.with_eq_ring(g, idx, (q.gen, q.ring_off, q.ring_len), |r| *r)?;
@@ -432,6 +435,17 @@ fn with_eq<R>(h: u32, f: impl FnOnce(&Arc<EqLocal>) -> PResult<R>) -> PResult<R>
     })
 }
 
+/// Notes that an MD attached to a match entry names queue `eq_h` of our NI (lock held):
+/// from now on our operations hold it (see `hold`).
+pub fn note_targeted(seg: &Seg, g: &Guard<'_>, eq_h: u32) {
+    let Some((idx, gen)) = handle::index_of(eq_h, handle::EQ) else { return };
+    if let Some(q) = seg.eq(g, idx) {
+        if q.state == LIVE && seg.gen_ok(q.gen, gen) {
+            q.targeted = 1;
+        }
+    }
+}
+
 /// Is `h` PTL_EQ_NONE or a live queue of `n`?  (`PTL_EQ_INVALID` otherwise.)
 pub fn check_eq_or_none(n: &Ni, h: u32) -> PResult<()> {
     if h == PTL_EQ_NONE {
@@ -582,6 +596,7 @@ fn eq_alloc(ni_handle: u32, count: u64, handler: ptl_eq_handler_t, out: *mut u32
         q.ring_off = off as u64;
         q.ring_len = bytes as u64;
         q.gates = 0;
+        q.targeted = 0;
         q.state = LIVE;
         n.seg.state(&g).stats.eq_alloc += 1;
         n.seg.handle(handle::EQ, q.gen, idx)

@@ -200,6 +200,8 @@ pub struct Prepared {
     key: u64,
     writable: bool,
     keys: Vec<MemKey>,
+    /// For an MD attached to a match entry (a target of others' operations).
+    attached: bool,
 }
 
 impl Drop for Prepared {
@@ -256,7 +258,7 @@ pub fn prepare(n: &Ni, md: &ptl_md_t, register: bool) -> PResult<Prepared> {
     if v.options & PTL_MD_OP_PUT != 0 && !writable {
         return Err(PTL_MD_ILLEGAL);
     }
-    let mut p = Prepared { view: v, iov: Vec::new(), total, key: 0, writable, keys: Vec::new() };
+    let mut p = Prepared { view: v, iov: Vec::new(), total, key: 0, writable, keys: Vec::new(), attached: register };
     for &(b, l) in &pieces {
         let key = if register && l > 0 {
             let k = acquire(b as usize, l as usize, writable)?;
@@ -276,6 +278,9 @@ pub fn prepare(n: &Ni, md: &ptl_md_t, register: bool) -> PResult<Prepared> {
 
 /// Writes a prepared MD into row `i` (lock held); its registrations go to `mem_t`.
 fn install(seg: &Seg, g: &Guard<'_>, i: u32, mut p: Prepared, flags: u32, mem_t: &mut [MdMem]) {
+    if p.attached {
+        crate::eq::note_targeted(seg, g, p.view.eq_handle);
+    }
     let m = seg.md(g, i).expect("allocated row");
     m.view = p.view;
     m.flags = flags | if p.writable { MDF_WRITABLE } else { 0 };

@@ -652,6 +652,44 @@ fn put_end(seg: &Seg, g: &Guard<'_>, p: &PutEnd<'_>, outcome: &Outcome, mut own:
     end(seg, g, mi, p.link, own)
 }
 
+/// The general path of a put (its lock `g` held on entry, released here): the target
+/// may react before the put has logged its own events, so its queue is held meanwhile.
+/// Out of line: the one-critical-section path stays small.  True when the MD went.
+#[inline(never)]
+fn put_general(n: &Ni, g: Guard<'_>, eq_h: u32, end: &PutEnd<'_>) -> bool {
+    let seg = &n.seg;
+    let mut holds = OpHolds::open(seg, &g, &[eq_h]);
+    drop(g);
+    let o = send(n, end.target, *end.req, Some(end.mem), None, None);
+    let g = seg.lock();
+    if holds.settle(seg, &g) {
+        put_end(seg, &g, end, &o, None)
+    } else {
+        let mut own = OwnEvents::default();
+        let gone = put_end(seg, &g, end, &o, Some(&mut own));
+        holds.release(seg, &g, own);
+        gone
+    }
+}
+
+/// The general path of a get, as [`put_general`].
+#[inline(never)]
+fn get_general(n: &Ni, g: Guard<'_>, mi: u32, link: u32, req: &Req, mem: &Mem, target: ptl_process_id_t) -> bool {
+    let seg = &n.seg;
+    let mut holds = OpHolds::open(seg, &g, &[seg.md(&g, mi).expect("live").view.eq_handle]);
+    drop(g);
+    let o = send(n, target, *req, None, Some(mem), None);
+    let g = seg.lock();
+    if holds.settle(seg, &g) {
+        get_end(seg, &g, mi, link, req, mem, target, &o, None)
+    } else {
+        let mut own = OwnEvents::default();
+        let gone = get_end(seg, &g, mi, link, req, mem, target, &o, Some(&mut own));
+        holds.release(seg, &g, own);
+        gone
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn put(md_h: u32, region: Option<(u64, u64)>, ack_req: u32, target: ptl_process_id_t, pt: u32, ac: u32, bits: u64, roff: u64, hdr: u64) -> PResult<()> {
     Lib::with_of(md_h, handle::MD, PTL_MD_INVALID, |n, idx, gen| {
@@ -680,24 +718,7 @@ fn put(md_h: u32, region: Option<(u64, u64)>, ack_req: u32, target: ptl_process_
                 drop(g);
                 gone
             }
-            None => {
-                // The target may react before this put has logged its own events.
-                let mut holds = OpHolds::open(seg, &g, &[eq_h]);
-                drop(g);
-                let o = send(n, target, req, Some(&mem), None, None);
-                let g = seg.lock();
-                let end = PutEnd { mi, link, req: &req, mem: &mem, ack_wanted, target };
-                let gone = if holds.settle(seg, &g) {
-                    put_end(seg, &g, &end, &o, None)
-                } else {
-                    let mut own = OwnEvents::default();
-                    let gone = put_end(seg, &g, &end, &o, Some(&mut own));
-                    holds.release(seg, &g, own);
-                    gone
-                };
-                drop(g);
-                gone
-            }
+            None => put_general(n, g, eq_h, &PutEnd { mi, link, req: &req, mem: &mem, ack_wanted, target }),
         };
         if gone {
             md::reap(n);
@@ -759,22 +780,7 @@ fn get(md_h: u32, region: Option<(u64, u64)>, target: ptl_process_id_t, pt: u32,
                 drop(g);
                 gone
             }
-            None => {
-                let mut holds = OpHolds::open(seg, &g, &[seg.md(&g, mi).expect("live").view.eq_handle]);
-                drop(g);
-                let o = send(n, target, req, None, Some(&mem), None);
-                let g = seg.lock();
-                let gone = if holds.settle(seg, &g) {
-                    get_end(seg, &g, mi, link, &req, &mem, target, &o, None)
-                } else {
-                    let mut own = OwnEvents::default();
-                    let gone = get_end(seg, &g, mi, link, &req, &mem, target, &o, Some(&mut own));
-                    holds.release(seg, &g, own);
-                    gone
-                };
-                drop(g);
-                gone
-            }
+            None => get_general(n, g, mi, link, &req, &mem, target),
         };
         if gone {
             md::reap(n);

@@ -251,7 +251,11 @@ pub struct EqRow {
     /// Operations of the owner in flight whose events this queue holds back the events
     /// of others for (see crate::eq's holds): while non-zero a deposit is held.
     pub gates: u32,
-    _pad: [u32; 7],
+    /// Non-zero once an MD attached to a match entry named this queue (for this
+    /// generation): only then can a target's reaction to our operation land here, and
+    /// only then do our operations hold it (crate::eq's holds).
+    pub targeted: u32,
+    _pad: [u32; 6],
 }
 
 /// An entry of the EQ-handler ring: the event and the queue it went to.
