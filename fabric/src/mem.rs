@@ -28,8 +28,9 @@
 //! like a .bss), to the block, to pages rebound already and away from the caller's own
 //! stack and thread control block, so that the registrations of their neighbours, in the
 //! common pattern of a fresh buffer per message, pay only bookkeeping.  Windows need the
-//! write guard in its full form (see the caveats; otherwise exactly the pages asked for
-//! are rebound), and each is checked to be the same mapping just before its swap (another
+//! write guard in its full form, or a process whose only thread is the caller (see the
+//! caveats and [`window_safe_now`]; otherwise exactly the pages asked for are rebound),
+//! and each is checked to be the same mapping just before its swap (another
 //! thread may unmap or remap its neighbour's memory meanwhile: then only the pages asked
 //! for are rebound).  Before a `fork` the pages of windows that no live registration
 //! covers are made private again (see [`before_fork`]).
@@ -62,7 +63,8 @@
 //!   (CAP_SYS_PTRACE or vm.unprivileged_userfaultfd=1) writes the kernel makes for other
 //!   threads (read(2) into those pages, the rseq area of a thread control block, a signal
 //!   frame) are held the same way; otherwise the guard works in user mode only, such a
-//!   write fails with EFAULT while the guard is armed, and no window is used.  Where the
+//!   write fails with EFAULT while the guard is armed, and no window is used while the
+//!   process has another thread.  Where the
 //!   guard is unavailable (older kernels, seccomp filters, valgrind) and for private file
 //!   mappings (.data), other threads' writes can be lost (they may land between the copy
 //!   and the swap).  The calling thread is safe, including when the range covers its own
@@ -1370,7 +1372,7 @@ fn rebind_into(b: &Backing, gs: usize, ge: usize, maps: &[Vma], widen: bool) -> 
     // What this thread writes until the swap is done (see `OwnZone`).
     let probe = 0u8;
     let zone = OwnZone::here(std::hint::black_box(&probe) as *const u8 as usize);
-    let widen = widen && !FORKING.load(Ordering::Acquire) && !zone.overlaps(gs, ge);
+    let widen = widen && window_bytes() > 0 && !FORKING.load(Ordering::Acquire) && !zone.overlaps(gs, ge) && window_safe_now();
     let (start, end) = if widen { window(gs, ge, maps, &b.bound, zone) } else { (gs, ge) };
     // Pages not copied below must read as zeros in the memfd (a late write of a peer
     // through a registration that ended may have filled the hole since it was punched).
@@ -1554,23 +1556,45 @@ impl OwnZone {
 /// Bytes of the aligned window a rebind covers around the pages asked for
 /// (`SOFTNIC_REGISTER_WINDOW`, rounded down to a power of two; below a page = exactly
 /// the pages asked for).  Widening makes the neighbours' later registrations cost only
-/// bookkeeping.  It happens only where [`widenable`], and only when the write guard
-/// holds the kernel's writes too: pages nobody asked to register may hold what the
-/// kernel writes for other threads at any moment (the rseq area in a thread control
-/// block, a signal frame, a read(2) buffer), and a guard in user mode only would make
-/// those writes fail (a failed rseq update or signal frame kills the thread).
+/// bookkeeping.  It happens only where [`widenable`], with the write guard armed, and
+/// only when nobody but the guard's own thread can write the window meanwhile in a way
+/// the guard cannot hold ([`window_safe_now`]).  0 where windows are never used (no
+/// PROCMAP_QUERY, no write guard).
 fn window_bytes() -> usize {
     static W: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *W.get_or_init(|| {
         let w = crate::env::get_u64("SOFTNIC_REGISTER_WINDOW").min(BLOCK as u64) as usize;
         // Windows are checked with PROCMAP_QUERY (Linux 6.11+) before they are swapped.
         let queries = query_maps(&W as *const _ as usize, &W as *const _ as usize + 1, Names::Skip).is_some();
-        if w < shm::page_size() || !queries || !register_guard_holds_kernel_writes() {
+        if w < shm::page_size() || !queries || !register_guard_available() {
             0
         } else {
             1 << (usize::BITS - 1 - w.leading_zeros())
         }
     })
+}
+
+/// May a rebind starting now take a window?  Pages nobody asked to register may hold
+/// what the kernel writes for other threads at any moment (the rseq area in a thread
+/// control block, a signal frame, a read(2) buffer).  A guard that holds the kernel's
+/// writes too makes them wait; a guard in user mode only (no privilege) would make them
+/// fail (a failed rseq update or signal frame kills the thread).  So, without that
+/// privilege, only when the calling thread is the process's only thread: then no other
+/// thread exists to write, none can appear before the swap is done (only this thread
+/// could create it), and this thread's own signal handlers are blocked by the guard.
+/// (Kernel threads that write for the process, io_uring's workers, count as its
+/// threads.)  One read of /proc/self/stat, made only when a rebind would widen.
+fn window_safe_now() -> bool {
+    register_guard_holds_kernel_writes() || only_thread()
+}
+
+/// Is the calling thread the process's only one (/proc/self/stat's thread count)?
+fn only_thread() -> bool {
+    let Ok(stat) = crate::cancel::sys::read_file(c"/proc/self/stat") else { return false };
+    // num_threads is field 20: the 18th after the ')' that ends the command name.
+    let after = stat.iter().rposition(|&c| c == b')').map_or(&stat[..0], |i| &stat[i + 1..]);
+    let count = after.split(|c| c.is_ascii_whitespace()).filter(|f| !f.is_empty()).nth(17);
+    count == Some(&b"1"[..])
 }
 
 /// May a rebind take these pages though nobody asked to register them?  Anonymous
