@@ -61,8 +61,8 @@
  *   runs, another thread writing those pages waits in its page fault and its
  *   write lands on the new page (Linux 6.4+ with userfaultfd allowed); where that
  *   is not possible (older kernels, container seccomp filters, valgrind, .data)
- *   such a write can be lost: there register before other threads write the
- *   pages.  Pages stay shared when their registration ends (registering them
+ *   the other threads are parked for the moment of the copy instead (see
+ *   gni_pub.h, SOFTNIC_STOP_SIGNAL).  Pages stay shared when their registration ends (registering them
  *   again costs bookkeeping only; see gni_pub.h for the window shared around a
  *   first registration).  A child made by fork shares the pages of live
  *   registrations with its parent.  Under valgrind, memcheck sees the registered

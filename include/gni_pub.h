@@ -19,8 +19,12 @@
  * writing those pages waits in its page fault and its write lands on the new
  * page (Linux 6.4+ with userfaultfd allowed; SOFTNIC_REGISTER_GUARD=0 turns it
  * off); where that is not possible (older kernels, container seccomp filters,
- * valgrind, the executable's .data) such a write can be lost: there register
- * before other threads write the pages; where the process may not have the
+ * valgrind, the executable's .data) the other threads are parked instead for
+ * the moment of the copy (a real-time signal, SOFTNIC_STOP_SIGNAL, whose
+ * handler waits; a system call it interrupts is restarted, or fails with EINTR
+ * where it never restarts, as for any signal); only if that signal is taken by
+ * the program, or a thread blocks it, can such a write be lost (SOFTNIC_LOG
+ * says so) [mem_statics]; where the process may not have the
  * kernel's writes held too (CAP_SYS_PTRACE or vm.unprivileged_userfaultfd=1), a
  * system call of another thread writing them (read(2)) fails with EFAULT while
  * the call runs.  Pages stay shared when their registration ends: registering

@@ -75,6 +75,14 @@ pub static TUNABLES: &[Tunable] = &[
                unprivileged process (for tests).",
     },
     Tunable {
+        name: "SOFTNIC_STOP_SIGNAL",
+        default: "0",
+        help: "Real-time signal that parks the other threads of a process for the moment \
+               a registration copies pages no write guard protects (initialised statics, \
+               or any memory where userfaultfd is unavailable), so that none of their \
+               writes is lost. 0 = SIGRTMAX - 7. Not used if the program handles it.",
+    },
+    Tunable {
         name: "SOFTNIC_REGISTER_WINDOW",
         default: "262144",
         help: "Bytes of the aligned window a registration makes shareable around the \

@@ -25,6 +25,7 @@ pub mod registry;
 pub mod ring;
 pub mod wait;
 pub mod cancel;
+pub mod stop;
 pub mod mem;
 pub mod atomic;
 pub mod rma;

@@ -66,8 +66,10 @@
 //!   write fails with EFAULT while the guard is armed, and no window is used while the
 //!   process has another thread.  Where the
 //!   guard is unavailable (older kernels, seccomp filters, valgrind) and for private file
-//!   mappings (.data), other threads' writes can be lost (they may land between the copy
-//!   and the swap).  The calling thread is safe, including when the range covers its own
+//!   mappings (.data), the other threads are parked from just before the copy until the
+//!   swap ([`crate::stop`]); only where that fails (the signal is taken, a thread blocks
+//!   it) can their writes be lost (they may land between the copy and the swap), and a
+//!   warning says so.  The calling thread is safe, including when the range covers its own
 //!   stack or thread control block: then the copy and swap run on a helper thread while
 //!   the caller sleeps in the kernel with signals blocked (unguarded, like the stack of
 //!   a thread other than the caller).
@@ -1414,6 +1416,9 @@ fn rebind_into(b: &Backing, gs: usize, ge: usize, maps: &[Vma], widen: bool) -> 
     // hold the allocator's), nor write a static or thread-local (they may lie in a
     // guarded window): system calls are bare.
     let _ = under_valgrind(); // decided now: it writes a static the first time
+    // Whether other threads can be parked around the copy, decided now (it may allocate):
+    // not when this is the only thread (nobody to park) or a helper copies (on_stack).
+    let park_ready = !on_stack && !only_thread() && crate::stop::prepare();
     let widened = (start, end) != (gs, ge);
     let maps_fd = if widened { maps_fd().unwrap_or(-1) } else { -1 };
     let page = shm::page_size();
@@ -1480,12 +1485,21 @@ fn rebind_into(b: &Backing, gs: usize, ge: usize, maps: &[Vma], widen: bool) -> 
         return rebind_into(b, gs, ge, maps, false);
     }
     let n = pieces.len();
+    let mut unparked = false;
     let (done, errno) = if on_stack {
         let (r, pieces) = copy_and_swap_off_stack(pieces)?;
         cleanup(&pieces[r.0..]);
         r
     } else {
+        // Pieces no guard holds (a program's initialised statics, or no guard at all):
+        // the other threads are parked from before their copy until after the swap.
+        let exposed = anon.iter().any(|a| !a) || (anon.iter().any(|a| *a) && (guard.is_none() || unguarded));
+        // (Parked after the guard is armed: a thread held in a guarded page fault parks
+        // only if the kernel interrupts its wait for the signal, else parking gives up.)
+        let parked = if exposed && park_ready { crate::stop::park_others() } else { None };
+        unparked = exposed && park_ready && parked.is_none();
         let r = copy_and_swap(&pieces, maps_fd);
+        drop(parked);
         // Writers held by the guard go on now, on the new pages (or the old ones where
         // the swap failed).
         drop(guard);
@@ -1493,6 +1507,9 @@ fn rebind_into(b: &Backing, gs: usize, ge: usize, maps: &[Vma], widen: bool) -> 
         cleanup(&pieces[r.0..]);
         r
     };
+    if unparked {
+        unparked_warning();
+    }
     if errno != 0 {
         node::debug(&format!("rebind of {:#x}..{:#x} stopped at piece {} of {}: errno {}", start, end, done, n, errno));
     }
@@ -1586,6 +1603,16 @@ fn window_bytes() -> usize {
 /// threads.)  One read of /proc/self/stat, made only when a rebind would widen.
 fn window_safe_now() -> bool {
     register_guard_holds_kernel_writes() || only_thread()
+}
+
+/// Says once that a registration copied pages no guard holds with other threads running
+/// (parking them failed: see [`crate::stop`]).
+#[cold]
+fn unparked_warning() {
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !SAID.swap(true, Ordering::Relaxed) {
+        crate::sn_warn!("fabric", "a registration copied pages no write guard holds while other threads ran (they could not be parked): a write they made meanwhile may be lost");
+    }
 }
 
 /// Is the calling thread the process's only one (/proc/self/stat's thread count)?
