@@ -30,8 +30,9 @@
  * the call runs.  Pages stay shared when their registration ends: registering
  * them again costs bookkeeping only, and only live registrations take
  * resources (no limit on registrations made over time).  Where the kernel's
- * writes are held, or when the calling thread is the process's only thread (no
- * one else can write meanwhile), a first registration in anonymous memory
+ * writes are held, when the calling thread is the process's only thread (no
+ * one else can write meanwhile), or with the other threads parked for that
+ * moment (SOFTNIC_STOP_SIGNAL, below), a first registration in anonymous memory
  * shares the aligned window of SOFTNIC_REGISTER_WINDOW bytes (256 KiB) around
  * it, so that its neighbours' registrations are cheap too.  [mem_window]  A child made by fork shares the
  * pages of live registrations with its parent.  Under valgrind, memcheck sees

@@ -4,22 +4,24 @@
  * shareable too, so that the registrations of its neighbours cost only bookkeeping.
  * Pages nobody registered may be written by the kernel for another thread at any moment
  * (a read(2) into them); the library takes a window only when that write cannot be lost
- * or fail: when its write guard holds the kernel's writes (a privileged process), or
- * when the calling thread is the process's only thread.
+ * or fail: when its write guard holds the kernel's writes (a privileged process), when
+ * the calling thread is the process's only thread, or with the other threads parked
+ * for the moment of the copy (a signal; their system calls restart).
  *
  *   phase 1, one thread: register 100 B on a page of a 4 MiB heap buffer whose every
  *     page holds its own pattern: with windows available, the whole window around it is
  *     a memfd mapping now (/proc/self/maps), and every byte of the buffer is unchanged.
  *   phase 2, a second thread sleeps in read(2) from a pipe into a page of another
- *     window: register 100 B on that window's first page.  With the guard in user mode
- *     only (SOFTNIC_REGISTER_GUARD_KERNEL=0, "expect=exact" argument), exactly the page
- *     asked for is shared; with a guard that holds the kernel's writes the window may be
- *     taken.  Either way, the read that completes afterwards lands, whole, in the page
- *     the program sees.
+ *     window: register 100 B on that window's first page.  "window": the window is
+ *     taken (a guard that holds the kernel's writes, or the thread parked); "exact":
+ *     exactly the page asked for is shared (the guard in user mode only,
+ *     SOFTNIC_REGISTER_GUARD_KERNEL=0, and no parking, SOFTNIC_STOP_SIGNAL naming a
+ *     signal that cannot be used); "any": either.  Either way, the read that completes
+ *     afterwards lands, whole, in the page the program sees.
  *   Each rank then reads its right neighbour's two registered pieces with FMA GET
  *     (handles exchanged with PMI_Allgather): the patterns.
  *
- *   mem_window [exact|any]      prints "mem_window: rank R ok"
+ *   mem_window [exact|window|any]      prints "mem_window: rank R ok"
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -82,6 +84,7 @@ static void *read_into(void *p)
 int main(int argc, char **argv)
 {
     int exact = argc > 1 && !strcmp(argv[1], "exact");
+    int want_window = argc > 1 && !strcmp(argv[1], "window");
     gnit_t t;
     gnit_init(&t, 64);
     uint8_t *buf = dt_alloc(BUF + WIN);
@@ -111,7 +114,8 @@ int main(int argc, char **argv)
     uint8_t *p2 = w1 + 256;
     gni_mem_handle_t mh2 = dt_reg(&t, p2, 100, NULL, GNI_MEM_READWRITE);
     size_t sh2 = shared_bytes((uintptr_t)w1, (uintptr_t)w1 + WIN);
-    if (exact && sh2 != PAGE) SN_FAIL("with another thread and a user-mode guard, %zu bytes were shared (want the one page)", sh2);
+    if (exact && sh2 != PAGE) SN_FAIL("with another thread, a user-mode guard and no parking, %zu bytes were shared (want the one page)", sh2);
+    if (want_window && windows && sh2 != WIN) SN_FAIL("with another thread parked, %zu bytes were shared (want the window)", sh2);
     uint8_t msg[PAGE];
     for (unsigned i = 0; i < PAGE; i++) msg[i] = (uint8_t)(0xa5 ^ i ^ t.rank);
     CHECK(write(fds[1], msg, PAGE) == PAGE);

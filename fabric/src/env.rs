@@ -88,9 +88,9 @@ pub static TUNABLES: &[Tunable] = &[
         help: "Bytes of the aligned window a registration makes shareable around the \
                pages it covers, within the same anonymous mapping, so that neighbouring \
                registrations find their pages shared already. Only where the write \
-               guard holds the kernel's writes too (see SOFTNIC_REGISTER_GUARD_KERNEL) \
-               or the registering thread is the process's only one; \
-               0 = exactly the pages registered.",
+               guard holds the kernel's writes too (see SOFTNIC_REGISTER_GUARD_KERNEL), \
+               the registering thread is the process's only one, or the others can be \
+               parked (SOFTNIC_STOP_SIGNAL); 0 = exactly the pages registered.",
     },
     Tunable {
         name: "XT_SYMMETRIC_HEAP_SIZE",

@@ -28,9 +28,9 @@
 //! like a .bss), to the block, to pages rebound already and away from the caller's own
 //! stack and thread control block, so that the registrations of their neighbours, in the
 //! common pattern of a fresh buffer per message, pay only bookkeeping.  Windows need the
-//! write guard in its full form, or a process whose only thread is the caller (see the
-//! caveats and [`window_safe_now`]; otherwise exactly the pages asked for are rebound),
-//! and each is checked to be the same mapping just before its swap (another
+//! write guard in its full form, a process whose only thread is the caller, or the other
+//! threads parked (see the caveats and [`window_mode`]; otherwise exactly the pages asked
+//! for are rebound), and each is checked to be the same mapping just before its swap (another
 //! thread may unmap or remap its neighbour's memory meanwhile: then only the pages asked
 //! for are rebound).  Before a `fork` the pages of windows that no live registration
 //! covers are made private again (see [`before_fork`]).
@@ -63,8 +63,8 @@
 //!   (CAP_SYS_PTRACE or vm.unprivileged_userfaultfd=1) writes the kernel makes for other
 //!   threads (read(2) into those pages, the rseq area of a thread control block, a signal
 //!   frame) are held the same way; otherwise the guard works in user mode only, such a
-//!   write fails with EFAULT while the guard is armed, and no window is used while the
-//!   process has another thread.  Where the
+//!   write fails with EFAULT while the guard is armed, and a window is used only with the
+//!   other threads parked ([`crate::stop`]: a parked thread makes no system call).  Where the
 //!   guard is unavailable (older kernels, seccomp filters, valgrind) and for private file
 //!   mappings (.data), the other threads are parked from just before the copy until the
 //!   swap ([`crate::stop`]); only where that fails (the signal is taken, a thread blocks
@@ -1029,6 +1029,10 @@ impl WriteGuard {
     /// before anything is protected, so it may allocate.
     fn unavailable(what: &str, e: Error) {
         static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        // Not while other threads are parked (one may hold the allocator's lock).
+        if crate::stop::parking() {
+            return;
+        }
         if !SAID.swap(true, Ordering::Relaxed) {
             crate::sn_info!("fabric", "registrations copy pages unguarded (another thread's write during one can be lost): {} failed: {}", what, e);
         }
@@ -1374,7 +1378,13 @@ fn rebind_into(b: &Backing, gs: usize, ge: usize, maps: &[Vma], widen: bool) -> 
     // What this thread writes until the swap is done (see `OwnZone`).
     let probe = 0u8;
     let zone = OwnZone::here(std::hint::black_box(&probe) as *const u8 as usize);
-    let widen = widen && window_bytes() > 0 && !FORKING.load(Ordering::Acquire) && !zone.overlaps(gs, ge) && window_safe_now();
+    // Whether this thread is the process's only one: read once, when it matters.
+    let mut alone_memo: Option<bool> = None;
+    let mut alone = || *alone_memo.get_or_insert_with(only_thread);
+    // A window, and whether the other threads must be parked while it is copied.
+    let mode = if widen && window_bytes() > 0 && !FORKING.load(Ordering::Acquire) && !zone.overlaps(gs, ge) { window_mode(&mut alone) } else { None };
+    let widen = mode.is_some();
+    let park_for_window = mode == Some(true);
     let (start, end) = if widen { window(gs, ge, maps, &b.bound, zone) } else { (gs, ge) };
     // Pages not copied below must read as zeros in the memfd (a late write of a peer
     // through a registration that ended may have filled the hole since it was punched).
@@ -1416,9 +1426,6 @@ fn rebind_into(b: &Backing, gs: usize, ge: usize, maps: &[Vma], widen: bool) -> 
     // hold the allocator's), nor write a static or thread-local (they may lie in a
     // guarded window): system calls are bare.
     let _ = under_valgrind(); // decided now: it writes a static the first time
-    // Whether other threads can be parked around the copy, decided now (it may allocate):
-    // not when this is the only thread (nobody to park) or a helper copies (on_stack).
-    let park_ready = !on_stack && !only_thread() && crate::stop::prepare();
     let widened = (start, end) != (gs, ge);
     let maps_fd = if widened { maps_fd().unwrap_or(-1) } else { -1 };
     let page = shm::page_size();
@@ -1427,6 +1434,16 @@ fn rebind_into(b: &Backing, gs: usize, ge: usize, maps: &[Vma], widen: bool) -> 
         .filter(|v| v.end > start && v.start < end)
         .map(|v| !on_stack && !v.shared && v.inode == 0 && (v.path.is_empty() || v.path == "[heap]"))
         .collect();
+    // Whether other threads can be parked around the copy ([`crate::stop`]), decided now
+    // (it may allocate): not when this is the only thread (nobody to park) or a helper
+    // copies (on_stack).  Pieces no guard can hold (a program's initialised statics) and
+    // windows whose guard cannot hold the kernel's writes park them before the guard is
+    // armed (a thread parked then makes no system call into a guarded page, which would
+    // fail); pieces whose guard fails park them just before the copy.
+    let file_pieces = anon.iter().any(|a| !a);
+    // (Not under valgrind, which runs one thread at a time and does not deliver the
+    // signal the way parking needs.)
+    let park_ready = !on_stack && !under_valgrind() && (park_for_window || file_pieces || !register_guard_available_cached()) && !alone() && crate::stop::prepare();
     // Pieces big enough that finding their untouched pages pays: the scratch mapping
     // holds, per such piece, two pagemap words per page and a run list (count + room for
     // one run per two pages, plus one).  Smaller ones are copied whole.
@@ -1460,6 +1477,16 @@ fn rebind_into(b: &Backing, gs: usize, ge: usize, maps: &[Vma], widen: bool) -> 
     for (p, a) in pieces.iter_mut().zip(&anon) {
         p.verify = widened && *a && maps_fd >= 0;
     }
+    // From here to the release nothing may allocate or take a lock (a parked thread may
+    // hold the allocator's).
+    let mut parked = if park_ready && (park_for_window || file_pieces) { crate::stop::park_others() } else { None };
+    if park_for_window && parked.is_none() {
+        // A window without its threads parked: only the pages asked for.
+        drop(scratch);
+        cleanup(&pieces);
+        return rebind_into(b, gs, ge, maps, false);
+    }
+    let mut unparked = file_pieces && park_ready && parked.is_none();
     if anon.iter().any(|a| *a) {
         // Armed from here to its drop: this thread writes nothing but its stack, the
         // scratch and the temporary mappings, and neither allocates nor locks.
@@ -1480,29 +1507,32 @@ fn rebind_into(b: &Backing, gs: usize, ge: usize, maps: &[Vma], widen: bool) -> 
     if (guard.is_none() || unguarded || (maps_fd < 0 && widened)) && widened {
         // Never widen unguarded or unchecked: rebind only the pages asked for.
         drop(guard);
+        drop(parked);
         drop(scratch);
         cleanup(&pieces);
         return rebind_into(b, gs, ge, maps, false);
     }
     let n = pieces.len();
-    let mut unparked = false;
     let (done, errno) = if on_stack {
         let (r, pieces) = copy_and_swap_off_stack(pieces)?;
         cleanup(&pieces[r.0..]);
         r
     } else {
-        // Pieces no guard holds (a program's initialised statics, or no guard at all):
-        // the other threads are parked from before their copy until after the swap.
-        let exposed = anon.iter().any(|a| !a) || (anon.iter().any(|a| *a) && (guard.is_none() || unguarded));
-        // (Parked after the guard is armed: a thread held in a guarded page fault parks
-        // only if the kernel interrupts its wait for the signal, else parking gives up.)
-        let parked = if exposed && park_ready { crate::stop::park_others() } else { None };
-        unparked = exposed && park_ready && parked.is_none();
+        // Anonymous pieces the guard does not hold (no userfaultfd, or it refused them):
+        // the other threads are parked now, until after the swap.  (A thread held in a
+        // guarded page fault parks only if the kernel interrupts its wait for the signal,
+        // else parking gives up.)
+        let exposed = anon.iter().any(|a| *a) && (guard.is_none() || unguarded);
+        if parked.is_none() && exposed && park_ready {
+            parked = crate::stop::park_others();
+            unparked |= parked.is_none();
+        }
         let r = copy_and_swap(&pieces, maps_fd);
-        drop(parked);
         // Writers held by the guard go on now, on the new pages (or the old ones where
-        // the swap failed).
+        // the swap failed); then the parked threads (after the guard: a system call of
+        // theirs into a page guarded in user mode only would fail).
         drop(guard);
+        drop(parked);
         // Pieces from the failed one on were not moved: drop their temporary mappings.
         cleanup(&pieces[r.0..]);
         r
@@ -1575,7 +1605,7 @@ impl OwnZone {
 /// the pages asked for).  Widening makes the neighbours' later registrations cost only
 /// bookkeeping.  It happens only where [`widenable`], with the write guard armed, and
 /// only when nobody but the guard's own thread can write the window meanwhile in a way
-/// the guard cannot hold ([`window_safe_now`]).  0 where windows are never used (no
+/// the guard cannot hold ([`window_mode`]).  0 where windows are never used (no
 /// PROCMAP_QUERY, no write guard).
 fn window_bytes() -> usize {
     static W: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
@@ -1591,18 +1621,32 @@ fn window_bytes() -> usize {
     })
 }
 
-/// May a rebind starting now take a window?  Pages nobody asked to register may hold
-/// what the kernel writes for other threads at any moment (the rseq area in a thread
-/// control block, a signal frame, a read(2) buffer).  A guard that holds the kernel's
-/// writes too makes them wait; a guard in user mode only (no privilege) would make them
-/// fail (a failed rseq update or signal frame kills the thread).  So, without that
-/// privilege, only when the calling thread is the process's only thread: then no other
-/// thread exists to write, none can appear before the swap is done (only this thread
-/// could create it), and this thread's own signal handlers are blocked by the guard.
-/// (Kernel threads that write for the process, io_uring's workers, count as its
-/// threads.)  One read of /proc/self/stat, made only when a rebind would widen.
-fn window_safe_now() -> bool {
-    register_guard_holds_kernel_writes() || only_thread()
+/// May a rebind starting now take a window, and must the other threads be parked while
+/// it is copied (`Some(true)`)?  Pages nobody asked to register may hold what the kernel
+/// writes for other threads at any moment (the rseq area in a thread control block, a
+/// signal frame, a read(2) buffer).  A guard that holds the kernel's writes too makes
+/// them wait; a guard in user mode only (no privilege) would make them fail (a failed
+/// rseq update or signal frame kills the thread).  So, without that privilege: when the
+/// calling thread is the process's only thread (no other thread exists to write, none can
+/// appear before the swap is done: only this thread could create it, and its own signal
+/// handlers are blocked by the guard), or with the other threads parked
+/// ([`crate::stop`]: a parked thread makes no system call).  (Kernel threads that write
+/// for the process, io_uring's workers, count as its threads; they do not park, and the
+/// rebind then takes only the pages asked for.)
+fn window_mode(alone: &mut impl FnMut() -> bool) -> Option<bool> {
+    if register_guard_holds_kernel_writes() || alone() {
+        Some(false)
+    } else if !under_valgrind() && crate::stop::prepare() {
+        Some(true)
+    } else {
+        None
+    }
+}
+
+/// [`register_guard_available`], asked once.
+fn register_guard_available_cached() -> bool {
+    static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *AVAILABLE.get_or_init(register_guard_available)
 }
 
 /// Says once that a registration copied pages no guard holds with other threads running

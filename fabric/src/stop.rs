@@ -124,6 +124,11 @@ fn signal() -> Option<i32> {
     ok.then_some(sig)
 }
 
+/// Whether a round is in progress (some threads may be parked): no allocation then.
+pub fn parking() -> bool {
+    ROUND.load(Ordering::Acquire) & 1 == 1
+}
+
 /// Makes sure the signal is installed (call before anything must not allocate).
 pub fn prepare() -> bool {
     signal().is_some()
@@ -192,8 +197,12 @@ pub fn park_others() -> Option<Parked> {
                 lists.signalled[lists.n] = tid;
                 lists.n += 1;
                 new += 1;
+                true
+            } else {
+                // Gone meanwhile (ESRCH), or the signal cannot be sent: give up.
+                // SAFETY: glibc's per-thread errno location.
+                unsafe { *libc::__errno_location() == libc::ESRCH }
             }
-            true
         });
         if !listed {
             release();
