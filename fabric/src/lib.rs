@@ -16,6 +16,7 @@
 //! - [`env`], [`log`]: tunables registry and `SOFTNIC_LOG`.
 
 pub mod error;
+pub mod hook;
 pub mod sync;
 pub mod spin;
 pub mod env;

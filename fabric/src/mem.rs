@@ -302,6 +302,10 @@ struct State {
 
 static STATE: Mutex<State> = Mutex::new(State { backs: Vec::new(), reg_backs: Vec::new(), bound_since_sweep: 0, bound_at_sweep: 0 });
 
+/// Called when a registration ends, with its key (the network engine closes peers' RMA
+/// windows onto it).
+pub static ON_DEREGISTER: crate::hook::Hook<MemKey> = crate::hook::Hook::new();
+
 fn state() -> std::sync::MutexGuard<'static, State> {
     // A panic while holding the lock cannot leave the tables inconsistent in a way
     // worse than refusing all further registration; keep going.
@@ -2132,9 +2136,9 @@ pub fn deregister(key: MemKey) -> Result<()> {
         unref_backing(ctl, &mut st, b);
     }
     drop(st);
-    // Peers' RMA windows onto it are refused by the provider from here on (outside the
-    // lock: this sends to peers, and sending may serve their requests meanwhile).
-    crate::net::forget_registration(key);
+    // Whoever exposed it further (the network engine: peers' RMA windows onto it) forgets
+    // it now, outside the lock (that may send to peers and serve their requests).
+    ON_DEREGISTER.call(key);
     Ok(())
 }
 

@@ -726,6 +726,18 @@ pub fn start_before_application(learnt: impl FnOnce(u32, &[u32])) {
     }
 }
 
+/// Sets the hooks the layers below call the engine through (ring, mem, node never name
+/// it): run when the library is loaded, before any of them can be called.
+extern "C" fn set_hooks() {
+    crate::node::ON_READY.set(|()| on_fabric_ready());
+    crate::ring::BEFORE_SLEEP.set(|()| stop_polling_for_events());
+    crate::mem::ON_DEREGISTER.set(forget_registration);
+}
+
+#[used]
+#[link_section = ".init_array"]
+static SET_HOOKS: extern "C" fn() = set_hooks;
+
 /// Called once the node fabric is up: starts the engine when the job needs it (several
 /// nodes, or `SOFTNIC_ENGINE=net`), so that our address is published before peers look.
 pub fn on_fabric_ready() {

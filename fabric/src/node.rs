@@ -199,6 +199,10 @@ static NODE: once_cell::sync::OnceCell<Node> = once_cell::sync::OnceCell::new();
 /// be taken for its parent; fork(3), and everything built on it, is covered.
 static PID: AtomicI32 = AtomicI32::new(0);
 
+/// Called each time the fabric is found set up for this process (the network engine
+/// starts on the first call, if the job needs it).
+pub static ON_READY: crate::hook::Hook<()> = crate::hook::Hook::new();
+
 extern "C" fn before_fork() {
     crate::mem::before_fork();
 }
@@ -310,8 +314,9 @@ pub fn get() -> Result<&'static Node> {
     if n.pid != current_pid() {
         return Err(Error::Unsupported);
     }
-    // Once per process: start the network engine if the job needs it (cheap check after).
-    crate::net::on_fabric_ready();
+    // Whoever starts with the fabric (the network engine, if the job needs it): cheap
+    // after the first call.
+    ON_READY.call(());
     Ok(n)
 }
 

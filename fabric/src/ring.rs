@@ -61,6 +61,10 @@ use crate::wait::WaitWords;
 use crate::{Error, Result};
 use std::marker::PhantomData;
 use std::ptr::NonNull;
+
+/// Called before a consumer sleeps on a ring (the network engine stops busy-polling for
+/// events it would deliver to a consumer that no longer spins).
+pub static BEFORE_SLEEP: crate::hook::Hook<()> = crate::hook::Hook::new();
 use std::time::Duration;
 
 /// Plain-old-data entries: any bit pattern valid, no pointers, no Drop.
@@ -741,7 +745,7 @@ impl<T: Pod> Ring<T> {
             return Err(Error::Unsupported);
         }
         #[cfg(not(loom))]
-        crate::net::stop_polling_for_events();
+        BEFORE_SLEEP.call(());
         crate::cancel::point(|| self.hdr().ctl.0.wake.wait_until(|| self.ready(), timeout))
     }
 
@@ -755,7 +759,7 @@ impl<T: Pod> Ring<T> {
         if rings.iter().any(|r| r.hdr().ctl.0.unwaited.load(Ordering::Relaxed) != 0) {
             return Err(Error::Unsupported);
         }
-        crate::net::stop_polling_for_events();
+        BEFORE_SLEEP.call(());
         let words: Vec<&WaitWords> = rings.iter().map(|r| &r.hdr().ctl.0.wake).collect();
         crate::cancel::point(|| crate::wait::wait_any(&words, || rings.iter().any(|r| r.ready()), timeout))
     }
