@@ -4,6 +4,8 @@
  *   get_lat     blocking dmapp_get, 8 B - 64 KiB
  *   put_nbi_bw  64 dmapp_put_nbi (fewer above 4 MiB), then dmapp_gsync_wait, 4 KiB - 64 MiB
  *   afadd_lat   blocking dmapp_afadd_qw, 8 B
+ *   put_nbi_msgrate  windows of 256 dmapp_put_nbi of 8 B (to distinct words), each
+ *               window completed by one dmapp_gsync_wait: the work of UCX's put_msgrate
  *
  * Rank 0 is the origin, rank 1 the target (it only waits in a barrier); the
  * target buffers are in the symmetric heap.  A DMAPP failure prints a SKIP line
@@ -53,6 +55,26 @@ static void put_nbi_bw(void)
     bench_bw_run(me, LIB, "put_nbi_bw", put_nbi_issue, put_nbi_complete, barrier);
 }
 
+static void put_nbi_msgrate(void)
+{
+    double v[BENCH_MAX_REPS];
+    int reps = bench_reps();
+    long w = 256, windows = bench_rate_windows();
+    if (me == 0) {
+        for (int r = -1; r < reps; r++) {
+            long n = r < 0 ? bench_warm(windows) : windows;
+            double t0 = bench_now();
+            for (long i = 0; i < n; i++) {
+                for (long j = 0; j < w; j++) D(dmapp_put_nbi(heap + 8 * j, &job.sheap_seg, peer, src + 8 * j, 1, DMAPP_QW));
+                D(dmapp_gsync_wait());
+            }
+            if (r >= 0) v[r] = (double)n * (double)w / (bench_now() - t0) / 1e6;
+        }
+        bench_result(LIB, "put_nbi_msgrate", 8, "Mmsgps", bench_median(v, reps));
+    }
+    barrier();
+}
+
 static void afadd_op(size_t size)
 {
     int64_t result;
@@ -69,7 +91,7 @@ static void afadd_lat(void)
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: dmapp_bench put_lat|get_lat|put_nbi_bw|afadd_lat\n");
+        fprintf(stderr, "usage: dmapp_bench put_lat|get_lat|put_nbi_bw|afadd_lat|put_nbi_msgrate\n");
         return 2;
     }
     bench_name = argv[1];
@@ -96,6 +118,7 @@ int main(int argc, char **argv)
     else if (!strcmp(b, "get_lat")) bench_op_lat_sizes(me, LIB, b, get_op, barrier);
     else if (!strcmp(b, "put_nbi_bw")) put_nbi_bw();
     else if (!strcmp(b, "afadd_lat")) afadd_lat();
+    else if (!strcmp(b, "put_nbi_msgrate")) put_nbi_msgrate();
     else { fprintf(stderr, "dmapp_bench: unknown benchmark %s\n", b); PMI_Abort(2, "unknown benchmark"); return 2; }
     D(dmapp_finalize());
     return 0;

@@ -9,6 +9,9 @@
  *   rdma_get_bw         RDMA_GET  all their GLOBAL events reaped (4 KiB - 64 MiB)
  *   amo_fadd_lat        blocking-style AMO fetch-add (post, reap the event), 8 B
  *   put_msgrate         8 B FMA_PUTs, 64 outstanding, then reaped
+ *   put_msgrate_silent  8 B FMA_PUTs in windows of 64: GNI_CQMODE_SILENT but the
+ *                       last, whose one GLOBAL event completes the window (puts on an
+ *                       endpoint complete in order)
  *   mem_register        GNI_MemRegister + GNI_MemDeregister, one registration live at
  *                       a time, each cycle timed alone (rank 0; rank 1 waits), what a
  *                       zero-copy protocol pays per buffer (Charm++ registers each
@@ -291,6 +294,29 @@ static void put_msgrate(void)
     barrier();
 }
 
+static void put_msgrate_silent(void)
+{
+    double v[BENCH_MAX_REPS];
+    int reps = bench_reps();
+    long w = 64, windows = bench_rate_windows();
+    if (me == 0) {
+        for (int r = -1; r < reps; r++) {
+            long n = r < 0 ? bench_warm(windows) : windows;
+            double t0 = bench_now();
+            for (long i = 0; i < n; i++) {
+                for (long j = 0; j < w; j++) {
+                    fill(&desc[j], GNI_POST_FMA_PUT, j == w - 1 ? GNI_CQMODE_GLOBAL_EVENT : GNI_CQMODE_SILENT, src + PAYOFF, peer_base + PAYOFF + 8 * j, 8);
+                    G(GNI_PostFma(ep, &desc[j]));
+                }
+                reap();
+            }
+            if (r >= 0) v[r] = (double)n * (double)w / (bench_now() - t0) / 1e6;
+        }
+        bench_result(LIB, "put_msgrate_silent", 8, "Mmsgps", bench_median(v, reps));
+    }
+    barrier();
+}
+
 static void amo_fadd_op(size_t size)
 {
     fill(&desc[0], GNI_POST_AMO, GNI_CQMODE_GLOBAL_EVENT, src, peer_base + 64, size);
@@ -459,7 +485,7 @@ int main(int argc, char **argv)
 {
     if (argc != 2) {
         fprintf(stderr, "usage: ugni_bench fma_put_pingpong|put_event_pingpong|smsg_pingpong|"
-                        "rdma_put_bw|rdma_get_bw|amo_fadd_lat|put_msgrate|mem_register\n");
+                        "rdma_put_bw|rdma_get_bw|amo_fadd_lat|put_msgrate|put_msgrate_silent|mem_register\n");
         return 2;
     }
     bench_name = argv[1];
@@ -477,6 +503,7 @@ int main(int argc, char **argv)
     else if (!strcmp(b, "rdma_get_bw")) rdma_bw(b, GNI_POST_RDMA_GET);
     else if (!strcmp(b, "amo_fadd_lat")) amo_fadd_lat();
     else if (!strcmp(b, "put_msgrate")) put_msgrate();
+    else if (!strcmp(b, "put_msgrate_silent")) put_msgrate_silent();
     else if (!strcmp(b, "mem_register")) mem_register();
     else { fprintf(stderr, "ugni_bench: unknown benchmark %s\n", b); PMI_Abort(2, "unknown benchmark"); return 2; }
     barrier();
