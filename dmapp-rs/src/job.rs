@@ -55,9 +55,9 @@ pub struct PeInfo {
     lock_region: OnceLock<Region>,
 }
 
-/// Where a remote access goes.
-pub struct Remote {
-    pub peer: Arc<Peer>,
+/// Where a remote access goes (borrowed from the job: no reference count per access).
+pub struct Remote<'a> {
+    pub peer: &'a Arc<Peer>,
     pub key: MemKey,
     pub addr: u64,
 }
@@ -102,6 +102,15 @@ enum Phase {
 
 static PHASE: RwLock<Phase> = RwLock::new(Phase::Before);
 
+/// Bumped (under PHASE's write lock) whenever the phase changes, so that a thread's cached
+/// job ([`live`]) is known current with one load instead of taking PHASE's lock.
+static EPOCH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+thread_local! {
+    /// This thread's view of the live job and the epoch it was read in.
+    static CACHED: std::cell::RefCell<(u64, Option<Arc<Job>>)> = const { std::cell::RefCell::new((u64::MAX, None)) };
+}
+
 pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -116,12 +125,42 @@ pub fn before_init() -> bool {
     matches!(&*PHASE.read().unwrap_or_else(|e| e.into_inner()), Phase::Before)
 }
 
-/// The live job, or INVALID_PARAM outside the init/finalize window.
+/// The live job, or INVALID_PARAM outside the init/finalize window.  From the thread's
+/// cache while the phase has not changed since (every data call asks: a lock taken per
+/// call would cost more than a small put).
 pub fn live() -> Result<Arc<Job>, Rc> {
-    match &*PHASE.read().unwrap_or_else(|e| e.into_inner()) {
-        Phase::Live(j) => Ok(j.clone()),
-        _ => Err(DMAPP_RC_INVALID_PARAM),
+    let e = EPOCH.load(std::sync::atomic::Ordering::Acquire);
+    let hit = CACHED.with(|c| c.try_borrow().ok().and_then(|c| if c.0 == e { c.1.clone() } else { None }));
+    if let Some(j) = hit {
+        return Ok(j);
     }
+    let phase = PHASE.read().unwrap_or_else(|e| e.into_inner());
+    // Read under the lock: the epoch of the phase seen.
+    let e = EPOCH.load(std::sync::atomic::Ordering::Acquire);
+    let j = match &*phase {
+        Phase::Live(j) => j.clone(),
+        _ => {
+            // Let go of a job that ended.
+            CACHED.with(|c| {
+                if let Ok(mut c) = c.try_borrow_mut() {
+                    *c = (e, None);
+                }
+            });
+            return Err(DMAPP_RC_INVALID_PARAM);
+        }
+    };
+    drop(phase);
+    CACHED.with(|c| {
+        if let Ok(mut c) = c.try_borrow_mut() {
+            *c = (e, Some(j.clone()));
+        }
+    });
+    Ok(j)
+}
+
+/// Marks a change of phase (PHASE's write lock held): every thread's cached job is stale.
+fn phase_changed() {
+    EPOCH.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
 }
 
 /// DMAPP_ABORT_ON_ERROR: dump core instead of returning an error from init,
@@ -436,6 +475,7 @@ pub fn init(req: &RmaAttrsExt) -> Result<RmaAttrsExt, Rc> {
         segs[SHEAP].len
     );
     *phase = Phase::Live(Arc::new(job));
+    phase_changed();
     Ok(attrs)
 }
 
@@ -447,7 +487,15 @@ pub fn finalize() -> Rc {
     let job = {
         let mut phase = PHASE.write().unwrap_or_else(|e| e.into_inner());
         match std::mem::replace(&mut *phase, Phase::After) {
-            Phase::Live(j) => j,
+            Phase::Live(j) => {
+                phase_changed();
+                CACHED.with(|c| {
+                    if let Ok(mut c) = c.try_borrow_mut() {
+                        *c = (u64::MAX, None);
+                    }
+                });
+                j
+            }
             other => {
                 *phase = other;
                 return DMAPP_RC_INVALID_PARAM;
@@ -474,13 +522,18 @@ pub fn finalize() -> Rc {
 
 impl Job {
     pub fn peer(&self, pe: u32) -> Result<Arc<Peer>, Rc> {
+        self.peer_ref(pe).cloned()
+    }
+
+    /// [`Job::peer`], borrowed.
+    pub fn peer_ref(&self, pe: u32) -> Result<&Arc<Peer>, Rc> {
         let info = &self.pes[pe as usize];
         if let Some(p) = info.peer.get() {
-            return Ok(p.clone());
+            return Ok(p);
         }
         // Through shared memory on this node, the network engine on another.
         let p = Peer::at(info.node, info.id, 32).map_err(crate::rc::from_rma)?;
-        Ok(info.peer.get_or_init(|| p).clone())
+        Ok(info.peer.get_or_init(|| p))
     }
 
     /// PE `pe`'s lock node table (mapped on this node, through the network engine elsewhere).
@@ -504,7 +557,7 @@ impl Job {
     /// Local checks only (INVALID_PARAM): NULL descriptor, bad PE, a range outside the
     /// descriptor or outside the target's symmetric segment, a non-symmetric
     /// descriptor where `sym_only`.  The fabric validates the rest at the target.
-    pub fn resolve(&self, addr: *const c_void, seg: *const SegDesc, pe: Pe, extent: u64, sym_only: bool) -> Result<Remote, Rc> {
+    pub fn resolve(&self, addr: *const c_void, seg: *const SegDesc, pe: Pe, extent: u64, sym_only: bool) -> Result<Remote<'_>, Rc> {
         if seg.is_null() {
             return Err(DMAPP_RC_INVALID_PARAM);
         }
@@ -519,12 +572,15 @@ impl Job {
             _ => return Err(DMAPP_RC_INVALID_PARAM),
         }
         let h = [d.memhndl.qword1, d.memhndl.qword2];
-        if let Some(&kind) = self.sym.get(&h) {
+        // Our own descriptors first (what programs pass, nearly always): two compares
+        // instead of hashing the handle.
+        let own = self.local.iter().position(|l| l.len > 0 && [l.memhndl.qword1, l.memhndl.qword2] == h);
+        if let Some(kind) = own.or_else(|| self.sym.get(&h).copied()) {
             let t = self.pes[pe as usize].segs[kind];
             if off + extent > t.len {
                 return Err(DMAPP_RC_INVALID_PARAM);
             }
-            return Ok(Remote { peer: self.peer(pe)?, key: MemKey::from_u64(t.key), addr: t.base + off });
+            return Ok(Remote { peer: self.peer_ref(pe)?, key: MemKey::from_u64(t.key), addr: t.base + off });
         }
         if sym_only {
             return Err(DMAPP_RC_INVALID_PARAM);
@@ -536,7 +592,7 @@ impl Job {
         }
         let ch = CrayHandle::from_words(h);
         let ra = ch.base.checked_add(off).ok_or(DMAPP_RC_INVALID_PARAM)?;
-        let peer = self.peer(pe)?;
+        let peer = self.peer_ref(pe)?;
         // The handle names its owner: used against another PE it names nothing there, and
         // the access fails at the target as a transaction error (as a forged one would).
         let key = if ch.owner_matches(peer.proc_id()) { ch.key } else { MemKey::NONE };

@@ -233,7 +233,7 @@ fn acquire(job: &Job, desc: *mut c_void, seg: *mut SegDesc, pe: Pe, out: *mut Lo
         }
         prev = old;
     }
-    let tail = Tail { peer: r.peer, key: r.key, addr: r.addr };
+    let tail = Tail { peer: r.peer.clone(), key: r.key, addr: r.addr };
     if let Some((ppe, pidx)) = prev_node {
         // Failures from here on leave our node out of use: our id is in the queue.
         poke(job, ppe, pidx, NEXT, me)?;
