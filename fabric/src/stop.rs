@@ -47,6 +47,12 @@ static INSTALLED: AtomicU8 = AtomicU8::new(0);
 static SIGNAL: AtomicI32 = AtomicI32::new(0);
 /// One parker at a time (a spin flag, never held by a thread that could be parked).
 static BUSY: AtomicBool = AtomicBool::new(false);
+/// Threads parked in the current round, by arrival (PARKED's value before each one).
+static PARKED_TIDS: [AtomicI32; MAX_THREADS] = [const { AtomicI32::new(0) }; MAX_THREADS];
+/// Threads that did not park in a round that gave up: while one of them lives, parking
+/// is not tried again (a thread that blocks the signal would cost every later round the
+/// whole timeout).
+static UNPARKABLE: [AtomicI32; 8] = [const { AtomicI32::new(0) }; 8];
 
 /// The thread ids of a round: those signalled, and a listing's buffer.  Only the holder of
 /// `BUSY` touches them.
@@ -77,7 +83,10 @@ extern "C" fn on_signal(_sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mu
     let asked = unsafe { (*info).si_value().sival_ptr } as usize as u32;
     let round = ROUND.load(Ordering::Acquire);
     if round & 1 == 1 && asked == round && gettid() != PARKER.load(Ordering::Relaxed) {
-        PARKED.fetch_add(1, Ordering::AcqRel);
+        let i = PARKED.fetch_add(1, Ordering::AcqRel) as usize;
+        if i < MAX_THREADS {
+            PARKED_TIDS[i].store(gettid(), Ordering::Release);
+        }
         futex(&PARKED, libc::FUTEX_WAKE, 1, None);
         while ROUND.load(Ordering::Acquire) == round {
             futex(&ROUND, libc::FUTEX_WAIT, round, None);
@@ -145,6 +154,31 @@ impl Drop for Parked {
     }
 }
 
+/// How many threads parked so far in this round (bounded by the record's size).
+fn parked_now() -> usize {
+    (PARKED.load(Ordering::Acquire) as usize).min(MAX_THREADS)
+}
+
+/// Records the threads of `signalled` that did not park (not among the first `parked`
+/// of PARKED_TIDS) in UNPARKABLE, as room allows.
+fn remember_unparked(signalled: &[i32], parked: usize) {
+    let mut slot = 0;
+    for &t in signalled {
+        if (0..parked).any(|i| PARKED_TIDS[i].load(Ordering::Acquire) == t) {
+            continue;
+        }
+        while slot < UNPARKABLE.len() {
+            let cur = UNPARKABLE[slot].load(Ordering::Relaxed);
+            slot += 1;
+            // SAFETY: getpid/tgkill(0): is the recorded thread still there?
+            if cur == 0 || unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), cur, 0) } != 0 {
+                UNPARKABLE[slot - 1].store(t, Ordering::Relaxed);
+                break;
+            }
+        }
+    }
+}
+
 fn release() {
     PARKER.store(0, Ordering::Relaxed);
     ROUND.fetch_add(1, Ordering::AcqRel);
@@ -157,6 +191,26 @@ fn release() {
 /// [`PARK_TIMEOUT`], or there are too many.  Allocates nothing and takes no lock.
 pub fn park_others() -> Option<Parked> {
     let sig = if INSTALLED.load(Ordering::Acquire) == 1 { SIGNAL.load(Ordering::Relaxed) } else { return None };
+    // Still ours?  A program may have installed its own handler since: then its handler
+    // must never see our requests.
+    // SAFETY: sigaction reading the current action into a local.
+    let ours = unsafe {
+        let mut cur: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(sig, std::ptr::null(), &mut cur) == 0 && cur.sa_sigaction == on_signal as *const () as usize
+    };
+    if !ours {
+        INSTALLED.store(2, Ordering::Release);
+        return None;
+    }
+    // SAFETY: getpid has no arguments.
+    let pid = unsafe { libc::getpid() };
+    for u in &UNPARKABLE {
+        let t = u.load(Ordering::Relaxed);
+        // SAFETY: signal 0 only checks that the thread exists.
+        if t != 0 && unsafe { libc::syscall(libc::SYS_tgkill, pid, t, 0) } == 0 {
+            return None;
+        }
+    }
     while BUSY.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
         std::hint::spin_loop();
         crate::cancel::nap(Duration::from_micros(50));
@@ -168,8 +222,6 @@ pub fn park_others() -> Option<Parked> {
     // SAFETY: BUSY is ours: nobody else touches the lists.
     let lists = unsafe { &mut *std::ptr::addr_of_mut!(LISTS) };
     lists.n = 0;
-    // SAFETY: getpid has no arguments.
-    let pid = unsafe { libc::getpid() };
     let start = Instant::now();
     loop {
         // Signal the threads this listing finds that were not signalled yet.
@@ -232,6 +284,7 @@ pub fn park_others() -> Option<Parked> {
                 break;
             }
             if start.elapsed() > PARK_TIMEOUT {
+                remember_unparked(&lists.signalled[..lists.n], parked_now());
                 release();
                 return None;
             }
