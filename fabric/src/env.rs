@@ -75,6 +75,13 @@ pub static TUNABLES: &[Tunable] = &[
                unprivileged process (for tests).",
     },
     Tunable {
+        name: "SOFTNIC_FAULTS",
+        default: "",
+        help: "Injected faults, e.g. register:after=10,every=5,times=3,rank=1 (entries \
+               separated by ';'): the named operation fails with the error the API \
+               documents for it (see fabric faults.rs and the README).",
+    },
+    Tunable {
         name: "SOFTNIC_STOP_SIGNAL",
         default: "0",
         help: "Real-time signal that parks the other threads of a process for the moment \

@@ -17,6 +17,7 @@
 
 pub mod error;
 pub mod hook;
+pub mod faults;
 pub mod sync;
 pub mod spin;
 pub mod env;

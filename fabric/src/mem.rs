@@ -1984,6 +1984,11 @@ pub fn register(addr: usize, len: usize, access: Access, pd_key: u64) -> Result<
     let pm = shm::page_size() - 1;
     let ps = addr & !pm;
     let pe = end.checked_add(pm).ok_or(Error::InvalidArg)? & !pm;
+    // An injected "out of resources" (SOFTNIC_FAULTS=register...), after the argument
+    // checks: bad arguments keep their own errors.
+    if crate::faults::hit(crate::faults::Point::Register) {
+        return Err(Error::NoSpace);
+    }
     let n = node::get()?;
     let ctl = n.ctl();
     let mut st = state();

@@ -1,0 +1,126 @@
+//! Injected faults (`SOFTNIC_FAULTS`): failures the hardware can have, made to happen on
+//! demand, so that a program's error paths can be run on a laptop.  Each fault point is
+//! named by what fails and gives the error the documents name for that failure.
+//!
+//! Syntax: entries separated by `;`, each `POINT` or `POINT:KEY=VALUE[,KEY=VALUE...]`:
+//! - `register`: a memory registration fails for want of resources (uGNI
+//!   GNI_RC_ERROR_RESOURCE, DMAPP DMAPP_RC_RESOURCE_ERROR, uTofu UTOFU_ERR_FULL, Portals
+//!   PTL_NO_SPACE, SISCI SCI_ERR_NOSPC).
+//!
+//! Keys: `after=N` (the first N calls pass), `every=N` (then one call in N fails, the
+//! first of them at once; default 1), `times=N` (at most N fail; default no limit),
+//! `rank=R` (only in the process whose PMI_RANK is R).  Counting is per process, in the
+//! order of the calls, so a single-threaded program fails at the same calls every run.
+//! An entry that cannot be read is reported (SOFTNIC_LOG warning) and ignored.
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+/// Where a fault can be injected.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Point {
+    Register,
+}
+
+const POINTS: [(&str, Point); 1] = [("register", Point::Register)];
+
+struct Rule {
+    point: Point,
+    after: u64,
+    every: u64,
+    times: u64,
+    /// Calls seen and faults made.
+    calls: AtomicU64,
+    made: AtomicU64,
+}
+
+fn rules() -> &'static [Rule] {
+    static RULES: OnceLock<Vec<Rule>> = OnceLock::new();
+    RULES.get_or_init(|| std::env::var("SOFTNIC_FAULTS").map(|s| parse(&s, my_rank())).unwrap_or_default())
+}
+
+fn my_rank() -> Option<u64> {
+    std::env::var("PMI_RANK").ok().and_then(|r| r.trim().parse().ok())
+}
+
+/// The rules of `spec` that apply to the process of rank `rank`.
+fn parse(spec: &str, rank: Option<u64>) -> Vec<Rule> {
+    let mut out = Vec::new();
+    for entry in spec.split(';').map(str::trim).filter(|e| !e.is_empty()) {
+        let (name, keys) = entry.split_once(':').unwrap_or((entry, ""));
+        let Some(&(_, point)) = POINTS.iter().find(|(n, _)| *n == name.trim()) else {
+            crate::sn_warn!("fabric", "SOFTNIC_FAULTS: unknown fault point {:?} (known: register); ignored", name);
+            continue;
+        };
+        let mut r = Rule { point, after: 0, every: 1, times: u64::MAX, calls: AtomicU64::new(0), made: AtomicU64::new(0) };
+        let mut only_rank = None;
+        let mut ok = true;
+        for kv in keys.split(',').map(str::trim).filter(|k| !k.is_empty()) {
+            let v = kv.split_once('=').and_then(|(k, v)| v.trim().parse::<u64>().ok().map(|v| (k.trim(), v)));
+            match v {
+                Some(("after", v)) => r.after = v,
+                Some(("every", v)) if v > 0 => r.every = v,
+                Some(("times", v)) => r.times = v,
+                Some(("rank", v)) => only_rank = Some(v),
+                _ => {
+                    crate::sn_warn!("fabric", "SOFTNIC_FAULTS: cannot read {:?} in {:?}; entry ignored", kv, entry);
+                    ok = false;
+                }
+            }
+        }
+        if ok && only_rank.is_none_or(|want| rank == Some(want)) {
+            out.push(r);
+        }
+    }
+    out
+}
+
+impl Rule {
+    fn fires(&self) -> bool {
+        let n = self.calls.fetch_add(1, Ordering::Relaxed);
+        if n < self.after || (n - self.after) % self.every != 0 {
+            return false;
+        }
+        self.made.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |m| (m < self.times).then_some(m + 1)).is_ok()
+    }
+}
+
+/// Does a fault happen at this call of `point`?  (No rules: one load.)
+#[inline]
+pub fn hit(point: Point) -> bool {
+    let rs = rules();
+    if rs.is_empty() {
+        return false;
+    }
+    let fired = rs.iter().filter(|r| r.point == point).fold(false, |any, r| r.fires() || any);
+    if fired {
+        crate::sn_debug!("fabric", "SOFTNIC_FAULTS: injected a {:?} fault", point);
+    }
+    fired
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pattern(spec: &str, rank: Option<u64>, n: usize) -> String {
+        let rs = parse(spec, rank);
+        (0..n).map(|_| if rs.iter().any(|r| r.fires()) { 'F' } else { '.' }).collect()
+    }
+
+    #[test]
+    fn after_every_times_and_rank() {
+        assert_eq!(pattern("register", None, 4), "FFFF");
+        assert_eq!(pattern("register:after=2", None, 5), "..FFF");
+        assert_eq!(pattern("register:after=1,every=3", None, 8), ".F..F..F");
+        assert_eq!(pattern("register:after=2,times=1", None, 5), "..F..");
+        assert_eq!(pattern("register:rank=1", Some(0), 3), "...");
+        assert_eq!(pattern("register:rank=1", Some(1), 3), "FFF");
+    }
+
+    #[test]
+    fn unreadable_entries_are_ignored() {
+        assert_eq!(pattern("bogus; register:every=0", None, 3), "...");
+        assert_eq!(pattern("register:after=x", None, 3), "...");
+        assert_eq!(pattern(" ; register:times=2 ;", None, 3), "FF.");
+    }
+}
