@@ -271,7 +271,9 @@ static void rdma_bw(const char *bench, gni_post_type_t type)
     bench_bw_run(me, LIB, bench, rdma_issue, rdma_complete, barrier);
 }
 
-static void put_msgrate(void)
+/* 8 B FMA_PUTs in windows of 64: `silent`, GNI_CQMODE_SILENT but the last, whose one
+ * event completes the window; else a GLOBAL event per put, all reaped. */
+static void put_rate(const char *name, int silent)
 {
     double v[BENCH_MAX_REPS];
     int reps = bench_reps();
@@ -282,37 +284,15 @@ static void put_msgrate(void)
             double t0 = bench_now();
             for (long i = 0; i < n; i++) {
                 for (long j = 0; j < w; j++) {
-                    fill(&desc[j], GNI_POST_FMA_PUT, GNI_CQMODE_GLOBAL_EVENT, src + PAYOFF, peer_base + PAYOFF + 8 * j, 8);
+                    uint16_t mode = silent && j < w - 1 ? GNI_CQMODE_SILENT : GNI_CQMODE_GLOBAL_EVENT;
+                    fill(&desc[j], GNI_POST_FMA_PUT, mode, src + PAYOFF, peer_base + PAYOFF + 8 * j, 8);
                     G(GNI_PostFma(ep, &desc[j]));
                 }
-                for (long j = 0; j < w; j++) reap();
+                for (long j = silent ? w - 1 : 0; j < w; j++) reap();
             }
             if (r >= 0) v[r] = (double)n * (double)w / (bench_now() - t0) / 1e6;
         }
-        bench_result(LIB, "put_msgrate", 8, "Mmsgps", bench_median(v, reps));
-    }
-    barrier();
-}
-
-static void put_msgrate_silent(void)
-{
-    double v[BENCH_MAX_REPS];
-    int reps = bench_reps();
-    long w = 64, windows = bench_rate_windows();
-    if (me == 0) {
-        for (int r = -1; r < reps; r++) {
-            long n = r < 0 ? bench_warm(windows) : windows;
-            double t0 = bench_now();
-            for (long i = 0; i < n; i++) {
-                for (long j = 0; j < w; j++) {
-                    fill(&desc[j], GNI_POST_FMA_PUT, j == w - 1 ? GNI_CQMODE_GLOBAL_EVENT : GNI_CQMODE_SILENT, src + PAYOFF, peer_base + PAYOFF + 8 * j, 8);
-                    G(GNI_PostFma(ep, &desc[j]));
-                }
-                reap();
-            }
-            if (r >= 0) v[r] = (double)n * (double)w / (bench_now() - t0) / 1e6;
-        }
-        bench_result(LIB, "put_msgrate_silent", 8, "Mmsgps", bench_median(v, reps));
+        bench_result(LIB, name, 8, "Mmsgps", bench_median(v, reps));
     }
     barrier();
 }
@@ -502,8 +482,8 @@ int main(int argc, char **argv)
     } else if (!strcmp(b, "rdma_put_bw")) rdma_bw(b, GNI_POST_RDMA_PUT);
     else if (!strcmp(b, "rdma_get_bw")) rdma_bw(b, GNI_POST_RDMA_GET);
     else if (!strcmp(b, "amo_fadd_lat")) amo_fadd_lat();
-    else if (!strcmp(b, "put_msgrate")) put_msgrate();
-    else if (!strcmp(b, "put_msgrate_silent")) put_msgrate_silent();
+    else if (!strcmp(b, "put_msgrate")) put_rate(b, 0);
+    else if (!strcmp(b, "put_msgrate_silent")) put_rate(b, 1);
     else if (!strcmp(b, "mem_register")) mem_register();
     else { fprintf(stderr, "ugni_bench: unknown benchmark %s\n", b); PMI_Abort(2, "unknown benchmark"); return 2; }
     barrier();
