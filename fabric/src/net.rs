@@ -233,7 +233,11 @@ impl Hdr {
 // garbage datagrams sent to its port: use it only where outsiders cannot reach the port.
 
 /// How many request numbers below the highest seen a target still accepts (once each).
-const REPLAY_WINDOW: u64 = 4096;
+/// Wide: providers deliver out of order (`udp;ofi_rxd` retransmits a lost datagram late,
+/// under load after thousands of later ones), and a genuine request taken for a replay
+/// gets no answer (its sender then takes the target for dead: seen once with 4096 in
+/// data_threads over rxd).  8 KiB of bits per sender.
+const REPLAY_WINDOW: u64 = 65536;
 
 /// Why a message was dropped (index into `Engine::drops`).
 #[derive(Clone, Copy, Debug)]
