@@ -105,15 +105,18 @@ pub fn job_secret() -> Result<[u8; 16]> {
         return Ok(*s);
     }
     let s = learn_secret()?;
-    let s = *SECRET.get_or_init(|| s);
-    // Programs the process starts belong to its job, as on the machines whose job
-    // containers a rank's children share: they inherit the secret (helpers exec'd by a
-    // rank attach to its uGNI domain and reach its memory).  Kept if already set.
-    if let Ok(v) = std::ffi::CString::new(pmi::to_hex(&s)) {
-        // SAFETY: NUL-terminated strings; overwrite=0 keeps a launcher's value.
-        unsafe { libc::setenv(c"SOFTNIC_JOB_SECRET".as_ptr(), v.as_ptr(), 0) };
-    }
-    Ok(s)
+    // Put in the environment by the thread that records it, before any other thread can
+    // see the value (one that finds it recorded returns at once, and must find it there).
+    Ok(*SECRET.get_or_init(|| {
+        // Programs the process starts belong to its job, as on the machines whose job
+        // containers a rank's children share: they inherit the secret (helpers exec'd by
+        // a rank attach to its uGNI domain and reach its memory).  Kept if already set.
+        if let Ok(v) = std::ffi::CString::new(pmi::to_hex(&s)) {
+            // SAFETY: NUL-terminated strings; overwrite=0 keeps a launcher's value.
+            unsafe { libc::setenv(c"SOFTNIC_JOB_SECRET".as_ptr(), v.as_ptr(), 0) };
+        }
+        s
+    }))
 }
 
 /// fork(2) prepare handler (registered at load): a process started by a launcher learns
