@@ -182,8 +182,9 @@ impl EvRing {
         // before any byte of the new event (a compiler barrier on x86-64).
         fence(Ordering::Release);
         // SAFETY: inside the slot; the only writer (caller's contract); readers detect the
-        // race through the stamp.
-        unsafe { std::ptr::write_volatile(s.ev.get(), *ev) };
+        // race through the stamp.  A plain copy (a few wide stores; a volatile write of
+        // the struct is one store per field): the Release store below orders it.
+        unsafe { std::ptr::copy_nonoverlapping(ev, s.ev.get(), 1) };
         // Release: publishes the event; pairs with the consumer's Acquire load.
         s.stamp.store(pos << 1 | ready as u64, Ordering::Release);
     }
@@ -296,8 +297,10 @@ impl EvRing {
             // Acquire: pairs with the writer's final Release store.
             let st = s.stamp.load(Ordering::Acquire);
             if st == (c.pos << 1 | 1) {
-                // SAFETY: inside the slot; a concurrent overwrite is detected below.
-                let mut ev = unsafe { std::ptr::read_volatile(s.ev.get()) };
+                // SAFETY: inside the slot; a concurrent overwrite is detected below.  A
+                // plain copy (wide loads; every bit pattern is a valid Packed), ordered
+                // before the second stamp load by the fence.
+                let mut ev = unsafe { std::ptr::read(s.ev.get()) };
                 // Acquire fence: the copy above completes before the stamp is read again.
                 fence(Ordering::Acquire);
                 if s.stamp.load(Ordering::Relaxed) != st {
