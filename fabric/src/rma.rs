@@ -400,6 +400,22 @@ impl Peer {
         Ok(Live(self))
     }
 
+    /// The owner's range of live registration `key` (base, length).
+    fn registration_range(&self, key: MemKey) -> Result<(u64, u64)> {
+        let e = self.ctl.reg(key.index as usize).ok_or(Error::InvalidHandle)?;
+        let g = e.gen.load(Ordering::Acquire);
+        if g != key.generation || e.state.load(Ordering::Acquire) != LIVE {
+            return Err(Error::StaleHandle);
+        }
+        let range = (e.base.load(Ordering::Relaxed), e.len.load(Ordering::Relaxed));
+        // Seqlock reader, as in `validate`.
+        fence(Ordering::Acquire);
+        if e.gen.load(Ordering::Relaxed) != g || e.state.load(Ordering::Relaxed) != LIVE {
+            return Err(Error::StaleHandle);
+        }
+        Ok(range)
+    }
+
     /// The registration checks of every access (the liveness check is the caller's).
     fn validate(&self, key: MemKey, addr: u64, n: usize, write: bool, pd: u64) -> Result<Target> {
         let e = self.ctl.reg(key.index as usize).ok_or(Error::InvalidHandle)?;
@@ -866,6 +882,8 @@ pub struct Pinned {
     site: Option<PinSite>,
     ptr: *mut u8,
     len: usize,
+    /// The owner's address of `ptr`.
+    start: u64,
 }
 
 // SAFETY: the pointer is into a mapping owned by `peer` (or our own registered memory);
@@ -885,7 +903,7 @@ impl Pinned {
         let live = peer.live()?;
         let t = live.0.validate(key, addr, len, write, pd)?;
         if peer.is_self {
-            return Ok(Pinned { peer: peer.clone(), key, site: None, ptr: addr as *mut u8, len });
+            return Ok(Pinned { peer: peer.clone(), key, site: None, ptr: addr as *mut u8, len, start: addr });
         }
         if t.backing == NO_BACKING {
             return Err(Error::Unsupported);
@@ -894,7 +912,18 @@ impl Pinned {
             Err(Error::OutOfBounds) => return Err(Error::Unsupported),
             r => r?,
         };
-        Ok(Pinned { peer: peer.clone(), key, site: Some(site), ptr, len })
+        Ok(Pinned { peer: peer.clone(), key, site: Some(site), ptr, len, start: addr })
+    }
+
+    /// Pins the whole of registration `key` at `peer` (as [`Pinned::new`] over its full
+    /// range), for a channel whose accesses fall anywhere in one registration (a uGNI
+    /// remote memory handle): [`PinnedRef::put_at`] then addresses it as the owner does.
+    pub fn registration(peer: &Arc<Peer>, key: MemKey, write: bool, pd: u64) -> Result<Pinned> {
+        if peer.net.is_some() {
+            return Err(Error::Unsupported);
+        }
+        let (base, len) = peer.registration_range(key)?;
+        Pinned::new(peer, key, base, usize::try_from(len).map_err(|_| Error::Unsupported)?, write, pd)
     }
 
     /// The pinned registration.
@@ -942,6 +971,30 @@ impl PinnedRef<'_> {
             return Err(Error::Misaligned);
         }
         Ok(p)
+    }
+
+    /// The offset of the owner's address `addr` (`OutOfBounds` before the pinned range).
+    #[inline]
+    fn offset_of(&self, addr: u64) -> Result<usize> {
+        addr.checked_sub(self.0.start).and_then(|o| usize::try_from(o).ok()).ok_or(Error::OutOfBounds)
+    }
+
+    /// Copies `src` to the owner's address `addr`.
+    #[inline]
+    pub fn put_at(&self, addr: u64, src: &[u8]) -> Result<()> {
+        self.put(self.offset_of(addr)?, src)
+    }
+
+    /// Would an aligned 8-byte store at the owner's address `addr` succeed?
+    #[inline]
+    pub fn can_store_u64_at(&self, addr: u64) -> bool {
+        self.offset_of(addr).and_then(|o| self.at(o, 8, 8)).is_ok()
+    }
+
+    /// [`PinnedRef::store_u64`] at the owner's address `addr`.
+    #[inline]
+    pub fn store_u64_at(&self, addr: u64, v: u64) -> Result<()> {
+        self.store_u64(self.offset_of(addr)?, v)
     }
 
     /// Copies `src` to offset `off`.

@@ -578,6 +578,19 @@ fn pinned_ranges_and_rings_follow_their_registration() {
     w.store_u64(248, 0x1122_3344_5566_7788).unwrap();
     assert_eq!(k.ok(&format!("peek {}", base + 64 + 248)), vec![0x1122_3344_5566_7788]);
     k.ok("fill heap_small 23");
+    // A whole-registration pin addresses it as the owner does: in bounds only.
+    assert_eq!(Pinned::registration(&peer, ro, true, 9).err(), Some(Error::Permission));
+    assert_eq!(Pinned::registration(&peer, key, true, 10).err(), Some(Error::ProtectionDomain));
+    let whole = Pinned::registration(&peer, key, true, 9).unwrap();
+    let r = whole.check(peer.live().unwrap()).unwrap();
+    r.put_at(base + 8192 - 16, &data[..16]).unwrap();
+    assert_eq!(r.put_at(base + 8192 - 8, &data[..16]), Err(Error::OutOfBounds));
+    assert_eq!(r.put_at(base - 8, &data[..16]), Err(Error::OutOfBounds));
+    assert!(r.can_store_u64_at(base + 8192 - 8) && !r.can_store_u64_at(base + 8192) && !r.can_store_u64_at(base + 4) && !r.can_store_u64_at(base - 8));
+    assert_eq!(k.cmd("verify heap_small 8176 16 22 23"), "ok");
+    r.store_u64_at(base + 1024, 0x99).unwrap();
+    assert_eq!(k.ok(&format!("peek {}", base + 1024)), vec![0x99]);
+    k.ok("fill heap_small 23");
     // A pin used with another peer's token is refused.
     let me = Peer::this().unwrap();
     assert_eq!(pin.check(me.live().unwrap()).err(), Some(Error::StaleHandle));

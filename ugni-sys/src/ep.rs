@@ -82,7 +82,7 @@ pub unsafe extern "C" fn GNI_EpBind(ep_hndl: gni_ep_handle_t, remote_addr: u32, 
     if st.binding.is_some() && (st.in_flight != 0 || st.smsg.is_some()) {
         return GNI_RC_INVALID_PARAM;
     }
-    st.binding = Some(Binding { remote_addr, remote_id, route: None });
+    st.binding = Some(Binding { remote_addr, remote_id, route: None, pins: Default::default() });
     GNI_RC_SUCCESS
 }
 

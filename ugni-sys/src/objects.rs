@@ -606,6 +606,61 @@ pub struct Binding {
     /// The process the last transaction went to (by its handle's owner), reused while the
     /// next one names the same owner ([`Ep::route`]).
     pub route: Option<(ProcId, Arc<Peer>)>,
+    /// Remote registrations small puts went to more than once (see [`PutPins`]).
+    pub pins: PutPins,
+}
+
+/// Remote registrations of this endpoint's puts, pinned (`rma::Pinned`, the whole
+/// registration): a small put into one of them moves after the pin's few checks instead
+/// of the per-operation path (crate::post).  A handle is pinned on its second use in a
+/// row, so a program that puts to a new registration each time pays nothing for it.
+#[derive(Default)]
+pub struct PutPins {
+    pins: Vec<([u64; 2], softnic_fabric::rma::Pinned)>,
+    next: usize,
+    /// The handle words of the last put that found no pin.
+    last_miss: Option<[u64; 2]>,
+}
+
+/// A copy of a binding starts with no pins (they are a cache).
+impl Clone for PutPins {
+    fn clone(&self) -> PutPins {
+        PutPins::default()
+    }
+}
+
+impl PutPins {
+    /// Pins kept per endpoint (the oldest is replaced).
+    const MAX: usize = 4;
+
+    /// The pin of remote handle words `w`.
+    #[inline]
+    pub fn find(&self, w: [u64; 2]) -> Option<&softnic_fabric::rma::Pinned> {
+        self.pins.iter().find(|(k, _)| *k == w).map(|(_, p)| p)
+    }
+
+    /// Notes a put through handle words `w` that found no pin: true when it is the second
+    /// in a row (worth pinning).
+    pub fn missed(&mut self, w: [u64; 2]) -> bool {
+        if self.last_miss == Some(w) {
+            return true;
+        }
+        self.last_miss = Some(w);
+        false
+    }
+
+    /// Keeps `pin` for handle words `w`.
+    pub fn add(&mut self, w: [u64; 2], pin: softnic_fabric::rma::Pinned) {
+        self.last_miss = None;
+        if let Some(e) = self.pins.iter_mut().find(|(k, _)| *k == w) {
+            e.1 = pin; // a stale pin of the same handle
+        } else if self.pins.len() < Self::MAX {
+            self.pins.push((w, pin));
+        } else {
+            self.pins[self.next % Self::MAX] = (w, pin);
+            self.next = self.next.wrapping_add(1);
+        }
+    }
 }
 
 pub struct EpState {

@@ -20,6 +20,13 @@
 //!   Both carry the EP's local_event data (digest CORRECTION: every event on the
 //!   initiator's CQ does; default the bound `remote_id`).
 //!
+//! **Pinned puts.**  A small FMA put (no REMOTE event, a source addressed by virtual
+//! address) into a registration the endpoint has pinned (`Binding::pins`: one used by two
+//! puts in a row, four per endpoint) moves after the pin's few checks (`rma::Pinned`:
+//! registration generation, backing, bounds, flag alignment) instead of resolving the
+//! handle and validating it again.  Anything the pin cannot serve takes the general path,
+//! which gives the exact outcome (test: c-tests/ugni/data_put_pins.c).
+//!
 //! **Checks at post time** (the call's return code; nothing moves and no event is queued):
 //! NULL/invalid EP or descriptor, EP not bound, invalid `src_cq_hndl`, no CQ for a
 //! requested local event -> INVALID_PARAM; a `type` the call does not take, an unknown
@@ -80,7 +87,7 @@
 
 use crate::cqe::{self, Status};
 use crate::memreg::{self, LocalMem, RemoteMem};
-use crate::objects::{Cq, Ep, Nic, CQS, EPS};
+use crate::objects::{Binding, Cq, Ep, Nic, CQS, EPS};
 use crate::types::*;
 use softnic_fabric::atomic::{AmoOp, AmoWidth};
 use softnic_fabric::mem::MemKey;
@@ -488,19 +495,34 @@ fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_d
             // route() probed the peer; one liveness verdict for the whole post
             // (payload, flag, REMOTE event).
             let event = want_remote.then(|| cqe::make(cqe::SRC_REMOTE, cqe::TYPE_POST, Status::Ok, 0, remote_data as u64));
-            let r = peer.live_probed().and_then(|live| {
-                let rm = RemoteMem::open(peer, words, pd)?;
-                let notified = execute(&rm, live, &d, &op, &local, pd, event)?;
-                Ok((live, rm.notify_key(), notified))
-            });
-            let r = match r {
-                Ok((live, key, notified)) => {
-                    if let (Some(e), false) = (event, notified) {
-                        remote_event(live, key, pd, e);
+            // A small put with no REMOTE event, from memory addressed by virtual address:
+            // through the endpoint's pin of the target registration when it has one.
+            let pinnable = match op {
+                Op::Put { len, sync } if !unlocked && event.is_none() && matches!(local, LocalMem::Virtual(None)) => Some((len, sync)),
+                _ => None,
+            };
+            let binding = || guard.as_ref().expect("held").binding.as_ref().expect("routed");
+            let via_pin = pinnable.and_then(|(len, sync)| put_pinned(binding(), words, &d, len, sync));
+            let r = if via_pin == Some(true) {
+                Ok(())
+            } else {
+                let r = peer.live_probed().and_then(|live| {
+                    let rm = RemoteMem::open(peer, words, pd)?;
+                    let notified = execute(&rm, live, &d, &op, &local, pd, event)?;
+                    Ok((live, rm.notify_key(), rm.is_plain(), notified))
+                });
+                match r {
+                    Ok((live, key, plain, notified)) => {
+                        if let (Some(e), false) = (event, notified) {
+                            remote_event(live, key, pd, e);
+                        }
+                        if pinnable.is_some() && via_pin.is_none() && plain {
+                            pin_for_puts(guard.as_mut().expect("held").binding.as_mut().expect("routed"), words, key, pd);
+                        }
+                        Ok(())
                     }
-                    Ok(())
+                    Err(e) => Err(Status::from_fabric(e)),
                 }
-                Err(e) => Err(Status::from_fabric(e)),
             };
             if guard.is_none() {
                 let mut st = ep.state();
@@ -512,6 +534,43 @@ fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_d
     drop(guard);
     complete(api, &ep.nic, cq, desc, tokens, local_data, error_words(&d), result);
     GNI_RC_SUCCESS
+}
+
+/// A small put through the endpoint's pin of the registration that handle words `words`
+/// name (`Binding::pins`): the flag's place is checked, then the payload and the flag are
+/// stored, as `Live::put_compound` does.  `Some(true)`: done.  `Some(false)`: the pin
+/// cannot serve it (out of its range, a flag it cannot store): nothing moved, the general
+/// path gives the exact outcome.  None: no usable pin (none yet, or gone stale).
+#[inline]
+fn put_pinned(b: &Binding, words: [u64; 2], d: &gni_post_descriptor_t, len: u64, sync: Option<(u64, u64)>) -> Option<bool> {
+    let pin = b.pins.find(words)?;
+    let (_, peer) = b.route.as_ref()?;
+    let r = pin.check(peer.live_probed().ok()?).ok()?;
+    if sync.is_some_and(|(faddr, _)| !r.can_store_u64_at(faddr)) {
+        return Some(false);
+    }
+    if r.put_at(d.remote_addr, local_bytes(d.local_addr, len)).is_err() {
+        return Some(false);
+    }
+    if let Some((faddr, fval)) = sync {
+        // Checked above: cannot fail.
+        let _ = r.store_u64_at(faddr, fval);
+    }
+    Some(true)
+}
+
+/// After a put through plain handle words `words` (registration `key`) that found no
+/// pin: pins the registration when the same handle was used by the previous such put too.
+#[cold]
+fn pin_for_puts(b: &mut Binding, words: [u64; 2], key: MemKey, pd: u64) {
+    if !b.pins.missed(words) {
+        return;
+    }
+    let Some((_, peer)) = &b.route else { return };
+    // Registrations the fabric cannot pin (several backings, the network engine) are not.
+    if let Ok(pin) = softnic_fabric::rma::Pinned::registration(peer, key, true, pd) {
+        b.pins.add(words, pin);
+    }
 }
 
 /// What a transaction error report says of the post (remote address, length, handle).
