@@ -9,6 +9,8 @@
  *    outside the registration is a transaction error and the payload does not land;
  *  - the target deregisters a pinned registration: puts through the old handle are
  *    transaction errors, and through the handle of its new registration (same memory) land;
+ *  - through a pinned handle, REMOTE events reach the target's dst CQ, a descriptor's
+ *    src_cq_hndl gets its event, SILENT posts queue none;
  *  - a read-only registration refuses every put, also when a writable registration of
  *    the same memory is pinned. */
 #include "data_util.h"
@@ -122,6 +124,42 @@ int main(void)
         for (int i = 0; i < 8; i++) if (w[1][8 * k + i] != 0x30 + k) SN_FAIL("re-registered W1: byte %d is %u", 8 * k + i, w[1][8 * k + i]);
     for (int i = 32; i < 40; i++) if (w[1][i] != 0) SN_FAIL("a put through the deregistered handle landed (byte %d)", i);
     dt_barrier();
+
+    /* ---- events through a pinned handle: REMOTE events at the target's dst CQ, a
+     * descriptor's own src_cq_hndl, SILENT posts ---- */
+    gni_cq_handle_t rcq, scq;
+    GNI_OK(GNI_CqCreate(t.nic, 64, 0, GNI_CQ_NOBLOCK, NULL, NULL, &rcq));
+    GNI_OK(GNI_CqCreate(t.nic, 64, 0, GNI_CQ_BLOCKING, NULL, NULL, &scq));
+    uint8_t *ev = dt_alloc(4096);
+    gni_mem_handle_t evh = dt_reg(&t, ev, 4096, rcq, GNI_MEM_READWRITE), evall[64];
+    uint64_t evbase[64];
+    gnit_exchange_mem(&t, ev, evh, evall, evbase);
+    for (int k = 0; k < 2; k++) put(right, GNI_POST_FMA_PUT, src, none, evbase[right], evall[right], 8, 0, 0, GNI_RC_SUCCESS);
+    for (int k = 0; k < 3; k++) {
+        gni_post_descriptor_t d;
+        dt_desc(&d, GNI_POST_FMA_PUT, GNI_CQMODE_GLOBAL_EVENT | GNI_CQMODE_REMOTE_EVENT, src, none, evbase[right] + 8 * k, evall[right], 8);
+        GNI_OK(GNI_PostFma(t.eps[right], &d));
+        dt_complete(t.cq, &d, GNI_RC_SUCCESS);
+        dt_desc(&d, GNI_POST_FMA_PUT, GNI_CQMODE_GLOBAL_EVENT, src, none, evbase[right] + 64, evall[right], 8);
+        d.src_cq_hndl = scq;
+        GNI_OK(GNI_PostFma(t.eps[right], &d));
+        dt_complete(scq, &d, GNI_RC_SUCCESS);
+        dt_desc(&d, GNI_POST_FMA_PUT, GNI_CQMODE_SILENT, src, none, evbase[right] + 72, evall[right], 8);
+        GNI_OK(GNI_PostFma(t.eps[right], &d));
+    }
+    dt_barrier();
+    gni_cq_entry_t e;
+    for (int k = 0; k < 3; k++) {
+        GNI_OK(GNI_CqGetEvent(rcq, &e));
+        CHECK_EQ(GNI_CQ_GET_TYPE(e), GNI_CQ_EVENT_TYPE_POST);
+    }
+    GNI_EXPECT(GNI_RC_NOT_DONE, GNI_CqGetEvent(rcq, &e));
+    GNI_EXPECT(GNI_RC_NOT_DONE, GNI_CqGetEvent(scq, &e));
+    GNI_EXPECT(GNI_RC_NOT_DONE, GNI_CqGetEvent(t.cq, &e));
+    dt_barrier();
+    GNI_OK(GNI_MemDeregister(t.nic, &evh));
+    GNI_OK(GNI_CqDestroy(rcq));
+    GNI_OK(GNI_CqDestroy(scq));
 
     /* ---- read-only: refused every time, even where a writable registration of the same
      * memory is pinned ---- */

@@ -90,7 +90,7 @@ use crate::memreg::{self, LocalMem, RemoteMem};
 use crate::objects::{Binding, Cq, Ep, Nic, CQS, EPS};
 use crate::types::*;
 use softnic_fabric::atomic::{AmoOp, AmoWidth};
-use softnic_fabric::mem::MemKey;
+use softnic_fabric::mem::{CrayHandle, MemKey};
 use softnic_fabric::rma::Live;
 use std::sync::Arc;
 
@@ -356,7 +356,72 @@ pub(crate) fn remote_event(peer: Live<'_>, key: MemKey, pd: u64, entry: u64) {
 
 
 fn post(engine: Engine, ep_h: gni_ep_handle_t, desc: *mut gni_post_descriptor_t) -> gni_return_t {
-    EPS.with(ep_h as *const _, |ep| post_on(engine, ep, ep_h, desc)).unwrap_or(GNI_RC_INVALID_PARAM)
+    EPS.with(ep_h as *const _, |ep| {
+        if engine == Engine::Fma {
+            if let Some(rc) = fma_put_pinned(ep, desc) {
+                return rc;
+            }
+        }
+        post_on(engine, ep, ep_h, desc)
+    })
+    .unwrap_or(GNI_RC_INVALID_PARAM)
+}
+
+/// The whole of a small FMA put that the endpoint's pins serve (see the module doc), in
+/// as few steps as it needs: only the fields it uses are read, and only a post that would
+/// succeed on the general path is taken (plain source, GLOBAL/LOCAL or no event on the
+/// endpoint's CQ, the routed owner's pinned registration).  None, with nothing done, for
+/// anything else: `post_on` then does all the checks and gives the exact outcome.
+#[inline]
+fn fma_put_pinned(ep: &Ep, desc: *mut gni_post_descriptor_t) -> Option<gni_return_t> {
+    // SAFETY: NULL or the caller's descriptor, read field by field.
+    let d = unsafe { desc.as_ref() }?;
+    let sync = match d.type_ {
+        GNI_POST_FMA_PUT => None,
+        GNI_POST_FMA_PUT_W_SYNCFLAG => Some((d.sync_flag_addr, d.sync_flag_value)),
+        _ => return None,
+    };
+    let mode = d.cq_mode;
+    let len = d.length;
+    let lh = d.local_mem_hndl;
+    if mode & !(MODE_LOCAL | MODE_GLOBAL) != 0 || !d.src_cq_hndl.is_null() || len > HOLD_MAX || (len > 0 && d.local_addr == 0) || lh.qword1 & (memreg::SEG_FLAG | memreg::VMDH_FLAG) != 0 {
+        return None;
+    }
+    let want_event = mode != 0;
+    let cq = ep.cq.as_deref();
+    if (want_event && cq.is_none()) || ep.nic.is_detached() {
+        return None;
+    }
+    let words = [d.remote_mem_hndl.qword1, d.remote_mem_hndl.qword2];
+    let st = ep.state();
+    let b = st.binding.as_ref()?;
+    // What `Ep::route` would find: the cached route to the handle's owner, probed alive.
+    let (owner, peer) = b.route.as_ref()?;
+    if CrayHandle::from_words([words[0] & !CrayHandle::KIND_BITS, words[1]]).owner != *owner || !peer.seems_alive() {
+        return None;
+    }
+    b.pins.find(words)?;
+    let token = match (want_event, cq) {
+        (true, Some(cq)) => Some(cq.add_desc(desc).ok()?),
+        _ => None,
+    };
+    // SAFETY: GNI-owned fields of the caller's descriptor.
+    unsafe {
+        (*desc).status = 0;
+        (*desc).cq_mode_complete = 0;
+    }
+    if put_pinned(b, words, d, len, sync) != Some(true) {
+        if let (Some(t), Some(cq)) = (token, cq) {
+            cq.drop_desc(t);
+        }
+        return None;
+    }
+    let local_data = Ep::local_event(&st);
+    drop(st);
+    if let (Some(t), Some(cq)) = (token, cq) {
+        cq.push(cqe::make(cqe::SRC_LOCAL, cqe::TYPE_POST, Status::Ok, t as u64, local_data as u64));
+    }
+    Some(GNI_RC_SUCCESS)
 }
 
 fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_descriptor_t) -> gni_return_t {
