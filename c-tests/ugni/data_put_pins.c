@@ -1,5 +1,5 @@
-/* Small FMA puts through an endpoint's pins of remote registrations (ugni-sys post.rs
- * `put_pinned`: a handle used twice in a row is pinned, four per endpoint).  Every rank
+/* Small FMA puts and AMOs through an endpoint's pins of registrations (ugni-sys post.rs
+ * `fma_pinned`: a handle that missed twice recently is pinned, four per endpoint).  Every rank
  * puts to its right neighbour, the way a halo exchange does, and every outcome must be the
  * one the per-operation path gives:
  *  - puts cycling over five registrations (more than an endpoint pins) land, at every
@@ -11,6 +11,9 @@
  *    transaction errors, and through the handle of its new registration (same memory) land;
  *  - through a pinned handle, REMOTE events reach the target's dst CQ, a descriptor's
  *    src_cq_hndl gets its event, SILENT posts queue none;
+ *  - AMOs (fetching into our pinned registration, not fetching, 32-bit) return and leave
+ *    the right values; past the end, into a read-only result buffer, misaligned, through
+ *    a deregistered result handle: the general path's errors;
  *  - a read-only registration refuses every put, also when a writable registration of
  *    the same memory is pinned. */
 #include "data_util.h"
@@ -160,6 +163,79 @@ int main(void)
     GNI_OK(GNI_MemDeregister(t.nic, &evh));
     GNI_OK(GNI_CqDestroy(rcq));
     GNI_OK(GNI_CqDestroy(scq));
+
+    /* ---- AMOs through pinned handles (the target's counter, our result buffer) ---- */
+    uint64_t *cnt = dt_alloc(4096), *res = dt_alloc(4096), *res_ro = dt_alloc(4096);
+    gni_mem_handle_t ch = dt_reg(&t, cnt, 4096, NULL, GNI_MEM_READWRITE), call[64];
+    gni_mem_handle_t resh = dt_reg(&t, res, 4096, NULL, GNI_MEM_READWRITE);
+    gni_mem_handle_t roresh = dt_reg(&t, res_ro, 4096, NULL, GNI_MEM_READ_ONLY);
+    uint64_t cbase[64];
+    gnit_exchange_mem(&t, cnt, ch, call, cbase);
+    for (int k = 0; k < 10; k++) {
+        gni_post_descriptor_t d;
+        dt_desc(&d, GNI_POST_AMO, GNI_CQMODE_GLOBAL_EVENT, &res[k], resh, cbase[right], call[right], 8);
+        d.amo_cmd = GNI_FMA_ATOMIC_FADD;
+        d.first_operand = 1;
+        GNI_OK(GNI_PostFma(t.eps[right], &d));
+        dt_complete(t.cq, &d, GNI_RC_SUCCESS);
+        if (res[k] != (uint64_t)k) SN_FAIL("fetch-add %d returned %lu", k, (unsigned long)res[k]);
+        /* not fetching: no local handle at all */
+        dt_desc(&d, GNI_POST_AMO, GNI_CQMODE_GLOBAL_EVENT, NULL, none, cbase[right] + 8, call[right], 8);
+        d.amo_cmd = GNI_FMA_ATOMIC_ADD;
+        d.first_operand = 2;
+        GNI_OK(GNI_PostFma(t.eps[right], &d));
+        dt_complete(t.cq, &d, GNI_RC_SUCCESS);
+        /* 32-bit fetch-add into the second word of a result pair */
+        uint32_t *r32 = (uint32_t *)&res[32 + k];
+        dt_desc(&d, GNI_POST_AMO, GNI_CQMODE_GLOBAL_EVENT, r32 + 1, resh, cbase[right] + 20, call[right], 4);
+        d.amo_cmd = GNI_FMA_ATOMIC2_FIADD_S;
+        d.first_operand = 3;
+        GNI_OK(GNI_PostFma(t.eps[right], &d));
+        dt_complete(t.cq, &d, GNI_RC_SUCCESS);
+        if (r32[1] != 3u * (uint32_t)k || r32[0] != 0) SN_FAIL("32-bit fetch-add %d returned %u (and wrote %u beside)", k, r32[1], r32[0]);
+        /* past the end of the target's registration, a read-only result buffer, a
+         * misaligned counter */
+        dt_desc(&d, GNI_POST_AMO, GNI_CQMODE_GLOBAL_EVENT, &res[20], resh, cbase[right] + 4096, call[right], 8);
+        d.amo_cmd = GNI_FMA_ATOMIC_FADD;
+        d.first_operand = 1;
+        GNI_OK(GNI_PostFma(t.eps[right], &d));
+        dt_complete(t.cq, &d, GNI_RC_TRANSACTION_ERROR);
+        dt_desc(&d, GNI_POST_AMO, GNI_CQMODE_GLOBAL_EVENT, res_ro, roresh, cbase[right], call[right], 8);
+        d.amo_cmd = GNI_FMA_ATOMIC_FADD;
+        GNI_EXPECT(GNI_RC_PERMISSION_ERROR, GNI_PostFma(t.eps[right], &d));
+        dt_desc(&d, GNI_POST_AMO, GNI_CQMODE_GLOBAL_EVENT, &res[20], resh, cbase[right] + 4, call[right], 8);
+        d.amo_cmd = GNI_FMA_ATOMIC_FADD;
+        GNI_EXPECT(GNI_RC_ALIGNMENT_ERROR, GNI_PostFma(t.eps[right], &d));
+    }
+    /* our result registration goes: its handle is refused; a new one of the same memory works */
+    GNI_OK(GNI_MemDeregister(t.nic, &resh));
+    {
+        gni_post_descriptor_t d;
+        dt_desc(&d, GNI_POST_AMO, GNI_CQMODE_GLOBAL_EVENT, &res[10], resh, cbase[right], call[right], 8);
+        d.amo_cmd = GNI_FMA_ATOMIC_FADD;
+        d.first_operand = 1;
+        GNI_EXPECT(GNI_RC_INVALID_PARAM, GNI_PostFma(t.eps[right], &d));
+        resh = dt_reg(&t, res, 4096, NULL, GNI_MEM_READWRITE);
+        for (int k = 10; k < 13; k++) {
+            dt_desc(&d, GNI_POST_AMO, GNI_CQMODE_GLOBAL_EVENT, &res[k], resh, cbase[right], call[right], 8);
+            d.amo_cmd = GNI_FMA_ATOMIC_FADD;
+            d.first_operand = 1;
+            GNI_OK(GNI_PostFma(t.eps[right], &d));
+            dt_complete(t.cq, &d, GNI_RC_SUCCESS);
+            if (res[k] != (uint64_t)k) SN_FAIL("fetch-add %d after re-registering returned %lu", k, (unsigned long)res[k]);
+        }
+    }
+    dt_barrier();
+    CHECK_EQ(cnt[0], 13);
+    CHECK_EQ(cnt[1], 20);
+    CHECK_EQ(((uint32_t *)cnt)[5], 30u);
+    CHECK_EQ(((uint32_t *)cnt)[4], 0u);
+    for (int i = 3; i < 512; i++) if (cnt[i] != 0) SN_FAIL("an AMO wrote word %d of the counters", i);
+    for (int i = 0; i < 512; i++) if (res_ro[i] != 0) SN_FAIL("a fetch landed in a read-only registration (word %d)", i);
+    dt_barrier();
+    GNI_OK(GNI_MemDeregister(t.nic, &ch));
+    GNI_OK(GNI_MemDeregister(t.nic, &resh));
+    GNI_OK(GNI_MemDeregister(t.nic, &roresh));
 
     /* ---- read-only: refused every time, even where a writable registration of the same
      * memory is pinned ---- */

@@ -988,13 +988,45 @@ impl PinnedRef<'_> {
     /// Would an aligned 8-byte store at the owner's address `addr` succeed?
     #[inline]
     pub fn can_store_u64_at(&self, addr: u64) -> bool {
-        self.offset_of(addr).and_then(|o| self.at(o, 8, 8)).is_ok()
+        self.can_store_at(addr, 8)
+    }
+
+    /// Would an aligned `n`-byte store at the owner's address `addr` succeed?
+    #[inline]
+    pub fn can_store_at(&self, addr: u64, n: usize) -> bool {
+        self.offset_of(addr).and_then(|o| self.at(o, n, n)).is_ok()
     }
 
     /// [`PinnedRef::store_u64`] at the owner's address `addr`.
     #[inline]
     pub fn store_u64_at(&self, addr: u64, v: u64) -> Result<()> {
         self.store_u64(self.offset_of(addr)?, v)
+    }
+
+    /// Applies `op` atomically at the owner's address `addr` (as [`Live::atomic`]) and
+    /// returns the old value.
+    #[inline]
+    pub fn atomic_at(&self, addr: u64, width: AmoWidth, op: AmoOp) -> Result<u64> {
+        let n = width.bytes();
+        let p = self.at(self.offset_of(addr)?, n, n)?;
+        // SAFETY: aligned, inside the pinned range, mapped for the life of the pin.
+        unsafe { atomic::apply(p, width, op) }
+    }
+
+    /// Stores the low `n` (4 or 8) bytes of `v` at the owner's address `addr` with one
+    /// atomic Release store.
+    #[inline]
+    pub fn store_word_at(&self, addr: u64, v: u64, n: usize) -> Result<()> {
+        let p = self.at(self.offset_of(addr)?, n, n)?;
+        // SAFETY: aligned, inside the pinned range; other parties access it atomically.
+        unsafe {
+            match n {
+                4 => (*(p as *const std::sync::atomic::AtomicU32)).store(v as u32, Ordering::Release),
+                8 => (*(p as *const AtomicU64)).store(v, Ordering::Release),
+                _ => return Err(Error::InvalidArg),
+            }
+        }
+        Ok(())
     }
 
     /// Copies `src` to offset `off`.

@@ -606,52 +606,58 @@ pub struct Binding {
     /// The process the last transaction went to (by its handle's owner), reused while the
     /// next one names the same owner ([`Ep::route`]).
     pub route: Option<(ProcId, Arc<Peer>)>,
-    /// Remote registrations small puts went to more than once (see [`PutPins`]).
-    pub pins: PutPins,
+    /// Registrations this endpoint's small puts and AMOs used more than once (see [`Pins`]).
+    pub pins: Pins,
 }
 
-/// Remote registrations of this endpoint's puts, pinned (`rma::Pinned`, the whole
-/// registration): a small put into one of them moves after the pin's few checks instead
-/// of the per-operation path (crate::post).  A handle is pinned on its second use in a
-/// row, so a program that puts to a new registration each time pays nothing for it.
+/// Registrations of this endpoint's small FMA posts, pinned (`rma::Pinned`, the whole
+/// registration), by handle words: the targets' (puts, AMOs) and our own (where fetching
+/// AMOs return their result).  A post through pinned handles moves after the pins' few
+/// checks instead of the per-operation path (crate::post).  A handle is pinned when it
+/// misses twice among the last two misses, so a program that uses a new registration each
+/// time pays nothing for it.
 #[derive(Default)]
-pub struct PutPins {
+pub struct Pins {
     pins: Vec<([u64; 2], softnic_fabric::rma::Pinned)>,
     next: usize,
-    /// The handle words of the last put that found no pin.
-    last_miss: Option<[u64; 2]>,
+    /// The handle words of the last two uses that found no pin.
+    misses: [Option<[u64; 2]>; 2],
+    next_miss: usize,
 }
 
 /// A copy of a binding starts with no pins (they are a cache).
-impl Clone for PutPins {
-    fn clone(&self) -> PutPins {
-        PutPins::default()
+impl Clone for Pins {
+    fn clone(&self) -> Pins {
+        Pins::default()
     }
 }
 
-impl PutPins {
+impl Pins {
     /// Pins kept per endpoint (the oldest is replaced).
     const MAX: usize = 4;
 
-    /// The pin of remote handle words `w`.
+    /// The pin of handle words `w`.
     #[inline]
     pub fn find(&self, w: [u64; 2]) -> Option<&softnic_fabric::rma::Pinned> {
         self.pins.iter().find(|(k, _)| *k == w).map(|(_, p)| p)
     }
 
-    /// Notes a put through handle words `w` that found no pin: true when it is the second
-    /// in a row (worth pinning).
+    /// Notes a use of handle words `w` that found no pin: true when one of the last two
+    /// misses was `w` too (worth pinning).
     pub fn missed(&mut self, w: [u64; 2]) -> bool {
-        if self.last_miss == Some(w) {
+        if self.misses.contains(&Some(w)) {
             return true;
         }
-        self.last_miss = Some(w);
+        self.misses[self.next_miss % 2] = Some(w);
+        self.next_miss = self.next_miss.wrapping_add(1);
         false
     }
 
     /// Keeps `pin` for handle words `w`.
     pub fn add(&mut self, w: [u64; 2], pin: softnic_fabric::rma::Pinned) {
-        self.last_miss = None;
+        for m in self.misses.iter_mut().filter(|m| **m == Some(w)) {
+            *m = None;
+        }
         if let Some(e) = self.pins.iter_mut().find(|(k, _)| *k == w) {
             e.1 = pin; // a stale pin of the same handle
         } else if self.pins.len() < Self::MAX {

@@ -20,12 +20,14 @@
 //!   Both carry the EP's local_event data (digest CORRECTION: every event on the
 //!   initiator's CQ does; default the bound `remote_id`).
 //!
-//! **Pinned puts.**  A small FMA put (no REMOTE event, a source addressed by virtual
-//! address) into a registration the endpoint has pinned (`Binding::pins`: one used by two
-//! puts in a row, four per endpoint) moves after the pin's few checks (`rma::Pinned`:
-//! registration generation, backing, bounds, flag alignment) instead of resolving the
-//! handle and validating it again.  Anything the pin cannot serve takes the general path,
-//! which gives the exact outcome (test: c-tests/ugni/data_put_pins.c).
+//! **Pinned posts.**  A small FMA put or AMO (no REMOTE event, local memory addressed by
+//! virtual address) into a registration the endpoint has pinned (`Binding::pins`: one
+//! that missed twice recently, four per endpoint; for a fetching AMO our own registration
+//! too) moves after the pins' few checks (`rma::Pinned`: registration generation,
+//! backing, bounds, alignment) instead of resolving the handles and validating them
+//! again, in [`fma_pinned`] before the general checks.  Anything the pins cannot serve
+//! takes the general path, which gives the exact outcome (test:
+//! c-tests/ugni/data_put_pins.c).
 //!
 //! **Checks at post time** (the call's return code; nothing moves and no event is queued):
 //! NULL/invalid EP or descriptor, EP not bound, invalid `src_cq_hndl`, no CQ for a
@@ -358,7 +360,7 @@ pub(crate) fn remote_event(peer: Live<'_>, key: MemKey, pd: u64, entry: u64) {
 fn post(engine: Engine, ep_h: gni_ep_handle_t, desc: *mut gni_post_descriptor_t) -> gni_return_t {
     EPS.with(ep_h as *const _, |ep| {
         if engine == Engine::Fma {
-            if let Some(rc) = fma_put_pinned(ep, desc) {
+            if let Some(rc) = fma_pinned(ep, desc) {
                 return rc;
             }
         }
@@ -367,24 +369,32 @@ fn post(engine: Engine, ep_h: gni_ep_handle_t, desc: *mut gni_post_descriptor_t)
     .unwrap_or(GNI_RC_INVALID_PARAM)
 }
 
-/// The whole of a small FMA put that the endpoint's pins serve (see the module doc), in
-/// as few steps as it needs: only the fields it uses are read, and only a post that would
-/// succeed on the general path is taken (plain source, GLOBAL/LOCAL or no event on the
-/// endpoint's CQ, the routed owner's pinned registration).  None, with nothing done, for
-/// anything else: `post_on` then does all the checks and gives the exact outcome.
+/// The whole of a small FMA put or AMO that the endpoint's pins serve (see the module
+/// doc), in as few steps as it needs: only the fields it uses are read, and only a post
+/// that would succeed on the general path is taken (plain handles, GLOBAL/LOCAL or no
+/// event on the endpoint's CQ, the routed owner's pinned registration, our pinned
+/// registration for a fetched value).  None, with nothing done, for anything else:
+/// `post_on` then does all the checks and gives the exact outcome.
 #[inline]
-fn fma_put_pinned(ep: &Ep, desc: *mut gni_post_descriptor_t) -> Option<gni_return_t> {
+fn fma_pinned(ep: &Ep, desc: *mut gni_post_descriptor_t) -> Option<gni_return_t> {
     // SAFETY: NULL or the caller's descriptor, read field by field.
     let d = unsafe { desc.as_ref() }?;
-    let sync = match d.type_ {
-        GNI_POST_FMA_PUT => None,
-        GNI_POST_FMA_PUT_W_SYNCFLAG => Some((d.sync_flag_addr, d.sync_flag_value)),
+    let op = match d.type_ {
+        GNI_POST_FMA_PUT => PinnedOp::Put(None),
+        GNI_POST_FMA_PUT_W_SYNCFLAG => PinnedOp::Put(Some((d.sync_flag_addr, d.sync_flag_value))),
+        GNI_POST_AMO => {
+            let amo = decode_amo(d.amo_cmd, d.first_operand, d.second_operand)?;
+            let n = amo.width.bytes() as u64;
+            if d.length != n || d.remote_addr % n != 0 || (amo.fetch && d.local_addr % n != 0) {
+                return None;
+            }
+            PinnedOp::Amo(amo)
+        }
         _ => return None,
     };
     let mode = d.cq_mode;
-    let len = d.length;
     let lh = d.local_mem_hndl;
-    if mode & !(MODE_LOCAL | MODE_GLOBAL) != 0 || !d.src_cq_hndl.is_null() || len > HOLD_MAX || (len > 0 && d.local_addr == 0) || lh.qword1 & (memreg::SEG_FLAG | memreg::VMDH_FLAG) != 0 {
+    if mode & !(MODE_LOCAL | MODE_GLOBAL) != 0 || !d.src_cq_hndl.is_null() || d.length > HOLD_MAX || (d.length > 0 && d.local_addr == 0) || lh.qword1 & (memreg::SEG_FLAG | memreg::VMDH_FLAG) != 0 {
         return None;
     }
     let want_event = mode != 0;
@@ -410,7 +420,11 @@ fn fma_put_pinned(ep: &Ep, desc: *mut gni_post_descriptor_t) -> Option<gni_retur
         (*desc).status = 0;
         (*desc).cq_mode_complete = 0;
     }
-    if put_pinned(b, words, d, len, sync) != Some(true) {
+    let done = match op {
+        PinnedOp::Put(sync) => put_pinned(b, words, d, d.length, sync),
+        PinnedOp::Amo(amo) => amo_pinned(b, words, d, amo),
+    };
+    if done != Some(true) {
         if let (Some(t), Some(cq)) = (token, cq) {
             cq.drop_desc(t);
         }
@@ -422,6 +436,14 @@ fn fma_put_pinned(ep: &Ep, desc: *mut gni_post_descriptor_t) -> Option<gni_retur
         cq.push(cqe::make(cqe::SRC_LOCAL, cqe::TYPE_POST, Status::Ok, t as u64, local_data as u64));
     }
     Some(GNI_RC_SUCCESS)
+}
+
+/// The operations [`fma_pinned`] serves.
+#[derive(Clone, Copy)]
+enum PinnedOp {
+    /// A put, with its sync flag (address, value).
+    Put(Option<(u64, u64)>),
+    Amo(Amo),
 }
 
 fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_descriptor_t) -> gni_return_t {
@@ -560,14 +582,15 @@ fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_d
             // route() probed the peer; one liveness verdict for the whole post
             // (payload, flag, REMOTE event).
             let event = want_remote.then(|| cqe::make(cqe::SRC_REMOTE, cqe::TYPE_POST, Status::Ok, 0, remote_data as u64));
-            // A small put with no REMOTE event, from memory addressed by virtual address:
-            // through the endpoint's pin of the target registration when it has one.
-            let pinnable = match op {
-                Op::Put { len, sync } if !unlocked && event.is_none() && matches!(local, LocalMem::Virtual(None)) => Some((len, sync)),
+            // A small put or AMO with no REMOTE event, from or into memory addressed by
+            // virtual address: through the endpoint's pins when it has them.
+            let pinnable = !unlocked && event.is_none() && matches!(local, LocalMem::Virtual(_)) && matches!(op, Op::Put { .. } | Op::Amo { flag: None, .. });
+            let binding = || guard.as_ref().expect("held").binding.as_ref().expect("routed");
+            let via_pin = match op {
+                Op::Put { len, sync } if pinnable => put_pinned(binding(), words, &d, len, sync),
+                Op::Amo { amo, .. } if pinnable => amo_pinned(binding(), words, &d, amo),
                 _ => None,
             };
-            let binding = || guard.as_ref().expect("held").binding.as_ref().expect("routed");
-            let via_pin = pinnable.and_then(|(len, sync)| put_pinned(binding(), words, &d, len, sync));
             let r = if via_pin == Some(true) {
                 Ok(())
             } else {
@@ -581,8 +604,15 @@ fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_d
                         if let (Some(e), false) = (event, notified) {
                             remote_event(live, key, pd, e);
                         }
-                        if pinnable.is_some() && via_pin.is_none() && plain {
-                            pin_for_puts(guard.as_mut().expect("held").binding.as_mut().expect("routed"), words, key, pd);
+                        if pinnable && via_pin.is_none() && plain {
+                            let b = guard.as_mut().expect("held").binding.as_mut().expect("routed");
+                            pin_after(b, words, key, false, pd);
+                            if let LocalMem::Virtual(Some(lkey)) = local {
+                                let lw = [d.local_mem_hndl.qword1, d.local_mem_hndl.qword2];
+                                if lw[0] & (memreg::SEG_FLAG | memreg::VMDH_FLAG) == 0 {
+                                    pin_after(b, lw, lkey, true, pd);
+                                }
+                            }
                         }
                         Ok(())
                     }
@@ -624,16 +654,46 @@ fn put_pinned(b: &Binding, words: [u64; 2], d: &gni_post_descriptor_t, len: u64,
     Some(true)
 }
 
-/// After a put through plain handle words `words` (registration `key`) that found no
-/// pin: pins the registration when the same handle was used by the previous such put too.
+/// An AMO through the endpoint's pins (`Binding::pins`) of the target registration that
+/// handle words `words` name and, for a fetching one, of our registration its
+/// `local_mem_hndl` names.  Outcomes as [`put_pinned`]'s.
+#[inline]
+fn amo_pinned(b: &Binding, words: [u64; 2], d: &gni_post_descriptor_t, amo: Amo) -> Option<bool> {
+    let pin = b.pins.find(words)?;
+    let (_, peer) = b.route.as_ref()?;
+    let r = pin.check(peer.live_probed().ok()?).ok()?;
+    let n = amo.width.bytes();
+    let local = if amo.fetch {
+        let lpin = b.pins.find([d.local_mem_hndl.qword1, d.local_mem_hndl.qword2])?;
+        let l = lpin.check(lpin.peer().live().ok()?).ok()?;
+        if !l.can_store_at(d.local_addr, n) {
+            return Some(false);
+        }
+        Some(l)
+    } else {
+        None
+    };
+    let Ok(old) = r.atomic_at(d.remote_addr, amo.width, amo.op) else { return Some(false) };
+    if let Some(l) = local {
+        // Checked above: cannot fail.
+        let _ = l.store_word_at(d.local_addr, old, n);
+    }
+    Some(true)
+}
+
+/// After a post through plain handle words `words` (registration `key`, ours when `own`)
+/// that found no pin: pins the registration when the same handle missed recently too.
 #[cold]
-fn pin_for_puts(b: &mut Binding, words: [u64; 2], key: MemKey, pd: u64) {
+fn pin_after(b: &mut Binding, words: [u64; 2], key: MemKey, own: bool, pd: u64) {
+    if own && b.pins.find(words).is_some_and(|p| p.key() == key) {
+        return; // our registration, pinned and fine (only the target's was missing)
+    }
     if !b.pins.missed(words) {
         return;
     }
-    let Some((_, peer)) = &b.route else { return };
+    let peer = if own { softnic_fabric::rma::Peer::this().ok() } else { b.route.as_ref().map(|(_, p)| p.clone()) };
     // Registrations the fabric cannot pin (several backings, the network engine) are not.
-    if let Ok(pin) = softnic_fabric::rma::Pinned::registration(peer, key, true, pd) {
+    if let Some(pin) = peer.and_then(|p| softnic_fabric::rma::Pinned::registration(&p, key, true, pd).ok()) {
         b.pins.add(words, pin);
     }
 }
