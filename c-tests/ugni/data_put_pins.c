@@ -33,6 +33,18 @@ static void put(int peer, gni_post_type_t type, void *src, gni_mem_handle_t lmh,
     dt_complete(t.cq, &d, want);
 }
 
+/* A fetch-add of 1 into *res, which must return `want`. */
+static void fetch_add_one(int peer, uint64_t *res, gni_mem_handle_t lmh, uint64_t raddr, gni_mem_handle_t rmh, uint64_t want)
+{
+    gni_post_descriptor_t d;
+    dt_desc(&d, GNI_POST_AMO, GNI_CQMODE_GLOBAL_EVENT, res, lmh, raddr, rmh, 8);
+    d.amo_cmd = GNI_FMA_ATOMIC_FADD;
+    d.first_operand = 1;
+    GNI_OK(GNI_PostFma(t.eps[peer], &d));
+    dt_complete(t.cq, &d, GNI_RC_SUCCESS);
+    if (*res != want) SN_FAIL("fetch-add returned %lu, expected %lu", (unsigned long)*res, (unsigned long)want);
+}
+
 static uint8_t pattern(int from, int round, int j, int i)
 {
     return (uint8_t)(from * 131 + round * 17 + j * 7 + i * 3 + 1);
@@ -173,12 +185,7 @@ int main(void)
     gnit_exchange_mem(&t, cnt, ch, call, cbase);
     for (int k = 0; k < 10; k++) {
         gni_post_descriptor_t d;
-        dt_desc(&d, GNI_POST_AMO, GNI_CQMODE_GLOBAL_EVENT, &res[k], resh, cbase[right], call[right], 8);
-        d.amo_cmd = GNI_FMA_ATOMIC_FADD;
-        d.first_operand = 1;
-        GNI_OK(GNI_PostFma(t.eps[right], &d));
-        dt_complete(t.cq, &d, GNI_RC_SUCCESS);
-        if (res[k] != (uint64_t)k) SN_FAIL("fetch-add %d returned %lu", k, (unsigned long)res[k]);
+        fetch_add_one(right, &res[k], resh, cbase[right], call[right], (uint64_t)k);
         /* not fetching: no local handle at all */
         dt_desc(&d, GNI_POST_AMO, GNI_CQMODE_GLOBAL_EVENT, NULL, none, cbase[right] + 8, call[right], 8);
         d.amo_cmd = GNI_FMA_ATOMIC_ADD;
@@ -216,14 +223,7 @@ int main(void)
         d.first_operand = 1;
         GNI_EXPECT(GNI_RC_INVALID_PARAM, GNI_PostFma(t.eps[right], &d));
         resh = dt_reg(&t, res, 4096, NULL, GNI_MEM_READWRITE);
-        for (int k = 10; k < 13; k++) {
-            dt_desc(&d, GNI_POST_AMO, GNI_CQMODE_GLOBAL_EVENT, &res[k], resh, cbase[right], call[right], 8);
-            d.amo_cmd = GNI_FMA_ATOMIC_FADD;
-            d.first_operand = 1;
-            GNI_OK(GNI_PostFma(t.eps[right], &d));
-            dt_complete(t.cq, &d, GNI_RC_SUCCESS);
-            if (res[k] != (uint64_t)k) SN_FAIL("fetch-add %d after re-registering returned %lu", k, (unsigned long)res[k]);
-        }
+        for (int k = 10; k < 13; k++) fetch_add_one(right, &res[k], resh, cbase[right], call[right], (uint64_t)k);
     }
     dt_barrier();
     CHECK_EQ(cnt[0], 13);
