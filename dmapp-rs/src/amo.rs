@@ -14,7 +14,6 @@ use crate::job::live;
 use crate::rma::{family, issue, Mode};
 use crate::types::*;
 use softnic_fabric::atomic::{AmoOp, AmoWidth};
-use softnic_fabric::rma;
 use std::ffi::c_void;
 
 type R = Result<Rc, Rc>;
@@ -42,7 +41,7 @@ fn amo(mode: Mode, addr: *mut c_void, seg: *mut SegDesc, pe: Pe, op: AmoOp, resu
     }
     let r = job.resolve(addr, seg, pe, 8, false)?;
     Ok(issue(&job, mode, || {
-        let old = rma::atomic(&r.peer, r.key, r.addr, AmoWidth::I64, op, job.pd)?;
+        let old = r.atomic(AmoWidth::I64, op, job.pd)?;
         if let Some(res) = result {
             // SAFETY: non-null, 8-aligned local result buffer (checked above).
             unsafe { (res as *mut u64).write(old) };

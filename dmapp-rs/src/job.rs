@@ -20,7 +20,8 @@ use softnic_fabric::bootstrap;
 use softnic_fabric::mem::{self, Access, CrayHandle, MemKey, RingLoc, SharedMem};
 use softnic_fabric::node::{self, PeerRef};
 use softnic_fabric::registry::ProcId;
-use softnic_fabric::rma::{Peer, Region};
+use softnic_fabric::atomic::{AmoOp, AmoWidth};
+use softnic_fabric::rma::{self, Peer, Pinned, Region};
 use softnic_fabric::{env, sn_debug, sn_warn, Error};
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
@@ -53,6 +54,8 @@ pub struct PeInfo {
     pub lock_nodes: u32,
     peer: OnceLock<Arc<Peer>>,
     lock_region: OnceLock<Region>,
+    /// Its symmetric segments pinned, once first used (None: the fabric cannot pin them).
+    pins: [OnceLock<Option<Pinned>>; 2],
 }
 
 /// Where a remote access goes (borrowed from the job: no reference count per access).
@@ -60,6 +63,34 @@ pub struct Remote<'a> {
     pub peer: &'a Arc<Peer>,
     pub key: MemKey,
     pub addr: u64,
+    /// The target's symmetric segment pinned (`rma::Pinned`), when the access lies in one
+    /// and the fabric can pin it: puts and AMOs then skip the per-access validation.
+    pub pin: Option<&'a Pinned>,
+}
+
+impl Remote<'_> {
+    /// Writes `src` at the access's address: through the pin when it serves, else (and
+    /// for the exact error) through the per-access path.
+    #[inline]
+    pub fn put(&self, src: &[u8], pd: u64) -> softnic_fabric::Result<()> {
+        if let Some(pin) = self.pin {
+            if self.peer.live().and_then(|l| pin.check(l)?.put_at(self.addr, src)).is_ok() {
+                return Ok(());
+            }
+        }
+        rma::put(self.peer, self.key, self.addr, src, pd)
+    }
+
+    /// Applies `op` at the access's address (as [`Remote::put`]) and returns the old value.
+    #[inline]
+    pub fn atomic(&self, width: AmoWidth, op: AmoOp, pd: u64) -> softnic_fabric::Result<u64> {
+        if let Some(pin) = self.pin {
+            if let Ok(old) = self.peer.live().and_then(|l| pin.check(l)?.atomic_at(self.addr, width, op)) {
+                return Ok(old);
+            }
+        }
+        rma::atomic(self.peer, self.key, self.addr, width, op, pd)
+    }
 }
 
 pub struct Job {
@@ -444,6 +475,7 @@ pub fn init(req: &RmaAttrsExt) -> Result<RmaAttrsExt, Rc> {
             lock_nodes: r[26] as u32,
             peer: OnceLock::new(),
             lock_region: OnceLock::new(),
+            pins: [OnceLock::new(), OnceLock::new()],
         });
     }
     let job = Job {
@@ -580,7 +612,10 @@ impl Job {
             if off + extent > t.len {
                 return Err(DMAPP_RC_INVALID_PARAM);
             }
-            return Ok(Remote { peer: self.peer_ref(pe)?, key: MemKey::from_u64(t.key), addr: t.base + off });
+            let peer = self.peer_ref(pe)?;
+            let key = MemKey::from_u64(t.key);
+            let pin = self.pes[pe as usize].pins[kind].get_or_init(|| Pinned::registration(peer, key, true, self.pd).ok()).as_ref();
+            return Ok(Remote { peer, key, addr: t.base + off, pin });
         }
         if sym_only {
             return Err(DMAPP_RC_INVALID_PARAM);
@@ -596,7 +631,7 @@ impl Job {
         // The handle names its owner: used against another PE it names nothing there, and
         // the access fails at the target as a transaction error (as a forged one would).
         let key = if ch.owner_matches(peer.proc_id()) { ch.key } else { MemKey::NONE };
-        Ok(Remote { peer, key, addr: ra })
+        Ok(Remote { peer, key, addr: ra, pin: None })
     }
 
     /// Records the first error of an `_nbi` request for the next gsync.

@@ -123,7 +123,7 @@ fn put(mode: Mode, ta: *mut c_void, ts: *mut SegDesc, pe: Pe, sa: *mut c_void, n
         }
         // SAFETY: the caller's source buffer of nelems elements.
         let src = unsafe { std::slice::from_raw_parts(sa as *const u8, len) };
-        rma::put(&r.peer, r.key, r.addr, src, job.pd)
+        r.put(src, job.pd)
     }))
 }
 
