@@ -6,6 +6,8 @@
  *   afadd_lat   blocking dmapp_afadd_qw, 8 B
  *   put_nbi_msgrate  windows of 256 dmapp_put_nbi of 8 B (to distinct words), each
  *               window completed by one dmapp_gsync_wait: the work of UCX's put_msgrate
+ *   op_cost     cost_rejected: a dmapp_put to a PE out of range (the entry and first
+ *               checks, time per call), beside put_lat and put_nbi_msgrate
  *
  * Rank 0 is the origin, rank 1 the target (it only waits in a barrier); the
  * target buffers are in the symmetric heap.  A DMAPP failure prints a SKIP line
@@ -82,6 +84,20 @@ static void afadd_op(size_t size)
     D(dmapp_afadd_qw(&result, heap, &job.sheap_seg, peer, 1));
 }
 
+/* op_cost: the entry of a put that fails its first checks (a PE out of range), beside
+ * the whole put (put_lat) and the queued one (put_nbi_msgrate). */
+static void cost_rejected(size_t size)
+{
+    if (dmapp_put(heap, &job.sheap_seg, job.npes, src, size / 8, DMAPP_QW) != DMAPP_RC_INVALID_PARAM)
+        fail("dmapp_put to a PE out of range", DMAPP_RC_INVALID_PARAM);
+}
+
+static void op_cost(void)
+{
+    if (me == 0) bench_op_lat(LIB, "cost_rejected", 8, cost_rejected);
+    barrier();
+}
+
 static void afadd_lat(void)
 {
     if (me == 0) bench_op_lat(LIB, "afadd_lat", 8, afadd_op);
@@ -91,7 +107,7 @@ static void afadd_lat(void)
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: dmapp_bench put_lat|get_lat|put_nbi_bw|afadd_lat|put_nbi_msgrate\n");
+        fprintf(stderr, "usage: dmapp_bench put_lat|get_lat|put_nbi_bw|afadd_lat|put_nbi_msgrate|op_cost\n");
         return 2;
     }
     bench_name = argv[1];
@@ -118,6 +134,7 @@ int main(int argc, char **argv)
     else if (!strcmp(b, "get_lat")) bench_op_lat_sizes(me, LIB, b, get_op, barrier);
     else if (!strcmp(b, "put_nbi_bw")) put_nbi_bw();
     else if (!strcmp(b, "afadd_lat")) afadd_lat();
+    else if (!strcmp(b, "op_cost")) op_cost();
     else if (!strcmp(b, "put_nbi_msgrate")) put_nbi_msgrate();
     else { fprintf(stderr, "dmapp_bench: unknown benchmark %s\n", b); PMI_Abort(2, "unknown benchmark"); return 2; }
     D(dmapp_finalize());

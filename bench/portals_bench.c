@@ -9,6 +9,10 @@
  *   put_bw        a window of 64 PtlPut of N bytes (fewer above 4 MiB) into the peer's
  *                 MD, the last one acknowledged, then that ACK with PtlEQWait;
  *                 4 KiB - 64 MiB
+ *   op_cost       one 8 B put step by step (time per call): cost_rejected (PtlPutRegion
+ *                 of an invalid MD handle), cost_put_event (a put without ack, its
+ *                 SEND_END waited for), cost_put_ack (with an ack, waited for),
+ *                 cost_eq_empty (PtlEQGet of an empty queue)
  *
  * Rank 0 is the origin; rank 1 only answers the ping-pong or waits in PMI_Barrier.
  * The receiving MD uses remotely managed offsets (every put lands at offset 0); outside
@@ -79,6 +83,29 @@ static void bw_complete(size_t size)
     wait_kind(seq, PTL_EVENT_ACK);
 }
 
+/* op_cost: one 8 B put step by step (time per call, rank 0). */
+static void cost_rejected(size_t size)
+{
+    if (PtlPutRegion(PTL_INVALID_HANDLE, 0, size, PTL_NO_ACK_REQ, peer, PT, 0, 0, 0, 0) != PTL_MD_INVALID)
+        fail("PtlPutRegion with an invalid MD handle", PTL_FAIL);
+}
+static void cost_put_event(size_t size)
+{
+    P(PtlPutRegion(smd, 0, size, PTL_NO_ACK_REQ, peer, PT, 0, 0, 0, 0));
+    wait_kind(seq, PTL_EVENT_SEND_END);
+}
+static void cost_put_ack(size_t size)
+{
+    P(PtlPutRegion(smd, 0, size, PTL_ACK_REQ, peer, PT, 0, 0, 0, 0));
+    wait_kind(seq, PTL_EVENT_ACK);
+}
+static void cost_eq_empty(size_t size)
+{
+    ptl_event_t ev;
+    (void)size;
+    if (PtlEQGet(seq, &ev) != PTL_EQ_EMPTY) fail("PtlEQGet on an empty queue", PTL_FAIL);
+}
+
 static void sync_all(void)
 {
     if (PMI_Barrier() != PMI_SUCCESS) fail("PMI_Barrier", PTL_FAIL);
@@ -87,7 +114,7 @@ static void sync_all(void)
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: portals_bench put_pingpong|get_lat|put_bw\n");
+        fprintf(stderr, "usage: portals_bench put_pingpong|get_lat|put_bw|op_cost\n");
         return 2;
     }
     bench_name = argv[1];
@@ -129,6 +156,14 @@ int main(int argc, char **argv)
         bench_pingpong_run(me, LIB, "put_pingpong", bench_lat_sizes, BENCH_NELEM(bench_lat_sizes), pp_send, pp_wait, sync_all, NULL);
     } else if (!strcmp(bench_name, "get_lat")) {
         bench_op_lat_sizes(me, LIB, "get_lat", get_op, sync_all);
+    } else if (!strcmp(bench_name, "op_cost")) {
+        if (me == 0) {
+            bench_op_lat(LIB, "cost_rejected", 8, cost_rejected);
+            bench_op_lat(LIB, "cost_put_event", 8, cost_put_event);
+            bench_op_lat(LIB, "cost_put_ack", 8, cost_put_ack);
+            bench_op_lat(LIB, "cost_eq_empty", 8, cost_eq_empty);
+        }
+        sync_all();
     } else if (!strcmp(bench_name, "put_bw")) {
         bench_bw_run(me, LIB, "put_bw", bw_issue, bw_complete, sync_all);
     } else {

@@ -13,7 +13,8 @@ import json
 import os
 import sys
 
-OURS = ("softnic-ugni", "softnic-dmapp", "softnic-utofu", "softnic-sisci", "softnic-ugni-net")
+OURS = ("softnic-ugni", "softnic-dmapp", "softnic-utofu", "softnic-sisci", "softnic-portals", "softnic-ugni-net",
+        "softnic-portals-net")
 
 # (our series, [peer series]) compared at equal sizes.  Latency: ours / peer, < 1 is
 # faster than the peer.  Bandwidth and rate: ours / peer, > 1 is faster.
@@ -119,6 +120,96 @@ NET_GOALS = [
      [("ucx-tcp", "put_bw"), ("libfabric-tcp", "write_bw")], 1048576, ">=", 0.9, ("floor-tcp-sleep", "tcp_bw")),
 ]
 NET_FLOOR = ("sleeping TCP floor (best ratio a non-polling design allows)", "the sleeping TCP floor (floor-tcp-sleep)")
+
+# Issue 25: the cost of one operation, beside UCX and the floor.
+PERF25_GOALS = [
+    ("uGNI FMA put ping-pong 8 B <= 1.0 x UCX put_lat 8 B", ("softnic-ugni", "fma_put_pingpong"), ("ucx", "put_lat"),
+     8, "<=", 1.0, ("floor", "pingpong")),
+    ("Portals put ping-pong 8 B <= 1.5 x UCX put_lat 8 B", ("softnic-portals", "put_pingpong"), ("ucx", "put_lat"),
+     8, "<=", 1.5, ("floor", "pingpong")),
+    ("DMAPP fetch-add <= 10 x the floor's atomic", ("softnic-dmapp", "afadd_lat"), ("floor", "amo_lat"),
+     8, "<=", 10.0, ("floor", "amo_lat")),
+    ("uGNI fetch-add with its CQ event <= 15 x the floor's atomic", ("softnic-ugni", "amo_fadd_lat"), ("floor", "amo_lat"),
+     8, "<=", 15.0, ("floor", "amo_lat")),
+    ("uTofu ARMW fetch-add <= 10 x the floor's atomic", ("softnic-utofu", "armw_fadd_lat"), ("floor", "amo_lat"),
+     8, "<=", 10.0, ("floor", "amo_lat")),
+    ("DMAPP blocking put 8 B <= 4 x the floor's store", ("softnic-dmapp", "put_lat"), ("floor", "put_lat"),
+     8, "<=", 4.0, ("floor", "put_lat")),
+    ("DMAPP put_nbi 8 B rate >= 1.0 x UCX put_msgrate", ("softnic-dmapp", "put_nbi_msgrate"), ("ucx", "put_msgrate"),
+     8, ">=", 1.0, None),
+    ("uGNI put rate, a CQ event per put >= 0.5 x UCX put_msgrate", ("softnic-ugni", "put_msgrate"), ("ucx", "put_msgrate"),
+     8, ">=", 0.5, None),
+] + [("%s put %s >= 0.9 x UCX put_bw" % (name, "4 KiB" if size == 4096 else "16 KiB"), ours, ("ucx", "put_bw"), size, ">=", 0.9,
+      ("floor", "memcpy_bw"))
+     for size in (4096, 16384)
+     for name, ours in (("uGNI RDMA", ("softnic-ugni", "rdma_put_bw")), ("DMAPP put_nbi", ("softnic-dmapp", "put_nbi_bw")),
+                        ("uTofu", ("softnic-utofu", "put_bw")), ("SISCI DMA", ("softnic-sisci", "dma_bw")),
+                        ("Portals", ("softnic-portals", "put_bw")))]
+PERF25_NET_GOALS = [
+    ("uGNI FMA put ping-pong 8 B over the network <= 1.3 x the sleeping TCP floor", ("softnic-ugni-net", "fma_put_pingpong"),
+     ("floor-tcp-sleep", "tcp_pingpong"), 8, "<=", 1.3, ("floor-tcp-sleep", "tcp_pingpong")),
+    ("uGNI put-with-event ping-pong 8 B over the network <= 1.5 x fi_pingpong", ("softnic-ugni-net", "put_event_pingpong"),
+     ("libfabric-tcp", "fi_pingpong"), 8, "<=", 1.5, ("floor-tcp-sleep", "tcp_pingpong")),
+    ("uGNI RDMA put 1 MiB over the network >= 0.9 x the sleeping TCP floor", ("softnic-ugni-net", "rdma_put_bw"),
+     ("floor-tcp-sleep", "tcp_bw"), 1048576, ">=", 0.9, ("floor-tcp-sleep", "tcp_bw")),
+]
+
+# Issue 25: where the time of one 8 B operation goes, per API.  Each step is a measured
+# call (op_cost benchmarks and the latency rows) or the difference between two: (API,
+# step, [(sign, library, benchmark)], how).  Values in ns; a message rate enters as its
+# time per message.
+BREAKDOWN = [
+    ("uGNI", "GNI_PostFma rejected (EP lookup, descriptor checks, the error return)",
+     [(1, "softnic-ugni", "cost_rejected")], "cost_rejected"),
+    ("uGNI", "+ the put itself (SILENT; through the endpoint's pin)",
+     [(1, "softnic-ugni", "cost_put_silent"), (-1, "softnic-ugni", "cost_rejected")], "cost_put_silent - cost_rejected"),
+    ("uGNI", "+ its CQ event (token, CQ push, GNI_CqGetEvent, GNI_GetCompleted)",
+     [(1, "softnic-ugni", "cost_put_event"), (-1, "softnic-ugni", "cost_put_silent")], "cost_put_event - cost_put_silent"),
+    ("uGNI", "= one put with its event", [(1, "softnic-ugni", "cost_put_event")], "cost_put_event"),
+    ("uGNI", "one put in a window of 64, each with its event", [(1, "softnic-ugni", "put_msgrate")], "1 / put_msgrate"),
+    ("uGNI", "one SILENT put in a window of 64, one event per window", [(1, "softnic-ugni", "put_msgrate_silent")],
+     "1 / put_msgrate_silent"),
+    ("uGNI", "fetch-add with its event", [(1, "softnic-ugni", "amo_fadd_lat")], "amo_fadd_lat"),
+    ("uGNI", "GNI_CqGetEvent of an empty CQ", [(1, "softnic-ugni", "cost_cq_empty")], "cost_cq_empty"),
+    ("DMAPP", "dmapp_put rejected (job lookup, checks, the error return)", [(1, "softnic-dmapp", "cost_rejected")],
+     "cost_rejected"),
+    ("DMAPP", "+ the blocking put itself", [(1, "softnic-dmapp", "put_lat"), (-1, "softnic-dmapp", "cost_rejected")],
+     "put_lat - cost_rejected"),
+    ("DMAPP", "= one blocking put", [(1, "softnic-dmapp", "put_lat")], "put_lat"),
+    ("DMAPP", "one put_nbi in a window of 256 and a gsync", [(1, "softnic-dmapp", "put_nbi_msgrate")], "1 / put_nbi_msgrate"),
+    ("DMAPP", "fetch-add", [(1, "softnic-dmapp", "afadd_lat")], "afadd_lat"),
+    ("Portals", "PtlPutRegion rejected (invalid MD handle)", [(1, "softnic-portals", "cost_rejected")], "cost_rejected"),
+    ("Portals", "+ the put, matched at the target, its SEND_END waited for (PtlEQWait)",
+     [(1, "softnic-portals", "cost_put_event"), (-1, "softnic-portals", "cost_rejected")], "cost_put_event - cost_rejected"),
+    ("Portals", "= one put with its SEND_END", [(1, "softnic-portals", "cost_put_event")], "cost_put_event"),
+    ("Portals", "+ an ack, waited for", [(1, "softnic-portals", "cost_put_ack"), (-1, "softnic-portals", "cost_put_event")],
+     "cost_put_ack - cost_put_event"),
+    ("Portals", "one get with its REPLY_END", [(1, "softnic-portals", "get_lat")], "get_lat"),
+    ("Portals", "PtlEQGet of an empty queue", [(1, "softnic-portals", "cost_eq_empty")], "cost_eq_empty"),
+    ("uTofu", "ARMW fetch-add, its TCQ and MRQ notices polled", [(1, "softnic-utofu", "armw_fadd_lat")], "armw_fadd_lat"),
+    ("UCX", "one put in a window, completed in bulk", [(1, "ucx", "put_msgrate")], "1 / put_msgrate"),
+    ("floor", "a store to shared memory", [(1, "floor", "put_lat")], "put_lat"),
+    ("floor", "an atomic fetch-add on shared memory", [(1, "floor", "amo_lat")], "amo_lat"),
+]
+
+
+def breakdown(series, metric):
+    out = ["Each step is a measured call of the `op_cost` benchmarks or a latency row, or the difference "
+           "between two (column *from*); the benchmark's own work (filling a descriptor, the loop) is "
+           "inside every row.  Differences of medians taken in different runs: read them to ±5 ns.", "",
+           "| API | step | ns | from |", "|---|---|---:|---|"]
+    for api, step, terms, how in BREAKDOWN:
+        total, ok = 0.0, True
+        for sign, lib, bench in terms:
+            v = series.get((lib, bench), {}).get(8)
+            if v is None:
+                ok = False
+                break
+            ns = 1e3 / v if metric.get((lib, bench)) == "Mmsgps" else v * 1e3
+            total += sign * ns
+        out.append("| %s | %s | %s | %s |" % (api, step, ("%.1f" % total) if ok else "n/a", how))
+    return out + [""]
+
 
 UNIT = {"half_rtt_us": "µs (half RTT)", "us": "µs", "GBps": "GB/s", "Mmsgps": "M msg/s"}
 
@@ -324,6 +415,9 @@ def write(outdir):
     md += ["## Goals (issue 13: SISCI)", ""] + goals(series, metric, SISCI_GOALS)
     md += ["## Goals (issue 11: network engine, two virtual hosts over loopback)", ""] + goals(series, metric, NET_GOALS, NET_FLOOR)
     md += ["## Goals (issue 12: Portals)", ""] + goals(series, metric, PORTALS_GOALS)
+    md += ["## Goals (issue 25: the cost of one operation)", ""] + goals(series, metric, PERF25_GOALS)
+    md += ["## Goals (issue 25: the network engine, two virtual hosts)", ""] + goals(series, metric, PERF25_NET_GOALS, NET_FLOOR)
+    md += ["## Where the time of one 8 B operation goes (issue 25)", ""] + breakdown(series, metric)
     md += ["## Goals (issue 20: a fresh registration per message)", ""] + goals(series, metric, REG_GOALS, REG_FLOOR)
     md += ["Registration (softnic-ugni reg_*, ugni_bench mem_register): GNI_MemRegister + GNI_MemDeregister, one "
            "registration live at a time.  reg_fresh: of a buffer on pages never registered before (median = steady "

@@ -12,6 +12,11 @@
  *   put_msgrate_silent  8 B FMA_PUTs in windows of 64: GNI_CQMODE_SILENT but the
  *                       last, whose one GLOBAL event completes the window (puts on an
  *                       endpoint complete in order)
+ *   op_cost             one 8 B put step by step (time per call): cost_rejected (a post
+ *                       of an unknown type: handle lookup and the checks before data
+ *                       moves), cost_put_silent (a SILENT FMA put), cost_put_event (a
+ *                       GLOBAL one, its event reaped), cost_cq_empty (GNI_CqGetEvent on
+ *                       an empty CQ)
  *   mem_register        GNI_MemRegister + GNI_MemDeregister, one registration live at
  *                       a time, each cycle timed alone (rank 0; rank 1 waits), what a
  *                       zero-copy protocol pays per buffer (Charm++ registers each
@@ -306,6 +311,43 @@ static void amo_fadd_op(size_t size)
     reap();
 }
 
+/* op_cost: one 8 B put taken apart by what each step adds (time per call, rank 0; the
+ * report turns the differences into the per-step table).  Every variant fills its
+ * descriptor as a program does. */
+static void cost_rejected(size_t size)
+{
+    fill(&desc[0], (gni_post_type_t)0x7f, GNI_CQMODE_SILENT, src + PAYOFF, peer_base + PAYOFF, size);
+    if (GNI_PostFma(ep, &desc[0]) != GNI_RC_INVALID_PARAM) fail("GNI_PostFma of an unknown type", GNI_RC_ERROR_RESOURCE);
+}
+static void cost_put_silent(size_t size)
+{
+    fill(&desc[0], GNI_POST_FMA_PUT, GNI_CQMODE_SILENT, src + PAYOFF, peer_base + PAYOFF, size);
+    G(GNI_PostFma(ep, &desc[0]));
+}
+static void cost_put_event(size_t size)
+{
+    fill(&desc[0], GNI_POST_FMA_PUT, GNI_CQMODE_GLOBAL_EVENT, src + PAYOFF, peer_base + PAYOFF, size);
+    G(GNI_PostFma(ep, &desc[0]));
+    reap();
+}
+static void cost_cq_empty(size_t size)
+{
+    (void)size;
+    gni_cq_entry_t ev;
+    if (GNI_CqGetEvent(cq, &ev) != GNI_RC_NOT_DONE) fail("GNI_CqGetEvent on an empty CQ", GNI_RC_ERROR_RESOURCE);
+}
+
+static void op_cost(void)
+{
+    if (me == 0) {
+        bench_op_lat(LIB, "cost_rejected", 8, cost_rejected);
+        bench_op_lat(LIB, "cost_put_silent", 8, cost_put_silent);
+        bench_op_lat(LIB, "cost_put_event", 8, cost_put_event);
+        bench_op_lat(LIB, "cost_cq_empty", 8, cost_cq_empty);
+    }
+    barrier();
+}
+
 static void amo_fadd_lat(void)
 {
     int reps = bench_reps();
@@ -465,7 +507,7 @@ int main(int argc, char **argv)
 {
     if (argc != 2) {
         fprintf(stderr, "usage: ugni_bench fma_put_pingpong|put_event_pingpong|smsg_pingpong|"
-                        "rdma_put_bw|rdma_get_bw|amo_fadd_lat|put_msgrate|put_msgrate_silent|mem_register\n");
+                        "rdma_put_bw|rdma_get_bw|amo_fadd_lat|put_msgrate|put_msgrate_silent|mem_register|op_cost\n");
         return 2;
     }
     bench_name = argv[1];
@@ -485,6 +527,7 @@ int main(int argc, char **argv)
     else if (!strcmp(b, "put_msgrate")) put_rate(b, 0);
     else if (!strcmp(b, "put_msgrate_silent")) put_rate(b, 1);
     else if (!strcmp(b, "mem_register")) mem_register();
+    else if (!strcmp(b, "op_cost")) op_cost();
     else { fprintf(stderr, "ugni_bench: unknown benchmark %s\n", b); PMI_Abort(2, "unknown benchmark"); return 2; }
     barrier();
     PMI_Finalize();
