@@ -238,6 +238,19 @@ static inline void bench_op_lat(const char *lib, const char *bench, size_t size,
     bench_result(lib, bench, size, "us", bench_median(v, reps));
 }
 
+/* One step of an op_cost benchmark: its name and the call it times. */
+typedef struct {
+    const char *name;
+    void (*op)(size_t size);
+} bench_cost_t;
+
+/* bench_op_lat at 8 B on rank 0 for each step of an op_cost benchmark. */
+static inline void bench_costs(int me, const char *lib, const bench_cost_t *steps, size_t n)
+{
+    if (me != 0) return;
+    for (size_t i = 0; i < n; i++) bench_op_lat(lib, steps[i].name, 8, steps[i].op);
+}
+
 /* bench_op_lat on rank 0 for every selected size of bench_lat_sizes; every rank runs
  * sync() (when given) after each size. */
 static inline void bench_op_lat_sizes(int me, const char *lib, const char *bench, void (*op)(size_t size),

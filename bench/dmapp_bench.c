@@ -94,7 +94,8 @@ static void cost_rejected(size_t size)
 
 static void op_cost(void)
 {
-    if (me == 0) bench_op_lat(LIB, "cost_rejected", 8, cost_rejected);
+    static const bench_cost_t steps[] = { { "cost_rejected", cost_rejected } };
+    bench_costs(me, LIB, steps, BENCH_NELEM(steps));
     barrier();
 }
 

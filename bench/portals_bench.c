@@ -157,12 +157,9 @@ int main(int argc, char **argv)
     } else if (!strcmp(bench_name, "get_lat")) {
         bench_op_lat_sizes(me, LIB, "get_lat", get_op, sync_all);
     } else if (!strcmp(bench_name, "op_cost")) {
-        if (me == 0) {
-            bench_op_lat(LIB, "cost_rejected", 8, cost_rejected);
-            bench_op_lat(LIB, "cost_put_event", 8, cost_put_event);
-            bench_op_lat(LIB, "cost_put_ack", 8, cost_put_ack);
-            bench_op_lat(LIB, "cost_eq_empty", 8, cost_eq_empty);
-        }
+        static const bench_cost_t steps[] = { { "cost_rejected", cost_rejected }, { "cost_put_event", cost_put_event },
+                                              { "cost_put_ack", cost_put_ack }, { "cost_eq_empty", cost_eq_empty } };
+        bench_costs(me, LIB, steps, BENCH_NELEM(steps));
         sync_all();
     } else if (!strcmp(bench_name, "put_bw")) {
         bench_bw_run(me, LIB, "put_bw", bw_issue, bw_complete, sync_all);

@@ -339,12 +339,9 @@ static void cost_cq_empty(size_t size)
 
 static void op_cost(void)
 {
-    if (me == 0) {
-        bench_op_lat(LIB, "cost_rejected", 8, cost_rejected);
-        bench_op_lat(LIB, "cost_put_silent", 8, cost_put_silent);
-        bench_op_lat(LIB, "cost_put_event", 8, cost_put_event);
-        bench_op_lat(LIB, "cost_cq_empty", 8, cost_cq_empty);
-    }
+    static const bench_cost_t steps[] = { { "cost_rejected", cost_rejected }, { "cost_put_silent", cost_put_silent },
+                                          { "cost_put_event", cost_put_event }, { "cost_cq_empty", cost_cq_empty } };
+    bench_costs(me, LIB, steps, BENCH_NELEM(steps));
     barrier();
 }
 
