@@ -11,6 +11,8 @@
  *    transaction errors, and through the handle of its new registration (same memory) land;
  *  - through a pinned handle, REMOTE events reach the target's dst CQ, a descriptor's
  *    src_cq_hndl gets its event, SILENT posts queue none;
+ *  - RDMA puts (GLOBAL and LOCAL events) land; a source past our registration, a target
+ *    range past its end, a deregistered source handle: the general path's errors;
  *  - AMOs (fetching into our pinned registration, not fetching, 32-bit) return and leave
  *    the right values; past the end, into a read-only result buffer, misaligned, through
  *    a deregistered result handle: the general path's errors;
@@ -175,6 +177,46 @@ int main(void)
     GNI_OK(GNI_MemDeregister(t.nic, &evh));
     GNI_OK(GNI_CqDestroy(rcq));
     GNI_OK(GNI_CqDestroy(scq));
+
+    /* ---- RDMA puts: the target's pin and our source's ---- */
+    {
+        uint8_t *rsrc = dt_alloc(WLEN);
+        gni_mem_handle_t rsh = dt_reg(&t, rsrc, WLEN, NULL, GNI_MEM_READWRITE);
+        memset(w[2], 0, WLEN);
+        dt_barrier();
+        for (int k = 0; k < 6; k++) {
+            gni_post_descriptor_t d;
+            for (int i = 0; i < 1024; i++) rsrc[1024 * (k % 2) + i] = pattern(me, k, 2, i);
+            dt_desc(&d, GNI_POST_RDMA_PUT, k % 2 ? GNI_CQMODE_LOCAL_EVENT : GNI_CQMODE_GLOBAL_EVENT, rsrc + 1024 * (k % 2), rsh,
+                    base[2][right] + 1024 * k, hall[2][right], 1024);
+            dt_rdma(&t, right, &d);
+            /* a source running past our registration: refused at the post */
+            dt_desc(&d, GNI_POST_RDMA_PUT, GNI_CQMODE_GLOBAL_EVENT, rsrc + WLEN - 512, rsh, base[2][right], hall[2][right], 1024);
+            GNI_EXPECT(GNI_RC_INVALID_PARAM, GNI_PostRdma(t.eps[right], &d));
+            /* past the target's end: a transaction error, nothing lands */
+            dt_desc(&d, GNI_POST_RDMA_PUT, GNI_CQMODE_GLOBAL_EVENT, rsrc, rsh, base[2][right] + WLEN - 512, hall[2][right], 1024);
+            GNI_OK(GNI_PostRdma(t.eps[right], &d));
+            dt_complete(t.cq, &d, GNI_RC_TRANSACTION_ERROR);
+        }
+        /* our source registration goes: refused; a new one of the same memory works */
+        GNI_OK(GNI_MemDeregister(t.nic, &rsh));
+        gni_post_descriptor_t d;
+        dt_desc(&d, GNI_POST_RDMA_PUT, GNI_CQMODE_GLOBAL_EVENT, rsrc, rsh, base[2][right], hall[2][right], 1024);
+        GNI_EXPECT(GNI_RC_INVALID_PARAM, GNI_PostRdma(t.eps[right], &d));
+        rsh = dt_reg(&t, rsrc, WLEN, NULL, GNI_MEM_READWRITE);
+        for (int k = 0; k < 2; k++) {
+            dt_desc(&d, GNI_POST_RDMA_PUT, GNI_CQMODE_GLOBAL_EVENT, rsrc, rsh, base[2][right] + 6144, hall[2][right], 1024);
+            dt_rdma(&t, right, &d);
+        }
+        dt_barrier();
+        for (int k = 0; k < 6; k++)
+            for (int i = 0; i < 1024; i++)
+                if (w[2][1024 * k + i] != pattern(left, k, 2, i)) SN_FAIL("RDMA put %d: byte %d is %u", k, i, w[2][1024 * k + i]);
+        for (int i = 0; i < 1024; i++) if (w[2][6144 + i] != pattern(left, 4, 2, i)) SN_FAIL("RDMA put after re-registering: byte %d", i);
+        for (int i = 7168; i < WLEN; i++) if (w[2][i] != 0) SN_FAIL("an RDMA put past the end wrote byte %d", i);
+        dt_barrier();
+        GNI_OK(GNI_MemDeregister(t.nic, &rsh));
+    }
 
     /* ---- AMOs through pinned handles (the target's counter, our result buffer) ---- */
     uint64_t *cnt = dt_alloc(4096), *res = dt_alloc(4096), *res_ro = dt_alloc(4096);

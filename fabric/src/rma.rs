@@ -985,6 +985,12 @@ impl PinnedRef<'_> {
         self.put(self.offset_of(addr)?, src)
     }
 
+    /// Does the pinned range hold `[addr, addr+n)` (owner's addresses)?
+    #[inline]
+    pub fn covers(&self, addr: u64, n: u64) -> bool {
+        self.offset_of(addr).ok().zip(usize::try_from(n).ok()).is_some_and(|(o, n)| self.at(o, n, 1).is_ok())
+    }
+
     /// Would an aligned 8-byte store at the owner's address `addr` succeed?
     #[inline]
     pub fn can_store_u64_at(&self, addr: u64) -> bool {

@@ -587,6 +587,7 @@ fn pinned_ranges_and_rings_follow_their_registration() {
     assert_eq!(r.put_at(base + 8192 - 8, &data[..16]), Err(Error::OutOfBounds));
     assert_eq!(r.put_at(base - 8, &data[..16]), Err(Error::OutOfBounds));
     assert!(r.can_store_u64_at(base + 8192 - 8) && !r.can_store_u64_at(base + 8192) && !r.can_store_u64_at(base + 4) && !r.can_store_u64_at(base - 8));
+    assert!(r.covers(base, 8192) && r.covers(base + 8192, 0) && !r.covers(base, 8193) && !r.covers(base - 1, 1) && !r.covers(base + 8, u64::MAX));
     assert_eq!(k.cmd("verify heap_small 8176 16 22 23"), "ok");
     r.store_u64_at(base + 1024, 0x99).unwrap();
     assert_eq!(k.ok(&format!("peek {}", base + 1024)), vec![0x99]);

@@ -25,7 +25,7 @@
 //! that missed twice recently, four per endpoint; for a fetching AMO our own registration
 //! too) moves after the pins' few checks (`rma::Pinned`: registration generation,
 //! backing, bounds, alignment) instead of resolving the handles and validating them
-//! again, in [`fma_pinned`] before the general checks.  Anything the pins cannot serve
+//! again, in [`pinned_post`] before the general checks.  Anything the pins cannot serve
 //! takes the general path, which gives the exact outcome (test:
 //! c-tests/ugni/data_put_pins.c).
 //!
@@ -359,8 +359,8 @@ pub(crate) fn remote_event(peer: Live<'_>, key: MemKey, pd: u64, entry: u64) {
 
 fn post(engine: Engine, ep_h: gni_ep_handle_t, desc: *mut gni_post_descriptor_t) -> gni_return_t {
     EPS.with(ep_h as *const _, |ep| {
-        if engine == Engine::Fma {
-            if let Some(rc) = fma_pinned(ep, desc) {
+        if engine != Engine::CqWrite {
+            if let Some(rc) = pinned_post(engine, ep, desc) {
                 return rc;
             }
         }
@@ -369,20 +369,23 @@ fn post(engine: Engine, ep_h: gni_ep_handle_t, desc: *mut gni_post_descriptor_t)
     .unwrap_or(GNI_RC_INVALID_PARAM)
 }
 
-/// The whole of a small FMA put or AMO that the endpoint's pins serve (see the module
-/// doc), in as few steps as it needs: only the fields it uses are read, and only a post
-/// that would succeed on the general path is taken (plain handles, GLOBAL/LOCAL or no
-/// event on the endpoint's CQ, the routed owner's pinned registration, our pinned
-/// registration for a fetched value).  None, with nothing done, for anything else:
+/// The whole of a small FMA put, AMO or RDMA put that the endpoint's pins serve (see the
+/// module doc), in as few steps as it needs: only the fields it uses are read, and only a
+/// post that would succeed on the general path is taken (plain handles, one GLOBAL/LOCAL
+/// or no event on the endpoint's CQ, the routed owner's pinned registration, our pinned
+/// registration for a fetched value or an RDMA source).  None, with nothing done, for anything else:
 /// `post_on` then does all the checks and gives the exact outcome.
 #[inline]
-fn fma_pinned(ep: &Ep, desc: *mut gni_post_descriptor_t) -> Option<gni_return_t> {
+fn pinned_post(engine: Engine, ep: &Ep, desc: *mut gni_post_descriptor_t) -> Option<gni_return_t> {
     // SAFETY: NULL or the caller's descriptor, read field by field.
     let d = unsafe { desc.as_ref() }?;
-    let op = match d.type_ {
-        GNI_POST_FMA_PUT => PinnedOp::Put(None),
-        GNI_POST_FMA_PUT_W_SYNCFLAG => PinnedOp::Put(Some((d.sync_flag_addr, d.sync_flag_value))),
-        GNI_POST_AMO => {
+    let op = match (engine, d.type_) {
+        (Engine::Fma, GNI_POST_FMA_PUT) => PinnedOp::Put(None),
+        (Engine::Fma, GNI_POST_FMA_PUT_W_SYNCFLAG) => PinnedOp::Put(Some((d.sync_flag_addr, d.sync_flag_value))),
+        // An RDMA put reads a registration of ours: its pin must cover the source (below).
+        // One event (LOCAL or GLOBAL); DUAL takes the general path.
+        (Engine::Rdma, GNI_POST_RDMA_PUT) if d.length > 0 && d.cq_mode & (MODE_LOCAL | MODE_GLOBAL) != (MODE_LOCAL | MODE_GLOBAL) => PinnedOp::Put(None),
+        (Engine::Fma, GNI_POST_AMO) => {
             let amo = decode_amo(d.amo_cmd, d.first_operand, d.second_operand)?;
             let n = amo.width.bytes() as u64;
             if d.length != n || d.remote_addr % n != 0 || (amo.fetch && d.local_addr % n != 0) {
@@ -411,6 +414,12 @@ fn fma_pinned(ep: &Ep, desc: *mut gni_post_descriptor_t) -> Option<gni_return_t>
         return None;
     }
     b.pins.find(words)?;
+    if engine == Engine::Rdma {
+        let lpin = b.pins.find([lh.qword1, lh.qword2])?;
+        if !lpin.check(lpin.peer().live().ok()?).ok()?.covers(d.local_addr, d.length) {
+            return None;
+        }
+    }
     let token = match (want_event, cq) {
         (true, Some(cq)) => Some(cq.add_desc(desc).ok()?),
         _ => None,
@@ -438,7 +447,7 @@ fn fma_pinned(ep: &Ep, desc: *mut gni_post_descriptor_t) -> Option<gni_return_t>
     Some(GNI_RC_SUCCESS)
 }
 
-/// The operations [`fma_pinned`] serves.
+/// The operations [`pinned_post`] serves.
 #[derive(Clone, Copy)]
 enum PinnedOp {
     /// A put, with its sync flag (address, value).
