@@ -31,6 +31,10 @@ pub enum Mode {
 /// Runs a validated request and reports it by completion class.  For `_nb` the
 /// syncid slot is claimed before anything moves, so NO_SPACE has no side effects.
 pub fn issue(job: &Job, mode: Mode, exec: impl FnOnce() -> softnic_fabric::Result<()>) -> Rc {
+    // SOFTNIC_FAULTS=transfer: the request is lost in the network (nothing moves), as a
+    // timed-out transaction: DMAPP_RC_TRANSACTION_ERROR where this request reports.
+    let lost = softnic_fabric::faults::hit(softnic_fabric::faults::Point::Transfer);
+    let exec = move || if lost { Err(softnic_fabric::Error::Timeout) } else { exec() };
     match mode {
         Mode::Blocking => {
             let rc = match exec() {

@@ -6,6 +6,12 @@
 //! - `register`: a memory registration fails for want of resources (uGNI
 //!   GNI_RC_ERROR_RESOURCE, DMAPP DMAPP_RC_RESOURCE_ERROR, uTofu UTOFU_ERR_FULL, Portals
 //!   PTL_NO_SPACE, SISCI SCI_ERR_NOSPC).
+//! - `transfer`: a one-sided operation that passed its checks is lost in the network:
+//!   nothing lands at the target and the initiator learns it as the API reports a network
+//!   failure (uGNI a transaction error event, recoverable; DMAPP
+//!   DMAPP_RC_TRANSACTION_ERROR; Portals PTL_NI_FAIL in the operation's end event, no ack
+//!   or reply).  Counted once per operation call (uGNI posts, DMAPP puts, gets and AMOs,
+//!   Portals puts, gets and get-puts), whatever its outcome would have been.
 //!
 //! Keys: `after=N` (the first N calls pass), `every=N` (then one call in N fails, the
 //! first of them at once; default 1), `times=N` (at most N fail; default no limit),
@@ -19,9 +25,10 @@ use std::sync::OnceLock;
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Point {
     Register,
+    Transfer,
 }
 
-const POINTS: [(&str, Point); 1] = [("register", Point::Register)];
+const POINTS: [(&str, Point); 2] = [("register", Point::Register), ("transfer", Point::Transfer)];
 
 struct Rule {
     point: Point,
@@ -48,7 +55,7 @@ fn parse(spec: &str, rank: Option<u64>) -> Vec<Rule> {
     for entry in spec.split(';').map(str::trim).filter(|e| !e.is_empty()) {
         let (name, keys) = entry.split_once(':').unwrap_or((entry, ""));
         let Some(&(_, point)) = POINTS.iter().find(|(n, _)| *n == name.trim()) else {
-            crate::sn_warn!("fabric", "SOFTNIC_FAULTS: unknown fault point {:?} (known: register); ignored", name);
+            crate::sn_warn!("fabric", "SOFTNIC_FAULTS: unknown fault point {:?} (known: register, transfer); ignored", name);
             continue;
         };
         let mut r = Rule { point, after: 0, every: 1, times: u64::MAX, calls: AtomicU64::new(0), made: AtomicU64::new(0) };
@@ -115,6 +122,17 @@ mod tests {
         assert_eq!(pattern("register:after=2,times=1", None, 5), "..F..");
         assert_eq!(pattern("register:rank=1", Some(0), 3), "...");
         assert_eq!(pattern("register:rank=1", Some(1), 3), "FFF");
+    }
+
+    #[test]
+    fn points_count_apart() {
+        let rs = parse("register:after=1; transfer:every=2", None);
+        let seq = |p: Point| rs.iter().filter(|r| r.point == p).fold(false, |any, r| r.fires() || any);
+        let got: String = [Point::Transfer, Point::Register, Point::Transfer, Point::Register, Point::Transfer]
+            .iter()
+            .map(|&p| if seq(p) { 'F' } else { '.' })
+            .collect();
+        assert_eq!(got, "F..FF");
     }
 
     #[test]

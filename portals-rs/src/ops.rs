@@ -281,6 +281,13 @@ pub fn check_nid(n: &Ni, nid: u32) -> PResult<()> {
     Ok(())
 }
 
+/// SOFTNIC_FAULTS=transfer: this operation's request is lost in the network (it ends
+/// as one whose target cannot be reached: PTL_NI_FAIL in its end event, no ack or reply).
+#[inline]
+fn lost_in_network() -> bool {
+    softnic_fabric::faults::hit(softnic_fabric::faults::Point::Transfer)
+}
+
 /// What became of a request.
 enum Outcome {
     Accepted(Rep, Vec<u8>),
@@ -712,7 +719,8 @@ fn put(md_h: u32, region: Option<(u64, u64)>, ack_req: u32, target: ptl_process_
             req.flags |= service::F_ACK;
         }
         let spans = LocalSpans { src: mem.span(), dst: empty_span() };
-        let gone = match fast(n, t, &g, &mut req, &spans) {
+        let o = if lost_in_network() { Some(Outcome::Failed) } else { fast(n, t, &g, &mut req, &spans) };
+        let gone = match o {
             Some(o) => {
                 let gone = put_end(seg, &g, &PutEnd { mi, link, req: &req, mem: &mem, ack_wanted, target }, &o, None);
                 drop(g);
@@ -774,7 +782,8 @@ fn get(md_h: u32, region: Option<(u64, u64)>, target: ptl_process_id_t, pt: u32,
         let (mi, link, mem) = begin(n, &g, idx, gen, region, true, false)?;
         let mut req = base_req(n, service::OP_GET, pt, ac, bits, roff, 0, mem.len);
         let spans = LocalSpans { src: empty_span(), dst: mem.span() };
-        let gone = match fast(n, t, &g, &mut req, &spans) {
+        let o = if lost_in_network() { Some(Outcome::Failed) } else { fast(n, t, &g, &mut req, &spans) };
+        let gone = match o {
             Some(o) => {
                 let gone = get_end(seg, &g, mi, link, &req, &mem, target, &o, None);
                 drop(g);
@@ -821,7 +830,7 @@ fn getput(get_h: u32, put_h: u32, target: ptl_process_id_t, pt: u32, ac: u32, bi
     let mut data = vec![0u8; pmem.len as usize];
     service::local_parts(&pmem.span(), 0, pmem.len, |d, p| data[d as usize..d as usize + p.len()].copy_from_slice(p));
     let req = base_req(&n, service::OP_GETPUT, pt, ac, bits, roff, hdr, pmem.len);
-    let outcome = send(&n, target, req, None, None, Some(&data));
+    let outcome = if lost_in_network() { Outcome::Failed } else { send(&n, target, req, None, None, Some(&data)) };
     let g = seg.lock();
     let mut own = OwnEvents::default();
     let failed = matches!(outcome, Outcome::Failed) || matches!(&outcome, Outcome::Accepted(r, _) if r.flags & service::R_FAILED != 0);

@@ -82,6 +82,9 @@ pub enum Status {
     Unsupported = 7,
     /// A collective engine's reduction failed (contributions disagreed).
     CeFailed = 8,
+    /// The network lost the transaction (a fault injected by SOFTNIC_FAULTS=transfer):
+    /// nothing reached the target; a retry can succeed.
+    Network = 9,
 }
 
 impl Status {
@@ -96,6 +99,7 @@ impl Status {
             6 => Status::NoTarget,
             7 => Status::Unsupported,
             8 => Status::CeFailed,
+            9 => Status::Network,
             _ => return None,
         })
     }
@@ -112,13 +116,14 @@ impl Status {
             Status::NoTarget => "transaction error: no such remote instance in this communication domain",
             Status::Unsupported => "transaction error: operation not possible on the target memory",
             Status::CeFailed => "collective engine error: the contributions of a reduction disagreed",
+            Status::Network => "transaction error: the network lost the request (nothing reached the target)",
         }
     }
 
     /// For `GNI_CqErrorRecoverable`: a retry can succeed only if the target may still
-    /// appear (it had not attached its CDM yet).
+    /// appear (it had not attached its CDM yet) or the network lost the request.
     pub fn recoverable(self) -> bool {
-        matches!(self, Status::NoTarget)
+        matches!(self, Status::NoTarget | Status::Network)
     }
 
     pub fn from_fabric(e: softnic_fabric::Error) -> Status {

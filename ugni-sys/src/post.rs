@@ -359,12 +359,15 @@ pub(crate) fn remote_event(peer: Live<'_>, key: MemKey, pd: u64, entry: u64) {
 
 fn post(engine: Engine, ep_h: gni_ep_handle_t, desc: *mut gni_post_descriptor_t) -> gni_return_t {
     EPS.with(ep_h as *const _, |ep| {
-        if engine != Engine::CqWrite {
+        // SOFTNIC_FAULTS=transfer: a post that passes its checks completes with a
+        // network transaction error and moves nothing (the general path reports it).
+        let lost = softnic_fabric::faults::hit(softnic_fabric::faults::Point::Transfer);
+        if engine != Engine::CqWrite && !lost {
             if let Some(rc) = pinned_post(engine, ep, desc) {
                 return rc;
             }
         }
-        post_on(engine, ep, ep_h, desc)
+        post_on(engine, ep, ep_h, desc, lost)
     })
     .unwrap_or(GNI_RC_INVALID_PARAM)
 }
@@ -455,7 +458,7 @@ enum PinnedOp {
     Amo(Amo),
 }
 
-fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_descriptor_t) -> gni_return_t {
+fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_descriptor_t, lost: bool) -> gni_return_t {
     let api = engine.api();
     if desc.is_null() || ep.nic.is_detached() {
         return GNI_RC_INVALID_PARAM;
@@ -576,6 +579,13 @@ fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_d
 
     let result: Result<(), Status> = match target {
         Err(s) => Err(s),
+        Ok(_) if lost => {
+            if guard.is_none() {
+                let mut st = ep.state();
+                st.in_flight = st.in_flight.saturating_sub(1);
+            }
+            Err(Status::Network)
+        }
         Ok((peer, words)) => {
             let unlocked = peer.is_some();
             let peer = match peer {
