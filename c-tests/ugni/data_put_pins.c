@@ -164,7 +164,15 @@ int main(void)
         dt_desc(&d, GNI_POST_FMA_PUT, GNI_CQMODE_SILENT, src, none, evbase[right] + 72, evall[right], 8);
         GNI_OK(GNI_PostFma(t.eps[right], &d));
     }
+    /* REMOTE events into a registration without a dst CQ: none anywhere, the data lands */
+    for (int k = 0; k < 4; k++) {
+        gni_post_descriptor_t d;
+        dt_desc(&d, GNI_POST_FMA_PUT, GNI_CQMODE_GLOBAL_EVENT | GNI_CQMODE_REMOTE_EVENT, src, none, base[3][right] + 8 * k, hall[3][right], 8);
+        GNI_OK(GNI_PostFma(t.eps[right], &d));
+        dt_complete(t.cq, &d, GNI_RC_SUCCESS);
+    }
     dt_barrier();
+    for (int i = 0; i < 32; i++) if (w[3][i] != src[i % 8]) SN_FAIL("a REMOTE-event put into W3 did not land (byte %d)", i);
     gni_cq_entry_t e;
     for (int k = 0; k < 3; k++) {
         GNI_OK(GNI_CqGetEvent(rcq, &e));

@@ -618,11 +618,19 @@ pub struct Binding {
 /// time pays nothing for it.
 #[derive(Default)]
 pub struct Pins {
-    pins: Vec<([u64; 2], softnic_fabric::rma::Pinned)>,
+    pins: Vec<PinEntry>,
     next: usize,
     /// The handle words of the last two uses that found no pin.
     misses: [Option<[u64; 2]>; 2],
     next_miss: usize,
+}
+
+/// A pinned registration, and its notify ring (where REMOTE events go) once looked up:
+/// `Some(None)` when the registration has none.
+struct PinEntry {
+    words: [u64; 2],
+    pin: softnic_fabric::rma::Pinned,
+    ring: Option<Option<softnic_fabric::rma::PinnedRing<u64>>>,
 }
 
 /// A copy of a binding starts with no pins (they are a cache).
@@ -639,7 +647,21 @@ impl Pins {
     /// The pin of handle words `w`.
     #[inline]
     pub fn find(&self, w: [u64; 2]) -> Option<&softnic_fabric::rma::Pinned> {
-        self.pins.iter().find(|(k, _)| *k == w).map(|(_, p)| p)
+        self.pins.iter().find(|e| e.words == w).map(|e| &e.pin)
+    }
+
+    /// The notify ring of the registration pinned for handle words `w`: None when not
+    /// looked up yet, `Some(None)` when it has none.
+    #[inline]
+    pub fn ring(&self, w: [u64; 2]) -> Option<&Option<softnic_fabric::rma::PinnedRing<u64>>> {
+        self.pins.iter().find(|e| e.words == w).and_then(|e| e.ring.as_ref())
+    }
+
+    /// Records the notify ring of the registration pinned for handle words `w`.
+    pub fn set_ring(&mut self, w: [u64; 2], ring: Option<softnic_fabric::rma::PinnedRing<u64>>) {
+        if let Some(e) = self.pins.iter_mut().find(|e| e.words == w) {
+            e.ring = Some(ring);
+        }
     }
 
     /// Notes a use of handle words `w` that found no pin: true when one of the last two
@@ -658,12 +680,13 @@ impl Pins {
         for m in self.misses.iter_mut().filter(|m| **m == Some(w)) {
             *m = None;
         }
-        if let Some(e) = self.pins.iter_mut().find(|(k, _)| *k == w) {
-            e.1 = pin; // a stale pin of the same handle
+        let e = PinEntry { words: w, pin, ring: None };
+        if let Some(old) = self.pins.iter_mut().find(|e| e.words == w) {
+            *old = e; // a stale pin of the same handle
         } else if self.pins.len() < Self::MAX {
-            self.pins.push((w, pin));
+            self.pins.push(e);
         } else {
-            self.pins[self.next % Self::MAX] = (w, pin);
+            self.pins[self.next % Self::MAX] = e;
             self.next = self.next.wrapping_add(1);
         }
     }

@@ -20,10 +20,11 @@
 //!   Both carry the EP's local_event data (digest CORRECTION: every event on the
 //!   initiator's CQ does; default the bound `remote_id`).
 //!
-//! **Pinned posts.**  A small FMA put or AMO (no REMOTE event, local memory addressed by
-//! virtual address) into a registration the endpoint has pinned (`Binding::pins`: one
-//! that missed twice recently, four per endpoint; for a fetching AMO our own registration
-//! too) moves after the pins' few checks (`rma::Pinned`: registration generation,
+//! **Pinned posts.**  A small FMA put, RDMA put or AMO (local memory addressed by virtual
+//! address; a REMOTE event only for puts, queued at the target registration's pinned
+//! notify ring) into a registration the endpoint has pinned (`Binding::pins`: one that
+//! missed twice recently, four per endpoint; for a fetching AMO or an RDMA source our own
+//! registration too) moves after the pins' few checks (`rma::Pinned`: registration generation,
 //! backing, bounds, alignment) instead of resolving the handles and validating them
 //! again, in [`pinned_post`] before the general checks.  Anything the pins cannot serve
 //! takes the general path, which gives the exact outcome (test:
@@ -400,10 +401,15 @@ fn pinned_post(engine: Engine, ep: &Ep, desc: *mut gni_post_descriptor_t) -> Opt
     };
     let mode = d.cq_mode;
     let lh = d.local_mem_hndl;
-    if mode & !(MODE_LOCAL | MODE_GLOBAL) != 0 || !d.src_cq_hndl.is_null() || d.length > HOLD_MAX || (d.length > 0 && d.local_addr == 0) || lh.qword1 & (memreg::SEG_FLAG | memreg::VMDH_FLAG) != 0 {
+    // A REMOTE event (puts only) goes to the target registration's pinned notify ring.
+    let want_remote = mode & MODE_REMOTE != 0;
+    if want_remote && !matches!(op, PinnedOp::Put(_)) {
         return None;
     }
-    let want_event = mode != 0;
+    if mode & !(MODE_LOCAL | MODE_GLOBAL | MODE_REMOTE) != 0 || !d.src_cq_hndl.is_null() || d.length > HOLD_MAX || (d.length > 0 && d.local_addr == 0) || lh.qword1 & (memreg::SEG_FLAG | memreg::VMDH_FLAG) != 0 {
+        return None;
+    }
+    let want_event = mode & (MODE_LOCAL | MODE_GLOBAL) != 0;
     let cq = ep.cq.as_deref();
     if (want_event && cq.is_none()) || ep.nic.is_detached() {
         return None;
@@ -417,6 +423,9 @@ fn pinned_post(engine: Engine, ep: &Ep, desc: *mut gni_post_descriptor_t) -> Opt
         return None;
     }
     b.pins.find(words)?;
+    if want_remote {
+        b.pins.ring(words)?;
+    }
     if engine == Engine::Rdma {
         let lpin = b.pins.find([lh.qword1, lh.qword2])?;
         if !lpin.check(lpin.peer().live().ok()?).ok()?.covers(d.local_addr, d.length) {
@@ -441,6 +450,9 @@ fn pinned_post(engine: Engine, ep: &Ep, desc: *mut gni_post_descriptor_t) -> Opt
             cq.drop_desc(t);
         }
         return None;
+    }
+    if want_remote {
+        remote_event_pinned(b, words, ep.remote_event(&st), ep.nic.pd_key());
     }
     let local_data = Ep::local_event(&st);
     drop(st);
@@ -603,14 +615,19 @@ fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_d
             let event = want_remote.then(|| cqe::make(cqe::SRC_REMOTE, cqe::TYPE_POST, Status::Ok, 0, remote_data as u64));
             // A small put or AMO with no REMOTE event, from or into memory addressed by
             // virtual address: through the endpoint's pins when it has them.
-            let pinnable = !unlocked && event.is_none() && matches!(local, LocalMem::Virtual(_)) && matches!(op, Op::Put { .. } | Op::Amo { flag: None, .. });
+            let pinnable = !unlocked && matches!(local, LocalMem::Virtual(_)) && (matches!(op, Op::Put { .. }) || (event.is_none() && matches!(op, Op::Amo { flag: None, .. })));
             let binding = || guard.as_ref().expect("held").binding.as_ref().expect("routed");
+            // A REMOTE event needs the pinned ring looked up (the general path does that).
             let via_pin = match op {
+                _ if event.is_some() && binding().pins.ring(words).is_none() => None,
                 Op::Put { len, sync } if pinnable => put_pinned(binding(), words, &d, len, sync),
                 Op::Amo { amo, .. } if pinnable => amo_pinned(binding(), words, &d, amo),
                 _ => None,
             };
             let r = if via_pin == Some(true) {
+                if event.is_some() {
+                    remote_event_pinned(binding(), words, remote_data, pd);
+                }
                 Ok(())
             } else {
                 let r = peer.live_probed().and_then(|live| {
@@ -624,8 +641,19 @@ fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_d
                             remote_event(live, key, pd, e);
                         }
                         if pinnable && via_pin.is_none() && plain {
+                            // Where this registration's REMOTE events go, for its pin.
+                            let ring_loc = event.and_then(|_| live.notify_ring(key, pd).ok());
                             let b = guard.as_mut().expect("held").binding.as_mut().expect("routed");
                             pin_after(b, words, key, false, pd);
+                            if let (Some(loc), Some(_), None) = (ring_loc, b.pins.find(words), b.pins.ring(words)) {
+                                // No ring: no REMOTE events (Some(None)); a ring the fabric
+                                // cannot pin: left to the general path.
+                                match loc.map(|loc| softnic_fabric::rma::PinnedRing::new(live_arc(b), &loc)) {
+                                    None => b.pins.set_ring(words, None),
+                                    Some(Ok(r)) => b.pins.set_ring(words, Some(r)),
+                                    Some(Err(_)) => {}
+                                }
+                            }
                             if let LocalMem::Virtual(Some(lkey)) = local {
                                 let lw = [d.local_mem_hndl.qword1, d.local_mem_hndl.qword2];
                                 if lw[0] & (memreg::SEG_FLAG | memreg::VMDH_FLAG) == 0 {
@@ -698,6 +726,29 @@ fn amo_pinned(b: &Binding, words: [u64; 2], d: &gni_post_descriptor_t, amo: Amo)
         let _ = l.store_word_at(d.local_addr, old, n);
     }
     Some(true)
+}
+
+/// The routed peer of a binding (a post's route is set).
+fn live_arc(b: &Binding) -> &Arc<softnic_fabric::rma::Peer> {
+    &b.route.as_ref().expect("routed").1
+}
+
+/// Queues a pinned put's REMOTE event (`data`) at the target registration's notify ring,
+/// pinned with it (see `Pins::ring`): none when the registration has no ring, dropped
+/// when it overran (as the hardware drops it), and through the per-event path when the
+/// ring's pin went stale.
+fn remote_event_pinned(b: &Binding, words: [u64; 2], data: u32, pd: u64) {
+    let entry = cqe::make(cqe::SRC_REMOTE, cqe::TYPE_POST, Status::Ok, 0, data as u64);
+    let (Some(Some(ring)), Some(pin), Some((_, peer))) = (b.pins.ring(words), b.pins.find(words), b.route.as_ref()) else { return };
+    let Ok(live) = peer.live_probed() else { return };
+    match ring.check(live) {
+        Ok(r) => {
+            if !r.push_or_overrun(&entry) {
+                softnic_fabric::sn_debug!("GNI_PostFma", "remote CQ overran: event dropped");
+            }
+        }
+        Err(_) => remote_event(live, pin.key(), pd, entry),
+    }
 }
 
 /// After a post through plain handle words `words` (registration `key`, ours when `own`)
