@@ -67,6 +67,7 @@ stage: build
 	done
 	@for pair in $(LIB_ALIASES); do ln -sfn $${pair##*:} $(BUILD)/lib/$${pair%%:*}; done
 	@$(PUT) $(REL)/snrun $(BUILD)/bin/snrun
+	@$(PUT) $(REL)/sn-trace-merge $(BUILD)/bin/sn-trace-merge
 	@$(PUT) launcher/sn-vhost $(BUILD)/bin/sn-vhost && chmod +x $(BUILD)/bin/sn-vhost
 	@$(PUT) $(REL)/fabric-jobtest $(BUILD)/libexec/fabric-jobtest
 	@for pc in pkgconfig/*.pc.in; do \
@@ -171,6 +172,7 @@ install: stage
 	for pc in pkgconfig/*.pc.in; do [ -e "$$pc" ] || continue; \
 	    sed -e 's|@PREFIX@|$(PREFIX)|g' $$pc > $(PREFIX)/lib/pkgconfig/$$(basename $${pc%.in}); done
 	install -m 0755 $(BUILD)/bin/snrun $(PREFIX)/bin/snrun
+	install -m 0755 $(BUILD)/bin/sn-trace-merge $(PREFIX)/bin/sn-trace-merge
 
 # Benchmarks (bench/README.md): peers installed when missing (bench/deps.sh), programs
 # built into build/bench, then bench/run.py writes bench/results/latest.{json,md,png}.

@@ -26,6 +26,7 @@ fn out(r: R) -> Rc {
 
 /// Shared core.  `result` is the local old-value buffer of a fetching AMO.
 fn amo(mode: Mode, addr: *mut c_void, seg: *mut SegDesc, pe: Pe, op: AmoOp, result: Option<*mut c_void>) -> R {
+    let _span = crate::rma::trace_span(mode, if result.is_some() { ["dmapp_afetch_op", "dmapp_afetch_op_nb", "dmapp_afetch_op_nbi"] } else { ["dmapp_aop", "dmapp_aop_nb", "dmapp_aop_nbi"] }, pe, 8);
     let job = live()?;
     if let Mode::Nb(p) = mode {
         if p.is_null() {

@@ -67,6 +67,7 @@ fn init_common(req: RmaAttrsExt) -> Result<RmaAttrsExt, Rc> {
 /// NULL or valid pointers.
 #[no_mangle]
 pub unsafe extern "C" fn dmapp_init(requested_attrs: *mut RmaAttrs, actual_attrs: *mut RmaAttrs) -> Rc {
+    let _span = softnic_fabric::trace::span("dmapp", "dmapp_init");
     if requested_attrs.is_null() || actual_attrs.is_null() {
         return maybe_abort("dmapp_init", DMAPP_RC_INVALID_PARAM);
     }
@@ -104,7 +105,12 @@ pub unsafe extern "C" fn dmapp_init_ext(requested_attrs: *mut RmaAttrsExt, actua
 
 #[no_mangle]
 pub extern "C" fn dmapp_finalize() -> Rc {
-    job::finalize()
+    let rc = {
+        let _span = softnic_fabric::trace::span("dmapp", "dmapp_finalize");
+        job::finalize()
+    };
+    softnic_fabric::trace::flush();
+    rc
 }
 
 /// # Safety

@@ -112,7 +112,19 @@ fn out(r: R) -> Rc {
 
 // ---- contiguous -------------------------------------------------------------------
 
+/// The timeline's span of a call of the family `names` (blocking, `_nb`, `_nbi`).
+#[inline]
+pub fn trace_span(mode: Mode, names: [&'static str; 3], pe: Pe, bytes: u64) -> Option<softnic_fabric::trace::Span> {
+    let name = match mode {
+        Mode::Blocking => names[0],
+        Mode::Nb(_) => names[1],
+        Mode::Nbi => names[2],
+    };
+    softnic_fabric::trace::span("dmapp", name).map(|s| s.arg("pe", pe as u64).arg("bytes", bytes))
+}
+
 fn put(mode: Mode, ta: *mut c_void, ts: *mut SegDesc, pe: Pe, sa: *mut c_void, n: u64, ty: c_int) -> R {
+    let _span = trace_span(mode, ["dmapp_put", "dmapp_put_nb", "dmapp_put_nbi"], pe, n.saturating_mul(size_of(ty).unwrap_or(0)));
     let job = live()?;
     let size = size_of(ty)?;
     check_mode(mode)?;
@@ -132,6 +144,7 @@ fn put(mode: Mode, ta: *mut c_void, ts: *mut SegDesc, pe: Pe, sa: *mut c_void, n
 }
 
 fn get(mode: Mode, ta: *mut c_void, sa: *mut c_void, ss: *mut SegDesc, pe: Pe, n: u64, ty: c_int) -> R {
+    let _span = trace_span(mode, ["dmapp_get", "dmapp_get_nb", "dmapp_get_nbi"], pe, n.saturating_mul(size_of(ty).unwrap_or(0)));
     let job = live()?;
     let size = size_of(ty)?;
     check_mode(mode)?;

@@ -156,6 +156,7 @@ pub unsafe extern "C" fn dmapp_gsync_test(flag: *mut c_int) -> Rc {
 
 #[no_mangle]
 pub extern "C" fn dmapp_gsync_wait() -> Rc {
+    let _span = softnic_fabric::trace::span("dmapp", "dmapp_gsync_wait");
     let rc = gsync();
     crate::progress::run();
     rc

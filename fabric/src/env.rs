@@ -82,6 +82,11 @@ pub static TUNABLES: &[Tunable] = &[
                documents for it (see fabric faults.rs and the README).",
     },
     Tunable {
+        name: "SOFTNIC_TRACE",
+        default: "",
+        help: "Directory for the timeline: every rank's traced calls as Chrome trace events                (softnic-trace-<pid>.part, joined into softnic-trace.json by snrun at the                end of the job, or by sn-trace-merge DIR); open it in Perfetto.",
+    },
+    Tunable {
         name: "SOFTNIC_STOP_SIGNAL",
         default: "0",
         help: "Real-time signal that parks the other threads of a process for the moment \

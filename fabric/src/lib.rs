@@ -18,6 +18,7 @@
 pub mod error;
 pub mod hook;
 pub mod faults;
+pub mod trace;
 pub mod sync;
 pub mod spin;
 pub mod env;

@@ -269,7 +269,18 @@ pub fn run(o: Opts) -> i32 {
         Ok(n) => debug!("reclaimed {n} registry entries of dead ranks"),
         Err(e) => debug!("reclaiming what dead ranks left failed: {e}"),
     }
+    merge_trace();
     job.exit.unwrap_or(0)
+}
+
+/// SOFTNIC_TRACE=DIR: the ranks have written their parts of the timeline; join them.
+fn merge_trace() {
+    let Some(dir) = std::env::var_os("SOFTNIC_TRACE").filter(|d| !d.is_empty()) else { return };
+    match softnic_fabric::trace::merge(std::path::Path::new(&dir)) {
+        Ok(Some((path, tracks))) => eprintln!("snrun: timeline of {tracks} rank(s) written to {} (open it in Perfetto)", path.display()),
+        Ok(None) => eprintln!("snrun: SOFTNIC_TRACE: no rank wrote a timeline into {}", std::path::Path::new(&dir).display()),
+        Err(e) => eprintln!("snrun: SOFTNIC_TRACE: cannot join the timeline in {}: {e}", std::path::Path::new(&dir).display()),
+    }
 }
 
 impl Job {

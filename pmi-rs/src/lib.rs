@@ -288,6 +288,7 @@ pub unsafe extern "C" fn PMI_Get_id_length_max(length: *mut c_int) -> c_int {
 
 softnic_fabric::blocking_export! {
     pub fn PMI_Barrier() -> c_int {
+        let _span = softnic_fabric::trace::span("pmi", "PMI_Barrier");
         with(|c| c.barrier().map_err(|_| PMI_FAIL))
     }
 }

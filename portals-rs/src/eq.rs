@@ -718,7 +718,11 @@ fn take_now(eq_handle: u32, event: *mut Event) -> Option<i32> {
 softnic_fabric::blocking_export_now! {
     pub unsafe fn PtlEQWait(eq_handle: u32, event: *mut Event) -> i32;
     now { take_now(eq_handle, event) }
-    wait { ret("PtlEQWait", wait_one(eq_handle, event, None)) }
+    wait {
+        // The timeline shows the waits that sleep (an event already there is not one).
+        let _span = softnic_fabric::trace::span("portals", "PtlEQWait");
+        ret("PtlEQWait", wait_one(eq_handle, event, None))
+    }
 }
 
 softnic_fabric::blocking_export! {

@@ -306,6 +306,7 @@ pub extern "C" fn PtlFini() {
         end_ni(&n);
     }
     LIB.init.store(false, Ordering::Release);
+    softnic_fabric::trace::flush();
 }
 
 #[no_mangle]

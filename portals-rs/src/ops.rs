@@ -281,6 +281,18 @@ pub fn check_nid(n: &Ni, nid: u32) -> PResult<()> {
     Ok(())
 }
 
+/// The timeline's span of an operation: its target and, for a region, its length.
+#[inline]
+fn trace_span(name: &'static str, target: ptl_process_id_t, region: Option<(u64, u64)>) -> Option<softnic_fabric::trace::Span> {
+    softnic_fabric::trace::span("portals", name).map(|s| {
+        let s = s.arg("nid", target.nid as u64).arg("pid", target.pid as u64);
+        match region {
+            Some((_, len)) => s.arg("length", len),
+            None => s,
+        }
+    })
+}
+
 /// SOFTNIC_FAULTS=transfer: this operation's request is lost in the network (it ends
 /// as one whose target cannot be reached: PTL_NI_FAIL in its end event, no ack or reply).
 #[inline]
@@ -699,6 +711,7 @@ fn get_general(n: &Ni, g: Guard<'_>, mi: u32, link: u32, req: &Req, mem: &Mem, t
 
 #[allow(clippy::too_many_arguments)]
 fn put(md_h: u32, region: Option<(u64, u64)>, ack_req: u32, target: ptl_process_id_t, pt: u32, ac: u32, bits: u64, roff: u64, hdr: u64) -> PResult<()> {
+    let _span = trace_span("PtlPut", target, region);
     Lib::with_of(md_h, handle::MD, PTL_MD_INVALID, |n, idx, gen| {
         if ack_req > PTL_NO_ACK_REQ {
             return Err(PTL_FAIL);
@@ -774,6 +787,7 @@ fn get_end(seg: &Seg, g: &Guard<'_>, mi: u32, link: u32, req: &Req, mem: &Mem, t
 
 #[allow(clippy::too_many_arguments)]
 fn get(md_h: u32, region: Option<(u64, u64)>, target: ptl_process_id_t, pt: u32, ac: u32, bits: u64, roff: u64) -> PResult<()> {
+    let _span = trace_span("PtlGet", target, region);
     Lib::with_of(md_h, handle::MD, PTL_MD_INVALID, |n, idx, gen| {
         let t = target_for(n, target)?;
         let seg = &n.seg;
@@ -800,6 +814,7 @@ fn get(md_h: u32, region: Option<(u64, u64)>, target: ptl_process_id_t, pt: u32,
 
 #[allow(clippy::too_many_arguments)]
 fn getput(get_h: u32, put_h: u32, target: ptl_process_id_t, pt: u32, ac: u32, bits: u64, roff: u64, hdr: u64) -> PResult<()> {
+    let _span = trace_span("PtlGetPut", target, None);
     let (n, gidx, ggen) = Lib::of(get_h, handle::MD, PTL_MD_INVALID)?;
     let (pidx, pgen) = handle::index_of(put_h, handle::MD).ok_or(PTL_MD_INVALID)?;
     check_target(&n, target)?;

@@ -128,6 +128,7 @@ pub unsafe extern "C" fn GNI_CqGetEvent(cq_hndl: gni_cq_handle_t, event_data: *m
 
 softnic_fabric::blocking_export! {
     pub unsafe fn GNI_CqWaitEvent(cq_hndl: gni_cq_handle_t, timeout: u64, event_data: *mut gni_cq_entry_t) -> gni_return_t {
+        let _span = softnic_fabric::trace::span("ugni", "GNI_CqWaitEvent");
         let Ok(cq) = cq_of(cq_hndl) else { return GNI_RC_INVALID_PARAM };
         if event_data.is_null() {
             return GNI_RC_INVALID_PARAM;

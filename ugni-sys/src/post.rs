@@ -360,6 +360,7 @@ pub(crate) fn remote_event(peer: Live<'_>, key: MemKey, pd: u64, entry: u64) {
 
 fn post(engine: Engine, ep_h: gni_ep_handle_t, desc: *mut gni_post_descriptor_t) -> gni_return_t {
     EPS.with(ep_h as *const _, |ep| {
+        let _span = softnic_fabric::trace::span("ugni", engine.api()).map(|s| trace_args(s, ep, desc));
         // SOFTNIC_FAULTS=transfer: a post that passes its checks completes with a
         // network transaction error and moves nothing (the general path reports it).
         let lost = softnic_fabric::faults::hit(softnic_fabric::faults::Point::Transfer);
@@ -371,6 +372,15 @@ fn post(engine: Engine, ep_h: gni_ep_handle_t, desc: *mut gni_post_descriptor_t)
         post_on(engine, ep, ep_h, desc, lost)
     })
     .unwrap_or(GNI_RC_INVALID_PARAM)
+}
+
+/// What the timeline shows of a post: its type, length and the endpoint's remote_id.
+#[cold]
+fn trace_args(s: softnic_fabric::trace::Span, ep: &Ep, desc: *const gni_post_descriptor_t) -> softnic_fabric::trace::Span {
+    // SAFETY: NULL or the caller's descriptor.
+    let (ty, len) = unsafe { desc.as_ref() }.map_or((0, 0), |d| (d.type_ as u64, d.length));
+    let rid = ep.state().binding.as_ref().map_or(u64::MAX, |b| b.remote_id as u64);
+    s.arg("type", ty).arg("length", len).arg("remote_id", rid)
 }
 
 /// The whole of a small FMA put, AMO or RDMA put that the endpoint's pins serve (see the

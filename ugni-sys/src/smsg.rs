@@ -401,12 +401,14 @@ fn send_on(ep: &Ep, header: *const c_void, hlen: u32, data: *const c_void, dlen:
 /// Sends a short message with tag 0 (module doc).
 #[no_mangle]
 pub unsafe extern "C" fn GNI_SmsgSend(ep_hndl: gni_ep_handle_t, header: *mut c_void, header_length: u32, data: *mut c_void, data_length: u32, msg_id: u32) -> gni_return_t {
+    let _span = softnic_fabric::trace::span("ugni", "GNI_SmsgSend").map(|s| s.arg("length", header_length as u64 + data_length as u64));
     send(ep_hndl, header, header_length, data, data_length, msg_id, 0)
 }
 
 /// Sends a tagged short message (module doc).
 #[no_mangle]
 pub unsafe extern "C" fn GNI_SmsgSendWTag(ep_hndl: gni_ep_handle_t, header: *mut c_void, header_length: u32, data: *mut c_void, data_length: u32, msg_id: u32, tag: u8) -> gni_return_t {
+    let _span = softnic_fabric::trace::span("ugni", "GNI_SmsgSendWTag").map(|s| s.arg("length", header_length as u64 + data_length as u64).arg("tag", tag as u64));
     send(ep_hndl, header, header_length, data, data_length, msg_id, tag)
 }
 
