@@ -21,4 +21,11 @@ static int sntest_rank = -1;
 #define SKIP(...) do { fprintf(stderr, "SKIP: "); fprintf(stderr, __VA_ARGS__); \
     fputc('\n', stderr); exit(77); } while (0)
 
+/* Does call i (counted from 0) fail under SOFTNIC_FAULTS=POINT:after=AFTER,every=EVERY
+ * (EVERY 0: no fault)?  As fabric faults.rs counts. */
+static inline __attribute__((unused)) int sn_fault_hits(int i, int after, int every)
+{
+    return every > 0 && i >= after && (i - after) % every == 0;
+}
+
 #endif

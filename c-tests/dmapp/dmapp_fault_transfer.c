@@ -12,11 +12,6 @@
 
 #define NOPS 9
 
-static int lost(int i, int after, int every)
-{
-    return every > 0 && i >= after && (i - after) % every == 0;
-}
-
 static dmapp_return_t issue(int i, uint64_t *dst, int peer, uint64_t v)
 {
     int64_t old;
@@ -41,18 +36,18 @@ int main(int argc, char **argv)
     barrier();
     int nlost = 0;
     for (int i = 0; i < NOPS; i++) {
-        dmapp_return_t want = lost(i, after, every) ? DMAPP_RC_TRANSACTION_ERROR : DMAPP_RC_SUCCESS;
+        dmapp_return_t want = sn_fault_hits(i, after, every) ? DMAPP_RC_TRANSACTION_ERROR : DMAPP_RC_SUCCESS;
         RC_EQ(issue(i, dst, right, 0x10000u * (uint64_t)(me + 1) + (uint64_t)i), want);
         nlost += want != DMAPP_RC_SUCCESS;
     }
     barrier();
     for (int i = 0; i < NOPS; i++) {
-        uint64_t want = lost(i, after, every) ? 0 : 0x10000u * (uint64_t)(left + 1) + (uint64_t)i;
+        uint64_t want = sn_fault_hits(i, after, every) ? 0 : 0x10000u * (uint64_t)(left + 1) + (uint64_t)i;
         if (dst[i] != want) SN_FAIL("word %d holds %#lx, expected %#lx", i, (unsigned long)dst[i], (unsigned long)want);
     }
     barrier();
     for (int i = 0; i < NOPS; i++)
-        if (lost(i, after, every)) OK(issue(i, dst, right, 0x10000u * (uint64_t)(me + 1) + (uint64_t)i));
+        if (sn_fault_hits(i, after, every)) OK(issue(i, dst, right, 0x10000u * (uint64_t)(me + 1) + (uint64_t)i));
     barrier();
     for (int i = 0; i < NOPS; i++)
         if (dst[i] != 0x10000u * (uint64_t)(left + 1) + (uint64_t)i) SN_FAIL("after the retries word %d holds %#lx", i, (unsigned long)dst[i]);

@@ -12,11 +12,6 @@
 
 #define NOPS 8
 
-static int lost(int i, int after, int every)
-{
-    return every > 0 && i >= after && (i - after) % every == 0;
-}
-
 static ptl_handle_ni_t ni;
 static ptl_handle_eq_t seq;
 static ptl_handle_md_t src;
@@ -67,21 +62,21 @@ int main(int argc, char **argv)
     int nlost = 0;
     for (int i = 0; i < NOPS; i++) {
         int failed = request(i);
-        if (failed != lost(i, after, every)) SN_FAIL("request %d %s", i, failed ? "failed" : "succeeded");
+        if (failed != sn_fault_hits(i, after, every)) SN_FAIL("request %d %s", i, failed ? "failed" : "succeeded");
         nlost += failed;
     }
     CHECK_EQ(PMI_Barrier(), PMI_SUCCESS);
     for (int i = 0; i < NOPS; i += 2) {
-        uint64_t want = lost(i, after, every) ? 0 : 0x10000u * (uint64_t)(left + 1) + (uint64_t)i;
+        uint64_t want = sn_fault_hits(i, after, every) ? 0 : 0x10000u * (uint64_t)(left + 1) + (uint64_t)i;
         if (in[i] != want) SN_FAIL("word %d holds %#lx, expected %#lx", i, (unsigned long)in[i], (unsigned long)want);
     }
     for (int i = 1; i < NOPS; i += 2) {
-        uint64_t want = lost(i, after, every) ? 0 : 0x20000u * (uint64_t)(((rank + 1) % n) + 1) + (uint64_t)i;
+        uint64_t want = sn_fault_hits(i, after, every) ? 0 : 0x20000u * (uint64_t)(((rank + 1) % n) + 1) + (uint64_t)i;
         if (out[i] != want) SN_FAIL("get %d read %#lx, expected %#lx", i, (unsigned long)out[i], (unsigned long)want);
     }
     CHECK_EQ(PMI_Barrier(), PMI_SUCCESS);
     for (int i = 0; i < NOPS; i++)
-        if (lost(i, after, every) && request(i)) SN_FAIL("the retry of request %d failed", i);
+        if (sn_fault_hits(i, after, every) && request(i)) SN_FAIL("the retry of request %d failed", i);
     CHECK_EQ(PMI_Barrier(), PMI_SUCCESS);
     for (int i = 0; i < NOPS; i += 2)
         if (in[i] != 0x10000u * (uint64_t)(left + 1) + (uint64_t)i) SN_FAIL("after the retries word %d holds %#lx", i, (unsigned long)in[i]);

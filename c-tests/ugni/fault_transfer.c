@@ -12,11 +12,6 @@
 
 #define NOPS 10
 
-static int lost(int i, int after, int every)
-{
-    return every > 0 && i >= after && (i - after) % every == 0;
-}
-
 static void post(gnit_t *t, int peer, int i, uint64_t *src, gni_mem_handle_t smh, uint64_t rbase, gni_mem_handle_t rmh, gni_post_descriptor_t *d)
 {
     uint64_t raddr = rbase + 8 * (uint64_t)i;
@@ -55,7 +50,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < NOPS; i++) {
         gni_post_descriptor_t d;
         post(&t, right, i, src, smh, bs[right], hs[right], &d);
-        if (!lost(i, after, every)) {
+        if (!sn_fault_hits(i, after, every)) {
             dt_complete(t.cq, &d, GNI_RC_SUCCESS);
             continue;
         }
@@ -70,13 +65,13 @@ int main(int argc, char **argv)
     }
     CHECK(PMI_Barrier() == PMI_SUCCESS);
     for (int i = 0; i < NOPS; i++) {
-        uint64_t want = lost(i, after, every) ? 0 : 0x10000u * (uint64_t)(left + 1) + (uint64_t)i;
+        uint64_t want = sn_fault_hits(i, after, every) ? 0 : 0x10000u * (uint64_t)(left + 1) + (uint64_t)i;
         if (dst[i] != want) SN_FAIL("word %d holds %#lx, expected %#lx", i, (unsigned long)dst[i], (unsigned long)want);
     }
     CHECK(PMI_Barrier() == PMI_SUCCESS);
     /* The retries (counted by the fault spec too: give the spec room with times=). */
     for (int i = 0; i < NOPS; i++) {
-        if (!lost(i, after, every)) continue;
+        if (!sn_fault_hits(i, after, every)) continue;
         gni_post_descriptor_t d;
         post(&t, right, i, src, smh, bs[right], hs[right], &d);
         dt_complete(t.cq, &d, GNI_RC_SUCCESS);

@@ -10,8 +10,10 @@
 //!   nothing lands at the target and the initiator learns it as the API reports a network
 //!   failure (uGNI a transaction error event, recoverable; DMAPP
 //!   DMAPP_RC_TRANSACTION_ERROR; Portals PTL_NI_FAIL in the operation's end event, no ack
-//!   or reply).  Counted once per operation call (uGNI posts, DMAPP puts, gets and AMOs,
-//!   Portals puts, gets and get-puts), whatever its outcome would have been.
+//!   or reply; uTofu UTOFU_ERR_MRQ_OTHER in the local MRQ notice; SISCI a DMA queue in
+//!   SCI_DMAQUEUE_ERROR, SCI_ERR_TRANSFER_FAILED to its callback).  Counted once per
+//!   operation (uGNI posts, DMAPP puts, gets and AMOs, Portals puts, gets and get-puts,
+//!   uTofu one-sided operations, SISCI DMA transfers), whatever its outcome would have been.
 //!
 //! Keys: `after=N` (the first N calls pass), `every=N` (then one call in N fails, the
 //! first of them at once; default 1), `times=N` (at most N fail; default no limit),

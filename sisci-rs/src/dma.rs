@@ -179,7 +179,9 @@ impl Queue {
 
 /// Moves the data of `job`; the final state.
 fn run(q: &Queue, job: &Job) -> (u32, SciErr) {
-    if job.doomed {
+    let _span = softnic_fabric::trace::span("sisci", "DMA transfer").map(|s| s.arg("bytes", job.pieces.iter().map(|p| p.size as u64).sum()));
+    // SOFTNIC_FAULTS=transfer: the transfer is lost in the network (nothing lands).
+    if job.doomed || softnic_fabric::faults::hit(softnic_fabric::faults::Point::Transfer) {
         return (SCI_DMAQUEUE_ERROR, SCI_ERR_TRANSFER_FAILED);
     }
     for p in &job.pieces {

@@ -394,11 +394,12 @@ mod tests {
 
     #[test]
     fn every_status_decodes() {
-        for b in 0..9 {
+        for b in 0..10 {
             let s = Status::from_bits(b).unwrap();
             assert_eq!(s as u64, b);
             assert!(!s.describe().is_empty());
         }
-        assert_eq!(Status::from_bits(9), None);
+        assert_eq!(Status::from_bits(10), None);
+        assert!(Status::Network.recoverable() && !Status::PeerDead.recoverable());
     }
 }

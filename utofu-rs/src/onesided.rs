@@ -326,11 +326,24 @@ fn put_pinned(v: &Vcq, op: &Op, rid: u64, src: &[u8], pins: &[vcq::PutPin]) -> b
     ok
 }
 
+/// The timeline's name of an operation (the call that queued it).
+fn trace_name(k: Kind) -> &'static str {
+    match k {
+        Kind::Put => "utofu_put",
+        Kind::PutPb => "utofu_put_piggyback",
+        Kind::Get => "utofu_get",
+        Kind::Armw4 | Kind::Armw8 => "utofu_armw",
+        Kind::Cswap4 | Kind::Cswap8 => "utofu_cswap",
+        Kind::Nop => "utofu_nop",
+    }
+}
+
 /// Runs one operation; returns the TCQ status (MRQ errors are queued here).
 fn run(v: &Vcq, op: &Op, q: &mut vcq::Queue) -> i32 {
     if op.kind == Kind::Nop {
         return UTOFU_SUCCESS;
     }
+    let _span = softnic_fabric::trace::span("utofu", trace_name(op.kind)).map(|s| s.arg("vcq_id", op.rmt).arg("length", op.len as u64));
     let rid = canonical(op.rmt);
     let ltype = local_type(op.kind);
     let lcl_field = if op.kind == Kind::Get { end_of(op, op.lcl_stadd) } else { 0 };
@@ -357,6 +370,11 @@ fn run(v: &Vcq, op: &Op, q: &mut vcq::Queue) -> i32 {
             Err(f) => return mrq_err(lcl_fault(f)),
         },
         _ => {}
+    }
+    // SOFTNIC_FAULTS=transfer: the operation is lost in the network after the local side
+    // sent it: nothing reaches the target, and the MRQ reports "other error".
+    if softnic_fabric::faults::hit(softnic_fabric::faults::Point::Transfer) {
+        return mrq_err(UTOFU_ERR_MRQ_OTHER);
     }
     if matches!(op.kind, Kind::Put | Kind::PutPb) && op.len > 0 && put_pinned(v, op, rid, src, &q.pins) {
         return UTOFU_SUCCESS;
