@@ -175,6 +175,8 @@ BREAKDOWN = [
      "cost_put_event, traced"),
     ("uGNI", "what tracing adds to it", [(1, "softnic-ugni-traced", "cost_put_event"), (-1, "softnic-ugni", "cost_put_event")],
      "traced - untraced"),
+    ("uGNI", "what the checker adds to it (SOFTNIC_CHECK=1: the source watched till GNI_GetCompleted)",
+     [(1, "softnic-ugni-checked", "cost_put_event"), (-1, "softnic-ugni", "cost_put_event")], "checked - unchecked"),
     ("DMAPP", "dmapp_put rejected (job lookup, checks, the error return)", [(1, "softnic-dmapp", "cost_rejected")],
      "cost_rejected"),
     ("DMAPP", "+ the blocking put itself", [(1, "softnic-dmapp", "put_lat"), (-1, "softnic-dmapp", "cost_rejected")],

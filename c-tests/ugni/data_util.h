@@ -73,6 +73,25 @@ __attribute__((unused)) static void dt_rdma(gnit_t *t, int peer, gni_post_descri
     dt_complete(t->cq, d, GNI_RC_SUCCESS);
 }
 
+/* A registered 4 KiB source and destination per rank; every rank's destination (address,
+ * handle) gathered (at most 256 ranks). */
+typedef struct {
+    uint64_t *src, *dst;
+    gni_mem_handle_t smh, dmh;
+    gni_mem_handle_t hs[256];
+    uint64_t bs[256];
+} dt_pair_t;
+
+__attribute__((unused)) static void dt_pair(gnit_t *t, dt_pair_t *p)
+{
+    CHECK(t->size <= 256);
+    p->src = dt_alloc(4096);
+    p->dst = dt_alloc(4096);
+    p->smh = dt_reg(t, p->src, 4096, NULL, GNI_MEM_READWRITE);
+    p->dmh = dt_reg(t, p->dst, 4096, NULL, GNI_MEM_READWRITE);
+    gnit_exchange_mem(t, p->dst, p->dmh, p->hs, p->bs);
+}
+
 __attribute__((unused)) static void dt_barrier(void)
 {
     CHECK(PMI_Barrier() == PMI_SUCCESS);

@@ -39,12 +39,10 @@ int main(int argc, char **argv)
     gnit_t t;
     gnit_init(&t, 64);
     int right = (t.rank + 1) % t.size, left = (t.rank + t.size - 1) % t.size;
-    uint64_t *src = dt_alloc(4096), *dst = dt_alloc(4096);
-    gni_mem_handle_t smh = dt_reg(&t, src, 4096, NULL, GNI_MEM_READWRITE), dmh = dt_reg(&t, dst, 4096, NULL, GNI_MEM_READWRITE);
-    gni_mem_handle_t hs[256];
-    uint64_t bs[256];
-    CHECK(t.size <= 256);
-    gnit_exchange_mem(&t, dst, dmh, hs, bs);
+    static dt_pair_t p;
+    dt_pair(&t, &p);
+    uint64_t *src = p.src, *dst = p.dst, *bs = p.bs;
+    gni_mem_handle_t smh = p.smh, dmh = p.dmh, *hs = p.hs;
     for (int i = 0; i < NOPS; i++) src[i] = 0x10000u * (uint64_t)(t.rank + 1) + (uint64_t)i;
     int nlost = 0;
     for (int i = 0; i < NOPS; i++) {

@@ -82,6 +82,16 @@ pub static TUNABLES: &[Tunable] = &[
                documents for it (see fabric faults.rs and the README).",
     },
     Tunable {
+        name: "SOFTNIC_CHECK",
+        default: "",
+        help: "1: report the bugs the hardware keeps silent (a source buffer changed before                its completion, events never reaped, objects never released), one line each                on stderr; abort: stop at the first.",
+    },
+    Tunable {
+        name: "SOFTNIC_CHECK_FILE",
+        default: "",
+        help: "File the checker's findings are appended to as well (SOFTNIC_CHECK).",
+    },
+    Tunable {
         name: "SOFTNIC_TRACE",
         default: "",
         help: "Directory for the timeline: every rank's traced calls as Chrome trace events                (softnic-trace-<pid>.part, joined into softnic-trace.json by snrun at the                end of the job, or by sn-trace-merge DIR); open it in Perfetto.",

@@ -19,6 +19,7 @@ pub mod error;
 pub mod hook;
 pub mod faults;
 pub mod trace;
+pub mod check;
 pub mod sync;
 pub mod spin;
 pub mod env;

@@ -109,6 +109,7 @@ pub unsafe extern "C" fn GNI_CdmCreate(inst_id: u32, ptag: u8, cookie: u32, mode
     }
     let cdm = Arc::new(Cdm { inst_id, ptag, cookie, modes, pd: pd_key(ptag, cookie), nic: Mutex::new(None) });
     let h = CDMS.insert(cdm);
+    softnic_fabric::check::at_exit(crate::objects::check_at_exit);
     softnic_fabric::sn_debug!("GNI_CdmCreate", "inst {} ptag {} cookie {:#x} modes {:#x} -> {:p}", inst_id, ptag, cookie, modes, h);
     // SAFETY: checked non-NULL.
     unsafe { put(cdm_hndl, h as gni_cdm_handle_t) };

@@ -270,6 +270,7 @@ fn get_completed(cq: &Cq, event_data: gni_cq_entry_t, post_descr: *mut *mut gni_
         unsafe { post_descr.write(std::ptr::null_mut()) };
         return GNI_RC_DESCRIPTOR_ERROR;
     };
+    softnic_fabric::check::release(crate::post::CHECK_DESC, d as usize, "GNI_GetCompleted");
     let st = cqe::status(event_data);
     // SAFETY: the descriptor the user posted (GNI-owned until now); checked non-NULL.
     unsafe {

@@ -210,6 +210,11 @@ impl<T> Table<T> {
         Ok(f(unsafe { &*p }))
     }
 
+    /// The live objects and their handles (the checker's report at exit).
+    pub fn live_objects(&self) -> Vec<(u64, Arc<T>)> {
+        self.live.read().unwrap_or_else(|e| e.into_inner()).iter().map(|(k, v)| (*k, v.clone())).collect()
+    }
+
     /// Removes `h`; later lookups fail.
     pub fn remove(&self, h: *const c_void) -> GniResult<Arc<T>> {
         let k = h as usize as u64;
@@ -222,6 +227,31 @@ impl<T> Table<T> {
         let dead = cache_do(|c| c.retire_all());
         drop(dead);
         Ok(v)
+    }
+}
+
+/// SOFTNIC_CHECK at exit: what this process never reaped or released (events left in its
+/// CQs, descriptors never returned by GNI_GetCompleted, endpoints and domains never
+/// destroyed).  Registrations are not listed (a handle names one; nothing keeps them here).
+pub fn check_at_exit() {
+    use softnic_fabric::check::report;
+    for (h, cq) in CQS.live_objects() {
+        let n = cq.ring.len();
+        if n > 0 {
+            report("GNI_CqGetEvent", &format!("CQ {h:#x} still holds {n} event(s) never reaped"), "exit");
+        }
+        let d = cq.outstanding_descs();
+        if d > 0 {
+            report("GNI_GetCompleted", &format!("CQ {h:#x}: {d} posted descriptor(s) never taken back"), "exit");
+        }
+    }
+    let eps = EPS.live_objects().len();
+    if eps > 0 {
+        report("GNI_EpDestroy", &format!("{eps} endpoint(s) never destroyed"), "exit");
+    }
+    let cdms = CDMS.live_objects().len();
+    if cdms > 0 {
+        report("GNI_CdmDestroy", &format!("{cdms} communication domain(s) never destroyed"), "exit");
     }
 }
 
@@ -498,6 +528,11 @@ impl Cq {
         let d = s.slots.get_mut(token as usize)?.take()?;
         s.free.push(token);
         Some(d as *mut gni_post_descriptor_t)
+    }
+
+    /// Descriptors posted with an event and not yet returned by GNI_GetCompleted.
+    pub fn outstanding_descs(&self) -> usize {
+        self.descs.lock().slots.iter().filter(|d| d.is_some()).count()
     }
 
     /// Returns a descriptor token unused (the post failed before producing an event).

@@ -369,9 +369,33 @@ fn post(engine: Engine, ep_h: gni_ep_handle_t, desc: *mut gni_post_descriptor_t)
                 return rc;
             }
         }
-        post_on(engine, ep, ep_h, desc, lost)
+        let rc = post_on(engine, ep, ep_h, desc, lost);
+        if rc == GNI_RC_SUCCESS && softnic_fabric::check::enabled() {
+            check_watch(engine, desc);
+        }
+        rc
     })
     .unwrap_or(GNI_RC_INVALID_PARAM)
+}
+
+/// SOFTNIC_CHECK: the checker's id space of uGNI descriptors.
+pub(crate) const CHECK_DESC: u64 = 0x6e69;
+
+/// SOFTNIC_CHECK: a put that completes with an event reads its source until the program
+/// takes the completion back (GNI_GetCompleted); the checker watches those bytes till then
+/// (on the hardware the NIC may still be reading them).  Sources addressed by offset (a
+/// segmented local handle) are not watched.
+#[cold]
+fn check_watch(engine: Engine, desc: *mut gni_post_descriptor_t) {
+    // SAFETY: the caller's descriptor, posted successfully (so readable).
+    let Some(d) = (unsafe { desc.as_ref() }) else { return };
+    let reads_source = matches!(d.type_, GNI_POST_FMA_PUT | GNI_POST_FMA_PUT_W_SYNCFLAG | GNI_POST_RDMA_PUT);
+    if !reads_source || d.cq_mode & (MODE_LOCAL | MODE_GLOBAL) == 0 || d.local_mem_hndl.qword1 & memreg::SEG_FLAG != 0 || d.local_addr == 0 {
+        return;
+    }
+    let (api, len) = (engine.api(), d.length as usize);
+    // SAFETY: the post read these bytes just now (a source it accepted).
+    unsafe { softnic_fabric::check::watch(CHECK_DESC, desc as usize, api, || format!("descriptor {desc:p} ({len} bytes)"), d.local_addr as usize, len) };
 }
 
 /// What the timeline shows of a post: its type, length and the endpoint's remote_id.
