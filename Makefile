@@ -146,7 +146,8 @@ check-full: check
 
 # The example job: builds only the programs it runs (quietly), then one job per API.
 EXAMPLE_PROGS := $(BUILD)/tests/pmi/pmi_hello $(BUILD)/tests/ugni/data_smsg $(BUILD)/examples/dmapp_put \
-                 $(BUILD)/examples/utofu/utofu_armw_game $(BUILD)/tests/portals/ptl_threads $(BUILD)/tests/sisci/sisci_pingpong
+                 $(BUILD)/examples/utofu/utofu_armw_game $(BUILD)/tests/portals/ptl_threads $(BUILD)/tests/sisci/sisci_pingpong \
+                 $(BUILD)/tests/ugni/check_bugs $(BUILD)/tests/ugni/fault_transfer
 run-example: deps-example stage
 	@echo "== building the example programs"
 	@$(MAKE) -s --no-print-directory -f c-tests/c-tests.mk BUILD=$(BUILD) SHARED=$(SHARED) \
@@ -163,6 +164,13 @@ run-example: deps-example stage
 	$(BUILD)/bin/snrun -n 2 $(BUILD)/tests/portals/ptl_threads 4 100
 	@echo "== SISCI: PIO ping-pong through mapped remote segments, 2 nodes"
 	$(BUILD)/bin/snrun -n 2 -N 1 $(BUILD)/tests/sisci/sisci_pingpong 1000 64
+	@echo "== what no hardware gives (1): the checker names a planted bug (a put's source reused before its completion)"
+	SOFTNIC_CHECK=1 $(BUILD)/bin/snrun -n 2 $(BUILD)/tests/ugni/check_bugs reuse
+	@echo "== (2) injected faults: every 4th uGNI post lost in the network, then retried"
+	SOFTNIC_FAULTS='transfer:after=1,every=4,times=3' $(BUILD)/bin/snrun -n 2 $(BUILD)/tests/ugni/fault_transfer 1 4
+	@echo "== (3) the timeline: the DMAPP sample again, traced"
+	rm -rf $(BUILD)/timeline && SOFTNIC_TRACE=$(BUILD)/timeline XT_SYMMETRIC_HEAP_SIZE=64M $(BUILD)/bin/snrun -n 4 $(BUILD)/examples/dmapp_put >/dev/null
+	@echo "   open $(BUILD)/timeline/softnic-trace.json at https://ui.perfetto.dev (README: The timeline)"
 	@echo "== every API ran; the libraries and headers are in $(BUILD)/lib and $(BUILD)/include"
 
 install: stage
