@@ -105,12 +105,30 @@ pub unsafe extern "C" fn dmapp_init_ext(requested_attrs: *mut RmaAttrsExt, actua
 
 #[no_mangle]
 pub extern "C" fn dmapp_finalize() -> Rc {
+    if softnic_fabric::check::enabled() {
+        check_finalize();
+    }
     let rc = {
         let _span = softnic_fabric::trace::span("dmapp", "dmapp_finalize");
         job::finalize()
     };
     softnic_fabric::trace::flush();
     rc
+}
+
+/// SOFTNIC_CHECK at dmapp_finalize: non-blocking puts never completed (no gsync after
+/// an `_nbi` put, no wait or test of an `_nb` put's handle).
+#[cold]
+fn check_finalize() {
+    use softnic_fabric::check::{caller, outstanding, report};
+    let nbi = outstanding(crate::rma::CHECK_NBI);
+    if nbi > 0 {
+        report("dmapp_finalize", &format!("{nbi} dmapp_put_nbi request(s) never completed by dmapp_gsync_wait or _test"), &caller());
+    }
+    let nb = outstanding(crate::rma::CHECK_NB);
+    if nb > 0 {
+        report("dmapp_finalize", &format!("{nb} dmapp_put_nb request(s) whose sync handle was never waited for or tested"), &caller());
+    }
 }
 
 /// # Safety

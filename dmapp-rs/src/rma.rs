@@ -141,6 +141,31 @@ fn put(mode: Mode, ta: *mut c_void, ts: *mut SegDesc, pe: Pe, sa: *mut c_void, n
         let src = unsafe { std::slice::from_raw_parts(sa as *const u8, len) };
         r.put(src, job.pd)
     }))
+    .inspect(|&rc| {
+        if rc == DMAPP_RC_SUCCESS && len > 0 && softnic_fabric::check::enabled() {
+            check_watch(mode, sa as usize, len, pe);
+        }
+    })
+}
+
+/// SOFTNIC_CHECK: the checker's id spaces of DMAPP requests (`_nb`: by sync handle;
+/// `_nbi`: by request number, completed together by gsync).
+pub const CHECK_NB: u64 = 0xd0;
+pub const CHECK_NBI: u64 = 0xd1;
+
+/// SOFTNIC_CHECK: a non-blocking put reads its source until its completion (the sync
+/// handle's wait or test, or gsync for `_nbi`); the checker watches those bytes till then.
+#[cold]
+fn check_watch(mode: Mode, src: usize, len: usize, pe: Pe) {
+    static NBI: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let (kind, op, api) = match mode {
+        Mode::Blocking => return,
+        // SAFETY: issue() wrote the handle there (checked non-NULL).
+        Mode::Nb(out) => (CHECK_NB, unsafe { out.read_unaligned() } as usize, "dmapp_put_nb"),
+        Mode::Nbi => (CHECK_NBI, NBI.fetch_add(1, std::sync::atomic::Ordering::Relaxed), "dmapp_put_nbi"),
+    };
+    // SAFETY: the put read these bytes just now.
+    unsafe { softnic_fabric::check::watch(kind, op, api, || format!("a put of {len} bytes to PE {pe}"), src, len) };
 }
 
 fn get(mode: Mode, ta: *mut c_void, sa: *mut c_void, ss: *mut SegDesc, pe: Pe, n: u64, ty: c_int) -> R {

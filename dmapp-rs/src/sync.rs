@@ -99,6 +99,7 @@ fn retire(syncid: *mut SyncHandle) -> Rc {
     }
     let rc = lock(&job.sync).retire(h);
     if rc != DMAPP_RC_INVALID_PARAM {
+        softnic_fabric::check::release(crate::rma::CHECK_NB, h as usize, "the wait or test of its sync handle");
         // SAFETY: as above.  Retired: the handle's resources are gone.
         unsafe { syncid.write_unaligned(std::ptr::null_mut()) };
     }
@@ -148,6 +149,7 @@ pub unsafe extern "C" fn dmapp_gsync_test(flag: *mut c_int) -> Rc {
     let rc = gsync();
     crate::queue::progress();
     if rc != DMAPP_RC_INVALID_PARAM {
+        softnic_fabric::check::release_all(crate::rma::CHECK_NBI, "dmapp_gsync_test");
         // SAFETY: non-null.
         unsafe { flag.write_unaligned(1) };
     }
@@ -158,6 +160,7 @@ pub unsafe extern "C" fn dmapp_gsync_test(flag: *mut c_int) -> Rc {
 pub extern "C" fn dmapp_gsync_wait() -> Rc {
     let _span = softnic_fabric::trace::span("dmapp", "dmapp_gsync_wait");
     let rc = gsync();
+    softnic_fabric::check::release_all(crate::rma::CHECK_NBI, "dmapp_gsync_wait");
     crate::progress::run();
     rc
 }

@@ -198,6 +198,26 @@ pub fn release(kind: u64, op: usize, api_done: &str) {
     }
 }
 
+/// The completion of every operation of `kind` (a fence that completes them all, e.g.
+/// DMAPP's gsync): [`release`] of each.
+pub fn release_all(kind: u64, api_done: &str) {
+    if !enabled() {
+        return;
+    }
+    let ops: Vec<usize> = WATCHED.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map_or_else(Vec::new, |m| m.keys().filter(|k| k.1 == kind).map(|k| k.0).collect());
+    for op in ops {
+        release(kind, op, api_done);
+    }
+}
+
+/// Operations of `kind` watched and not completed yet.
+pub fn outstanding(kind: u64) -> usize {
+    if !enabled() {
+        return 0;
+    }
+    WATCHED.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map_or(0, |m| m.keys().filter(|k| k.1 == kind).count())
+}
+
 /// Forgets every watch of `kind` whose id is `op` without checking (the operation ended
 /// without a completion the program sees, e.g. a failed post).
 pub fn forget(kind: u64, op: usize) {
