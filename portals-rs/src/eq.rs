@@ -227,6 +227,7 @@ impl EqLocal {
 /// no attached MD ever named: only our own operations log there (SEND, ACK, REPLY and
 /// UNLINK of bound MDs), no reaction of a target can, so there is nothing to hold back
 /// (the operations of a bandwidth loop then cost no hold).
+#[inline]
 fn hold(seg: &Seg, g: &Guard<'_>, eq_h: u32) -> Option<Hold> {
     let (idx, hgen) = handle::index_of(eq_h, handle::EQ)?;
     let q = seg.eq(g, idx)?;

@@ -403,7 +403,7 @@ fn send(n: &Ni, tid: ptl_process_id_t, base: Req, src: Option<&Mem>, dst: Option
 
 /// Largest transfer run in one critical section of the initiator (see [`fast`]): a
 /// larger one copies long enough that its own lock is better released meanwhile.
-const FAST_MAX: u64 = 8192;
+const FAST_MAX: u64 = 16384;
 
 /// How often [`fast`] tries a busy target lock before it takes the general path.
 const FAST_TRIES: u32 = 64;
