@@ -41,14 +41,11 @@ static int request(int i)
 int main(int argc, char **argv)
 {
     int after = argc > 2 ? atoi(argv[1]) : 0, every = argc > 2 ? atoi(argv[2]) : 0;
-    int spawned, rank, n, maxif;
-    CHECK_EQ(PMI_Init(&spawned), PMI_SUCCESS);
-    CHECK_EQ(PMI_Get_rank(&rank), PMI_SUCCESS);
-    CHECK_EQ(PMI_Get_size(&n), PMI_SUCCESS);
-    sntest_rank = rank;
-    PCHECK(PtlInit(&maxif));
-    PCHECK(PtlNIInit(PTL_IFACE_DEFAULT, PTL_PID_ANY, NULL, NULL, &ni));
-    PCHECK(PtlGetRankId(ni, (rank + 1) % n, &right));
+    pt_job_t j;
+    PT_JOB_INIT(&j);
+    int rank = j.rank, n = j.n;
+    ni = j.ni;
+    right = j.right;
     int left = (rank + n - 1) % n;
     PCHECK(PtlEQAlloc(ni, 64, PTL_EQ_HANDLER_NONE, &seq));
     /* The target words: odd ones hold what gets read, even ones receive the puts. */

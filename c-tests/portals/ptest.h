@@ -67,4 +67,21 @@ static inline ptl_sr_value_t status_reg(ptl_handle_ni_t ni, ptl_sr_index_t sr)
     PCHECK(PtlNIStatus(ni, sr, &v));
     return v;
 }
+/* A job of PMI ranks with one NI each: rank, size, the NI and the right neighbour's id. */
+typedef struct {
+    int rank, n;
+    ptl_handle_ni_t ni;
+    ptl_process_id_t right;
+} pt_job_t;
+
+/* Needs <pmi.h> included before this header's user calls it. */
+#define PT_JOB_INIT(j) do { int spawned_, maxif_; \
+    CHECK_EQ(PMI_Init(&spawned_), PMI_SUCCESS); \
+    CHECK_EQ(PMI_Get_rank(&(j)->rank), PMI_SUCCESS); \
+    CHECK_EQ(PMI_Get_size(&(j)->n), PMI_SUCCESS); \
+    sntest_rank = (j)->rank; \
+    PCHECK(PtlInit(&maxif_)); \
+    PCHECK(PtlNIInit(PTL_IFACE_DEFAULT, PTL_PID_ANY, NULL, NULL, &(j)->ni)); \
+    PCHECK(PtlGetRankId((j)->ni, ((j)->rank + 1) % (j)->n, &(j)->right)); } while (0)
+
 #endif

@@ -547,6 +547,10 @@ unsafe fn copy_out(p: &Packed, dst: *mut Event) {
 /// Returns an event taken from `q` to the caller.
 #[inline]
 fn deliver(p: &Packed, dropped: bool, dst: *mut Event) -> i32 {
+    if p.kind as u32 == PTL_EVENT_SEND_END && softnic_fabric::check::enabled() {
+        // The program learns its put's MD memory is free again (SOFTNIC_CHECK).
+        softnic_fabric::check::release(crate::ops::CHECK_SEND, crate::ops::check_op(p.md_handle, p.link), "its SEND_END taken from the queue");
+    }
     // SAFETY: the callers checked dst for NULL.
     unsafe { copy_out(p, dst) };
     if dropped {

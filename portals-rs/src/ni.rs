@@ -478,6 +478,10 @@ fn end_ni(n: &Arc<Ni>) {
 
 #[no_mangle]
 pub extern "C" fn PtlNIFini(ni_handle: u32) -> i32 {
+    let unseen = softnic_fabric::check::outstanding(crate::ops::CHECK_SEND);
+    if unseen > 0 {
+        softnic_fabric::check::report("PtlNIFini", &format!("{unseen} put(s) whose SEND_END was never taken from its queue"), &softnic_fabric::check::caller());
+    }
     let r = (|| {
         let _s = LIB.setup.lock().unwrap_or_else(|e| e.into_inner());
         let n = Lib::ni(ni_handle)?;

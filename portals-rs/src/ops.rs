@@ -281,6 +281,31 @@ pub fn check_nid(n: &Ni, nid: u32) -> PResult<()> {
     Ok(())
 }
 
+/// SOFTNIC_CHECK: the checker's id space of Portals puts, by MD handle and link.
+pub const CHECK_SEND: u64 = 0x9073;
+
+/// The checker's id of the put of `link` on MD handle `md_h`.
+pub fn check_op(md_h: u32, link: u32) -> usize {
+    ((md_h as usize) << 32) | link as usize
+}
+
+/// SOFTNIC_CHECK: a put's MD memory is in use until its SEND_END is taken from the queue;
+/// the checker watches the bytes it sent till then (contiguous MDs whose SEND_END is
+/// logged; an MD with PTL_MD_EVENT_END_DISABLE or no queue tells the program nothing).
+#[cold]
+fn check_watch(seg: &Seg, g: &Guard<'_>, mi: u32, md_h: u32, link: u32, mem: &Mem, target: ptl_process_id_t) {
+    let Some(m) = seg.md(g, mi) else { return };
+    if m.view.options & PTL_MD_EVENT_END_DISABLE != 0 || m.view.eq_handle == PTL_EQ_NONE || mem.pieces.len() != 1 {
+        return;
+    }
+    let (_, start, _) = mem.pieces[0];
+    let (off, len) = (mem.off, mem.len);
+    // SAFETY: the MD's memory, which the put just read.
+    unsafe {
+        softnic_fabric::check::watch(CHECK_SEND, check_op(md_h, link), "PtlPut", || format!("MD {md_h:#x} ({len} bytes to nid {} pid {})", target.nid, target.pid), (start + off) as usize, len as usize)
+    };
+}
+
 /// The timeline's span of an operation: its target and, for a region, its length.
 #[inline]
 fn trace_span(name: &'static str, target: ptl_process_id_t, region: Option<(u64, u64)>) -> Option<softnic_fabric::trace::Span> {
@@ -724,6 +749,9 @@ fn put(md_h: u32, region: Option<(u64, u64)>, ack_req: u32, target: ptl_process_
         let eq_h = seg.md(&g, mi).expect("live").view.eq_handle;
         let ack_wanted = ack_req == PTL_ACK_REQ && eq_h != PTL_EQ_NONE;
         let mut req = base_req(n, service::OP_PUT, pt, ac, bits, roff, hdr, mem.len);
+        if softnic_fabric::check::enabled() {
+            check_watch(seg, &g, mi, md_h, link, &mem, target);
+        }
         own_event(seg, &g, mi, PTL_EVENT_SEND_START, n.id, &req, mem.len, mem.len, mem.off, link, false, None);
         let st = &mut seg.state(&g).hot;
         st.send_count += 1;
