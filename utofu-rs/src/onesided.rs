@@ -609,6 +609,39 @@ pub(crate) fn service(_me: &std::sync::Arc<softnic_fabric::rma::Peer>, req: &[u8
     Ok(())
 }
 
+/// SOFTNIC_CHECK: the checker's id space of uTofu puts, released by their TCQ entries.
+const CHECK_TCQ: u64 = 0x70f0;
+
+/// SOFTNIC_CHECK: a put with a TCQ notice reads its source until the program polls that
+/// notice; the checker watches those bytes till then.  Returns the watch's id.
+#[cold]
+#[inline(never)]
+fn check_watch(v: &Vcq, op: &Op) -> usize {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
+    let Ok((_, addr)) = stadd::resolve(v.blk(), op.lcl_stadd, op.len) else { return 0 };
+    let id = NEXT.fetch_add(1, Ordering::Relaxed);
+    softnic_fabric::check::at_exit(check_at_exit);
+    let (len, rmt) = (op.len, op.rmt);
+    // SAFETY: our live registration, which the put just read.
+    unsafe { softnic_fabric::check::watch(CHECK_TCQ, id, "utofu_put", || format!("a put of {len} bytes to VCQ {rmt:#x}"), addr as usize, len) };
+    id
+}
+
+/// SOFTNIC_CHECK at exit: puts whose TCQ notice was never polled.
+fn check_at_exit() {
+    let n = softnic_fabric::check::outstanding(CHECK_TCQ);
+    if n > 0 {
+        softnic_fabric::check::report("utofu_poll_tcq", &format!("{n} put(s) whose TCQ notice was never polled"), "exit");
+    }
+}
+
+/// SOFTNIC_CHECK: the TCQ entry of watched put `id` was polled.
+#[cold]
+#[inline(never)]
+fn check_release(id: usize) {
+    softnic_fabric::check::release(CHECK_TCQ, id, "utofu_poll_tcq");
+}
+
 /// Executes `ops` on `v` in order, all or nothing with respect to TOQ space.
 fn exec(v: &Vcq, ops: &[Op], cbdata: usize) -> UResult<()> {
     let mut q = v.tcq.lock();
@@ -623,7 +656,8 @@ fn exec(v: &Vcq, ops: &[Op], cbdata: usize) -> UResult<()> {
         if rc == UTOFU_SUCCESS && !notify {
             silent += 1;
         } else {
-            q.tcq.push_back(Tcq { cbdata, rc, notify });
+            let check = if rc == UTOFU_SUCCESS && op.kind == Kind::Put && softnic_fabric::check::enabled() { check_watch(v, op) } else { 0 };
+            q.tcq.push_back(Tcq { cbdata, rc, notify, check });
         }
     }
     if silent > 0 {
@@ -899,6 +933,9 @@ fn take_tcq(v: &vcq::Vcq, cbdata: *mut *mut c_void) -> UResult<()> {
     drop(q);
     // Every queued entry is reported (successes with TCQ_NOTICE, and errors).
     let Some(e) = e else { return Err(UTOFU_ERR_NOT_FOUND) };
+    if e.check != 0 {
+        check_release(e.check);
+    }
     out(cbdata, e.cbdata as *mut c_void)?;
     if e.rc == UTOFU_SUCCESS { Ok(()) } else { Err(e.rc) }
 }

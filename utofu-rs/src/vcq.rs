@@ -144,6 +144,8 @@ pub struct Tcq {
     pub cbdata: usize,
     pub rc: i32,
     pub notify: bool,
+    /// SOFTNIC_CHECK: the checker's id of the put whose source this entry releases (0: none).
+    pub check: usize,
 }
 
 /// What the owner keeps about one of its rows.
