@@ -40,6 +40,12 @@ static uint8_t pat(int i, size_t k)
     return (uint8_t)(i * 37 + k * 5 + 1);
 }
 
+static void fill(volatile uint8_t *m)
+{
+    for (int i = 0; i < NOPS; i++)
+        for (size_t k = 0; k < PIECE; k++) m[(size_t)i * PIECE + k] = pat(i, k);
+}
+
 int main(int argc, char **argv)
 {
     int after = argc > 2 ? atoi(argv[1]) : 0, every = argc > 2 ? atoi(argv[2]) : 0;
@@ -47,20 +53,12 @@ int main(int argc, char **argv)
     unsigned int *nodes;
     OK(SCIInitialize(0, &err));
     st_job(&rank, &size, &nodes);
-    sci_desc_t sd;
-    sci_map_t lmap;
-    size_t segsize = 3 * NOPS * PIECE;
-    OK(SCIOpen(&sd, 0, &err));
-    OK(SCICreateSegment(sd, &ls, SEG_ID + rank, segsize, NULL, NULL, 0, &err));
-    volatile uint8_t *mine = SCIMapLocalSegment(ls, &lmap, 0, segsize, NULL, 0, &err);
-    CHECK(err == SCI_ERR_OK);
-    memset((void *)mine, 0, segsize);
-    for (int i = 0; i < NOPS; i++)
-        for (size_t k = 0; k < PIECE; k++) mine[(size_t)i * PIECE + k] = pat(i, k);
-    OK(SCIPrepareSegment(ls, 0, 0, &err));
-    OK(SCISetSegmentAvailable(ls, 0, 0, &err));
-    OK(SCICreateDMAQueue(sd, &dq, 0, 16, 0, &err));
-    rs = st_connect(sd, nodes[rank], SEG_ID + rank, NULL, NULL, 0, 30);
+    st_loop_t l;
+    st_loop_open(&l, nodes[rank], SEG_ID + rank, 3 * NOPS * PIECE, fill);
+    dq = l.dq;
+    ls = l.ls;
+    rs = l.rs;
+    volatile uint8_t *mine = l.mem;
     int nlost = 0;
     for (int i = 0; i < NOPS; i++) {
         int failed = transfer(i);
@@ -82,13 +80,7 @@ int main(int argc, char **argv)
         for (size_t k = 0; k < PIECE; k++)
             if (mine[at + k] != pat(i, k)) SN_FAIL("after the retries transfer %d: byte %zu is %u", i, k, mine[at + k]);
     }
-    OK(SCIDisconnectSegment(rs, 0, &err));
-    OK(SCIRemoveDMAQueue(dq, 0, &err));
-    OK(SCISetSegmentUnavailable(ls, 0, 0, &err));
-    OK(SCIUnmapSegment(lmap, 0, &err));
-    OK(SCIRemoveSegment(ls, 0, &err));
-    OK(SCIClose(sd, 0, &err));
-    SCITerminate();
+    st_loop_close(&l);
     printf("sisci_fault_transfer: rank %d ok, %d transfers lost\n", rank, nlost);
     PMI_Finalize();
     return 0;

@@ -139,4 +139,40 @@ __attribute__((unused)) static void st_await(volatile uint64_t *p, uint64_t v, d
         }
     }
 }
+/* A segment of this rank (id, size bytes) mapped, prepared and available, a DMA queue, and
+ * the same segment connected as a remote one: DMA between two places of one's own memory. */
+typedef struct {
+    sci_desc_t sd;
+    sci_local_segment_t ls;
+    sci_map_t lmap;
+    sci_dma_queue_t dq;
+    sci_remote_segment_t rs;
+    volatile uint8_t *mem;
+} st_loop_t;
+
+__attribute__((unused)) static void st_loop_open(st_loop_t *l, unsigned int node, unsigned int id, size_t size, void (*fill)(volatile uint8_t *))
+{
+    OK(SCIOpen(&l->sd, 0, &err));
+    OK(SCICreateSegment(l->sd, &l->ls, id, size, NULL, NULL, 0, &err));
+    l->mem = SCIMapLocalSegment(l->ls, &l->lmap, 0, size, NULL, 0, &err);
+    CHECK(err == SCI_ERR_OK);
+    memset((void *)l->mem, 0, size);
+    if (fill) fill(l->mem);
+    OK(SCIPrepareSegment(l->ls, 0, 0, &err));
+    OK(SCISetSegmentAvailable(l->ls, 0, 0, &err));
+    OK(SCICreateDMAQueue(l->sd, &l->dq, 0, 16, 0, &err));
+    l->rs = st_connect(l->sd, node, id, NULL, NULL, 0, 30);
+}
+
+__attribute__((unused)) static void st_loop_close(st_loop_t *l)
+{
+    OK(SCIDisconnectSegment(l->rs, 0, &err));
+    OK(SCIRemoveDMAQueue(l->dq, 0, &err));
+    OK(SCISetSegmentUnavailable(l->ls, 0, 0, &err));
+    OK(SCIUnmapSegment(l->lmap, 0, &err));
+    OK(SCIRemoveSegment(l->ls, 0, &err));
+    OK(SCIClose(l->sd, 0, &err));
+    SCITerminate();
+}
+
 #endif

@@ -61,7 +61,7 @@ fn ours(sym: &str) -> bool {
     sym.contains("::")
         || sym.starts_with('<')
         || sym.starts_with("__")
-        || ["GNI_", "gni_", "dmapp_", "utofu_", "jtofu_", "Ptl", "SCI", "DIS", "PMI_", "PMI2_", "backtrace", "rust_"].iter().any(|p| sym.starts_with(p))
+        || ["GNI_", "gni_", "dmapp_", "utofu_", "jtofu_", "Ptl", "SCI", "DIS", "_SISCI_", "PMI_", "PMI2_", "backtrace", "rust_"].iter().any(|p| sym.starts_with(p))
 }
 
 /// The caller from the program's symbol table and debug information (std's backtrace).

@@ -229,12 +229,44 @@ fn run(q: &Queue, job: &Job) -> (u32, SciErr) {
     (SCI_DMAQUEUE_DONE, SCI_ERR_OK)
 }
 
+/// SOFTNIC_CHECK: the checker's id space of the DMA sources of queue `dq`.
+fn check_kind(dq: usize) -> u64 {
+    0x5c15_0000_0000_0000 | dq as u64
+}
+
+/// SOFTNIC_CHECK: a DMA write reads its local memory until the program learns the
+/// transfer is over (SCIWaitForDMAQueue, SCIDMAQueueState, the callback); the checker
+/// watches those bytes till then.
+#[cold]
+fn check_watch(dq: usize, pieces: &[Piece]) {
+    for (i, p) in pieces.iter().enumerate().filter(|(_, p)| !p.read && p.size > 0) {
+        let base = match &p.local {
+            Local::Seg(s) => match s.mem() {
+                Ok(d) => d.ptr,
+                Err(_) => continue,
+            },
+            Local::Mem(ptr) => *ptr,
+        };
+        let (node, id, size) = (p.rseg.node, p.rseg.id, p.size);
+        // SAFETY: the local memory of the transfer, checked against its length at the start.
+        unsafe { softnic_fabric::check::watch(check_kind(dq), i, "SCIStartDmaTransfer", || format!("a DMA of {size} bytes to node {node} segment {id}"), base as usize + p.loff, size) };
+    }
+}
+
+/// SOFTNIC_CHECK: the program learned (through `how`) that queue `dq`'s transfer is over.
+fn check_release(dq: usize, how: &str) {
+    softnic_fabric::check::release_all(check_kind(dq), how);
+}
+
 /// Runs `job` to its end: state, then (if any) the callback.
 fn complete(q: &Arc<Queue>, job: Job) {
     let (state, status) = run(q, &job);
     let cb = job.cb;
     drop(job);
     q.set(state);
+    if cb.is_some() {
+        check_release(q.handle, "the DMA callback");
+    }
     if let Some((Some(f), arg)) = cb {
         // SAFETY: the program's callback and argument, called as documented, on the DMA
         // thread with no library lock held.
@@ -318,6 +350,9 @@ fn launch(q: &Arc<Queue>, pieces: Vec<Piece>, cb: CbDma, arg: *mut c_void, flags
     let eng = if use_cb { Some(engine()?) } else { None };
     q.post(gather)?;
     q.with_cb.store(use_cb, Ordering::Release);
+    if softnic_fabric::check::enabled() {
+        check_watch(q.handle, &pieces);
+    }
     let job = Job::new(pieces, use_cb.then_some((cb, arg as usize)));
     match eng {
         None => complete(q, job),
@@ -428,14 +463,20 @@ fn wait(dq: usize, timeout: u32, flags: u32) -> R<u32> {
     match q.state() {
         SCI_DMAQUEUE_IDLE | SCI_DMAQUEUE_GATHER => return Err(SCI_ERR_ILLEGAL_OPERATION),
         SCI_DMAQUEUE_POSTED => {}
-        s => return Ok(s),
+        s => {
+            check_release(dq, "SCIWaitForDMAQueue");
+            return Ok(s);
+        }
     }
     if q.with_cb.load(Ordering::Acquire) {
         return Err(SCI_ERR_ILLEGAL_OPERATION);
     }
     let t = (timeout != SCI_INFINITE_TIMEOUT).then(|| Duration::from_millis(timeout as u64));
     match softnic_fabric::cancel::point(|| q.wake.wait_until(|| q.state() != SCI_DMAQUEUE_POSTED, t)) {
-        Ok(()) => Ok(q.state()),
+        Ok(()) => {
+            check_release(dq, "SCIWaitForDMAQueue");
+            Ok(q.state())
+        }
         Err(softnic_fabric::Error::Timeout) => Err(SCI_ERR_TIMEOUT),
         Err(_) => Err(SCI_ERR_SYSTEM),
     }
@@ -521,7 +562,11 @@ sisci_export! {
 sisci_export! {
     /// The queue's state (SCI_DMAQUEUE_ERROR for an invalid handle).
     fn SCIDMAQueueState(dq: usize) -> u32 {
-        QUEUES.get(dq).map_or(SCI_DMAQUEUE_ERROR, |q| q.state())
+        let st = QUEUES.get(dq).map_or(SCI_DMAQUEUE_ERROR, |q| q.state());
+        if matches!(st, SCI_DMAQUEUE_DONE | SCI_DMAQUEUE_ERROR | SCI_DMAQUEUE_ABORTED) {
+            check_release(dq, "SCIDMAQueueState");
+        }
+        st
     }
 }
 
