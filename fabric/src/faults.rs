@@ -14,6 +14,10 @@
 //!   SCI_DMAQUEUE_ERROR, SCI_ERR_TRANSFER_FAILED to its callback).  Counted once per
 //!   operation (uGNI posts, DMAPP puts, gets and AMOs, Portals puts, gets and get-puts,
 //!   uTofu one-sided operations, SISCI DMA transfers), whatever its outcome would have been.
+//! - `cq_overrun`: an event a uGNI process queues on one of its own CQs (a local
+//!   completion) is lost as on a full CQ: the CQ's next GNI_CqGetEvent returns
+//!   GNI_RC_ERROR_RESOURCE once (its later events carry the overrun bit).  Counted per
+//!   such event.
 //!
 //! Keys: `after=N` (the first N calls pass), `every=N` (then one call in N fails, the
 //! first of them at once; default 1), `times=N` (at most N fail; default no limit),
@@ -28,9 +32,10 @@ use std::sync::OnceLock;
 pub enum Point {
     Register,
     Transfer,
+    CqOverrun,
 }
 
-const POINTS: [(&str, Point); 2] = [("register", Point::Register), ("transfer", Point::Transfer)];
+const POINTS: [(&str, Point); 3] = [("register", Point::Register), ("transfer", Point::Transfer), ("cq_overrun", Point::CqOverrun)];
 
 struct Rule {
     point: Point,
@@ -57,7 +62,7 @@ fn parse(spec: &str, rank: Option<u64>) -> Vec<Rule> {
     for entry in spec.split(';').map(str::trim).filter(|e| !e.is_empty()) {
         let (name, keys) = entry.split_once(':').unwrap_or((entry, ""));
         let Some(&(_, point)) = POINTS.iter().find(|(n, _)| *n == name.trim()) else {
-            crate::sn_warn!("fabric", "SOFTNIC_FAULTS: unknown fault point {:?} (known: register, transfer); ignored", name);
+            crate::sn_warn!("fabric", "SOFTNIC_FAULTS: unknown fault point {:?} (known: register, transfer, cq_overrun); ignored", name);
             continue;
         };
         let mut r = Rule { point, after: 0, every: 1, times: u64::MAX, calls: AtomicU64::new(0), made: AtomicU64::new(0) };

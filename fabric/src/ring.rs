@@ -732,6 +732,11 @@ impl<T: Pod> Ring<T> {
         self.hdr().ctl.0.overrun.load(Ordering::Relaxed) != 0
     }
 
+    /// Records an overrun without a push (an event dropped as if the ring were full).
+    pub fn mark_overrun(&self) {
+        self.hdr().ctl.0.overrun.store(1, Ordering::Relaxed);
+    }
+
     pub fn clear_overrun(&self) {
         self.hdr().ctl.0.overrun.store(0, Ordering::Relaxed);
     }

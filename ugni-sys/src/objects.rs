@@ -503,6 +503,11 @@ impl Cq {
     /// Appends a locally produced entry; a full CQ records an overrun and drops it
     /// (never blocks the poster).
     pub fn push(&self, e: CqEntry) {
+        // SOFTNIC_FAULTS=cq_overrun: the event is lost as on a full CQ.
+        if softnic_fabric::faults::hit(softnic_fabric::faults::Point::CqOverrun) {
+            self.ring.mark_overrun();
+            return;
+        }
         self.ring.push_or_overrun(&e);
     }
 
