@@ -189,19 +189,22 @@ impl<T> Table<T> {
         };
         struct Unpin(*const std::cell::UnsafeCell<HandleCache>);
         impl Drop for Unpin {
+            #[inline]
             fn drop(&mut self) {
-                let dead = {
-                    // SAFETY: as above (the pinning call's thread, its cache still alive).
-                    let c = unsafe { &mut *(*self.0).get() };
-                    c.pinned -= 1;
-                    if c.pinned == 0 && !c.deferred.is_empty() {
-                        std::mem::take(&mut c.deferred)
-                    } else {
-                        Vec::new()
-                    }
-                };
-                drop(dead); // outside the cache: a destructor may look handles up
+                // SAFETY: as above (the pinning call's thread, its cache still alive).
+                let c = unsafe { &mut *(*self.0).get() };
+                c.pinned -= 1;
+                if c.pinned == 0 && !c.deferred.is_empty() {
+                    drop_deferred(self.0);
+                }
             }
+        }
+        /// Drops what the cache deferred while pinned (rare: an entry replaced meanwhile).
+        #[cold]
+        fn drop_deferred(cell: *const std::cell::UnsafeCell<HandleCache>) {
+            // SAFETY: as above; the reference ends before the entries are dropped.
+            let dead = std::mem::take(unsafe { &mut (*(*cell).get()).deferred });
+            drop(dead); // outside the cache: a destructor may look handles up
         }
         let _unpin = Unpin(cell);
         // SAFETY: the cache entry's Arc (of type T: its TypeId matched) keeps the object
