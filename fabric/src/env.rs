@@ -84,7 +84,7 @@ pub static TUNABLES: &[Tunable] = &[
     Tunable {
         name: "SOFTNIC_CHECK",
         default: "",
-        help: "1: report the bugs the hardware keeps silent (a source buffer changed before                its completion, events never reaped, objects never released), one line each                on stderr; abort: stop at the first.",
+        help: "1: report the bugs the hardware keeps silent (a source buffer changed before its completion, events never reaped, objects never released), one line each on stderr; abort: stop at the first.",
     },
     Tunable {
         name: "SOFTNIC_CHECK_FILE",
@@ -94,7 +94,7 @@ pub static TUNABLES: &[Tunable] = &[
     Tunable {
         name: "SOFTNIC_TRACE",
         default: "",
-        help: "Directory for the timeline: every rank's traced calls as Chrome trace events                (softnic-trace-<pid>.part, joined into softnic-trace.json by snrun at the                end of the job, or by sn-trace-merge DIR); open it in Perfetto.",
+        help: "Directory for the timeline: every rank's traced calls as Chrome trace events (softnic-trace-<rank>-<pid>-<time>.part, joined into softnic-trace.json by snrun at the end of the job, or by sn-trace-merge DIR); open it in Perfetto.",
     },
     Tunable {
         name: "SOFTNIC_STOP_SIGNAL",

@@ -1242,6 +1242,8 @@ impl Engine {
 
     /// One request to `to`; waits for its reply (status, data).
     fn call(&self, to: &Arc<Remote>, op: Op, a: u64, b: u64, c: u64, data: &[&[u8]]) -> Result<Vec<u8>> {
+        // The timeline: a request and its reply, with the operation, bytes and target node.
+        let _span = crate::trace::span("net", "network request").map(|s| s.arg("op", op as u64).arg("bytes", data.iter().map(|d| d.len() as u64).sum()).arg("node", to.node as u64));
         let polling = self.polling();
         let (req, call) = self.issue(to, op, a, b, c, data)?;
         self.reply(to, req, &call, polling)
@@ -1771,6 +1773,8 @@ impl Engine {
             }
             return;
         }
+        // The timeline: serving a request of another process (whichever thread polls).
+        let _span = crate::trace::span("net", "network request served").map(|s| s.arg("op", h.op as u64).arg("bytes", h.len as u64).arg("node", h.src_node as u64));
         let alen = h.addr_len as usize;
         let addr = alen.checked_add(HDR).and_then(|end| m.get(HDR..end));
         let body = alen.checked_add(HDR).and_then(|start| Some((start, start.checked_add(h.len as usize)?))).and_then(|(start, end)| m.get(start..end));

@@ -1,7 +1,7 @@
 //! The timeline (`SOFTNIC_TRACE=DIR`): every traced call of every rank as a span, in
 //! Chrome's trace-event format, which Perfetto and chrome://tracing open.
 //!
-//! Each process appends its events to `DIR/softnic-trace-<pid>.part` (a JSON array whose
+//! Each process appends its events to `DIR/softnic-trace-<rank>-<pid>-<time>.part` (a JSON array whose
 //! closing bracket is left out, as the format allows, one event per line, so a process
 //! that dies leaves every line it wrote whole); [`merge`] (snrun at the end of a job,
 //! `sn-trace-merge DIR` after an mpiexec or srun job) joins the parts into
@@ -256,7 +256,10 @@ fn write_out(s: &mut Sink) {
         return;
     }
     if s.file.is_none() {
-        let path = s.dir.join(format!("softnic-trace-{}.part", s.pid));
+        // The rank and a time stamp too: processes in other PID namespaces (virtual
+        // hosts) may share a pid.
+        let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+        let path = s.dir.join(format!("softnic-trace-{}-{}-{:x}.part", track(), s.pid, stamp));
         let _ = std::fs::create_dir_all(&s.dir);
         match std::fs::OpenOptions::new().create(true).truncate(true).write(true).open(&path) {
             Ok(f) => s.file = Some(f),
