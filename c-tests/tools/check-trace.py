@@ -7,7 +7,8 @@ fields their phase needs, one named track per rank.
 
 --ranks: exactly N tracks (pids), each named by a process_name metadata event;
 --every NAME: a complete (X) event of that name on every track;
---some NAME: at least one X event of that name somewhere.
+--some NAME: at least one X (or asynchronous "b") event of that name somewhere.
+Asynchronous spans ("b"/"e") must carry an id, and each end must follow its begin.
 Prints "trace ok: E events, N tracks" or the first problem (exit 1)."""
 import json
 import sys
@@ -48,7 +49,7 @@ def main():
         if not isinstance(e, dict):
             fail(where + ": not an object")
         ph = e.get("ph")
-        if ph not in ("X", "B", "E", "i", "I", "C", "M"):
+        if ph not in ("X", "B", "E", "i", "I", "C", "M", "b", "e"):
             fail(where + ": phase %r" % ph)
         if not isinstance(e.get("name"), str) or not e["name"]:
             fail(where + ": no name")
@@ -59,6 +60,8 @@ def main():
             fail(where + ": ts is not a number")
         if ph == "X" and (not isinstance(e.get("dur"), (int, float)) or e["dur"] < 0):
             fail(where + ": a complete event needs a dur >= 0")
+        if ph in ("b", "e") and not isinstance(e.get("id"), (str, int)):
+            fail(where + ": an asynchronous event needs an id")
         if "args" in e and not isinstance(e["args"], dict):
             fail(where + ": args is not an object")
         if ph == "M" and e["name"] == "process_name":
@@ -74,8 +77,20 @@ def main():
         if missing:
             fail("no %s on track(s) %s" % (name, missing))
     for name in some:
-        if not any(e["ph"] == "X" and e["name"] == name for e in evs):
+        if not any(e["ph"] in ("X", "b") and e["name"] == name for e in evs):
             fail("no %s anywhere" % name)
+    # Every asynchronous span that began ends, on its track, and not before it began.
+    # (Spans of one id nest: an end closes the latest open one.)
+    opened = {}
+    for e in evs:
+        k = (e["pid"], e.get("cat"), e["name"], e.get("id"))
+        if e["ph"] == "b":
+            opened.setdefault(k, []).append(e["ts"])
+        elif e["ph"] == "e":
+            if not opened.get(k):
+                fail("an asynchronous span ends that never began: %s" % json.dumps(e)[:120])
+            if e["ts"] < opened[k].pop():
+                fail("an asynchronous span ends before it began: %s" % json.dumps(e)[:120])
     print("trace ok: %d events, %d tracks" % (len(evs), len(tracks)))
 
 

@@ -3,7 +3,8 @@
  * the finding (or for none):
  *   reuse     an FMA put's source is overwritten before its completion is taken back
  *             (GNI_GetCompleted), as a program that recycles its buffer too early does;
- *             then an RDMA put's, through a helper function (the finding names the caller)
+ *             again for a put through the endpoint's pin; then an RDMA put's, through a
+ *             helper function (the finding names the caller)
  *   unreaped  a put's event is never reaped, and the program exits without destroying its
  *             endpoints and domain
  *   clean     the same puts done right, everything released: no finding
@@ -43,6 +44,14 @@ int main(int argc, char **argv)
         exit(0); /* the event is left in the CQ; nothing is destroyed */
     }
     dt_complete(t.cq, &d, GNI_RC_SUCCESS);
+    /* Three more puts through the same handle: the endpoint pins it (the fast path is
+     * checked the same way); the last one's source is reused too early in "reuse". */
+    for (int k = 0; k < 3; k++) {
+        dt_desc(&d, GNI_POST_FMA_PUT, GNI_CQMODE_GLOBAL_EVENT, src + 8, smh, bs[right] + 128, hs[right], 64);
+        GNI_OK(GNI_PostFma(t.eps[right], &d));
+        if (k == 2 && !strcmp(mode, "reuse")) src[9] ^= 1;
+        dt_complete(t.cq, &d, GNI_RC_SUCCESS);
+    }
     if (!strcmp(mode, "reuse")) recycle_too_early(right, src, smh, bs[right] + 64, hs[right]);
     else {
         /* done right: the source changes only after its completion */

@@ -147,6 +147,26 @@ impl Drop for Span {
     }
 }
 
+/// Begins an asynchronous span (a "b" event): an operation from its start (a post) to its
+/// completion ([`async_end`] with the same `cat`, `name` and `id`), drawn on a track of its
+/// own beside the calls.
+pub fn async_begin(cat: &'static str, name: &'static str, id: u64, args: &[(&'static str, u64)]) {
+    if enabled() {
+        record_async(cat, name, "b", id, args);
+    }
+}
+
+/// Ends the asynchronous span `id` (an "e" event; see [`async_begin`]).
+pub fn async_end(cat: &'static str, name: &'static str, id: u64) {
+    if enabled() {
+        record_async(cat, name, "e", id, &[]);
+    }
+}
+
+fn record_async(cat: &str, name: &str, ph: &str, id: u64, args: &[(&str, u64)]) {
+    record_with_id(cat, name, ph, now_ns(), None, args, Some(id));
+}
+
 /// Records a counter sample (a "C" event: Perfetto draws it as a graph on the track).
 pub fn counter(name: &'static str, v: u64) {
     if enabled() {
@@ -198,6 +218,10 @@ impl Line {
 }
 
 fn record(cat: &str, name: &str, ph: &str, t0: u64, dur: Option<u64>, args: &[(&str, u64)]) {
+    record_with_id(cat, name, ph, t0, dur, args, None)
+}
+
+fn record_with_id(cat: &str, name: &str, ph: &str, t0: u64, dur: Option<u64>, args: &[(&str, u64)], id: Option<u64>) {
     let pid = track();
     let mut line = Line { b: [0; 512], n: 0 };
     line.s("{\"name\":\"");
@@ -218,6 +242,19 @@ fn record(cat: &str, name: &str, ph: &str, t0: u64, dur: Option<u64>, args: &[(&
     }
     if ph == "i" {
         line.s(",\"s\":\"t\"");
+    }
+    if let Some(id) = id {
+        // Hex as a string: the format's ids are strings or numbers, and 64-bit numbers do
+        // not survive a JSON reader's doubles.
+        line.s(",\"id\":\"0x");
+        let mut d = [0u8; 16];
+        for (i, b) in d.iter_mut().enumerate() {
+            let n = ((id >> (60 - 4 * i)) & 0xf) as u8;
+            *b = if n < 10 { b'0' + n } else { b'a' + n - 10 };
+        }
+        // SAFETY: ASCII hex digits.
+        line.s(unsafe { std::str::from_utf8_unchecked(&d) });
+        line.s("\"");
     }
     if !args.is_empty() {
         line.s(",\"args\":{");

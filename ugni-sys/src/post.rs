@@ -364,14 +364,16 @@ fn post(engine: Engine, ep_h: gni_ep_handle_t, desc: *mut gni_post_descriptor_t)
         // SOFTNIC_FAULTS=transfer: a post that passes its checks completes with a
         // network transaction error and moves nothing (the general path reports it).
         let lost = softnic_fabric::faults::hit(softnic_fabric::faults::Point::Transfer);
-        if engine != Engine::CqWrite && !lost {
-            if let Some(rc) = pinned_post(engine, ep, desc) {
-                return rc;
-            }
-        }
-        let rc = post_on(engine, ep, ep_h, desc, lost);
+        let pinned = if engine != Engine::CqWrite && !lost { pinned_post(engine, ep, desc) } else { None };
+        let rc = match pinned {
+            Some(rc) => rc,
+            None => post_on(engine, ep, ep_h, desc, lost),
+        };
         if rc == GNI_RC_SUCCESS && softnic_fabric::check::enabled() {
             check_watch(engine, desc);
+        }
+        if rc == GNI_RC_SUCCESS && softnic_fabric::trace::enabled() {
+            trace_begin(desc);
         }
         rc
     })
@@ -397,6 +399,20 @@ fn check_watch(engine: Engine, desc: *mut gni_post_descriptor_t) {
     // SAFETY: the post read these bytes just now (a source it accepted).
     unsafe { softnic_fabric::check::watch(CHECK_DESC, desc as usize, api, || format!("descriptor {desc:p} ({len} bytes)"), d.local_addr as usize, len) };
 }
+
+/// The timeline: a post with a local event, from the post to GNI_GetCompleted of its
+/// descriptor (an asynchronous span, "in flight").
+#[cold]
+fn trace_begin(desc: *const gni_post_descriptor_t) {
+    // SAFETY: the caller's descriptor, posted successfully.
+    let Some(d) = (unsafe { desc.as_ref() }) else { return };
+    if d.cq_mode & (MODE_LOCAL | MODE_GLOBAL) != 0 {
+        softnic_fabric::trace::async_begin("ugni", TRACE_IN_FLIGHT, desc as u64, &[("type", d.type_ as u64), ("length", d.length)]);
+    }
+}
+
+/// The name of a post's asynchronous span (see `trace_begin`).
+pub(crate) const TRACE_IN_FLIGHT: &str = "post in flight";
 
 /// What the timeline shows of a post: its type, length and the endpoint's remote_id.
 #[cold]
