@@ -18,6 +18,9 @@
 //!   completion) is lost as on a full CQ: the CQ's next GNI_CqGetEvent returns
 //!   GNI_RC_ERROR_RESOURCE once (its later events carry the overrun bit).  Counted per
 //!   such event.
+//! - `timeout`: a wait given a time limit runs out at once, whatever is queued (uGNI
+//!   GNI_CqWaitEvent: GNI_RC_TIMEOUT; Portals PtlEQPoll: PTL_EQ_EMPTY); the events stay
+//!   for the next call.  Counted per such wait.
 //!
 //! Keys: `after=N` (the first N calls pass), `every=N` (then one call in N fails, the
 //! first of them at once; default 1), `times=N` (at most N fail; default no limit),
@@ -33,9 +36,10 @@ pub enum Point {
     Register,
     Transfer,
     CqOverrun,
+    Timeout,
 }
 
-const POINTS: [(&str, Point); 3] = [("register", Point::Register), ("transfer", Point::Transfer), ("cq_overrun", Point::CqOverrun)];
+const POINTS: [(&str, Point); 4] = [("register", Point::Register), ("transfer", Point::Transfer), ("cq_overrun", Point::CqOverrun), ("timeout", Point::Timeout)];
 
 struct Rule {
     point: Point,
@@ -62,7 +66,7 @@ fn parse(spec: &str, rank: Option<u64>) -> Vec<Rule> {
     for entry in spec.split(';').map(str::trim).filter(|e| !e.is_empty()) {
         let (name, keys) = entry.split_once(':').unwrap_or((entry, ""));
         let Some(&(_, point)) = POINTS.iter().find(|(n, _)| *n == name.trim()) else {
-            crate::sn_warn!("fabric", "SOFTNIC_FAULTS: unknown fault point {:?} (known: register, transfer, cq_overrun); ignored", name);
+            crate::sn_warn!("fabric", "SOFTNIC_FAULTS: unknown fault point {:?} (known: register, transfer, cq_overrun, timeout); ignored", name);
             continue;
         };
         let mut r = Rule { point, after: 0, every: 1, times: u64::MAX, calls: AtomicU64::new(0), made: AtomicU64::new(0) };

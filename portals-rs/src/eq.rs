@@ -763,6 +763,10 @@ fn eq_poll(eq_handles: *mut u32, size: i32, timeout: u32, event: *mut Event, whi
         }
     }
     let deadline = (timeout != PTL_TIME_FOREVER).then(|| Instant::now() + Duration::from_millis(timeout as u64));
+    // SOFTNIC_FAULTS=timeout: a poll given a time limit runs out at once (events stay queued).
+    if deadline.is_some() && softnic_fabric::faults::hit(softnic_fabric::faults::Point::Timeout) {
+        return PTL_EQ_EMPTY;
+    }
     let mut at = Vec::with_capacity(qs.len());
     loop {
         at.clear();

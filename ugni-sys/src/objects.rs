@@ -590,6 +590,10 @@ impl Cq {
             return (GNI_RC_ERROR_RESOURCE, 0);
         }
         let deadline = (timeout_ms != u64::MAX).then(|| std::time::Instant::now() + Duration::from_millis(timeout_ms));
+        // SOFTNIC_FAULTS=timeout: a wait given a time limit runs out at once (events stay queued).
+        if deadline.is_some() && softnic_fabric::faults::hit(softnic_fabric::faults::Point::Timeout) {
+            return (GNI_RC_TIMEOUT, 0);
+        }
         loop {
             let (rc, e) = self.get_event();
             if rc != GNI_RC_NOT_DONE {
