@@ -1013,8 +1013,14 @@ impl PinnedRef<'_> {
     /// returns the old value.
     #[inline]
     pub fn atomic_at(&self, addr: u64, width: AmoWidth, op: AmoOp) -> Result<u64> {
+        self.atomic(self.offset_of(addr)?, width, op)
+    }
+
+    /// [`PinnedRef::atomic_at`] at offset `off` of the pinned range.
+    #[inline]
+    pub fn atomic(&self, off: usize, width: AmoWidth, op: AmoOp) -> Result<u64> {
         let n = width.bytes();
-        let p = self.at(self.offset_of(addr)?, n, n)?;
+        let p = self.at(off, n, n)?;
         // SAFETY: aligned, inside the pinned range, mapped for the life of the pin.
         unsafe { atomic::apply(p, width, op) }
     }

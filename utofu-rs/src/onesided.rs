@@ -338,6 +338,43 @@ fn trace_name(k: Kind) -> &'static str {
     }
 }
 
+/// The ARMW (and compare-and-swap) of `op` on a region this VCQ has pinned (see
+/// [`put_pinned`]): applied through the pin, its local notice carrying the old value.
+/// False when it does not apply (remote notice wanted, no pin, a failed check, misaligned
+/// or out of range): the full path then runs and reports the exact outcome.
+fn armw_pinned(v: &Vcq, op: &Op, rid: u64, pins: &[vcq::PutPin]) -> bool {
+    if op.flags & UTOFU_ONESIDED_FLAG_REMOTE_MRQ_NOTICE != 0 {
+        return false;
+    }
+    let tag = op.rmt_stadd >> 36;
+    let Some(p) = pins.iter().find(|p| p.rid == rid && p.tag == tag) else { return false };
+    let off = (op.rmt_stadd & (stadd::MAX_REGION - 1)) as usize;
+    let Ok(live) = p.pin.peer().live() else { return false };
+    let Ok(r) = p.pin.check(live) else { return false };
+    let (width, a, mask) = armw_op(op);
+    let Ok(old) = r.atomic(off, width, a) else { return false };
+    if op.flags & UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE != 0 {
+        v.push_local(&notice(local_type(op.kind), 0, rid, op.edata, old & mask, 0, end_of(op, op.rmt_stadd)));
+    }
+    true
+}
+
+/// The fabric's form of an ARMW or compare-and-swap: width, operation, and the mask of
+/// the value it returns.
+fn armw_op(op: &Op) -> (AmoWidth, AmoOp, u64) {
+    let (width, mask) = if op.len == 4 { (AmoWidth::I32, 0xffff_ffffu64) } else { (AmoWidth::I64, u64::MAX) };
+    let (val, cmp) = (op.value & mask, op.old & mask);
+    let a = match (op.kind, op.armw as i32) {
+        (Kind::Cswap4 | Kind::Cswap8, _) => AmoOp::CompareSwap { compare: cmp, swap: val },
+        (_, UTOFU_ARMW_OP_SWAP) => AmoOp::Swap(val),
+        (_, UTOFU_ARMW_OP_ADD) => AmoOp::Add(val),
+        (_, UTOFU_ARMW_OP_XOR) => AmoOp::Xor(val),
+        (_, UTOFU_ARMW_OP_AND) => AmoOp::And(val),
+        _ => AmoOp::Or(val),
+    };
+    (width, a, mask)
+}
+
 /// Runs one operation; returns the TCQ status (MRQ errors are queued here).
 fn run(v: &Vcq, op: &Op, q: &mut vcq::Queue) -> i32 {
     if op.kind == Kind::Nop {
@@ -379,6 +416,9 @@ fn run(v: &Vcq, op: &Op, q: &mut vcq::Queue) -> i32 {
     if matches!(op.kind, Kind::Put | Kind::PutPb) && op.len > 0 && put_pinned(v, op, rid, src, &q.pins) {
         return UTOFU_SUCCESS;
     }
+    if op.kind.is_armw() && armw_pinned(v, op, rid, &q.pins) {
+        return UTOFU_SUCCESS;
+    }
     let t = match vcq::target_cached(&mut q.last, rid) {
         Ok(t) => t.clone(),
         Err(rc) => return mrq_err(rc),
@@ -394,7 +434,7 @@ fn run(v: &Vcq, op: &Op, q: &mut vcq::Queue) -> i32 {
         Err(rc) => return mrq_err(rc),
     };
     if let Some((key, base, len)) = landed.region {
-        if matches!(op.kind, Kind::Put | Kind::PutPb) && !q.pins.iter().any(|p| p.rid == rid && p.tag == op.rmt_stadd >> 36) {
+        if (matches!(op.kind, Kind::Put | Kind::PutPb) || op.kind.is_armw()) && !q.pins.iter().any(|p| p.rid == rid && p.tag == op.rmt_stadd >> 36) {
             // Pin the region for the next puts (regions the fabric cannot pin stay unpinned).
             if let Ok(pin) = softnic_fabric::rma::Pinned::new(&t.peer, key, base, len as usize, true, pd()) {
                 let e = vcq::PutPin { rid, tag: op.rmt_stadd >> 36, pin };
@@ -469,16 +509,7 @@ fn at_target(t: &Target, op: &Op, from: u64, src: &[u8], dst: &mut [u8], lcl_fie
             if addr % op.len as u64 != 0 {
                 return Err(UTOFU_ERR_MRQ_RMT_STADD);
             }
-            let (width, mask) = if op.len == 4 { (AmoWidth::I32, 0xffff_ffffu64) } else { (AmoWidth::I64, u64::MAX) };
-            let (val, cmp) = (op.value & mask, op.old & mask);
-            let a = match (op.kind, op.armw as i32) {
-                (Kind::Cswap4 | Kind::Cswap8, _) => AmoOp::CompareSwap { compare: cmp, swap: val },
-                (_, UTOFU_ARMW_OP_SWAP) => AmoOp::Swap(val),
-                (_, UTOFU_ARMW_OP_ADD) => AmoOp::Add(val),
-                (_, UTOFU_ARMW_OP_XOR) => AmoOp::Xor(val),
-                (_, UTOFU_ARMW_OP_AND) => AmoOp::And(val),
-                _ => AmoOp::Or(val),
-            };
+            let (width, a, mask) = armw_op(op);
             live.atomic(key, addr, width, a, pd()).map(|o| old = o & mask)
         }
     };
