@@ -306,14 +306,7 @@ const PUT_PINS: usize = 8;
 /// STADD row and header; anything unusual (remote notice wanted, no pin, a failed check,
 /// out of range) returns false and the full path runs and reports the exact outcome.
 fn put_pinned(v: &Vcq, op: &Op, rid: u64, src: &[u8], pins: &[vcq::PutPin]) -> bool {
-    if op.flags & UTOFU_ONESIDED_FLAG_REMOTE_MRQ_NOTICE != 0 {
-        return false;
-    }
-    let tag = op.rmt_stadd >> 36;
-    let Some(p) = pins.iter().find(|p| p.rid == rid && p.tag == tag) else { return false };
-    let off = (op.rmt_stadd & (stadd::MAX_REGION - 1)) as usize;
-    let Ok(live) = p.pin.peer().live() else { return false };
-    let Ok(r) = p.pin.check(live) else { return false };
+    let Some((r, off)) = pin_for(op, rid, pins) else { return false };
     let ok = if src.len() > 8 {
         let cut = src.len() - 8;
         r.put(off, &src[..cut]).and_then(|_| r.put(off + cut, &src[cut..])).is_ok()
@@ -324,6 +317,19 @@ fn put_pinned(v: &Vcq, op: &Op, rid: u64, src: &[u8], pins: &[vcq::PutPin]) -> b
         v.push_local(&notice(UTOFU_MRQ_TYPE_LCL_PUT, 0, rid, op.edata, 0, 0, op.rmt_stadd.wrapping_add(op.len as u64)));
     }
     ok
+}
+
+/// The pin of `op`'s target region, checked for this use, and `op`'s offset in it; None
+/// when a remote notice is wanted (the full path queues it) or no valid pin is there.
+fn pin_for<'p>(op: &Op, rid: u64, pins: &'p [vcq::PutPin]) -> Option<(softnic_fabric::rma::PinnedRef<'p>, usize)> {
+    if op.flags & UTOFU_ONESIDED_FLAG_REMOTE_MRQ_NOTICE != 0 {
+        return None;
+    }
+    let tag = op.rmt_stadd >> 36;
+    let p = pins.iter().find(|p| p.rid == rid && p.tag == tag)?;
+    let off = (op.rmt_stadd & (stadd::MAX_REGION - 1)) as usize;
+    let live = p.pin.peer().live().ok()?;
+    Some((p.pin.check(live).ok()?, off))
 }
 
 /// The timeline's name of an operation (the call that queued it).
@@ -343,14 +349,7 @@ fn trace_name(k: Kind) -> &'static str {
 /// False when it does not apply (remote notice wanted, no pin, a failed check, misaligned
 /// or out of range): the full path then runs and reports the exact outcome.
 fn armw_pinned(v: &Vcq, op: &Op, rid: u64, pins: &[vcq::PutPin]) -> bool {
-    if op.flags & UTOFU_ONESIDED_FLAG_REMOTE_MRQ_NOTICE != 0 {
-        return false;
-    }
-    let tag = op.rmt_stadd >> 36;
-    let Some(p) = pins.iter().find(|p| p.rid == rid && p.tag == tag) else { return false };
-    let off = (op.rmt_stadd & (stadd::MAX_REGION - 1)) as usize;
-    let Ok(live) = p.pin.peer().live() else { return false };
-    let Ok(r) = p.pin.check(live) else { return false };
+    let Some((r, off)) = pin_for(op, rid, pins) else { return false };
     let (width, a, mask) = armw_op(op);
     let Ok(old) = r.atomic(off, width, a) else { return false };
     if op.flags & UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE != 0 {
