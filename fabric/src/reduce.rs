@@ -237,9 +237,15 @@ pub fn combine(op: Op, e: Elem, rounding: Rounding, acc: &mut [u8], x: &[u8]) ->
         fesetround(rounding.fenv());
         feclearexcept(fe_all());
     }
+    // The compiler takes floating-point arithmetic for free of side effects and may move it
+    // across the environment calls (it did, once a change elsewhere altered the inlining):
+    // the operands pass through an opaque barrier after the flags are cleared, and the
+    // results through one before they are read.
+    let (acc, x) = std::hint::black_box((acc, x));
     for (a, b) in acc.chunks_exact_mut(n).zip(x.chunks_exact(n)) {
         one(op, e, a, b);
     }
+    std::hint::black_box(&*acc);
     // SAFETY: as above.
     let raised = unsafe { fetestexcept(fe_all()) };
     // SAFETY: as above.

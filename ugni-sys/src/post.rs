@@ -691,8 +691,10 @@ fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_d
                             remote_event(live, key, pd, e);
                         }
                         if pinnable && via_pin.is_none() && plain {
-                            // Where this registration's REMOTE events go, for its pin.
-                            let ring_loc = event.and_then(|_| live.notify_ring(key, pd).ok());
+                            // Where this registration's REMOTE events go, for its pin (a
+                            // local lookup; a peer on another machine is never pinned, and
+                            // asking its engine would cost a round trip per post).
+                            let ring_loc = if event.is_some() && !peer.is_remote() { live.notify_ring(key, pd).ok() } else { None };
                             let b = guard.as_mut().expect("held").binding.as_mut().expect("routed");
                             pin_after(b, words, key, false, pd);
                             if let (Some(loc), Some(_), None) = (ring_loc, b.pins.find(words), b.pins.ring(words)) {
