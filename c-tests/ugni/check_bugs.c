@@ -8,6 +8,8 @@
  *   unreaped  a put's event is never reaped, and the program exits without destroying its
  *             endpoints and domain
  *   clean     the same puts done right, everything released: no finding
+ *   lostbad   (with SOFTNIC_FAULTS=transfer:times=1) a put from an unmapped address,
+ *             lost before anything reads it: no fault, no finding
  * Prints "check_bugs: rank R MODE done". */
 #include "data_util.h"
 
@@ -33,6 +35,14 @@ int main(int argc, char **argv)
     uint64_t *src = p.src, *bs = p.bs;
     gni_mem_handle_t smh = p.smh, dmh = p.dmh, *hs = p.hs;
     for (int i = 0; i < 16; i++) src[i] = 0xc0de0000u + (uint64_t)i;
+    if (!strcmp(mode, "lostbad")) {
+        /* Run with SOFTNIC_FAULTS=transfer: a put from an address nothing is mapped at is
+         * lost before anything reads it; the checker must not read it either. */
+        gni_post_descriptor_t bad;
+        dt_desc(&bad, GNI_POST_FMA_PUT, GNI_CQMODE_GLOBAL_EVENT, (void *)(uintptr_t)0x10, smh, bs[right], hs[right], 64);
+        GNI_OK(GNI_PostFma(t.eps[right], &bad));
+        dt_complete(t.cq, &bad, GNI_RC_TRANSACTION_ERROR);
+    }
     gni_post_descriptor_t d;
     dt_desc(&d, GNI_POST_FMA_PUT, GNI_CQMODE_GLOBAL_EVENT, src, smh, bs[right], hs[right], 64);
     GNI_OK(GNI_PostFma(t.eps[right], &d));

@@ -158,24 +158,43 @@ struct Watched {
 
 static WATCHED: Mutex<Option<HashMap<(usize, u64), Watched>>> = Mutex::new(None);
 
-/// FNV-1a over the bytes (what matters is that a change shows).
-fn digest(addr: usize, len: usize) -> u64 {
-    // SAFETY: the caller's contract in `watch`: readable for len bytes.
-    let b = unsafe { std::slice::from_raw_parts(addr as *const u8, len) };
-    b.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &x| (h ^ x as u64).wrapping_mul(0x100_0000_01b3))
+/// FNV-1a over the bytes (what matters is that a change shows), read through the kernel
+/// (process_vm_readv on ourselves), so that memory that is not readable, or no longer
+/// mapped, gives None instead of a fault: an operation that failed before reading its
+/// source (a transaction error, an injected loss) may have been given any address.
+fn digest(addr: usize, len: usize) -> Option<u64> {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    let mut buf = vec![0u8; len.min(64 << 10)];
+    let mut done = 0usize;
+    while done < len {
+        let n = (len - done).min(buf.len());
+        let local = libc::iovec { iov_base: buf.as_mut_ptr() as *mut libc::c_void, iov_len: n };
+        let remote = libc::iovec { iov_base: (addr + done) as *mut libc::c_void, iov_len: n };
+        // SAFETY: our own buffer of n bytes; the kernel checks the other range.
+        let got = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+        if got != n as isize {
+            return None;
+        }
+        h = buf[..n].iter().fold(h, |h, &x| (h ^ x as u64).wrapping_mul(0x100_0000_01b3));
+        done += n;
+    }
+    Some(h)
 }
 
 /// Remembers that the operation `op` (an id the API picks: a descriptor's address, a
 /// request number; `kind` separates the API's id spaces) reads `[addr, addr+len)` until
 /// its completion: [`release`] then reports it if the bytes changed meanwhile.
 ///
+/// Memory that cannot be read is not watched (the operation cannot have read it either).
+///
 /// # Safety
-/// `[addr, addr+len)` readable now and at the release (the caller checked it).
+/// None left: the bytes are read through the kernel (kept `unsafe` for the callers' notes).
 pub unsafe fn watch(kind: u64, op: usize, api: &'static str, what: impl FnOnce() -> String, addr: usize, len: usize) {
     if !enabled() || len == 0 {
         return;
     }
-    let w = Watched { api, what: what(), addr, len, digest: digest(addr, len), posted: std::backtrace::Backtrace::force_capture() };
+    let Some(d) = digest(addr, len) else { return };
+    let w = Watched { api, what: what(), addr, len, digest: d, posted: std::backtrace::Backtrace::force_capture() };
     WATCHED.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashMap::new).insert((op, kind), w);
 }
 
@@ -187,7 +206,8 @@ pub fn release(kind: u64, op: usize, api_done: &str) {
     }
     let w = WATCHED.lock().unwrap_or_else(|e| e.into_inner()).as_mut().and_then(|m| m.remove(&(op, kind)));
     if let Some(w) = w {
-        if digest(w.addr, w.len) != w.digest {
+        // Unmapped since (freed): nothing to compare.
+        if digest(w.addr, w.len).is_some_and(|d| d != w.digest) {
             let posted = caller_in(&w.posted).unwrap_or_else(|| "(unknown)".into());
             report(
                 w.api,
@@ -269,6 +289,9 @@ mod tests {
         let before = findings();
         // SAFETY: buf lives across the release.
         unsafe { watch(7, 1, "test", || "op 1".into(), buf.as_ptr() as usize, 64) };
+        // An address nothing is mapped at: not watched, no fault.
+        unsafe { watch(7, 3, "test", || "op 3".into(), 8, 64) };
+        assert_eq!(outstanding(7), 1);
         unsafe { watch(7, 2, "test", || "op 2".into(), buf.as_ptr() as usize + 32, 32) };
         release(7, 1, "done");
         assert_eq!(findings(), before, "unchanged");
