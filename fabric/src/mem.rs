@@ -1726,6 +1726,15 @@ fn window(gs: usize, ge: usize, maps: &[Vma], bound: &[(usize, usize)], zone: Ow
     (ws, we)
 }
 
+/// Tests that look at what is rebound after registrations end, and tests that fork (a
+/// fork makes the windows no registration covers private again, see [`before_fork`]),
+/// run one at a time.
+#[cfg(test)]
+pub(crate) fn tests_serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 // ---------------------------------------------------------------------------------------
 // Fork.
 
@@ -2486,11 +2495,8 @@ mod churn_tests {
         window_bytes() > 0
     }
 
-    /// These tests look at what is rebound after registrations end, which another of
-    /// them (the run budget) changes: one at a time.
     fn serial() -> std::sync::MutexGuard<'static, ()> {
-        static SERIAL: Mutex<()> = Mutex::new(());
-        SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+        super::tests_serial()
     }
 
     fn runs() -> usize {

@@ -362,6 +362,8 @@ mod tests {
     /// The cached pid must follow fork(3): a child may not use its parent's fabric.
     #[test]
     fn forked_child_is_refused_the_parents_fabric() {
+        // Not while a registration test looks at its windows (the fork unbinds them).
+        let _serial = crate::mem::tests_serial();
         let n = get().expect("fabric");
         assert_eq!(n.pid, current_pid());
         // SAFETY: the child only reads atomics and calls _exit (async-signal-safe work).
