@@ -1,7 +1,9 @@
 //! Calls up the layers without knowing who answers: a lower module (ring, mem, node)
-//! declares a [`Hook`]; the layer above that cares (the network engine) sets it when the
-//! library is loaded.  So the lower modules never name the upper ones, and run as well
-//! without them (an unset hook does nothing).
+//! declares a [`Hook`]; the layer above that cares (the network engine, the registration
+//! layer) sets it when the library is loaded.  So the lower modules never name the upper
+//! ones, and run as well without them (an unset hook does nothing).  A hook that must
+//! answer something is a `OnceLock` of a `fn` instead (`registry::THIS_PROCESS`,
+//! `net::SERVE_ON_MEMORY`).
 
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicUsize, Ordering};

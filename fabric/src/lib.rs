@@ -1,19 +1,29 @@
 //! softnic fabric: everything the API libraries share.
 //!
-//! Layering (see ../shared/DESIGN.md):
-//! - [`shm`]: per-user directory, memfd-backed shared segments, peer mapping.
-//! - [`registry`]: the node registry where processes and endpoints are found by key.
-//! - [`ring`]: bounded lock-free rings in shared memory (completion queues, mailboxes).
-//! - [`wait`]: futex waiting on shared words (spin briefly, then sleep); [`cancel`]: blocking
-//!   calls as cancellation points (`pthread_cancel`).
-//! - [`mem`]: memory registration (page rebinding, handles, generations, PD keys).
-//! - [`atomic`]: the remote atomic operation set.
-//! - [`rma`]: the one-sided engine (put, get, atomics, remote events) on peer memory.
+//! The modules, top to bottom: each uses only modules below it (checked by
+//! `c-tests/tools/module-tree.py`).  Where a lower one must reach up (the ring before it
+//! sleeps, a registration that ends, a fork, a peer's request arriving over the network),
+//! it declares a hook ([`hook`]) that the upper one sets when the library is loaded.
+//! - [`coll`]: collectives over one-sided operations, with [`reduce`] (the combine).
+//! - [`rma`]: the one-sided engine (put, get, atomics, remote events) on peer memory; it
+//!   executes the requests the network engine carries for this process.
 //! - [`net`] (over [`ofi`], libfabric loaded at run time): the network engine, the second
 //!   engine behind [`rma::Peer`] for processes on other nodes.
-//! - [`pmi`] and [`bootstrap`]: PMI-1 client and the job bootstrap built on it;
-//!   [`pmi_relay`]: the application's MPI shares our launcher connection.
-//! - [`env`], [`log`]: tunables registry and `SOFTNIC_LOG`.
+//! - [`mem`]: memory registration (page rebinding, handles, generations, PD keys), with
+//!   [`stop`] (parking the other threads while pages are copied).
+//! - [`node`]: this process's attachment to the node fabric (its control segment).
+//! - [`bootstrap`] over [`pmi`] (PMI-1 client; [`pmi_relay`]: the application's MPI shares
+//!   our launcher connection): who am I, where are my peers.
+//! - [`registry`]: the node registry where processes and endpoints are found by key.
+//! - [`ring`]: bounded lock-free rings in shared memory (completion queues, mailboxes).
+//! - [`shm`]: per-user directory, memfd-backed shared segments, peer mapping; [`process`]:
+//!   liveness of pids.
+//! - [`wait`]: futex waiting on shared words (spin briefly, then sleep); [`cancel`]: blocking
+//!   calls as cancellation points (`pthread_cancel`).
+//! - [`atomic`]: the remote atomic operation set.
+//! - Leaves: [`error`], [`env`] (tunables), [`log`] (`SOFTNIC_LOG`), [`sync`], [`spin`],
+//!   [`hook`], [`siphash`], [`faults`] (`SOFTNIC_FAULTS`), [`trace`] (`SOFTNIC_TRACE`),
+//!   [`check`] (`SOFTNIC_CHECK`).
 
 pub mod error;
 pub mod hook;
@@ -24,6 +34,7 @@ pub mod sync;
 pub mod spin;
 pub mod env;
 pub mod log;
+pub mod process;
 pub mod shm;
 pub mod registry;
 pub mod ring;

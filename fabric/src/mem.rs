@@ -1738,6 +1738,17 @@ pub(crate) fn tests_serial() -> std::sync::MutexGuard<'static, ()> {
 // ---------------------------------------------------------------------------------------
 // Fork.
 
+/// Runs [`before_fork`] and [`after_fork`] around every fork (the node layer below calls
+/// them from its fork handlers); set when the library is loaded.
+extern "C" fn set_fork_hooks() {
+    node::BEFORE_FORK.set(|()| before_fork());
+    node::AFTER_FORK.set(|()| after_fork());
+}
+
+#[used]
+#[link_section = ".init_array"]
+static SET_FORK_HOOKS: extern "C" fn() = set_fork_hooks;
+
 /// Set from just before a fork until it returned: registrations made meanwhile rebind
 /// only their own pages (see [`before_fork`]).
 static FORKING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);

@@ -98,7 +98,7 @@ const REC_HEAD: usize = 20;
 /// Request and reply kinds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
-enum Op {
+pub(crate) enum Op {
     Put = 1,
     Get = 2,
     Amo = 3,
@@ -1035,7 +1035,7 @@ impl Engine {
             return Err(Error::StaleHandle);
         }
         let addr = self.insert_addr(&name)?;
-        let r = Arc::new(Remote { node, id: ProcId { slot: id.slot, gen }, inc, tx_seq: AtomicU64::new(1), send_lock: Mutex::new(()), addr, dead: AtomicBool::new(false), windows: Mutex::new(HashMap::new()), probed_ns: AtomicU64::new(crate::rma::now_ns()), probing: AtomicBool::new(false), silent_since_ns: AtomicU64::new(0) });
+        let r = Arc::new(Remote { node, id: ProcId { slot: id.slot, gen }, inc, tx_seq: AtomicU64::new(1), send_lock: Mutex::new(()), addr, dead: AtomicBool::new(false), windows: Mutex::new(HashMap::new()), probed_ns: AtomicU64::new(crate::wait::now_ns()), probing: AtomicBool::new(false), silent_since_ns: AtomicU64::new(0) });
         self.remotes.lock().unwrap_or_else(|e| e.into_inner()).insert((node, id.slot), r.clone());
         Ok(r)
     }
@@ -1324,7 +1324,7 @@ impl Engine {
     /// Called from liveness checks ([`crate::rma::Peer::seems_alive`]): costs a clock read
     /// when a probe is not due.
     pub fn probe(&self, r: &Arc<Remote>) {
-        let now = crate::rma::now_ns();
+        let now = crate::wait::now_ns();
         if r.is_dead() || now.wrapping_sub(r.probed_ns.load(Ordering::Relaxed)) < PROBE_EVERY_NS {
             return;
         }
@@ -1940,87 +1940,10 @@ fn sleep_set(wait_fd: i32) -> (i32, i32) {
     }
 }
 
-/// Executes a request on this process's own memory through the shared-memory engine.
+/// Executes a request of a peer on this process: the engine's own kinds here, those on
+/// this process's memory through the layer above ([`SERVE_ON_MEMORY`]).
 fn serve(op: Op, h: &Hdr, body: &[u8]) -> Result<Vec<u8>> {
-    use crate::mem::{MemKey, RingLoc};
-    let me = crate::rma::Peer::this()?;
-    let live = me.live()?;
-    let key = MemKey::from_u64(h.a);
-    let word = |i: usize| -> Result<u64> { body.get(i * 8..i * 8 + 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))).ok_or(Error::InvalidArg) };
     match op {
-        Op::Put => live.put(key, h.b, body, h.c).map(|_| Vec::new()),
-        Op::Get => {
-            let n = word(0)? as usize;
-            if n > MAX_DATA {
-                return Err(Error::InvalidArg);
-            }
-            let mut out = vec![0u8; n];
-            live.get(key, h.b, &mut out, h.c)?;
-            Ok(out)
-        }
-        Op::Amo => {
-            let (width, amo) = decode_amo(word(0)?, word(1)?, word(2)?)?;
-            live.atomic(key, h.b, width, amo, h.c).map(|old| old.to_le_bytes().to_vec())
-        }
-        Op::Store => live.store_u64(key, h.b, word(0)?, h.c).map(|_| Vec::new()),
-        Op::Notify => match live.notify_ring(key, h.c)? {
-            Some(loc) => Ok([1u64, loc.to_words()[0], loc.to_words()[1], loc.to_words()[2]].iter().flat_map(|w| w.to_le_bytes()).collect()),
-            None => Ok(vec![0u8; 32]),
-        },
-        Op::Event => {
-            let loc = RingLoc::from_words([word(0)?, word(1)?, word(2)?]);
-            let overrun = word(3)? != 0;
-            let entry = body.get(32..).ok_or(Error::InvalidArg)?;
-            let pushed = crate::rma::post_event_bytes(&me, &loc, entry, overrun)?;
-            Ok((pushed as u64).to_le_bytes().to_vec())
-        }
-        Op::Check => live.check(key, h.b, word(0)? as usize, word(1)? != 0, h.c).map(|_| Vec::new()),
-        // Region operations: a = location word 0, b = word 1, c = word 2 (the RingLoc);
-        // the body starts with the offset.
-        Op::RegionRead | Op::RegionWrite | Op::RegionCas | Op::RegionGather | Op::RegionNotify => {
-            use crate::rma::region_serve as rs;
-            let loc = RingLoc::from_words([h.a, h.b, h.c]);
-            let off = word(0)? as usize;
-            match op {
-                Op::RegionRead => rs::read(&loc, off, (word(1)? as usize).min(MAX_DATA)),
-                Op::RegionWrite => rs::write(&loc, off, body.get(16..).ok_or(Error::InvalidArg)?, word(1)? != 0).map(|_| Vec::new()),
-                Op::RegionCas => rs::cas(&loc, off, word(1)?, word(2)?).map(|v| v.to_le_bytes().to_vec()),
-                Op::RegionGather => {
-                    let (stride, count, n) = (word(1)? as usize, word(2)? as usize, word(3)? as usize);
-                    if count.saturating_mul(n) > MAX_DATA {
-                        return Err(Error::InvalidArg);
-                    }
-                    rs::gather(&loc, off, stride, count, n)
-                }
-                _ => rs::notify(&loc, off).map(|_| Vec::new()),
-            }
-        }
-        Op::PutCompound => {
-            // [npieces, has_flag, flag key, flag addr, flag value, has_notify, notify key,
-            //  entry], then per piece [key, addr, len] and its bytes, padded to 8.
-            let n = word(0)? as usize;
-            let flag = (word(1)? != 0).then(|| Ok::<_, Error>((MemKey::from_u64(word(2)?), word(3)?, word(4)?))).transpose()?;
-            let notify = (word(5)? != 0).then(|| Ok::<_, Error>((MemKey::from_u64(word(6)?), word(7)?))).transpose()?;
-            let mut off = 64;
-            let mut pieces = Vec::with_capacity(n.min(64));
-            for _ in 0..n {
-                let w = |o: usize| body.get(o..o + 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))).ok_or(Error::InvalidArg);
-                let (k, a, len) = (MemKey::from_u64(w(off)?), w(off + 8)?, w(off + 16)? as usize);
-                let data = body.get(off + 24..off + 24 + len).ok_or(Error::InvalidArg)?;
-                pieces.push((k, a, data));
-                off += 24 + ((len + 7) & !7);
-            }
-            live.put_compound(&pieces, flag, notify, h.c).map(|_| Vec::new())
-        }
-        Op::Call => {
-            let f = crate::rma::service(h.a as u32).ok_or(Error::Unsupported)?;
-            let mut reply = Vec::new();
-            f(&me, body, &mut reply)?;
-            if reply.len() > MAX_DATA {
-                return Err(Error::InvalidArg);
-            }
-            Ok(reply)
-        }
         Op::Lookup => {
             let ep = crate::registry::lookup(h.a as u32, body)?;
             let mut out = Vec::with_capacity(8 + ep.payload.len());
@@ -2032,8 +1955,20 @@ fn serve(op: Op, h: &Hdr, body: &[u8]) -> Result<Vec<u8>> {
         // Handled by the engine before `serve`.
         Op::Ping => Ok(Vec::new()),
         Op::Reply | Op::Expose | Op::Revoke => Err(Error::InvalidArg),
+        _ => match SERVE_ON_MEMORY.get() {
+            Some(f) => f(op, [h.a, h.b, h.c], body),
+            None => Err(Error::Unsupported),
+        },
     }
 }
+
+/// How a request on this process's memory (a put, an AMO, an event, a region operation,
+/// a service call: the kinds [`serve`] does not answer itself) is executed, with the
+/// header's three argument words and the body.  Set by the operations layer
+/// ([`crate::rma`]) when the library is loaded: the engine carries requests and never
+/// names the layer that executes them.
+pub(crate) type ServeOnMemory = fn(Op, [u64; 3], &[u8]) -> Result<Vec<u8>>;
+pub(crate) static SERVE_ON_MEMORY: std::sync::OnceLock<ServeOnMemory> = std::sync::OnceLock::new();
 
 use crate::atomic::{AmoOp, AmoWidth};
 
@@ -2059,7 +1994,7 @@ fn encode_amo(width: AmoWidth, op: AmoOp) -> [u64; 3] {
     [w | (k << 8), x, y]
 }
 
-fn decode_amo(code: u64, x: u64, y: u64) -> Result<(AmoWidth, AmoOp)> {
+pub(crate) fn decode_amo(code: u64, x: u64, y: u64) -> Result<(AmoWidth, AmoOp)> {
     let width = match code & 0xff {
         0 => AmoWidth::I32,
         1 => AmoWidth::I64,

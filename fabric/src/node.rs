@@ -163,25 +163,7 @@ impl Ctl {
     }
 }
 
-/// How to reach a process: enough to map its control segment without the registry.
-/// Plain data; [`PeerRef::to_words`] packs it into three u64 for exchange (PMI, pipes,
-/// endpoint payloads).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct PeerRef {
-    pub pid: i32,
-    pub ctl_fd: i32,
-    pub starttime: u64,
-    pub ctl_ino: u64,
-}
-
-impl PeerRef {
-    pub fn to_words(&self) -> [u64; 3] {
-        [(self.pid as u32 as u64) | ((self.ctl_fd as u32 as u64) << 32), self.starttime, self.ctl_ino]
-    }
-    pub fn from_words(w: [u64; 3]) -> PeerRef {
-        PeerRef { pid: w[0] as u32 as i32, ctl_fd: (w[0] >> 32) as u32 as i32, starttime: w[1], ctl_ino: w[2] }
-    }
-}
+pub use crate::registry::PeerRef;
 
 /// The process-global fabric state.
 pub struct Node {
@@ -203,16 +185,21 @@ static PID: AtomicI32 = AtomicI32::new(0);
 /// starts on the first call, if the job needs it).
 pub static ON_READY: crate::hook::Hook<()> = crate::hook::Hook::new();
 
+/// Called just before this process forks, and after the fork in the parent and in the
+/// child (set by the registration layer above, which unshares its windows around a fork).
+pub static BEFORE_FORK: crate::hook::Hook<()> = crate::hook::Hook::new();
+pub static AFTER_FORK: crate::hook::Hook<()> = crate::hook::Hook::new();
+
 extern "C" fn before_fork() {
-    crate::mem::before_fork();
+    BEFORE_FORK.call(());
 }
 
 extern "C" fn after_fork_in_parent() {
-    crate::mem::after_fork();
+    AFTER_FORK.call(());
 }
 
 extern "C" fn after_fork_in_child() {
-    crate::mem::after_fork();
+    AFTER_FORK.call(());
     // SAFETY: getpid has no preconditions (and is async-signal-safe).
     PID.store(unsafe { libc::getpid() }, Ordering::Relaxed);
 }
@@ -265,7 +252,7 @@ fn take_life_lock(ctl: &Ctl) {
 pub fn get() -> Result<&'static Node> {
     let n = NODE.get_or_try_init(|| {
         let pid = std::process::id() as i32;
-        let starttime = registry::proc_starttime(pid).ok_or(Error::NotFound)?;
+        let starttime = crate::process::proc_starttime(pid).ok_or(Error::NotFound)?;
         let seg = Segment::create("softnic-ctl", CTL_LEN)?;
         // SAFETY: the fresh zeroed segment is ours; nobody can find it before attach.
         let h = unsafe { &mut *(seg.map.ptr() as *mut CtlHeader) };
@@ -320,10 +307,17 @@ pub fn get() -> Result<&'static Node> {
     Ok(n)
 }
 
+/// Tells the registry how its entry points find this process's attachment (see
+/// [`registry::THIS_PROCESS`]); run when the library is loaded.
+extern "C" fn set_registry_hook() {
+    let _ = registry::THIS_PROCESS.set(|| get().map(|n| &n.reg));
+}
+
+#[used]
+#[link_section = ".init_array"]
+static SET_REGISTRY_HOOK: extern "C" fn() = set_registry_hook;
+
 impl Node {
-    pub(crate) fn registry(&self) -> &Attached {
-        &self.reg
-    }
     pub(crate) fn ctl(&self) -> Ctl {
         Ctl { base: self.seg.map.ptr() }
     }

@@ -1147,6 +1147,23 @@ fn lock() -> MutexGuard<'static, State> {
     STATE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The (ptag, cookie) pair every rank of a job uses for uGNI/DMAPP, derived
+/// from the job's KVS name so that snrun (which exports PMI_GNI_PTAG/COOKIE
+/// before exec) and PMI_Init (which sets them when a launcher did not) agree.
+/// ptag lies in 16..=239 (0..15 and the top are reserved on Cray systems);
+/// cookie has the Cray shape 0xNNNN0000 and is never zero.
+pub fn gni_credentials(kvsname: &str) -> (u8, u32) {
+    // FNV-1a 64: stable across Rust versions, unlike DefaultHasher.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in kvsname.bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    let ptag = 16 + (h % 224) as u8;
+    let cookie = (1 + ((h >> 32) % 0xfffe) as u32) << 16;
+    (ptag, cookie)
+}
+
 /// Sets `name=value` unless already set (launchers such as snrun set it first).
 fn setenv_default(name: &str, value: &str) {
     let (Ok(n), Ok(v)) = (std::ffi::CString::new(name), std::ffi::CString::new(value)) else { return };
@@ -1159,7 +1176,7 @@ fn setenv_default(name: &str, value: &str) {
 /// `PMI_GNI_DEV_ID=0`, `PMI_GNI_LOC_ADDR=<nid>` (one device per node), and
 /// `ALPS_APP_PE=<rank>`.
 fn export_env_contract(job: &Job) {
-    let (ptag, cookie) = crate::bootstrap::gni_credentials(&job.kvsname);
+    let (ptag, cookie) = gni_credentials(&job.kvsname);
     setenv_default("PMI_GNI_PTAG", &ptag.to_string());
     setenv_default("PMI_GNI_COOKIE", &cookie.to_string());
     setenv_default("PMI_GNI_DEV_ID", "0");

@@ -31,7 +31,6 @@
 //! the lock), unlinks the file and removes the directory; a process that attached to a file
 //! at that moment sees `removed` once it holds the lock and starts over with a new file.
 
-use crate::node::PeerRef;
 use crate::shm::{self, Fd, Mapping};
 use crate::{Error, Result};
 use std::ffi::CString;
@@ -118,6 +117,26 @@ const PROC_OFF: usize = 64;
 const ENDP_OFF: usize = PROC_OFF + NPROC * 64;
 const FILE_LEN: usize = ENDP_OFF + NENDP * 128;
 
+/// How to reach a process: enough to map its control segment without the registry.
+/// Plain data; [`PeerRef::to_words`] packs it into three u64 for exchange (PMI, pipes,
+/// endpoint payloads).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PeerRef {
+    pub pid: i32,
+    pub ctl_fd: i32,
+    pub starttime: u64,
+    pub ctl_ino: u64,
+}
+
+impl PeerRef {
+    pub fn to_words(&self) -> [u64; 3] {
+        [(self.pid as u32 as u64) | ((self.ctl_fd as u32 as u64) << 32), self.starttime, self.ctl_ino]
+    }
+    pub fn from_words(w: [u64; 3]) -> PeerRef {
+        PeerRef { pid: w[0] as u32 as i32, ctl_fd: (w[0] >> 32) as u32 as i32, starttime: w[1], ctl_ino: w[2] }
+    }
+}
+
 /// Names one endpoint row (slot + generation, so an unpublished row's id goes stale).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct EndpointId {
@@ -136,37 +155,9 @@ pub struct Endpoint {
 }
 
 // ---------------------------------------------------------------------------------------
-// Process liveness.
+// Process liveness (see [`crate::process`]; kept under these names for the API crates).
 
-/// (state char, start time in clock ticks) from /proc/<pid>/stat.
-pub fn proc_stat(pid: i32) -> Option<(u8, u64)> {
-    if pid <= 0 {
-        return None;
-    }
-    let path = std::ffi::CString::new(format!("/proc/{}/stat", pid)).ok()?;
-    let s = crate::cancel::sys::read_file(&path).ok()?;
-    // comm may contain spaces and ')' — the fields start after the LAST ')'.
-    let close = s.iter().rposition(|&b| b == b')')?;
-    let rest = std::str::from_utf8(&s[close + 1..]).ok()?;
-    let mut it = rest.split_ascii_whitespace();
-    let state = it.next()?.as_bytes().first().copied()?;
-    // fields 3.. : state is field 3, starttime is field 22 → 19 more after state.
-    let start = it.nth(18)?.parse().ok()?;
-    Some((state, start))
-}
-
-/// Start time of `pid` (clock ticks since boot), `None` if it does not exist.
-pub fn proc_starttime(pid: i32) -> Option<u64> {
-    proc_stat(pid).map(|s| s.1)
-}
-
-/// True when `pid` exists, is not a zombie, and (if given) started at `starttime`.
-pub fn pid_alive(pid: i32, starttime: Option<u64>) -> bool {
-    match proc_stat(pid) {
-        None => false,
-        Some((st, t)) => st != b'Z' && st != b'X' && starttime.map_or(true, |s| s == t),
-    }
-}
+pub use crate::process::{pid_alive, proc_starttime, proc_stat};
 
 fn self_ident() -> (i32, u64) {
     // Not cached: a forked child must not present its parent's identity.
@@ -354,7 +345,7 @@ impl RegFile {
                 Ok(_) => return Ok(Locked { f: self, word: me }),
                 Err(owner) => {
                     if owner != me && !lock_word_alive(owner) && lock.compare_exchange(owner, me, Ordering::Acquire, Ordering::Relaxed).is_ok() {
-                        crate::node::debug(&format!("registry: stole lock from dead pid {}", owner as u32));
+                        crate::sn_debug!("fabric", "registry: stole lock from dead pid {}", owner as u32);
                         return Ok(Locked { f: self, word: me });
                     }
                 }
@@ -404,7 +395,7 @@ impl RegFile {
                 continue;
             }
             if ended.contains(&p.pid) || !pid_alive(p.pid, Some(p.starttime)) {
-                crate::node::debug(&format!("registry: reclaiming pid {}", p.pid));
+                crate::sn_debug!("fabric", "registry: reclaiming pid {}", p.pid);
                 freed += self.free_proc(l, i);
             } else {
                 live += 1;
@@ -543,7 +534,7 @@ impl Attached {
             return Err(Error::StaleHandle);
         }
         if p.job != self.job {
-            crate::node::debug(&format!("registry: process id {}:{} names a process of another job; refused", id.slot, id.gen));
+            crate::sn_debug!("fabric", "registry: process id {}:{} names a process of another job; refused", id.slot, id.gen);
             return Err(Error::ProtectionDomain);
         }
         if !pid_alive(p.pid, Some(p.starttime)) {
@@ -690,10 +681,19 @@ impl Attached {
 // ---------------------------------------------------------------------------------------
 // Public entry points (attach this process on first use).
 
+/// How the entry points below find this process's attachment: through the node layer
+/// above, which attaches on first use (and refuses a forked child its parent's).  Set by
+/// it when the library is loaded.
+pub(crate) static THIS_PROCESS: std::sync::OnceLock<fn() -> Result<&'static Attached>> = std::sync::OnceLock::new();
+
+fn attached() -> Result<&'static Attached> {
+    THIS_PROCESS.get().ok_or(Error::Unsupported)?()
+}
+
 /// Publishes an endpoint under (api, key).  `key` is at most 32 bytes (zero-padded),
 /// `payload` at most 64.  `Err(Exists)` when a live entry has that key.
 pub fn publish(api: u32, key: &[u8], payload: &[u8]) -> Result<EndpointId> {
-    crate::node::get()?.registry().publish(api, key, payload)
+    attached()?.publish(api, key, payload)
 }
 
 /// Claims (api, key) for this job against every other job of the user on this machine: each
@@ -702,28 +702,28 @@ pub fn publish(api: u32, key: &[u8], payload: &[u8]) -> Result<EndpointId> {
 /// a live process of another job holds it.  Used for names that a real system gives to one
 /// job only (uGNI protection domains).
 pub fn claim(api: u32, key: &[u8]) -> Result<EndpointId> {
-    crate::node::get()?.registry().claim(api, key)
+    attached()?.claim(api, key)
 }
 
 /// Finds the live endpoint published under (api, key).  `Err(NotFound)` if none (an
 /// entry whose owner has died is reclaimed on the spot).
 pub fn lookup(api: u32, key: &[u8]) -> Result<Endpoint> {
-    crate::node::get()?.registry().lookup(api, key)
+    attached()?.lookup(api, key)
 }
 
 /// Removes an endpoint this process published.
 pub fn unpublish(id: EndpointId) -> Result<()> {
-    crate::node::get()?.registry().unpublish(id)
+    attached()?.unpublish(id)
 }
 
 /// The live fabric process named by a [`ProcId`] (see [`Attached::peer_by_id`]).
 pub fn peer_by_id(id: ProcId, gen_bits: u32) -> Result<PeerRef> {
-    crate::node::get()?.registry().peer_by_id(id, gen_bits)
+    attached()?.peer_by_id(id, gen_bits)
 }
 
 /// The live fabric process with this pid.
 pub fn peer_by_pid(pid: i32) -> Result<PeerRef> {
-    crate::node::get()?.registry().peer_by_pid(pid)
+    attached()?.peer_by_pid(pid)
 }
 
 /// Removes what dead processes left in the node fabric: their registry entries,

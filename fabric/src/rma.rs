@@ -48,6 +48,7 @@ use crate::net;
 use crate::registry::ProcId;
 use crate::ring::{Pod, Ring};
 use crate::shm::{self, Mapping};
+use crate::wait::now_ns;
 use crate::{Error, Result};
 use std::collections::HashMap;
 use std::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU64, Ordering};
@@ -112,19 +113,6 @@ impl Drop for Peer {
 
 fn empty_fast() -> Box<[AtomicPtr<Cached>]> {
     (0..node::NBACK).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect()
-}
-
-/// CLOCK_MONOTONIC_COARSE in nanoseconds (the last tick's time, read from the vDSO with
-/// no counter access: this is on every operation's path).
-pub(crate) fn now_ns() -> u64 {
-    clock_ns(libc::CLOCK_MONOTONIC_COARSE)
-}
-
-fn clock_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: a valid out pointer; both clocks used here exist on every Linux since 2.6.32.
-    unsafe { libc::clock_gettime(clock, &mut ts) };
-    (ts.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(ts.tv_nsec as u64)
 }
 
 /// How long after a peer's death operations on it may still be issued successfully:
@@ -1358,6 +1346,104 @@ fn gather_mapped(ptr: *mut u8, len: usize, off: usize, stride: usize, count: usi
     }
     Ok(out)
 }
+
+/// Executes a peer's request, carried by the network engine, on this process's own memory
+/// through the shared-memory paths (see [`net::SERVE_ON_MEMORY`]).  `a`, `b`, `c`: the
+/// request header's argument words.
+fn serve_on_memory(op: net::Op, [a, b, c]: [u64; 3], body: &[u8]) -> Result<Vec<u8>> {
+    use net::{Op, MAX_DATA};
+    let me = Peer::this()?;
+    let live = me.live()?;
+    let key = MemKey::from_u64(a);
+    let word = |i: usize| -> Result<u64> { body.get(i * 8..i * 8 + 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))).ok_or(Error::InvalidArg) };
+    match op {
+        Op::Put => live.put(key, b, body, c).map(|_| Vec::new()),
+        Op::Get => {
+            let n = word(0)? as usize;
+            if n > MAX_DATA {
+                return Err(Error::InvalidArg);
+            }
+            let mut out = vec![0u8; n];
+            live.get(key, b, &mut out, c)?;
+            Ok(out)
+        }
+        Op::Amo => {
+            let (width, amo) = net::decode_amo(word(0)?, word(1)?, word(2)?)?;
+            live.atomic(key, b, width, amo, c).map(|old| old.to_le_bytes().to_vec())
+        }
+        Op::Store => live.store_u64(key, b, word(0)?, c).map(|_| Vec::new()),
+        Op::Notify => match live.notify_ring(key, c)? {
+            Some(loc) => Ok([1u64, loc.to_words()[0], loc.to_words()[1], loc.to_words()[2]].iter().flat_map(|w| w.to_le_bytes()).collect()),
+            None => Ok(vec![0u8; 32]),
+        },
+        Op::Event => {
+            let loc = RingLoc::from_words([word(0)?, word(1)?, word(2)?]);
+            let overrun = word(3)? != 0;
+            let entry = body.get(32..).ok_or(Error::InvalidArg)?;
+            let pushed = post_event_bytes(&me, &loc, entry, overrun)?;
+            Ok((pushed as u64).to_le_bytes().to_vec())
+        }
+        Op::Check => live.check(key, b, word(0)? as usize, word(1)? != 0, c).map(|_| Vec::new()),
+        // Region operations: a = location word 0, b = word 1, c = word 2 (the RingLoc);
+        // the body starts with the offset.
+        Op::RegionRead | Op::RegionWrite | Op::RegionCas | Op::RegionGather | Op::RegionNotify => {
+            use region_serve as rs;
+            let loc = RingLoc::from_words([a, b, c]);
+            let off = word(0)? as usize;
+            match op {
+                Op::RegionRead => rs::read(&loc, off, (word(1)? as usize).min(MAX_DATA)),
+                Op::RegionWrite => rs::write(&loc, off, body.get(16..).ok_or(Error::InvalidArg)?, word(1)? != 0).map(|_| Vec::new()),
+                Op::RegionCas => rs::cas(&loc, off, word(1)?, word(2)?).map(|v| v.to_le_bytes().to_vec()),
+                Op::RegionGather => {
+                    let (stride, count, n) = (word(1)? as usize, word(2)? as usize, word(3)? as usize);
+                    if count.saturating_mul(n) > MAX_DATA {
+                        return Err(Error::InvalidArg);
+                    }
+                    rs::gather(&loc, off, stride, count, n)
+                }
+                _ => rs::notify(&loc, off).map(|_| Vec::new()),
+            }
+        }
+        Op::PutCompound => {
+            // [npieces, has_flag, flag key, flag addr, flag value, has_notify, notify key,
+            //  entry], then per piece [key, addr, len] and its bytes, padded to 8.
+            let n = word(0)? as usize;
+            let flag = (word(1)? != 0).then(|| Ok::<_, Error>((MemKey::from_u64(word(2)?), word(3)?, word(4)?))).transpose()?;
+            let notify = (word(5)? != 0).then(|| Ok::<_, Error>((MemKey::from_u64(word(6)?), word(7)?))).transpose()?;
+            let mut off = 64;
+            let mut pieces = Vec::with_capacity(n.min(64));
+            for _ in 0..n {
+                let w = |o: usize| body.get(o..o + 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))).ok_or(Error::InvalidArg);
+                let (k, a, len) = (MemKey::from_u64(w(off)?), w(off + 8)?, w(off + 16)? as usize);
+                let data = body.get(off + 24..off + 24 + len).ok_or(Error::InvalidArg)?;
+                pieces.push((k, a, data));
+                off += 24 + ((len + 7) & !7);
+            }
+            live.put_compound(&pieces, flag, notify, c).map(|_| Vec::new())
+        }
+        Op::Call => {
+            let f = service(a as u32).ok_or(Error::Unsupported)?;
+            let mut reply = Vec::new();
+            f(&me, body, &mut reply)?;
+            if reply.len() > MAX_DATA {
+                return Err(Error::InvalidArg);
+            }
+            Ok(reply)
+        }
+        // The engine answers the other kinds itself.
+        _ => Err(Error::InvalidArg),
+    }
+}
+
+/// Tells the network engine how to execute its peers' requests (set when the library is
+/// loaded, before any request can arrive).
+extern "C" fn set_engine_hooks() {
+    let _ = net::SERVE_ON_MEMORY.set(serve_on_memory);
+}
+
+#[used]
+#[link_section = ".init_array"]
+static SET_ENGINE_HOOKS: extern "C" fn() = set_engine_hooks;
 
 /// The network engine's target side of the [`Region`] operations, on this process's own
 /// region `loc`.

@@ -172,7 +172,7 @@ pub fn open_peer_fd(pid: i32, fd: i32, ino: u64, min_len: u64) -> Result<Fd> {
     if f < 0 {
         let e = Error::last_os();
         // ENOENT: either the fd or the whole process is gone; tell the two apart.
-        if crate::registry::pid_alive(pid, None) {
+        if crate::process::pid_alive(pid, None) {
             return Err(match e {
                 Error::Os(libc::ENOENT) => Error::StaleHandle,
                 Error::Os(libc::EACCES) | Error::Os(libc::EPERM) => Error::Permission,
