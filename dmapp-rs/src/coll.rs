@@ -42,7 +42,8 @@
 //!   that round has completed.  With nothing in flight it is a no-op (SUCCESS).
 //! - `destroy` with an operation in flight: RESOURCE_ERROR; after `cancel_op`, allowed.
 
-use crate::job::{self, lock, Job};
+use crate::job::{self, Job, DIR_ENTRIES, DIR_ENTRY};
+use crate::mutex::lock;
 use crate::types::*;
 use softnic_fabric::coll::{self, Deliver, Node, NodeRef, Params};
 use softnic_fabric::reduce::{Elem, Op, Rounding, Ties};
@@ -55,12 +56,6 @@ use std::sync::{Arc, Mutex};
 /// Tree arity when attrs give none.
 pub const DEFAULT_RADIX: usize = 16;
 const MAX_RADIX: usize = coll::MAX_CHILDREN - 1;
-
-/// Pset directory: `DIR_ENTRIES` entries of 8 words: [identifier (0 = free), node
-/// location (5 words), 0, 0].
-const DIR_ENTRIES: usize = 64;
-const DIR_ENTRY: usize = 64;
-pub const DIR_BYTES: usize = DIR_ENTRIES * DIR_ENTRY;
 
 pub const DMAPP_C_PSET_DELIMITER_VEC: i32 = 1;
 pub const DMAPP_C_PSET_DELIMITER_STRIDED: i32 = 2;

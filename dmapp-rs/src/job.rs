@@ -15,6 +15,7 @@
 //! descriptor stays valid after a byte copy to another PE.
 
 use crate::heap::Heap;
+use crate::mutex::lock;
 use crate::types::*;
 use softnic_fabric::bootstrap;
 use softnic_fabric::mem::{self, Access, CrayHandle, MemKey, RingLoc, SharedMem};
@@ -25,10 +26,16 @@ use softnic_fabric::rma::{self, Peer, Pinned, Region};
 use softnic_fabric::{env, sn_debug, sn_warn, Error};
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 pub const DATA: usize = 0;
 pub const SHEAP: usize = 1;
+
+/// Each PE's pset directory (crate::coll): `DIR_ENTRIES` entries of 8 words: [identifier
+/// (0 = free), node location (5 words), 0, 0].
+pub const DIR_ENTRIES: usize = 64;
+pub const DIR_ENTRY: usize = 64;
+pub const DIR_BYTES: usize = DIR_ENTRIES * DIR_ENTRY;
 
 /// One symmetric segment of one PE.
 #[derive(Clone, Copy, Debug, Default)]
@@ -49,7 +56,7 @@ pub struct PeInfo {
     /// The PE's receive queue (crate::queue) and the largest put it takes, in QW.
     pub queue_loc: RingLoc,
     pub queue_nelems: u32,
-    /// The PE's table of lock queue nodes (crate::lock) and its number of nodes.
+    /// The PE's table of lock queue nodes (crate::lock, crate::lock_table) and its number of nodes.
     pub lock_loc: RingLoc,
     pub lock_nodes: u32,
     peer: OnceLock<Arc<Peer>>,
@@ -109,15 +116,15 @@ pub struct Job {
     pub pset_dir: SharedMem,
     pub heap: Mutex<Heap>,
     pub attrs: Mutex<RmaAttrsExt>,
-    pub sync: Mutex<crate::sync::Table>,
+    pub sync: Mutex<crate::sync_table::Table>,
     /// First error of `_nbi` requests since the last gsync (0 = none).
     pub gsync_err: Mutex<Rc>,
     /// Handle words -> key of this PE's dmapp_mem_register regions.
     pub dynregs: Mutex<HashMap<[u64; 2], MemKey>>,
-    /// This PE's receive queue (crate::queue).
-    pub queue: crate::queue::Queue,
-    /// This PE's lock queue nodes (crate::lock).
-    pub locks: crate::lock::Table,
+    /// This PE's receive queue (crate::queue, crate::queue_ring).
+    pub queue: crate::queue_ring::Queue,
+    /// This PE's lock queue nodes (crate::lock, crate::lock_table).
+    pub locks: crate::lock_table::Table,
 }
 
 // SAFETY: the raw pointers in `local` are addresses only (never dereferenced here);
@@ -140,10 +147,6 @@ static EPOCH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0
 thread_local! {
     /// This thread's view of the live job and the epoch it was read in.
     static CACHED: std::cell::RefCell<(u64, Option<Arc<Job>>)> = const { std::cell::RefCell::new((u64::MAX, None)) };
-}
-
-pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// True between a successful `dmapp_init*` and `dmapp_finalize` (`dmapp_initialized`).
@@ -384,7 +387,7 @@ pub fn init(req: &RmaAttrsExt) -> Result<RmaAttrsExt, Rc> {
         }
     }
 
-    let pset_dir = match mem::alloc_shared(crate::coll::DIR_BYTES) {
+    let pset_dir = match mem::alloc_shared(DIR_BYTES) {
         Ok(m) => Some(m),
         Err(e) => {
             sn_warn!("dmapp_init", "cannot allocate the pset directory: {}", e);
@@ -392,11 +395,11 @@ pub fn init(req: &RmaAttrsExt) -> Result<RmaAttrsExt, Rc> {
             None
         }
     };
-    let dir_loc = pset_dir.as_ref().and_then(|m| m.ring_loc(0, crate::coll::DIR_BYTES).ok()).map_or([0; 3], |l| l.to_words());
+    let dir_loc = pset_dir.as_ref().and_then(|m| m.ring_loc(0, DIR_BYTES).ok()).map_or([0; 3], |l| l.to_words());
 
     let mut attrs = *req;
     settle_queue_attrs(&mut attrs);
-    let queue = match crate::queue::Queue::new(attrs.queue_depth, attrs.queue_nelems, attrs.queue_flags as u64) {
+    let queue = match crate::queue_ring::Queue::new(attrs.queue_depth, attrs.queue_nelems, attrs.queue_flags as u64) {
         Ok(q) => Some(q),
         Err(e) => {
             sn_warn!("dmapp_init", "cannot allocate a receive queue of {} entries: {}", attrs.queue_depth, e);
@@ -404,7 +407,7 @@ pub fn init(req: &RmaAttrsExt) -> Result<RmaAttrsExt, Rc> {
             None
         }
     };
-    let locks = match crate::lock::Table::new(crate::lock::max_locks()) {
+    let locks = match crate::lock_table::Table::new(crate::lock_table::max_locks()) {
         Ok(t) => Some(t),
         Err(e) => {
             sn_warn!("dmapp_init", "cannot allocate the lock node table: {}", e);
@@ -490,7 +493,7 @@ pub fn init(req: &RmaAttrsExt) -> Result<RmaAttrsExt, Rc> {
         pset_dir: pset_dir.ok_or(DMAPP_RC_RESOURCE_ERROR)?,
         heap: Mutex::new(Heap::new(hsize as usize)),
         attrs: Mutex::new(attrs),
-        sync: Mutex::new(crate::sync::Table::new(attrs.max_outstanding_nb)),
+        sync: Mutex::new(crate::sync_table::Table::new(attrs.max_outstanding_nb)),
         gsync_err: Mutex::new(DMAPP_RC_SUCCESS),
         dynregs: Mutex::new(HashMap::new()),
         queue: queue.ok_or(DMAPP_RC_RESOURCE_ERROR)?,
@@ -515,7 +518,10 @@ pub fn init(req: &RmaAttrsExt) -> Result<RmaAttrsExt, Rc> {
 /// means retiring the bookkeeping; then a job-wide barrier, so no PE tears down
 /// memory a slower PE is still targeting; then the registrations go.  The heap stays
 /// mapped (no longer reachable remotely), so results remain readable locally.
-pub fn finalize() -> Rc {
+/// `keep_draining` is [`crate::queue::drain_during_finalize`], passed down by
+/// `dmapp_finalize` (the queue's delivery lives above the job): it keeps this PE's queue
+/// draining until the guard it returns is dropped, after the barrier.
+pub fn finalize<G>(keep_draining: impl FnOnce(&Arc<Job>) -> G) -> Rc {
     let job = {
         let mut phase = PHASE.write().unwrap_or_else(|e| e.into_inner());
         match std::mem::replace(&mut *phase, Phase::After) {
@@ -537,7 +543,7 @@ pub fn finalize() -> Rc {
     lock(&job.sync).clear();
     // A peer may be waiting for room in our queue before it reaches its own finalize:
     // keep our queue draining while we wait for everyone (crate::queue).
-    let draining = crate::queue::drain_during_finalize(&job);
+    let draining = keep_draining(&job);
     if let Err(e) = bootstrap::barrier() {
         sn_warn!("dmapp_finalize", "job barrier failed: {}", e);
     }

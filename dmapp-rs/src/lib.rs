@@ -3,30 +3,48 @@
 //! Each export decodes its C arguments, checks them, calls the fabric and encodes
 //! the result as a `dmapp_return_t`; the decisions where the documents are silent
 //! are listed in include/dmapp.h.
-//! - [`job`]: init/finalize window, attributes, symmetric segments, address translation.
-//! - [`heap`]: the deterministic symmetric-heap allocator.
-//! - [`rma`], [`amo`]: data motion; [`sync`]: syncids and gsync.
+//!
+//! Modules, top to bottom: each uses only modules below it.
+//! - this file: init/finalize, attributes, job info, the symmetric heap's exports,
+//!   dynamic registration, error strings.
+//! - [`unsupported`]: the functions that return DMAPP_RC_NOT_SUPPORTED, with reasons.
 //! - [`coll`]: the collectives (psets, barrier, all-reduce) over the fabric's reduction trees.
 //! - [`lock`]: locks on descriptors in a PE's segment (MCS queue lock over the remote AMOs).
-//! - [`queue`]: message queues (a fabric ring per PE, a callback at the target).
+//! - [`amo`]: the atomic memory operations, over rma's issue path.
+//! - [`sync`]: syncid test/wait and gsync (the completion of `_nb` and `_nbi` requests).
+//! - [`rma`]: put/get in every shape, and the issue path of every completion class.
 //! - [`progress`]: the progress callbacks, called from the library's waits.
+//! - [`queue`]: message queues: attach, detach, put, and who delivers when.
+//! - [`job`]: the init/finalize window, the symmetric segments of every PE, address
+//!   translation; the job holds the tables below.  (Its finalize keeps the queue
+//!   draining with a function `dmapp_finalize` passes down from [`queue`].)
+//! - [`heap`]: the deterministic symmetric-heap allocator.
+//! - [`lock_table`]: a PE's table of lock queue nodes.
+//! - [`queue_ring`]: a PE's receive ring (a fabric ring), delivered to the attached callback.
+//! - [`sync_table`]: the syncids of `_nb` requests not yet retired.
+//! - [`mutex`]: the one way to take a mutex (poison-tolerant).
 //! - [`rc`]: the one fabric-error -> DMAPP-code mapping, and error strings.
-//! - [`unsupported`]: the functions that return DMAPP_RC_NOT_SUPPORTED, with reasons.
+//! - [`types`]: the C types of dmapp.h.
 
 pub mod amo;
 pub mod coll;
 pub mod heap;
 pub mod job;
 pub mod lock;
+pub mod lock_table;
+pub mod mutex;
 pub mod progress;
 pub mod queue;
+pub mod queue_ring;
 pub mod rc;
 pub mod rma;
 pub mod sync;
+pub mod sync_table;
 pub mod types;
 pub mod unsupported;
 
-use job::{live, lock, maybe_abort};
+use job::{live, maybe_abort};
+use mutex::lock;
 use softnic_fabric::mem::{self, Access, CrayHandle};
 use softnic_fabric::sn_warn;
 use std::ffi::{c_char, c_int, c_void};
@@ -110,7 +128,8 @@ pub extern "C" fn dmapp_finalize() -> Rc {
     }
     let rc = {
         let _span = softnic_fabric::trace::span("dmapp", "dmapp_finalize");
-        job::finalize()
+        // The queue keeps draining while finalize waits for the other PEs (crate::queue).
+        job::finalize(queue::drain_during_finalize)
     };
     softnic_fabric::trace::flush();
     rc

@@ -33,31 +33,22 @@
 //! **DMAPP_MAX_LOCKS** (environment, default 128, at most 1023) is the number of queue
 //! nodes, that is the number of locks one PE can hold or be waiting for at once; one more
 //! acquire is DMAPP_RC_NO_SPACE and touches nothing.
+//!
+//! The node table (layout, claiming a node) is [`crate::lock_table`]; the job holds it.
 
-use crate::job::{live, lock, Job};
+use crate::job::{live, Job};
+use crate::lock_table::{State, Table, Tail, LOCKED, NEXT, NODE, WAKE};
+use crate::mutex::lock;
 use crate::types::*;
 use softnic_fabric::atomic::{AmoOp, AmoWidth};
-use softnic_fabric::mem::{self, MemKey, RingLoc, SharedMem};
-use softnic_fabric::rma::{self, Peer};
-use softnic_fabric::wait::WaitWords;
-use softnic_fabric::{env, net, sn_debug, sn_warn, Error};
+use softnic_fabric::rma;
+use softnic_fabric::{net, sn_debug, sn_warn, Error};
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
-
-/// DMAPP_MAX_LOCKS: default and largest value.
-pub const DEFAULT_MAX_LOCKS: u32 = 128;
-pub const LIMIT_MAX_LOCKS: u32 = 1023;
 
 /// `dmapp_lock_desc_t`: 16 bytes (tail word + a reserved word), zero when free.
 pub const DESC_BYTES: u64 = 16;
-
-/// One queue node per cache line: locked, next, wait words.
-const NODE: usize = 64;
-const LOCKED: usize = 0;
-const NEXT: usize = 8;
-const WAKE: usize = 16;
 
 /// How long a waiter sleeps before it looks around (queue delivery, predecessor alive).
 const TICK_DELIVERING: Duration = Duration::from_millis(1);
@@ -65,17 +56,6 @@ const TICK: Duration = Duration::from_millis(50);
 
 /// `dmapp_lock_handle_t`: an opaque token (see [`handle_of`]).
 pub type LockHandle = *mut c_void;
-
-/// The number of queue nodes per PE, from DMAPP_MAX_LOCKS.
-pub fn max_locks() -> u32 {
-    let v = env::get_u64("DMAPP_MAX_LOCKS");
-    if v == 0 || v > LIMIT_MAX_LOCKS as u64 {
-        let n = if v == 0 { 1 } else { LIMIT_MAX_LOCKS };
-        sn_warn!("dmapp_init", "DMAPP_MAX_LOCKS={} is outside 1..={}; using {}", v, LIMIT_MAX_LOCKS, n);
-        return n;
-    }
-    v as u32
-}
 
 /// A node's id in lock words: (pe + 1) << 16 | node, never 0.
 fn node_id(pe: u32, idx: u32) -> u64 {
@@ -93,67 +73,9 @@ fn decode_handle(h: LockHandle) -> (u32, Option<u32>, u16) {
     ((v >> 16) as u32, idx, (v >> 48) as u16)
 }
 
-/// Where a held lock's tail word is.
-#[derive(Clone)]
-struct Tail {
-    peer: Arc<Peer>,
-    key: MemKey,
-    addr: u64,
-}
-
-enum State {
-    Free,
-    /// Between the start of acquire and the end of release (not releasable).
-    Busy,
-    Held(Tail),
-}
-
-struct Slot {
-    gen: u16,
-    state: State,
-}
-
-/// This PE's queue nodes.
-pub struct Table {
-    mem: SharedMem,
-    pub loc: RingLoc,
-    pub count: u32,
-    slots: Mutex<Vec<Slot>>,
-}
-
+// The waits are the table's, but they live here, above the job: between sleeps they
+// deliver the queue and watch the PE expected to wake us.
 impl Table {
-    pub fn new(count: u32) -> Result<Table, Error> {
-        let bytes = count as usize * NODE;
-        let m = mem::alloc_shared(bytes)?;
-        let loc = m.ring_loc(0, bytes)?;
-        let slots = (0..count).map(|_| Slot { gen: 0, state: State::Free }).collect();
-        Ok(Table { mem: m, loc, count, slots: Mutex::new(slots) })
-    }
-
-    fn word(&self, idx: u32, off: usize) -> &AtomicU64 {
-        // SAFETY: idx < count (callers take idx from the slot table), so the node lies
-        // inside the mapping; 8-aligned; peers access it atomically.
-        unsafe { &*(self.mem.as_ptr().add(idx as usize * NODE + off) as *const AtomicU64) }
-    }
-
-    fn wake(&self, idx: u32) -> &WaitWords {
-        // SAFETY: as in `word`; WaitWords is two atomics, all-zero is its initial state.
-        unsafe { &*(self.mem.as_ptr().add(idx as usize * NODE + WAKE) as *const WaitWords) }
-    }
-
-    /// Claims a free node (NO_SPACE when all are in use).
-    fn claim(&self) -> Result<(u32, u16), Rc> {
-        let mut s = lock(&self.slots);
-        let i = s.iter().position(|x| matches!(x.state, State::Free)).ok_or(DMAPP_RC_NO_SPACE)?;
-        s[i].gen = s[i].gen.wrapping_add(1);
-        s[i].state = State::Busy;
-        Ok((i as u32, s[i].gen))
-    }
-
-    fn free(&self, idx: u32) {
-        lock(&self.slots)[idx as usize].state = State::Free;
-    }
-
     /// Sleeps on node `idx` until `ready()`; between sleeps delivers the queue and checks
     /// that `watch` (the PE expected to wake us) is alive.
     fn wait(&self, job: &Job, idx: u32, ready: impl Fn() -> bool, watch: Option<u32>) -> Result<(), Rc> {
@@ -352,12 +274,6 @@ pub extern "C" fn dmapp_lock_release(handle: LockHandle, _flags: u64) -> Rc {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_registry_default_is_the_documented_one() {
-        assert_eq!(env::lookup("DMAPP_MAX_LOCKS").map(|t| t.default), Some("128"));
-        assert_eq!(DEFAULT_MAX_LOCKS, 128);
-    }
 
     #[test]
     fn ids_and_handles_round_trip() {

@@ -2,13 +2,13 @@
 //! Global Arrays' ARMCI/ComEx ports and UPC++): a PE sends a small message to another PE's
 //! queue, and the target's callback receives it.
 //!
-//! **Where messages wait.**  Every PE makes one receive queue at `dmapp_init`: a fabric
-//! [`Ring`] of `queue_depth` fixed-size entries in library-owned shared memory, whose
-//! location the init allgather tells every PE.  A put appends one entry (sender, length,
-//! payload) with [`rma::post_event`]: written in place into the target's ring on this
-//! machine, pushed by the target's network progress thread on another.  A sender's puts
-//! complete one after the other and the ring is FIFO, so the target sees each sender's
-//! messages in the order they were put.
+//! **Where messages wait.**  Every PE makes one receive queue at `dmapp_init`
+//! ([`crate::queue_ring`]): a fabric `Ring` of `queue_depth` fixed-size entries in
+//! library-owned shared memory, whose location the init allgather tells every PE.  A put
+//! appends one entry (sender, length, payload) with [`rma::post_event`]: written in place
+//! into the target's ring on this machine, pushed by the target's network progress thread
+//! on another.  A sender's puts complete one after the other and the ring is FIFO, so the
+//! target sees each sender's messages in the order they were put.
 //!
 //! **Who delivers.**  Nothing runs the callback behind the target's back unless it asked:
 //! - without `DMAPP_QUEUE_ASYNC_PROGRESS` the target's own calls into DMAPP deliver (the
@@ -33,34 +33,15 @@
 //! attached, else discarding with a warning) while it waits for the other PEs, so that a
 //! PE still blocked on our full queue reaches its own finalize.
 
-use crate::job::{live, lock, Job};
+use crate::job::{live, Job};
+use crate::mutex::lock;
+use crate::queue_ring::{Entry, Queue, QueueCb, Worker, ENTRY_WORDS, IN_CALLBACK};
 use crate::types::*;
-use softnic_fabric::mem::{self, RingLoc, SharedMem};
-use softnic_fabric::ring::{Pod, Ring};
-use softnic_fabric::{net, rma, sn_debug, sn_warn, Error};
-use std::cell::Cell;
+use softnic_fabric::{rma, sn_debug, sn_warn, Error};
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, TryLockError};
-use std::thread::{JoinHandle, ThreadId};
+use std::sync::Arc;
 use std::time::Duration;
-
-/// Payload words of one entry: the largest put any queue takes.
-const ENTRY_WORDS: usize = DMAPP_QUEUE_MAX_NELEMS as usize;
-
-/// One message in a receive ring.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct Entry {
-    /// Sender PE (low 32 bits) and payload length in bytes (high 32 bits).
-    head: u64,
-    data: [u64; ENTRY_WORDS],
-}
-// SAFETY: repr(C), integers only; every bit pattern is a valid Entry.
-unsafe impl Pod for Entry {}
-
-/// `int (*queue_cb)(void *context, void *data, uint32_t len, dmapp_pe_t rank)`.
-pub type QueueCb = extern "C" fn(context: *mut c_void, data: *mut c_void, len: u32, rank: Pe) -> c_int;
 
 /// `dmapp_queue_handle_t`: an opaque token naming one attachment (see [`handle_of`]).
 pub type QueueHandle = *mut c_void;
@@ -73,122 +54,9 @@ fn handle_of(gen: u32) -> QueueHandle {
     (HANDLE_TAG | gen as u64) as usize as QueueHandle
 }
 
-/// The delivery thread of an asynchronous attachment (or of finalize).
-struct Worker {
-    stop: Arc<AtomicBool>,
-    thread: JoinHandle<()>,
-    id: ThreadId,
-}
-
-struct Attachment {
-    /// Generation of the current (or last) attachment; the handle carries it.
-    gen: u32,
-    /// The callback and its context (an address, never dereferenced here); None: detached.
-    cb: Option<(QueueCb, usize)>,
-    worker: Option<Worker>,
-}
-
-/// This PE's receive queue.
-pub struct Queue {
-    /// Owns the ring's memory (kept mapped for the life of the process, like the heap).
-    _mem: SharedMem,
-    ring: Ring<Entry>,
-    pub loc: RingLoc,
-    /// Largest put this queue takes, in QW (the settled queue_nelems attribute).
-    pub nelems: u32,
-    /// The queue_flags attribute asked for asynchronous progress.
-    async_attr: bool,
-    /// Serialises deliveries: one callback at a time, entries in ring order.
-    delivering: Mutex<()>,
-    att: Mutex<Attachment>,
-}
-
 /// True while a callback is attached that the program's own DMAPP calls deliver to (no
 /// asynchronous progress): read without a lock by [`progress`] on every blocking call.
 static SYNC_DELIVERY: AtomicBool = AtomicBool::new(false);
-
-thread_local! {
-    /// This thread is inside a queue callback.
-    static IN_CALLBACK: Cell<bool> = const { Cell::new(false) };
-}
-
-impl Queue {
-    /// A ring of `depth` entries (a settled power of two) in fresh shared memory.
-    pub fn new(depth: u32, nelems: u32, flags: u64) -> Result<Queue, Error> {
-        let bytes = Ring::<Entry>::bytes_needed(depth);
-        if bytes == 0 {
-            return Err(Error::InvalidArg);
-        }
-        let m = mem::alloc_shared(bytes)?;
-        // SAFETY: fresh, exclusively ours, 64-aligned (page-aligned mapping), `bytes` long.
-        let ring = unsafe { Ring::<Entry>::init(m.as_ptr(), m.len(), depth)? };
-        let loc = m.ring_loc(0, bytes)?;
-        Ok(Queue {
-            _mem: m,
-            ring,
-            loc,
-            nelems,
-            async_attr: flags & DMAPP_QUEUE_ASYNC_PROGRESS != 0,
-            delivering: Mutex::new(()),
-            att: Mutex::new(Attachment { gen: 0, cb: None, worker: None }),
-        })
-    }
-
-    /// Delivers what the ring holds (at most one ring's worth, so a fast sender cannot
-    /// keep the caller here), one callback at a time.  `wait_turn`: wait for a delivery
-    /// running on another thread to end instead of leaving the work to it.  With
-    /// `discard`, entries that find no callback are dropped (finalize).  Returns the number
-    /// of entries taken.
-    fn deliver(&self, wait_turn: bool, discard: bool) -> usize {
-        let _turn = match self.delivering.try_lock() {
-            Ok(g) => g,
-            Err(TryLockError::Poisoned(e)) => e.into_inner(),
-            Err(TryLockError::WouldBlock) if wait_turn && !IN_CALLBACK.with(|c| c.get()) => lock(&self.delivering),
-            Err(TryLockError::WouldBlock) => return 0,
-        };
-        let mut taken = 0;
-        while taken < self.ring.capacity() as usize {
-            // Read per entry: a callback may detach (then the rest stays queued).
-            let cb = lock(&self.att).cb;
-            if cb.is_none() && !discard {
-                break;
-            }
-            let Some(mut e) = self.ring.pop() else { break };
-            taken += 1;
-            let from = e.head as u32 as Pe;
-            let len = ((e.head >> 32) as usize).min(ENTRY_WORDS * 8) as u32;
-            match cb {
-                Some((f, ctx)) => {
-                    IN_CALLBACK.with(|c| c.set(true));
-                    let rc = f(ctx as *mut c_void, e.data.as_mut_ptr() as *mut c_void, len, from);
-                    IN_CALLBACK.with(|c| c.set(false));
-                    if rc != 0 {
-                        sn_debug!("dmapp queue", "callback returned {} for a message from PE {}", rc, from);
-                    }
-                }
-                None => sn_warn!("dmapp_finalize", "a {}-byte queue message from PE {} was never delivered (no callback attached)", len, from),
-            }
-        }
-        taken
-    }
-
-    /// Sleeps until the ring has an entry, `stop` is set, or `timeout` passes.
-    fn sleep(&self, stop: &AtomicBool, timeout: Duration) {
-        let Some(w) = self.ring.waker() else {
-            softnic_fabric::cancel::sleep(timeout);
-            return;
-        };
-        // The network engine's lease ends: our progress thread must serve pushes meanwhile.
-        net::stop_polling_for_events();
-        let _ = w.wait_until(|| stop.load(Ordering::Acquire) || !self.ring.is_empty(), Some(timeout));
-    }
-
-    fn wake(&self) {
-        if let Some(w) = self.ring.waker() {
-            w.notify();
-        }
-    }
-}
 
 /// Starts a library thread that delivers until its stop flag is set.
 fn spawn_worker(job: &Arc<Job>, discard: bool) -> std::io::Result<Worker> {
@@ -236,12 +104,12 @@ pub fn sync_delivery() -> bool {
 }
 
 /// Guard of [`drain_during_finalize`]: stops the thread when dropped.
-pub struct Draining<'a> {
-    job: &'a Arc<Job>,
+pub struct Draining {
+    job: Arc<Job>,
     worker: Option<Worker>,
 }
 
-impl Drop for Draining<'_> {
+impl Drop for Draining {
     fn drop(&mut self) {
         if let Some(w) = self.worker.take() {
             stop_worker(&self.job.queue, w);
@@ -253,8 +121,9 @@ impl Drop for Draining<'_> {
 }
 
 /// finalize: detaches, and keeps the queue draining on a library thread until the guard
-/// is dropped (see the module doc).
-pub fn drain_during_finalize(job: &Arc<Job>) -> Draining<'_> {
+/// is dropped (see the module doc).  `dmapp_finalize` hands it to [`crate::job::finalize`],
+/// which runs it around its barrier.
+pub fn drain_during_finalize(job: &Arc<Job>) -> Draining {
     let (cb, worker) = {
         let mut a = lock(&job.queue.att);
         SYNC_DELIVERY.store(false, Ordering::Release);
@@ -269,7 +138,7 @@ pub fn drain_during_finalize(job: &Arc<Job>) -> Draining<'_> {
             None
         }
     });
-    Draining { job, worker }
+    Draining { job: job.clone(), worker }
 }
 
 /// # Safety
@@ -413,12 +282,6 @@ softnic_fabric::blocking_export! {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn entry_carries_the_largest_put() {
-        assert_eq!(std::mem::size_of::<Entry>(), 8 + DMAPP_QUEUE_MAX_NELEMS as usize * 8);
-        assert!(std::mem::size_of::<Entry>() + 64 < net::MAX_DATA);
-    }
 
     #[test]
     fn handles_name_one_attachment() {

@@ -15,7 +15,8 @@
 //! unsupported); a zero-length PUT is a successful no-op that still validates its
 //! arguments.
 
-use crate::job::{live, lock, Job, Remote};
+use crate::job::{live, Job, Remote};
+use crate::mutex::lock;
 use crate::types::*;
 use softnic_fabric::rma;
 use std::ffi::{c_int, c_void};

@@ -3,7 +3,7 @@
 
 use crate::pmi::{self, ConnState, Effect, Server};
 use crate::wire::Mapping;
-use crate::Opts;
+use std::ffi::OsString;
 use std::io;
 use std::net::TcpListener;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -34,6 +34,16 @@ const MAX_PENDING_OUTPUT: usize = 1 << 20;
 const OUTPUT_CHUNK: usize = libc::PIPE_BUF;
 /// Connections (beyond the ranks') that have not proven they are ranks, at most.
 const MAX_UNIDENTIFIED: usize = 64;
+
+/// What to run: snrun's parsed command line (main.rs parses it).
+#[derive(Debug, PartialEq)]
+pub struct Opts {
+    pub n: usize,
+    pub per_node: Option<usize>,
+    pub label: bool,
+    pub timeout: Option<f64>,
+    pub prog: Vec<OsString>,
+}
 
 static LOG_LEVEL: AtomicU8 = AtomicU8::new(1);
 

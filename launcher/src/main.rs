@@ -1,10 +1,19 @@
 //! snrun: starts the ranks of a job, serves them the PMI-1 wire protocol, and
 //! reaps the whole job when any rank fails.  See `snrun --help`.
+//!
+//! Modules, top to bottom (each uses only those below it):
+//! - this file: parsing the command line into an `Opts`, and `main`;
+//! - [`job`]: running a job (spawning ranks, the poll loop, reaping) and `Opts`, what it runs;
+//! - [`pmi`]: the PMI-1 server state machine, free of sockets and processes;
+//! - [`wire`]: the PMI-1 wire format and the process-mapping encoding.
+//!
+//! (`trace_merge.rs` is another program, sn-trace-merge, sharing no module.)
 
 mod job;
 mod pmi;
 mod wire;
 
+use job::Opts;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 
@@ -37,15 +46,6 @@ Exit status: 0 when every rank exits 0; otherwise the first failing rank's
 status (128+signal when killed), the PMI_Abort exit code, 124 on --timeout,
 128+signal when snrun itself is interrupted.
 Environment: SOFTNIC_LOG=debug prints the PMI traffic.";
-
-#[derive(Debug, PartialEq)]
-pub struct Opts {
-    pub n: usize,
-    pub per_node: Option<usize>,
-    pub label: bool,
-    pub timeout: Option<f64>,
-    pub prog: Vec<OsString>,
-}
 
 #[derive(Debug, PartialEq)]
 enum Parsed {
