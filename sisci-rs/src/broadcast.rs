@@ -16,7 +16,7 @@
 //! stores are written to the group at the sync points of crate::shadow.
 //!
 //! **Across machines: a hub.**  The machines' mirrors are kept in step the way maps of
-//! another machine's segment are (crate::shadow, the same code): one mirror is the group's
+//! another machine's segment are (crate::twin, the same code): one mirror is the group's
 //! *hub*; every other machine ships the 8-byte words written into its mirror to the hub
 //! and reloads its mirror from the hub word by word (a word written and not shipped yet
 //! keeps its value), when a write to the group is made (before it returns), at its members'
@@ -49,7 +49,7 @@
 //! filled from the hub.  A node's copy starts as the mirror's content when its segment is
 //! made, and leaves the table when the segment is removed (or its process ends).
 //!
-//! **Shared state**, in the mirror's memory before the data (offsets below): magic, size,
+//! **Shared state**, in the mirror's memory before the data (crate::mirror): magic, size,
 //! token, the sync lock (pid of the process syncing; taken over from a process that died
 //! holding it), when the machine's next background pass is due, this mirror's epoch and
 //! node, a version (counts the writes into the copies, so broadcast maps of a single
@@ -60,11 +60,12 @@
 //! in the middle of a pass can leave words recorded as shipped that were not (lost), or
 //! shipped and not recorded (shipped again).
 
+use crate::memory::{alloc_data, Data};
+use crate::mirror::*;
 use crate::node;
-use crate::segment::{alloc_data, Data};
 use crate::service::{self, Msg, BC_JOIN};
-use crate::shadow::{self, Kept};
 use crate::status::*;
+use crate::twin::{self, Kept};
 use crate::types::*;
 use softnic_fabric::mem::{MemKey, RingLoc};
 use softnic_fabric::registry::{self, api, ProcId};
@@ -72,76 +73,6 @@ use softnic_fabric::rma::{Peer, RegionView};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
-
-/// "SCIgrp02": the header of a mirror, version 2 (private copies per node).
-pub const GROUP_MAGIC: u64 = u64::from_le_bytes(*b"SCIgrp02");
-/// Bytes of header before the data: the member table, then the table of copies.
-pub const HDR: usize = 8192;
-pub const G_MAGIC: usize = 0;
-pub const G_SIZE: usize = 8;
-pub const G_TOKEN: usize = 16;
-/// Pid of the process syncing the mirror (0: none).
-pub const G_LOCK: usize = 24;
-/// CLOCK_MONOTONIC nanoseconds at which the machine's next background pass is due.
-pub const G_DUE: usize = 32;
-/// This mirror: epoch | launcher node << 32.
-pub const G_WHO: usize = 40;
-/// Incremented after every write into the machine's copies and the mirror.
-pub const G_VERSION: usize = 48;
-/// The member table: other machines' mirrors.
-pub const M_OFF: usize = 64;
-pub const M_LEN: usize = 64;
-pub const NMEMBER: usize = (4096 - M_OFF) / M_LEN;
-/// Entry words: state, then [`Member::words`].
-pub const M_STATE: usize = 0;
-pub const M_WHO: usize = 8;
-pub const M_TOKEN: usize = 48;
-/// The table of this machine's copies (one per member node).
-pub const L_OFF: usize = 4096;
-pub const L_LEN: usize = 64;
-pub const NLOCAL: usize = (HDR - L_OFF) / L_LEN;
-/// Entry words: state, node id, owner (registry slot | generation << 32), registration
-/// key, address in the owner, size, token.
-pub const L_NODE: usize = 8;
-pub const L_PROC: usize = 16;
-pub const L_KEY: usize = 24;
-pub const L_ADDR: usize = 32;
-pub const L_SIZE: usize = 40;
-pub const L_TOKEN: usize = 48;
-pub const ST_FREE: u64 = 0;
-/// Being filled, by the pid in the bits above the low byte.
-pub const ST_CLAIMED: u64 = 1;
-pub const ST_LIVE: u64 = 2;
-/// Its process is gone (or it was made anew, or left): free for reuse.
-pub const ST_GONE: u64 = 3;
-
-/// Another machine's copy of a group, as the member table holds it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Member {
-    /// Launcher node of the process whose memory it is.
-    pub enode: u32,
-    pub epoch: u32,
-    pub proc: ProcId,
-    pub key: MemKey,
-    /// Address of the copy's header in its process (the data follow at +HDR).
-    pub base: u64,
-    pub size: u64,
-    pub token: u64,
-}
-
-impl Member {
-    /// Who is the hub: the least.
-    fn rank(&self) -> (u32, u32, u64) {
-        (self.epoch, self.enode, self.token)
-    }
-    /// Entry words 1..7 (after the state).
-    pub fn words(&self) -> [u64; 6] {
-        [self.epoch as u64 | (self.enode as u64) << 32, self.proc.slot as u64 | (self.proc.gen as u64) << 32, self.key.to_u64(), self.base, self.size, self.token]
-    }
-    pub fn from_words(w: [u64; 6]) -> Member {
-        Member { epoch: w[0] as u32, enode: (w[0] >> 32) as u32, proc: ProcId { slot: w[1] as u32, gen: (w[1] >> 32) as u32 }, key: MemKey::from_u64(w[2]), base: w[3], size: w[4], token: w[5] }
-    }
-}
 
 /// A copy as published in its machine's registry (the 64-byte payload of "SCIg" + id):
 /// location of the whole copy, data size, registration key, the node whose segment made
@@ -508,13 +439,13 @@ impl Group {
     /// Under the lock.
     fn propagate(&self) {
         let applied = self.applied();
-        let runs = shadow::changes(self.data(), applied, 0, self.size);
+        let runs = twin::changes(self.data(), applied, 0, self.size);
         if runs.is_empty() {
             return;
         }
         let r: Vec<(usize, &[u8])> = runs.iter().map(|(o, v)| (*o, v.as_slice())).collect();
         self.into_copies(&r);
-        shadow::record(applied, &runs);
+        twin::record(applied, &runs);
     }
 
     /// Brings the mirror in step with the hub (when other machines may share the group):
@@ -543,8 +474,8 @@ impl Group {
             let r = match self.peer(&m) {
                 Ok(p) => {
                     let twin = self.twin(n);
-                    shadow::ship(self.data(), twin, lo.min(n), hi.min(n), &p, m.key, at)
-                        .and_then(|_| if reload { shadow::pull(self.data(), twin, &p, m.key, at) } else { Ok(()) })
+                    twin::ship(self.data(), twin, lo.min(n), hi.min(n), &p, m.key, at)
+                        .and_then(|_| if reload { twin::pull(self.data(), twin, &p, m.key, at) } else { Ok(()) })
                         .map_err(|e| (e, p.is_alive()))
                 }
                 Err(_) => Err((SCI_ERR_TRANSFER_FAILED, false)),
@@ -591,7 +522,7 @@ impl Kept for Group {
         }
         let _ = self.sync_locked(0, self.size, true);
         self.propagate();
-        let next = period.max(shadow::rate_limit(self.size)).as_nanos() as u64;
+        let next = period.max(twin::rate_limit(self.size)).as_nanos() as u64;
         self.word(G_DUE).store(mono_ns().saturating_add(next), Ordering::Relaxed);
     }
 }
@@ -657,7 +588,7 @@ fn handle(id: u32, c: &Card, owner: Arc<Peer>) -> R<Arc<Group>> {
     drop(open);
     if spanning {
         let kept: Arc<dyn Kept> = g.clone();
-        shadow::keep_in_step(Arc::downgrade(&kept));
+        twin::keep_in_step(Arc::downgrade(&kept));
     }
     Ok(g)
 }
@@ -805,7 +736,7 @@ mod tests {
     /// table's limit.
     #[test]
     fn copies_are_private_and_the_mirror_keeps_in_step_with_its_hub() {
-        crate::service_init();
+        crate::service::register();
         let id = 0x7e57_0000 + std::process::id() % 0x10000;
         let (d1, m1) = join(id, 4000).unwrap();
         let (d2, m2) = join(id, 2000).unwrap();

@@ -79,7 +79,7 @@ sisci_export! {
     /// Starts the library (counted: every call needs a SCITerminate).  No flags.
     fn SCIInitialize(flags: u32, error: *mut SciErr) {
         let r = check_flags(flags, 0).map(|_| {
-            crate::service_init();
+            crate::service::register();
             INIT.fetch_add(1, Ordering::AcqRel);
         });
         done("SCIInitialize", error, r)

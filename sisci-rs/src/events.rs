@@ -4,16 +4,18 @@
 //! ring, which every event producer rings when the object it delivered to has a callback
 //! armed, and then offers every armed object the chance to deliver what it has.  Objects
 //! that must watch their peers (segments with connections, connected segments) make it
-//! wake every `segment::SWEEP_EVERY` as well.  Callbacks therefore run one at a time, never
+//! wake every [`SWEEP_EVERY`] as well.  Callbacks therefore run one at a time, never
 //! with a library lock held: a callback may call the library, remove its own object, or
 //! arm others.  A callback that returns SCI_CALLBACK_CANCEL is not called again.
 
 use crate::pool;
-use crate::segment::SWEEP_EVERY;
 use crate::status::*;
 use crate::types::*;
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// How often a waiter (or the callback thread) looks for connections whose process died.
+pub const SWEEP_EVERY: Duration = Duration::from_millis(200);
 
 /// An object with a callback armed.
 pub trait Armed: Send + Sync {

@@ -1,25 +1,44 @@
 //! libsisci.so: Dolphin SISCI (the current DIS API) over the softnic fabric.
 //!
-//! The model (decisions in include/sisci_api.h's top comment):
+//! The model: decisions in include/sisci_api.h's top comment.
+//!
+//! The modules, from the top (the C calls) down; each uses only modules below it:
+//! - lib.rs: the module list and what runs when the library is loaded.
+//! - [`consts`]: the flags as data objects; [`unsupported`]: what is not implemented,
+//!   and why (both need only `status` and `types`).
+//! - [`query`]: SCIQuery and friends, and the opaque addresses of segments and maps.
+//! - [`intr`]: interrupts and data interrupts.
+//! - [`dma`]: DMA queues, transfers and channels.
+//! - [`map`]: maps, sequences, PIO copies.
+//! - [`shadow`]: maps of memory this process cannot map (another machine's, broadcast).
+//! - [`remote`]: remote segments (connections).
+//! - [`segment`]: local segments.
+//! - [`broadcast`]: reflective memory (a mirror per machine, the nodes' copies, the hub).
+//! - [`desc`]: SCIInitialize/SCIOpen and the per-device resource limits.
+//! - [`service`]: the SISCI service: its requests, and everything done at the target of
+//!   a remote operation, one handler that runs at the initiator on one machine and in the
+//!   owner's progress thread across machines; its registration; the liveness probe.
+//! - [`twin`]: copies kept in step with another process's memory (ship, pull) and the
+//!   background thread that does so.
+//! - [`memory`]: the memory of a segment or mirror (library, program or mapped memory).
+//! - [`mirror`]: the layout of a reflective-memory mirror (header, member table, copies).
+//! - [`events`]: the callback thread, and how often peers are swept for dead ones.
 //! - [`node`]: node ids, the node-wide namespaces in the node registry, and how another
 //!   node's objects are found and reached.
-//! - [`pool`]: control blocks, the shared memory through which others act on our objects;
-//!   [`service`]: everything done at the target of a remote operation, one handler that
-//!   runs at the initiator on one machine and in the owner's progress thread across
-//!   machines.
-//! - [`desc`]: SCIInitialize/SCIOpen and the per-device resource limits.
-//! - [`segment`] (local segments), [`remote`] (connections), [`map`] (maps, sequences,
-//!   PIO copies), [`shadow`] (maps of memory on another machine), [`broadcast`]
-//!   (reflective memory), [`dma`], [`intr`] (interrupts and data interrupts).
-//! - [`events`]: the callback thread.  [`query`]: SCIQuery and friends.
-//! - [`status`]: errors and the three exported names of each function; [`consts`]: the
-//!   flags as data objects; [`unsupported`]: what is not implemented, and why.
+//! - [`pool`]: control blocks, the shared memory through which others act on our objects.
+//! - [`handles`]: typed, stale-proof handles; [`usermem`]: where peers map registered
+//!   program memory.
+//! - [`status`]: errors and the three exported names of each function.
+//! - [`types`]: the C types and constants of the headers.
 
 pub mod types;
 pub mod status;
 pub mod handles;
 pub mod node;
 pub mod pool;
+pub mod mirror;
+pub mod memory;
+pub mod twin;
 pub mod service;
 pub mod events;
 pub mod desc;
@@ -34,17 +53,6 @@ pub mod intr;
 pub mod query;
 pub mod consts;
 pub mod unsupported;
-
-/// Registers the SISCI service with the fabric (idempotent): from then on this process
-/// serves other machines' operations on its objects (and, on this machine, initiators
-/// run the same handler themselves).
-pub fn service_init() {
-    let _ = softnic_fabric::rma::register_service(softnic_fabric::registry::api::SISCI, service::serve);
-    // Joins the node fabric now (and, in a job spread over machines, starts the network
-    // engine, which publishes this process's address): peers of other machines find it
-    // from the program's first collective on (PMI_Barrier, MPI_Init, ...) on.
-    let _ = softnic_fabric::node::get();
-}
 
 /// Runs when the library is loaded, before `main`.  In an MPI program (the fabric relays
 /// the launcher connection between MPI and us) spread over several machines, the

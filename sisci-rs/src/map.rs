@@ -543,13 +543,6 @@ sisci_export! {
 }
 
 sisci_export! {
-    /// An opaque address of the map (never 0 for a valid map; see SCIQuery).
-    fn SCIGetMapPhysAddr(map: usize) -> u64 {
-        MAPS.get(map).map_or(0, |m| crate::query::map_ioaddr(&m))
-    }
-}
-
-sisci_export! {
     fn SCICreateMapSequence(map: usize, sequence: *mut usize, flags: u32, error: *mut SciErr) {
         done("SCICreateMapSequence", error, create_seq(map, sequence, flags))
     }

@@ -200,20 +200,6 @@ pub fn call(target: &Arc<Peer>, req: &[u8], reply: &mut Vec<u8>) -> FResult<()> 
     target.call(api::SISCI, req, reply)
 }
 
-/// Is `peer` alive?  On this machine the fabric knows at once; a process reached
-/// through the network engine is asked (a no-op service call, answered by its progress
-/// thread; one that is gone fails within SOFTNIC_NET_TIMEOUT_MS).
-pub fn probe(peer: &Arc<Peer>) -> bool {
-    if !peer.is_remote() {
-        return peer.is_alive();
-    }
-    if !peer.is_alive() {
-        return false;
-    }
-    let mut reply = Vec::new();
-    !matches!(call(peer, &crate::service::Msg::op(crate::service::PING).u64(0).u64(0).0, &mut reply), Err(softnic_fabric::Error::PeerDead))
-}
-
 /// This process as an importer names itself to owners: fabric node and registry id.
 pub fn me() -> FResult<(u32, softnic_fabric::registry::ProcId)> {
     Ok((my_fabric_node(), softnic_fabric::node::get()?.proc_id()))

@@ -275,6 +275,13 @@ sisci_export! {
 }
 
 sisci_export! {
+    /// An opaque address of the map (never 0 for a valid map; see SCIQuery).
+    fn SCIGetMapPhysAddr(map: usize) -> u64 {
+        map::MAPS.get(map).map_or(0, |m| map_ioaddr(&m))
+    }
+}
+
+sisci_export! {
     /// This node's id (see crate::node).
     fn SCIGetLocalNodeId(adapterNo: u32, nodeId: *mut u32, flags: u32, error: *mut SciErr) {
         let r = (|| {

@@ -16,10 +16,10 @@
 //! write to the group.
 
 use crate::desc::{self, Desc, Kind};
-use crate::events::{self, Armed};
+use crate::events::{self, Armed, SWEEP_EVERY};
 use crate::node;
 use crate::pool::{self, Block};
-use crate::segment::{parse_payload, sleep_on, SWEEP_EVERY};
+use crate::segment::{parse_payload, sleep_on};
 use crate::service::{self, *};
 use crate::sisci_export;
 use crate::status::*;
@@ -185,7 +185,7 @@ impl RemoteSeg {
         }
         *last = Some(now);
         drop(last);
-        node::probe(&self.owner)
+        service::probe(&self.owner)
     }
 }
 

@@ -25,24 +25,22 @@
 //! delivers them with SCI_FLAG_USE_CALLBACK, SCIWaitForLocalSegmentEvent otherwise.
 
 use crate::desc::{self, Desc, Kind};
-use crate::events::{self, Armed};
+use crate::events::{self, Armed, SWEEP_EVERY};
 use crate::handles::Table;
+use crate::memory::{alloc_data, Data};
 use crate::node;
 use crate::pool::{self, Block, *};
 use crate::service::*;
 use crate::sisci_export;
 use crate::status::*;
 use crate::types::*;
-use softnic_fabric::mem::{self, Access, MemKey, RingLoc, SharedMem};
+use softnic_fabric::mem::{self, Access, MemKey, RingLoc};
 use softnic_fabric::registry::{self, api, EndpointId, ProcId};
 use softnic_fabric::ring::Ring;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
-
-/// How often a waiter (or the callback thread) looks for connections whose process died.
-pub const SWEEP_EVERY: Duration = Duration::from_millis(200);
 
 /// One slice of a wait for a segment's connection events: sleeps on `ring` until an
 /// event, `deadline` or SWEEP_EVERY (the caller then sweeps for dead peers and looks
@@ -65,49 +63,6 @@ pub fn sleep_on(ring: &Ring<Event>, deadline: Option<Instant>) -> R<()> {
 }
 /// Candidates SCI_FLAG_AUTO_ID tries: [id, id + 128].
 pub const AUTO_ID_RANGE: u32 = 128;
-
-/// A segment's memory.
-pub struct Data {
-    pub ptr: *mut u8,
-    pub len: usize,
-    pub key: MemKey,
-    /// The memory's address in the process that registered it under `key` (differs from
-    /// `ptr` for memory of another process mapped here).
-    pub addr: u64,
-    /// Where peers on this machine map it (None: registered user memory that spans
-    /// several fabric backings, which only DMA and SCIMemCpy can reach).
-    pub loc: Option<RingLoc>,
-    own: Option<SharedMem>,
-    registered: bool,
-    /// Another process's memory mapped here (attached and broadcast segments).
-    _view: Option<softnic_fabric::rma::RegionView>,
-}
-
-// SAFETY: plain memory; access is synchronised by the program (as on the hardware).
-unsafe impl Send for Data {}
-unsafe impl Sync for Data {}
-
-impl Data {
-    /// Another process's memory mapped here.
-    pub fn mapped(view: softnic_fabric::rma::RegionView, len: usize, key: MemKey, addr: u64, loc: RingLoc) -> Data {
-        Data { ptr: view.as_ptr(), len, key, addr, loc: Some(loc), own: None, registered: false, _view: Some(view) }
-    }
-    /// A non-owning twin of `d` (whose owner keeps the memory).
-    pub fn alias(d: &Data) -> Data {
-        Data { ptr: d.ptr, len: d.len, key: d.key, addr: d.addr, loc: d.loc, own: None, registered: false, _view: None }
-    }
-}
-
-impl Drop for Data {
-    fn drop(&mut self) {
-        if self.registered {
-            let _ = mem::deregister(self.key);
-        }
-        if let Some(m) = self.own.take() {
-            let _ = mem::free_shared(m);
-        }
-    }
-}
 
 pub struct LocalSeg {
     pub handle: usize,
@@ -274,7 +229,7 @@ pub fn sweep_records(blk: &Block) -> Vec<Gone> {
                 let w2 = blk.rec(i, 16).load(Ordering::Relaxed);
                 let id = ProcId { slot: w2 as u32, gen: (w2 >> 32) as u32 };
                 let alive = match node::peer_at((w1 >> 32) as u32, id) {
-                    Ok(p) => node::probe(&p),
+                    Ok(p) => crate::service::probe(&p),
                     Err(softnic_fabric::Error::StaleHandle) | Err(softnic_fabric::Error::PeerDead) | Err(softnic_fabric::Error::InvalidHandle) => false,
                     Err(_) => true,
                 };
@@ -380,21 +335,6 @@ pub struct Published {
 pub fn parse_payload(p: &[u8; 64]) -> Published {
     let w = |o: usize| u64::from_le_bytes(p[o..o + 8].try_into().expect("8 bytes"));
     Published { key: MemKey::from_u64(w(0)), addr: w(8), flags: u32::from_le_bytes(p[16..20].try_into().expect("4 bytes")), loc: RingLoc::from_words([w(24), w(32), w(40)]) }
-}
-
-/// Library memory for a segment of `size` bytes, registered.
-pub fn alloc_data(size: usize) -> R<Data> {
-    let m = mem::alloc_shared(size).map_err(|_| SCI_ERR_NOSPC)?;
-    let key = mem::register(m.as_ptr() as usize, m.len(), Access::ReadWrite, pd()).map_err(|_| SCI_ERR_NOSPC);
-    let key = match key {
-        Ok(k) => k,
-        Err(e) => {
-            let _ = mem::free_shared(m);
-            return Err(e);
-        }
-    };
-    let loc = m.ring_loc(0, m.len()).ok();
-    Ok(Data { ptr: m.as_ptr(), len: size, key, addr: m.as_ptr() as u64, loc, own: Some(m), registered: true, _view: None })
 }
 
 fn write_header(s: &LocalSeg) {
@@ -726,7 +666,7 @@ fn attach_memory(addr: *mut c_void, size: usize, h: usize, readonly: bool) -> R<
         })?, true)
     };
     let loc = if registered { crate::usermem::loc_of(key) } else { None };
-    let d = Data { ptr: addr as *mut u8, len: size, key, addr: addr as u64, loc, own: None, registered, _view: None };
+    let d = Data::program(addr as *mut u8, size, key, loc, registered);
     if s.data.set(d).is_err() {
         return Err(SCI_ERR_ILLEGAL_OPERATION);
     }
@@ -779,7 +719,7 @@ fn attach(sd: usize, segment: *mut usize, id: u32, size_out: *mut usize, cb: CbL
         let size = blk.word(H_SIZE).load(Ordering::Relaxed) as usize;
         let data_loc = blk.get_loc(H_DATA_LOC);
         let dview = softnic_fabric::rma::map_region(&peer, &data_loc).map_err(|_| SCI_ERR_NO_SUCH_SEGMENT)?;
-        let data = Data { ptr: dview.as_ptr(), len: size, key: MemKey::from_u64(blk.word(H_DATA_KEY).load(Ordering::Relaxed)), addr: blk.word(H_DATA_ADDR).load(Ordering::Relaxed), loc: Some(data_loc), own: None, registered: false, _view: Some(dview) };
+        let data = Data::mapped(dview, size, MemKey::from_u64(blk.word(H_DATA_KEY).load(Ordering::Relaxed)), blk.word(H_DATA_ADDR).load(Ordering::Relaxed), data_loc);
         let ring = blk.attach_ring::<Event>(64)?;
         let owner_flags = blk.word(H_FLAGS).load(Ordering::Relaxed) as u32;
         let cell = OnceLock::new();

@@ -184,6 +184,17 @@ pub struct Importer {
 
 // ---- the handler ----------------------------------------------------------------------
 
+/// Registers the SISCI service with the fabric (idempotent): from then on this process
+/// serves other machines' operations on its objects (and, on this machine, initiators
+/// run the same handler themselves).
+pub fn register() {
+    let _ = softnic_fabric::rma::register_service(softnic_fabric::registry::api::SISCI, serve);
+    // Joins the node fabric now (and, in a job spread over machines, starts the network
+    // engine, which publishes this process's address): peers of other machines find it
+    // from the program's first collective on (PMI_Barrier, MPI_Init, ...) on.
+    let _ = softnic_fabric::node::get();
+}
+
 /// The service handler (registered for `registry::api::SISCI`).  A malformed request is
 /// `InvalidArg`; everything else is answered with a SISCI status as the reply's first
 /// word.
@@ -524,13 +535,13 @@ fn data_trigger(t: &Target, r: &mut Rd) -> Out {
     Ok(Msg::default())
 }
 
-/// Adds member `m` to the table of a reflective-memory copy (see crate::broadcast): once
-/// (a copy already listed answers OK), replacing an older copy of the same node (that
-/// copy's process is gone, or the new one could not have been made).  Entries are
-/// claimed by compare-and-swap in the name of the process running this (a claim whose
-/// process died is free again), filled, then made live.
+/// Adds member `m` to the table of a reflective-memory copy (see crate::broadcast; the
+/// table's layout: crate::mirror): once (a copy already listed answers OK), replacing an
+/// older copy of the same node (that copy's process is gone, or the new one could not
+/// have been made).  Entries are claimed by compare-and-swap in the name of the process
+/// running this (a claim whose process died is free again), filled, then made live.
 fn bc_join(t: &Target, r: &mut Rd) -> Out {
-    use crate::broadcast::*;
+    use crate::mirror::*;
     let token = r.u64()?;
     let mut w = [0u64; 6];
     for x in w.iter_mut() {
@@ -582,6 +593,20 @@ pub fn request(target: &Arc<Peer>, req: Msg) -> FResult<(SciErr, Vec<u8>)> {
     let st = u32::from_le_bytes(reply[..4].try_into().expect("4 bytes"));
     reply.drain(..4);
     Ok((st, reply))
+}
+
+/// Is `peer` alive?  On this machine the fabric knows at once; a process reached
+/// through the network engine is asked (a no-op service call, answered by its progress
+/// thread; one that is gone fails within SOFTNIC_NET_TIMEOUT_MS).
+pub fn probe(peer: &Arc<Peer>) -> bool {
+    if !peer.is_remote() {
+        return peer.is_alive();
+    }
+    if !peer.is_alive() {
+        return false;
+    }
+    let mut reply = Vec::new();
+    !matches!(crate::node::call(peer, &Msg::op(PING).u64(0).u64(0).0, &mut reply), Err(softnic_fabric::Error::PeerDead))
 }
 
 #[cfg(test)]

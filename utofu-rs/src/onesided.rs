@@ -550,7 +550,7 @@ fn notify_target(t: &Target, n: &Notice) {
 // in order, each checking the whole rest of the range first (so a range that runs out
 // fails before anything is written), the remote notice with the last piece.
 
-/// Service request kinds.
+/// Service request kinds (the first word): an operation, a barrier packet (crate::barrier).
 const SVC_OP: u64 = 1;
 pub(crate) const SVC_PACKET: u64 = 2;
 /// Header words of an operation request.
@@ -591,15 +591,13 @@ fn remote(t: &Target, op: &Op, from: u64, src: &[u8], dst: &mut [u8], lcl_field:
     Ok(Landed { old, region: None, remote_notice: None })
 }
 
-/// The uTofu service (registered when the first VCQ is created): the target side of
-/// operations from other machines, and barrier packets (see `barrier`).
+/// The uTofu service's side of [`remote`]: the target side of an operation from another
+/// machine (the service, in lib.rs, hands SVC_OP requests here).
 pub(crate) fn service(_me: &std::sync::Arc<softnic_fabric::rma::Peer>, req: &[u8], reply: &mut Vec<u8>) -> softnic_fabric::Result<()> {
     use softnic_fabric::Error;
     let word = |k: usize| req.get(k * 8..k * 8 + 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))).ok_or(Error::InvalidArg);
-    match word(0)? {
-        SVC_OP => {}
-        SVC_PACKET => return crate::barrier::serve_packet(req, reply),
-        _ => return Err(Error::InvalidArg),
+    if word(0)? != SVC_OP {
+        return Err(Error::InvalidArg);
     }
     let kind = Kind::from(word(3)?).ok_or(Error::InvalidArg)?;
     let n = word(7)? as usize;
