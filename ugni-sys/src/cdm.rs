@@ -29,6 +29,8 @@
 //!   NIC on them answer INVALID_PARAM.
 //! - Device type: GNI_DEVICE_ARIES (we implement the Aries command set).
 
+use crate::datagram::{instance_key, remote_instance_key, InstanceInfo};
+use crate::handles::lock;
 use crate::objects::*;
 use crate::types::*;
 use libc::{c_int, c_void};
@@ -164,7 +166,7 @@ pub unsafe extern "C" fn GNI_CdmAttach(cdm_hndl: gni_cdm_handle_t, device_id: u3
     let me = node.peer_ref();
     // Peers check that a transaction addressed to this NIC address reaches a process here.
     node.set_node_addr(address);
-    let board = match crate::datagram::Board::new(address, cdm.inst_id) {
+    let board = match crate::datagram::Board::new(address, cdm.inst_id, cdm.ptag, cdm.cookie) {
         Ok(b) => b,
         Err(rc) => return rc,
     };

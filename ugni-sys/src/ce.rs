@@ -44,6 +44,7 @@
 //!   allowed (contributors then get transaction errors).
 
 use crate::cqe::{self, Status};
+use crate::handles::{lock, Table};
 use crate::objects::*;
 use crate::types::*;
 use libc::c_void;
@@ -72,16 +73,6 @@ pub struct Ce {
 }
 
 pub static CES: Table<Ce> = Table::new(0xc5);
-
-/// An endpoint's CE attributes (GNI_EpSetCeAttr) and its last post.
-#[derive(Clone, Copy, Default)]
-pub struct CeAttr {
-    pub ce_id: u32,
-    pub child_id: u32,
-    pub child_type: gni_ce_child_t,
-    /// (VCE, round) of the last reduction posted on this endpoint.
-    pub last: Option<(NodeRef, u64)>,
-}
 
 /// What GNI_CeCheckResult needs to know about a result buffer's post (it has only the
 /// buffer): the FP exceptions the post enabled, the VCE it went to, and how often the

@@ -42,6 +42,7 @@
 //!   attach) and for status 0; an undecodable status is INVALID_STATE.
 
 use crate::cqe::{self, Status};
+use crate::handles::GniResult;
 use crate::objects::*;
 use crate::types::*;
 use libc::c_void;

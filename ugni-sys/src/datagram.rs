@@ -1,4 +1,6 @@
-//! Datagrams: GNI_EpPostData*, GNI_EpPostDataTest*/Wait*/Cancel*, GNI_PostDataProbe*.
+//! Datagrams: the per-instance board behind GNI_EpPostData*, GNI_EpPostDataTest*/Wait*/
+//! Cancel* and GNI_PostDataProbe* (exported by crate::postdata), and the registry entry
+//! of an attached instance ([`InstanceInfo`]), through which peers find its board.
 //!
 //! # Mechanism
 //! Every attached instance (NIC handle) owns a **board**: library-owned shared memory
@@ -54,9 +56,10 @@
 //!   ERROR_RESOURCE from the post.  It remembers up to [`NWATCH`] watchers; beyond that a
 //!   bound post still pairs when the peer posts bound-to-us, or by polling.
 
-use crate::objects::*;
+use crate::handles::{lock, GniResult};
 use crate::types::*;
 use softnic_fabric::mem::{self, RingLoc, SharedMem};
+use softnic_fabric::node::PeerRef;
 use softnic_fabric::registry::{self, ProcId};
 use softnic_fabric::rma::{Peer, Region};
 use softnic_fabric::wait::WaitWords;
@@ -70,7 +73,7 @@ use std::time::{Duration, Instant};
 pub const NSLOTS: usize = 1024;
 /// Watcher entries per board.
 pub const NWATCH: usize = 1024;
-const MAXDG: usize = GNI_DATAGRAM_MAXSIZE as usize;
+pub(crate) const MAXDG: usize = GNI_DATAGRAM_MAXSIZE as usize;
 /// Layout 2: watchers name (NIC address, inst_id), free = [`NO_WATCHER`].
 const BOARD_MAGIC: u64 = u64::from_le_bytes(*b"snGNIdg2");
 /// A free watcher entry.
@@ -176,6 +179,49 @@ impl View {
         let w1 = e[0].load(Ordering::Acquire);
         let w2 = e[1].load(Ordering::Acquire);
         (w1 != 0).then_some([w1, w2])
+    }
+}
+
+/// Registry key of an attached instance: ptag, cookie, inst_id.
+pub fn instance_key(ptag: u8, cookie: u32, inst_id: u32) -> [u8; 9] {
+    let mut k = [0u8; 9];
+    k[0] = ptag;
+    k[1..5].copy_from_slice(&cookie.to_le_bytes());
+    k[5..9].copy_from_slice(&inst_id.to_le_bytes());
+    k
+}
+
+/// Job-wide KVS key under which an attached instance publishes where its datagram board
+/// is, for instances on other nodes (`GNI_CdmAttach`, when the network engine runs).
+pub fn remote_instance_key(ptag: u8, cookie: u32, inst_id: u32) -> String {
+    format!("gni.{}.{:x}.{}", ptag, cookie, inst_id)
+}
+
+/// What an attached instance publishes in the registry (the payload, 64 bytes max).
+#[derive(Clone, Copy, Debug)]
+pub struct InstanceInfo {
+    pub peer: PeerRef,
+    /// Where peers post datagrams for this instance (its [`Board`]).
+    pub dgram_board: RingLoc,
+    pub nic_addr: u32,
+}
+
+impl InstanceInfo {
+    pub fn to_payload(&self) -> [u8; 52] {
+        let mut p = [0u8; 52];
+        for (i, w) in self.peer.to_words().iter().chain(self.dgram_board.to_words().iter()).enumerate() {
+            p[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
+        }
+        p[48..52].copy_from_slice(&self.nic_addr.to_le_bytes());
+        p
+    }
+    pub fn from_payload(p: &[u8]) -> InstanceInfo {
+        let w = |i: usize| u64::from_le_bytes(p[i * 8..i * 8 + 8].try_into().unwrap());
+        InstanceInfo {
+            peer: PeerRef::from_words([w(0), w(1), w(2)]),
+            dgram_board: RingLoc::from_words([w(3), w(4), w(5)]),
+            nic_addr: u32::from_le_bytes(p[48..52].try_into().unwrap()),
+        }
     }
 }
 
@@ -432,6 +478,9 @@ pub struct Board {
     view: View,
     addr: u32,
     inst_id: u32,
+    /// The instance's domain: peer boards are looked up in it.
+    ptag: u8,
+    cookie: u32,
     st: Mutex<BoardState>,
     /// Peer boards by (NIC address, inst_id).
     peers: Mutex<HashMap<(u32, u32), Arc<PeerBoard>>>,
@@ -477,7 +526,7 @@ fn my_pid() -> u32 {
 }
 
 impl Board {
-    pub fn new(addr: u32, inst_id: u32) -> GniResult<Board> {
+    pub fn new(addr: u32, inst_id: u32, ptag: u8, cookie: u32) -> GniResult<Board> {
         let mem = mem::alloc_shared(BOARD_LEN).map_err(|_| GNI_RC_ERROR_NOMEM)?;
         let loc = mem.ring_loc(0, BOARD_LEN).map_err(|_| GNI_RC_ERROR_RESOURCE)?;
         let view = View { base: mem.as_ptr() };
@@ -494,6 +543,8 @@ impl Board {
             view,
             addr,
             inst_id,
+            ptag,
+            cookie,
             st: Mutex::new(BoardState { free: (0..NSLOTS).rev().collect(), recs: Vec::new(), seq: 0 }),
             peers: Mutex::new(HashMap::new()),
         })
@@ -521,17 +572,17 @@ impl Board {
     }
 
     /// vMDH entry `i` of instance (addr, id) of our domain, read through its board.
-    pub fn peer_vmdh(&self, nic: &Nic, addr: u32, id: u32, i: usize) -> Option<[u64; 2]> {
+    pub fn peer_vmdh(&self, addr: u32, id: u32, i: usize) -> Option<[u64; 2]> {
         if addr == self.addr && id == self.inst_id {
             return self.view.read_vmdh(i);
         }
-        self.peer_board(nic, addr, id)?.b().read_vmdh(i)
+        self.peer_board(addr, id)?.b().read_vmdh(i)
     }
 
     /// The board of instance `id` of our domain at NIC address `addr`, if attached: found
     /// in the node registry when it runs on this node, else in the job's KVS (published
     /// by `GNI_CdmAttach` when the network engine runs).  Cached while it stays usable.
-    fn peer_board(&self, nic: &Nic, addr: u32, id: u32) -> Option<Arc<PeerBoard>> {
+    fn peer_board(&self, addr: u32, id: u32) -> Option<Arc<PeerBoard>> {
         {
             let mut c = lock(&self.peers);
             if let Some(pb) = c.get(&(addr, id)) {
@@ -543,13 +594,13 @@ impl Board {
                 c.remove(&(addr, id));
             }
         }
-        let pb = Arc::new(self.find_board(nic, addr, id)?);
+        let pb = Arc::new(self.find_board(addr, id)?);
         lock(&self.peers).insert((addr, id), pb.clone());
         Some(pb)
     }
 
-    fn find_board(&self, nic: &Nic, addr: u32, id: u32) -> Option<PeerBoard> {
-        let key = instance_key(nic.cdm.ptag, nic.cdm.cookie, id);
+    fn find_board(&self, addr: u32, id: u32) -> Option<PeerBoard> {
+        let key = instance_key(self.ptag, self.cookie, id);
         if let Ok(ep) = registry::lookup(registry::api::UGNI, &key) {
             let info = InstanceInfo::from_payload(&ep.payload);
             if info.nic_addr == addr {
@@ -562,7 +613,7 @@ impl Board {
             }
         }
         // Another node: the instance directory in the KVS.
-        let rec = softnic_fabric::bootstrap::kvs_get_global(&remote_instance_key(nic.cdm.ptag, nic.cdm.cookie, id)).ok()?;
+        let rec = softnic_fabric::bootstrap::kvs_get_global(&remote_instance_key(self.ptag, self.cookie, id)).ok()?;
         let w = |i: usize| rec.get(i * 8..i * 8 + 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
         let (node, proc_id) = (w(0)?, w(1)?);
         if node as u32 != addr {
@@ -577,11 +628,11 @@ impl Board {
     }
 
     /// The board of (addr, id) as the matching code sees it (ours, or a peer's).
-    fn board_of<'a>(&self, nic: &Nic, addr: u32, id: u32, keep: &'a mut Option<Arc<PeerBoard>>) -> Option<B<'a>> {
+    fn board_of<'a>(&self, addr: u32, id: u32, keep: &'a mut Option<Arc<PeerBoard>>) -> Option<B<'a>> {
         if addr == self.addr && id == self.inst_id {
             return Some(B::Own(self.view));
         }
-        *keep = Some(self.peer_board(nic, addr, id)?);
+        *keep = Some(self.peer_board(addr, id)?);
         keep.as_ref().map(|pb| pb.b())
     }
 
@@ -607,7 +658,7 @@ impl Board {
 
     /// Tries to pair our pending slot `i` (gen `g`).  Returns (matched or finished, whether
     /// a later event will wake us: the peer board exists and we watch it).
-    fn try_match(&self, nic: &Nic, i: usize, g: u64) -> (bool, bool) {
+    fn try_match(&self, i: usize, g: u64) -> (bool, bool) {
         let me = self.view.slot(i);
         let w = me.state.load(Ordering::Acquire);
         if w_gen(w) != g || w_state(w) != PENDING {
@@ -619,7 +670,7 @@ impl Board {
             let tid = me.target_id.load(Ordering::Relaxed);
             let same = tid == self.inst_id && ta == self.addr;
             let mut keep = None;
-            let Some(b) = self.board_of(nic, ta, tid, &mut keep) else { return (false, false) };
+            let Some(b) = self.board_of(ta, tid, &mut keep) else { return (false, false) };
             let watching = b.add_watcher(watcher(self.addr, self.inst_id));
             fence(Ordering::SeqCst);
             let Some(heads) = b.heads() else { return (false, false) };
@@ -640,7 +691,7 @@ impl Board {
             for wv in B::Own(self.view).watchers() {
                 let (waddr, wid) = ((wv >> 32) as u32, wv as u32);
                 let mut keep = None;
-                let Some(b) = self.board_of(nic, waddr, wid, &mut keep) else { continue };
+                let Some(b) = self.board_of(waddr, wid, &mut keep) else { continue };
                 let Some(heads) = b.heads() else { continue };
                 let mut cands: Vec<(u64, usize, u64)> = heads
                     .iter()
@@ -657,11 +708,10 @@ impl Board {
         }
     }
 
-    /// Posts a datagram for endpoint `ep`.
+    /// Posts a datagram for the endpoint whose [`EpDgram::uid`] is `uid`, bound to `bind`
+    /// = (NIC address, remote_id), or unbound (None).
     #[allow(clippy::too_many_arguments)]
-    pub fn post(&self, nic: &Nic, ep: &Ep, input: &[u8], out_buf: usize, buf_size: u16, id: Option<u64>) -> gni_return_t {
-        let uid = ep.state().dgram.uid;
-        let bind = ep.state().binding.as_ref().map(|b| (b.remote_addr, b.remote_id));
+    pub fn post(&self, uid: u64, bind: Option<(u32, u32)>, input: &[u8], out_buf: usize, buf_size: u16, id: Option<u64>) -> gni_return_t {
         if bind.is_none() && id.is_none() {
             return GNI_RC_INVALID_PARAM;
         }
@@ -691,7 +741,7 @@ impl Board {
             (i, g)
         };
         sn_dbg(&format!("posted slot {} (ep {}, bound {:?}, id {:?})", i, uid, bind, id));
-        self.try_match(nic, i, g);
+        self.try_match(i, g);
         GNI_RC_SUCCESS
     }
 
@@ -712,7 +762,7 @@ impl Board {
     }
 
     /// One non-blocking test (with progress).  NO_MATCH when nothing is posted.
-    pub fn test(&self, nic: &Nic, uid: u64, id: Option<u64>) -> TestResult {
+    pub fn test(&self, uid: u64, id: Option<u64>) -> TestResult {
         let pending = {
             let st = lock(&self.st);
             match Self::find(&st, uid, id, false) {
@@ -721,7 +771,7 @@ impl Board {
             }
         };
         if let Some((i, g)) = pending {
-            self.try_match(nic, i, g);
+            self.try_match(i, g);
         }
         let mut st = lock(&self.st);
         let Some(k) = Self::find(&st, uid, id, false) else { return (GNI_RC_NO_MATCH, GNI_POST_PENDING, 0, 0) };
@@ -757,10 +807,10 @@ impl Board {
     }
 
     /// Blocking test.  `timeout_ms == u32::MAX` waits forever.
-    pub fn wait(&self, nic: &Nic, uid: u64, id: Option<u64>, timeout_ms: u32) -> TestResult {
+    pub fn wait(&self, uid: u64, id: Option<u64>, timeout_ms: u32) -> TestResult {
         let deadline = (timeout_ms != u32::MAX).then(|| Instant::now() + Duration::from_millis(timeout_ms as u64));
         loop {
-            let r = self.test(nic, uid, id);
+            let r = self.test(uid, id);
             if !(r.0 == GNI_RC_SUCCESS && r.1 == GNI_POST_PENDING) {
                 return r;
             }
@@ -769,7 +819,7 @@ impl Board {
                 Self::find(&st, uid, id, false).and_then(|k| st.recs[k].slot)
             };
             let Some((i, g)) = slot else { continue };
-            let (_, woken) = self.try_match(nic, i, g);
+            let (_, woken) = self.try_match(i, g);
             // Sleep until our slot changes; poll when nobody will ring us (target not there yet).
             let slice = if woken { Duration::from_millis(500) } else { Duration::from_millis(10) };
             let left = match deadline {
@@ -876,10 +926,10 @@ impl Board {
     /// pending ones first.  `by_id`: only datagrams posted with an id.  A cancelled
     /// datagram of a destroyed endpoint is collected by the probe that reports it.
     /// Returns (remote address, remote id, datagram id).
-    pub fn probe(&self, nic: &Nic, by_id: bool) -> Option<(u32, u32, u64)> {
+    pub fn probe(&self, by_id: bool) -> Option<(u32, u32, u64)> {
         let pending: Vec<(usize, u64)> = lock(&self.st).recs.iter().filter_map(|r| r.slot).collect();
         for (i, g) in pending {
-            self.try_match(nic, i, g);
+            self.try_match(i, g);
         }
         let mut st = lock(&self.st);
         let mut best: Option<(u64, usize, (u32, u32, u64))> = None;
@@ -909,11 +959,11 @@ impl Board {
     }
 
     /// Blocking ProbeById.  `timeout_ms == u32::MAX` waits forever.
-    pub fn probe_wait(&self, nic: &Nic, timeout_ms: u32) -> Option<u64> {
+    pub fn probe_wait(&self, timeout_ms: u32) -> Option<u64> {
         let deadline = (timeout_ms != u32::MAX).then(|| Instant::now() + Duration::from_millis(timeout_ms as u64));
         loop {
             let seen = self.view.hdr().bell.seq.load(Ordering::Acquire);
-            if let Some((_, _, id)) = self.probe(nic, true) {
+            if let Some((_, _, id)) = self.probe(true) {
                 return Some(id);
             }
             let left = match deadline {
@@ -1007,202 +1057,4 @@ fn pair(a: (B<'_>, (u32, u32, usize), u64), b: (B<'_>, (u32, u32, usize), u64)) 
     let _ = a.0.set_state(a.1 .2, word(w_gen(a.2), DONE, 0));
     let _ = b.0.set_state(b.1 .2, word(w_gen(b.2), DONE, 0));
     Pair::Done
-}
-
-// ---------------------------------------------------------------------------------------
-// Exported functions.
-
-use crate::objects::{EPS, NICS};
-use libc::c_void;
-
-unsafe fn out<T>(p: *mut T, v: T) {
-    if !p.is_null() {
-        // SAFETY: caller's contract (NULL skipped).
-        unsafe { p.write(v) };
-    }
-}
-
-fn post_common(ep_h: gni_ep_handle_t, in_data: *mut c_void, data_len: u16, out_buf: *mut c_void, buf_size: u16, id: Option<u64>) -> gni_return_t {
-    let Ok(ep) = EPS.get(ep_h as *const c_void) else { return GNI_RC_INVALID_PARAM };
-    if ep.nic.is_detached() {
-        return GNI_RC_INVALID_PARAM;
-    }
-    if data_len as usize > MAXDG {
-        return GNI_RC_SIZE_ERROR;
-    }
-    if (data_len > 0 && in_data.is_null()) || (buf_size > 0 && out_buf.is_null()) || id == Some(u64::MAX) {
-        return GNI_RC_INVALID_PARAM;
-    }
-    let input: &[u8] = if data_len == 0 {
-        &[]
-    } else {
-        // SAFETY: the caller's buffer of data_len bytes.
-        unsafe { std::slice::from_raw_parts(in_data as *const u8, data_len as usize) }
-    };
-    let nic = ep.nic.clone();
-    nic.dgram.post(&nic, &ep, input, out_buf as usize, buf_size, id)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn GNI_EpPostData(ep_hndl: gni_ep_handle_t, in_data: *mut c_void, data_len: u16, out_buf: *mut c_void, buf_size: u16) -> gni_return_t {
-    post_common(ep_hndl, in_data, data_len, out_buf, buf_size, None)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn GNI_EpPostDataWId(ep_hndl: gni_ep_handle_t, in_data: *mut c_void, data_len: u16, out_buf: *mut c_void, buf_size: u16, datagram_id: u64) -> gni_return_t {
-    post_common(ep_hndl, in_data, data_len, out_buf, buf_size, Some(datagram_id))
-}
-
-unsafe fn report(r: TestResult, post_state: *mut gni_post_state_t, remote_addr: *mut u32, remote_id: *mut u32) -> gni_return_t {
-    if r.0 == GNI_RC_NO_MATCH || r.0 == GNI_RC_INVALID_PARAM {
-        return r.0;
-    }
-    // SAFETY: caller's pointers (NULL checked by the callers).
-    unsafe {
-        out(post_state, r.1);
-        if r.1 != GNI_POST_PENDING {
-            out(remote_addr, r.2);
-            out(remote_id, r.3);
-        }
-    }
-    r.0
-}
-
-fn ep_of(ep_h: gni_ep_handle_t) -> GniResult<Arc<Ep>> {
-    let ep = EPS.get(ep_h as *const c_void)?;
-    if ep.nic.is_detached() {
-        return Err(GNI_RC_INVALID_PARAM);
-    }
-    Ok(ep)
-}
-
-unsafe fn test_common(ep_h: gni_ep_handle_t, id: Option<u64>, timeout: Option<u32>, post_state: *mut gni_post_state_t, remote_addr: *mut u32, remote_id: *mut u32) -> gni_return_t {
-    let Ok(ep) = ep_of(ep_h) else { return GNI_RC_INVALID_PARAM };
-    if post_state.is_null() || remote_addr.is_null() || remote_id.is_null() || id == Some(u64::MAX) || timeout == Some(0) {
-        return GNI_RC_INVALID_PARAM;
-    }
-    let uid = ep.state().dgram.uid;
-    let nic = &ep.nic;
-    let r = match timeout {
-        None => nic.dgram.test(nic, uid, id),
-        Some(t) => nic.dgram.wait(nic, uid, id, t),
-    };
-    if r.1 == GNI_POST_COMPLETED {
-        // The instance this endpoint exchanged with (symmetric vMDH handles may resolve
-        // through it, see Ep::route).
-        ep.state().dgram_peer = Some((r.2, r.3));
-    }
-    // SAFETY: pointers checked non-NULL above.
-    unsafe { report(r, post_state, remote_addr, remote_id) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn GNI_EpPostDataTest(ep_hndl: gni_ep_handle_t, post_state: *mut gni_post_state_t, remote_addr: *mut u32, remote_id: *mut u32) -> gni_return_t {
-    // SAFETY: forwarded caller pointers.
-    unsafe { test_common(ep_hndl, None, None, post_state, remote_addr, remote_id) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn GNI_EpPostDataTestById(ep_hndl: gni_ep_handle_t, datagram_id: u64, post_state: *mut gni_post_state_t, remote_addr: *mut u32, remote_id: *mut u32) -> gni_return_t {
-    // SAFETY: forwarded caller pointers.
-    unsafe { test_common(ep_hndl, Some(datagram_id), None, post_state, remote_addr, remote_id) }
-}
-
-softnic_fabric::blocking_export! {
-    pub unsafe fn GNI_EpPostDataWait(ep_hndl: gni_ep_handle_t, timeout: u32, post_state: *mut gni_post_state_t, remote_addr: *mut u32, remote_id: *mut u32) -> gni_return_t {
-        // SAFETY: forwarded caller pointers.
-        unsafe { test_common(ep_hndl, None, Some(timeout), post_state, remote_addr, remote_id) }
-    }
-}
-
-softnic_fabric::blocking_export! {
-    pub unsafe fn GNI_EpPostDataWaitById(ep_hndl: gni_ep_handle_t, datagram_id: u64, timeout: u32, post_state: *mut gni_post_state_t, remote_addr: *mut u32, remote_id: *mut u32) -> gni_return_t {
-        // SAFETY: forwarded caller pointers.
-        unsafe { test_common(ep_hndl, Some(datagram_id), Some(timeout), post_state, remote_addr, remote_id) }
-    }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn GNI_EpPostDataCancel(ep_hndl: gni_ep_handle_t) -> gni_return_t {
-    let Ok(ep) = ep_of(ep_hndl) else { return GNI_RC_INVALID_PARAM };
-    let uid = ep.state().dgram.uid;
-    ep.nic.dgram.cancel(uid, None)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn GNI_EpPostDataCancelById(ep_hndl: gni_ep_handle_t, datagram_id: u64) -> gni_return_t {
-    let Ok(ep) = ep_of(ep_hndl) else { return GNI_RC_INVALID_PARAM };
-    if datagram_id == u64::MAX {
-        return GNI_RC_INVALID_PARAM;
-    }
-    let uid = ep.state().dgram.uid;
-    ep.nic.dgram.cancel(uid, Some(datagram_id))
-}
-
-fn nic_of(h: gni_nic_handle_t) -> GniResult<Arc<Nic>> {
-    let nic = NICS.get(h as *const c_void)?;
-    if nic.is_detached() {
-        return Err(GNI_RC_INVALID_PARAM);
-    }
-    Ok(nic)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn GNI_PostDataProbe(nic_hndl: gni_nic_handle_t, remote_addr: *mut u32, remote_id: *mut u32) -> gni_return_t {
-    let Ok(nic) = nic_of(nic_hndl) else { return GNI_RC_INVALID_PARAM };
-    if remote_addr.is_null() || remote_id.is_null() {
-        return GNI_RC_INVALID_PARAM;
-    }
-    match nic.dgram.probe(&nic, false) {
-        None => GNI_RC_NO_MATCH,
-        Some((a, p, _)) => {
-            // SAFETY: checked non-NULL.
-            unsafe {
-                remote_addr.write(a);
-                remote_id.write(p);
-            }
-            GNI_RC_SUCCESS
-        }
-    }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn GNI_PostDataProbeById(nic_hndl: gni_nic_handle_t, datagram_id: *mut u64) -> gni_return_t {
-    let Ok(nic) = nic_of(nic_hndl) else { return GNI_RC_INVALID_PARAM };
-    if datagram_id.is_null() {
-        return GNI_RC_INVALID_PARAM;
-    }
-    match nic.dgram.probe(&nic, true) {
-        None => GNI_RC_NO_MATCH,
-        Some((_, _, id)) => {
-            // SAFETY: checked non-NULL.
-            unsafe { datagram_id.write(id) };
-            GNI_RC_SUCCESS
-        }
-    }
-}
-
-softnic_fabric::blocking_export! {
-    pub unsafe fn GNI_PostdataProbeWaitById(nic_hndl: gni_nic_handle_t, timeout: u32, datagram_id: *mut u64) -> gni_return_t {
-        let Ok(nic) = nic_of(nic_hndl) else { return GNI_RC_INVALID_PARAM };
-        if datagram_id.is_null() || timeout == 0 {
-            return GNI_RC_INVALID_PARAM;
-        }
-        match nic.dgram.probe_wait(&nic, timeout) {
-            None => GNI_RC_TIMEOUT,
-            Some(id) => {
-                // SAFETY: checked non-NULL.
-                unsafe { datagram_id.write(id) };
-                GNI_RC_SUCCESS
-            }
-        }
-    }
-}
-
-softnic_fabric::blocking_export! {
-    /// The 2010 manual's spelling of [`GNI_PostdataProbeWaitById`].
-    pub unsafe fn GNI_PostDataProbeWaitById(nic_hndl: gni_nic_handle_t, timeout: u32, datagram_id: *mut u64) -> gni_return_t {
-        // SAFETY: forwarded.
-        unsafe { GNI_PostdataProbeWaitById(nic_hndl, timeout, datagram_id) }
-    }
 }

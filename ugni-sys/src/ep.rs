@@ -1,5 +1,5 @@
 //! Endpoints: GNI_EpCreate, GNI_EpBind, GNI_EpUnbind, GNI_EpDestroy, GNI_EpSetEventData,
-//! GNI_EpIdle.  The object is [`crate::objects::Ep`]; datagrams are in crate::datagram.
+//! GNI_EpIdle.  The object is [`crate::objects::Ep`]; datagrams are in crate::postdata.
 //!
 //! # Decisions
 //! - `src_cq_hndl` may be NULL (endpoints used only for datagrams or SMSG with explicit
@@ -20,6 +20,7 @@
 //! - GNI_EpIdle: SUCCESS when nothing is in flight and no datagram is posted, else
 //!   NOT_DONE.
 
+use crate::handles::GniResult;
 use crate::objects::*;
 use crate::types::*;
 use libc::c_void;

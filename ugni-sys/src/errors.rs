@@ -26,6 +26,7 @@
 //!   any other (including 0 = all ptags) is PERMISSION_ERROR.
 
 use crate::cqe::Status;
+use crate::handles::{lock, GniResult, Table};
 use crate::objects::*;
 use crate::types::*;
 use libc::c_void;

@@ -103,6 +103,7 @@
 //!   `snd_cq` (or a CQ of another NIC): INVALID_PARAM.
 
 use crate::cqe::{self, Status};
+use crate::handles::{lock, GniResult, Table};
 use crate::objects::*;
 use crate::types::*;
 use libc::c_void;
@@ -1283,7 +1284,7 @@ mod tests {
     #[test]
     fn registry_keys_never_match_instance_keys() {
         let k = NodeQ::key((1, 2, 3), 0);
-        let i = instance_key(1, 2, 3);
+        let i = crate::datagram::instance_key(1, 2, 3);
         assert_ne!(&k[..], &[&i[..], &[0u8; 23][..]].concat()[..]);
         assert_eq!(&k[28..], b"MSGQ");
     }

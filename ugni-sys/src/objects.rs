@@ -1,8 +1,7 @@
 //! The uGNI object model, shared by every group of exported functions.
 //!
-//! C sees opaque handles; each is a tagged, never-reused id looked up in a per-type table
-//! ([`Table`]), so a NULL, forged, wrong-type or destroyed handle is detected and answered
-//! with `GNI_RC_INVALID_PARAM` instead of being dereferenced.
+//! C sees opaque handles, each looked up in a per-type [`Table`] (crate::handles): one
+//! table per object type here.
 //!
 //! - [`Cdm`]: a communication domain instance (ptag, cookie, inst_id, modes).
 //! - [`Nic`]: a CDM attached to our one emulated device.  Attaching publishes the instance
@@ -15,223 +14,30 @@
 //! - [`Ep`]: an endpoint; bound to (remote NIC address, remote_id).  Transactions go to
 //!   the process their remote memory handle names ([`Ep::route`]), cached per endpoint.
 //!
+//! The state the objects hold is defined here ([`RegInfo`], [`Mdd`], [`CeAttr`]) or, for
+//! larger parts, in modules below this one: the datagram board (crate::datagram), the SMSG
+//! state (crate::mailbox).  The exported functions that use them are in the modules above.
+//!
 //! Memory handles are values, not objects: `gni_mem_handle_t` is the fabric's
-//! [`CrayHandle`] encoding (base address, registration key, owner), shared with DMAPP.  The
-//! protection domain of a registration is [`pd_key`]`(ptag, cookie)`.
+//! [`CrayHandle`] encoding (base address, registration key, owner), shared with DMAPP, with
+//! our kind bits (crate::memhandle).  The protection domain of a registration is
+//! [`pd_key`]`(ptag, cookie)`.
 
 use crate::cqe::{self, CqEntry};
+use crate::handles::{GniResult, Table};
+use crate::mailbox::SmsgState;
 use crate::types::*;
-use once_cell::sync::Lazy;
-use softnic_fabric::mem::{self, CrayHandle, RingLoc, SharedMem};
-use softnic_fabric::node::PeerRef;
+use softnic_fabric::coll::NodeRef;
+use softnic_fabric::mem::{self, CrayHandle, MemKey, RingLoc, SharedMem};
 use softnic_fabric::registry::{EndpointId, ProcId};
 use softnic_fabric::ring::Ring;
 use softnic_fabric::rma::Peer;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::c_void;
 use std::mem::ManuallyDrop;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-/// Result of an internal step: the error is the code the exported function returns.
-pub type GniResult<T> = std::result::Result<T, gni_return_t>;
-
-/// Locks a mutex, ignoring poisoning: a panic aborts the process at the C boundary, so a
-/// poisoned lock is never observed by a later call.
-pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-// ---------------------------------------------------------------------------------------
-// Handles
-
-/// Handles are unique sequential ids: mixing their bits once is all the hashing the
-/// table needs (SipHash showed up in CQ polling profiles).
-#[derive(Default, Clone, Copy)]
-pub struct IdHash;
-
-impl std::hash::BuildHasher for IdHash {
-    type Hasher = IdHasher;
-    fn build_hasher(&self) -> IdHasher {
-        IdHasher(0)
-    }
-}
-
-pub struct IdHasher(u64);
-
-impl std::hash::Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        // Fibonacci hashing spreads sequential ids over the table's buckets.
-        self.0.wrapping_mul(0x9e37_79b9_7f4a_7c15)
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0 << 8) | *b as u64;
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = v;
-    }
-}
-
-/// Live objects of one type, by handle.  Handle value = tag in the top byte, then a
-/// 48-bit id that is never reused: a destroyed handle stays invalid forever.
-pub struct Table<T> {
-    tag: u64,
-    next: AtomicU64,
-    live: Lazy<RwLock<HashMap<u64, Arc<T>, IdHash>>>,
-}
-
-impl<T> Table<T> {
-    pub const fn new(tag: u8) -> Table<T> {
-        Table { tag: tag as u64, next: AtomicU64::new(1), live: Lazy::new(|| RwLock::new(HashMap::with_hasher(IdHash::default()))) }
-    }
-
-    /// Stores `v` and returns its new handle.
-    pub fn insert(&self, v: Arc<T>) -> *mut c_void {
-        let id = self.next.fetch_add(1, Ordering::Relaxed) & ((1 << 48) - 1);
-        let h = (self.tag << 56) | id;
-        self.live.write().unwrap_or_else(|e| e.into_inner()).insert(h, v);
-        h as usize as *mut c_void
-    }
-
-    /// The object behind `h`, or INVALID_PARAM for NULL/unknown/destroyed/wrong-type handles.
-    ///
-    /// Hot calls (PostFma, CqGetEvent, GetCompleted) look the same few handles up again and
-    /// again, so each thread keeps its last lookups; any removal, in any table, bumps
-    /// [`HANDLE_EPOCH`] and so empties every thread's cache before the next lookup.  A
-    /// cached entry holds a strong reference: an object destroyed by another thread in the
-    /// middle of a call stays valid memory until that call ends.
-    pub fn get(&self, h: *const c_void) -> GniResult<Arc<T>>
-    where
-        T: Send + Sync + 'static,
-    {
-        let k = h as usize as u64;
-        if k >> 56 != self.tag {
-            return Err(GNI_RC_INVALID_PARAM);
-        }
-        let epoch = HANDLE_EPOCH.load(Ordering::Acquire);
-        let hit = cache_do(|c| {
-            if c.epoch != epoch {
-                return None;
-            }
-            c.slots.iter().find(|e| e.key == k).map(|e| e.obj.clone())
-        })
-        .flatten();
-        if let Some(any) = hit {
-            if let Ok(v) = any.downcast::<T>() {
-                return Ok(v);
-            }
-        }
-        let v = self.live.read().unwrap_or_else(|e| e.into_inner()).get(&k).cloned().ok_or(GNI_RC_INVALID_PARAM)?;
-        let entry = Cached {
-            key: k,
-            ty: std::any::TypeId::of::<T>(),
-            ptr: Arc::as_ptr(&v) as *const (),
-            obj: v.clone() as Arc<dyn std::any::Any + Send + Sync>,
-        };
-        let dropped = cache_do(|c| {
-            let mut out = Vec::new();
-            if c.epoch != epoch {
-                out = c.retire_all();
-                c.epoch = epoch;
-            }
-            if c.slots.len() == HANDLE_CACHE_SLOTS {
-                let old = c.slots.remove(0);
-                out.extend(c.retire(old));
-            }
-            c.slots.push(entry);
-            out
-        });
-        drop(dropped); // outside the cache: a destructor may look handles up
-        Ok(v)
-    }
-
-    /// Runs `f` on the object behind `h` (errors as [`Table::get`]) without taking a
-    /// reference count when the handle is in this thread's cache: the hot calls
-    /// (PostFma, CqGetEvent, GetCompleted, SMSG) then do no atomic read-modify-write for
-    /// the lookup.  While `f` runs the cache entry is *pinned*: entries this thread drops
-    /// from its cache meanwhile (a nested call that misses, a removal, e.g. from an event
-    /// handler) are kept alive until the outermost `with` returns.
-    pub fn with<R>(&self, h: *const c_void, f: impl FnOnce(&T) -> R) -> GniResult<R>
-    where
-        T: Send + Sync + 'static,
-    {
-        let k = h as usize as u64;
-        if k >> 56 != self.tag {
-            return Err(GNI_RC_INVALID_PARAM);
-        }
-        let epoch = HANDLE_EPOCH.load(Ordering::Acquire);
-        let ty = std::any::TypeId::of::<T>();
-        // One thread-local access: the cache lives as long as this thread, so its address
-        // serves the unpinning below too.
-        let Ok(cell) = HANDLE_CACHE.try_with(|c| c as *const std::cell::UnsafeCell<HandleCache>) else {
-            let v = self.get(h)?;
-            return Ok(f(&v));
-        };
-        let hit = {
-            // SAFETY: this thread's cache, alive for the whole call; the only reference
-            // to it in this block, which calls nothing that uses the cache.
-            let c = unsafe { &mut *(*cell).get() };
-            if c.epoch != epoch {
-                None
-            } else {
-                c.slots.iter().find(|e| e.key == k && e.ty == ty).map(|e| {
-                    c.pinned += 1;
-                    e.ptr as *const T
-                })
-            }
-        };
-        let Some(p) = hit else {
-            let v = self.get(h)?;
-            return Ok(f(&v));
-        };
-        struct Unpin(*const std::cell::UnsafeCell<HandleCache>);
-        impl Drop for Unpin {
-            #[inline]
-            fn drop(&mut self) {
-                // SAFETY: as above (the pinning call's thread, its cache still alive).
-                let c = unsafe { &mut *(*self.0).get() };
-                c.pinned -= 1;
-                if c.pinned == 0 && !c.deferred.is_empty() {
-                    drop_deferred(self.0);
-                }
-            }
-        }
-        /// Drops what the cache deferred while pinned (rare: an entry replaced meanwhile).
-        #[cold]
-        fn drop_deferred(cell: *const std::cell::UnsafeCell<HandleCache>) {
-            // SAFETY: as above; the reference ends before the entries are dropped.
-            let dead = std::mem::take(unsafe { &mut (*(*cell).get()).deferred });
-            drop(dead); // outside the cache: a destructor may look handles up
-        }
-        let _unpin = Unpin(cell);
-        // SAFETY: the cache entry's Arc (of type T: its TypeId matched) keeps the object
-        // alive: while pinned, this thread's cache never drops an entry (it defers it),
-        // and other threads never touch it.
-        Ok(f(unsafe { &*p }))
-    }
-
-    /// The live objects and their handles (the checker's report at exit).
-    pub fn live_objects(&self) -> Vec<(u64, Arc<T>)> {
-        self.live.read().unwrap_or_else(|e| e.into_inner()).iter().map(|(k, v)| (*k, v.clone())).collect()
-    }
-
-    /// Removes `h`; later lookups fail.
-    pub fn remove(&self, h: *const c_void) -> GniResult<Arc<T>> {
-        let k = h as usize as u64;
-        if k >> 56 != self.tag {
-            return Err(GNI_RC_INVALID_PARAM);
-        }
-        let v = self.live.write().unwrap_or_else(|e| e.into_inner()).remove(&k).ok_or(GNI_RC_INVALID_PARAM)?;
-        // Release: a thread that sees the new epoch also sees the map without `h`.
-        HANDLE_EPOCH.fetch_add(1, Ordering::Release);
-        let dead = cache_do(|c| c.retire_all());
-        drop(dead);
-        Ok(v)
-    }
-}
 
 /// SOFTNIC_CHECK at exit: what this process never reaped or released (events left in its
 /// CQs, descriptors never returned by GNI_GetCompleted, endpoints and domains never
@@ -258,66 +64,6 @@ pub fn check_at_exit() {
     }
 }
 
-/// Bumped by every handle removal; per-thread handle caches are valid for one epoch.
-static HANDLE_EPOCH: AtomicU64 = AtomicU64::new(0);
-const HANDLE_CACHE_SLOTS: usize = 8;
-
-/// One cached lookup: the handle, the object's type and address, and the reference that
-/// keeps it alive.
-struct Cached {
-    key: u64,
-    ty: std::any::TypeId,
-    ptr: *const (),
-    obj: Arc<dyn std::any::Any + Send + Sync>,
-}
-
-struct HandleCache {
-    epoch: u64,
-    slots: Vec<Cached>,
-    /// Active [`Table::with`] calls of this thread, and the entries dropped meanwhile.
-    pinned: u32,
-    deferred: Vec<Cached>,
-}
-
-impl HandleCache {
-    /// Drops `e` from the cache: kept in `deferred` while pinned, else handed back for
-    /// the caller to drop once it has left the cache.
-    fn retire(&mut self, e: Cached) -> Option<Cached> {
-        if self.pinned > 0 {
-            self.deferred.push(e);
-            None
-        } else {
-            Some(e)
-        }
-    }
-    /// Empties the cache (as `retire` for every entry).
-    fn retire_all(&mut self) -> Vec<Cached> {
-        let mut v = std::mem::take(&mut self.slots);
-        if self.pinned > 0 {
-            self.deferred.append(&mut v);
-        }
-        v
-    }
-}
-
-thread_local! {
-    static HANDLE_CACHE: std::cell::UnsafeCell<HandleCache> =
-        const { std::cell::UnsafeCell::new(HandleCache { epoch: 0, slots: Vec::new(), pinned: 0, deferred: Vec::new() }) };
-}
-
-/// Runs `g` on this thread's handle cache; None while the thread is being torn down (its
-/// cache is gone: lookups then go to the tables).  `g` must neither call anything that
-/// uses the cache nor drop a cached object (hand it back; the caller drops it after).
-fn cache_do<R>(g: impl FnOnce(&mut HandleCache) -> R) -> Option<R> {
-    HANDLE_CACHE
-        .try_with(|c| {
-            // SAFETY: this thread's cache; the only reference to it while `g` runs, since
-            // `g` does not re-enter (contract above).
-            g(unsafe { &mut *c.get() })
-        })
-        .ok()
-}
-
 pub static CDMS: Table<Cdm> = Table::new(0xc1);
 pub static NICS: Table<Nic> = Table::new(0xc2);
 pub static CQS: Table<Cq> = Table::new(0xc3);
@@ -332,49 +78,6 @@ pub static EPS: Table<Ep> = Table::new(0xc4);
 /// in their second word.  Computed once per CDM ([`Cdm::pd`]).
 pub fn pd_key(ptag: u8, cookie: u32) -> u64 {
     softnic_fabric::bootstrap::gni_domain_key(ptag, cookie)
-}
-
-/// Registry key of an attached instance: ptag, cookie, inst_id.
-pub fn instance_key(ptag: u8, cookie: u32, inst_id: u32) -> [u8; 9] {
-    let mut k = [0u8; 9];
-    k[0] = ptag;
-    k[1..5].copy_from_slice(&cookie.to_le_bytes());
-    k[5..9].copy_from_slice(&inst_id.to_le_bytes());
-    k
-}
-
-/// Job-wide KVS key under which an attached instance publishes where its datagram board
-/// is, for instances on other nodes (`GNI_CdmAttach`, when the network engine runs).
-pub fn remote_instance_key(ptag: u8, cookie: u32, inst_id: u32) -> String {
-    format!("gni.{}.{:x}.{}", ptag, cookie, inst_id)
-}
-
-/// What an attached instance publishes in the registry (the payload, 64 bytes max).
-#[derive(Clone, Copy, Debug)]
-pub struct InstanceInfo {
-    pub peer: PeerRef,
-    /// Where peers post datagrams for this instance (see crate::datagram).
-    pub dgram_board: RingLoc,
-    pub nic_addr: u32,
-}
-
-impl InstanceInfo {
-    pub fn to_payload(&self) -> [u8; 52] {
-        let mut p = [0u8; 52];
-        for (i, w) in self.peer.to_words().iter().chain(self.dgram_board.to_words().iter()).enumerate() {
-            p[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
-        }
-        p[48..52].copy_from_slice(&self.nic_addr.to_le_bytes());
-        p
-    }
-    pub fn from_payload(p: &[u8]) -> InstanceInfo {
-        let w = |i: usize| u64::from_le_bytes(p[i * 8..i * 8 + 8].try_into().unwrap());
-        InstanceInfo {
-            peer: PeerRef::from_words([w(0), w(1), w(2)]),
-            dgram_board: RingLoc::from_words([w(3), w(4), w(5)]),
-            nic_addr: u32::from_le_bytes(p[48..52].try_into().unwrap()),
-        }
-    }
 }
 
 pub struct Cdm {
@@ -404,9 +107,9 @@ pub struct Nic {
     /// answer INVALID_PARAM where they check [`Nic::is_detached`].
     pub detached: AtomicBool,
     /// Memory registrations made through this NIC, by `MemKey::to_u64` (crate::memreg).
-    pub regs: Mutex<HashMap<u64, crate::memreg::RegInfo>>,
+    pub regs: Mutex<HashMap<u64, RegInfo>>,
     /// vMDH block (GNI_SetMddResources) and the indices in use.
-    pub mdd: Mutex<crate::memreg::Mdd>,
+    pub mdd: Mutex<Mdd>,
 }
 
 impl Nic {
@@ -419,6 +122,24 @@ impl Nic {
     pub fn pd_key(&self) -> u64 {
         self.cdm.pd
     }
+}
+
+/// What a NIC remembers about one of its registrations.
+pub struct RegInfo {
+    pub dst_cq: Option<Arc<Cq>>,
+    pub vmdh: Option<u32>,
+    pub read_only: bool,
+    /// Multi-segment registration: the per-segment registrations and the segment table
+    /// (library-owned shared memory; this registration's key is the table's).
+    pub segs: Vec<MemKey>,
+    pub table: Option<SharedMem>,
+}
+
+/// The vMDH block of a NIC.
+#[derive(Default)]
+pub struct Mdd {
+    pub size: u32,
+    pub used: HashSet<u32>,
 }
 
 // ---------------------------------------------------------------------------------------
@@ -739,13 +460,23 @@ impl Pins {
     }
 }
 
+/// An endpoint's CE attributes (GNI_EpSetCeAttr) and its last post.
+#[derive(Clone, Copy, Default)]
+pub struct CeAttr {
+    pub ce_id: u32,
+    pub child_id: u32,
+    pub child_type: gni_ce_child_t,
+    /// (VCE, round) of the last reduction posted on this endpoint.
+    pub last: Option<(NodeRef, u64)>,
+}
+
 pub struct EpState {
     pub binding: Option<Binding>,
     /// GNI_EpSetEventData values; None = the defaults (see `local_event`/`remote_event`).
     pub local_event: Option<u32>,
     pub remote_event: Option<u32>,
-    /// Short-messaging state after GNI_SmsgInit (crate::smsg).
-    pub smsg: Option<crate::smsg::SmsgState>,
+    /// Short-messaging state after GNI_SmsgInit (crate::mailbox, used by crate::smsg).
+    pub smsg: Option<SmsgState>,
     /// The endpoint's datagram (crate::datagram).
     pub dgram: crate::datagram::EpDgram,
     /// (NIC address, inst_id) of the instance the last completed datagram was exchanged
@@ -754,7 +485,7 @@ pub struct EpState {
     /// Posts not yet completed (EpUnbind answers NOT_DONE while non-zero).
     pub in_flight: u32,
     /// Collective-engine attributes (GNI_EpSetCeAttr) and last reduction (crate::ce).
-    pub ce: Option<crate::ce::CeAttr>,
+    pub ce: Option<CeAttr>,
 }
 
 pub struct Ep {
@@ -794,18 +525,18 @@ impl Ep {
     /// vMDH handle of another domain or index — reported as a transaction error.
     pub fn route(&self, st: &mut EpState, h: &gni_mem_handle_t) -> Result<[u64; 2], Option<cqe::Status>> {
         let b = st.binding.as_mut().ok_or(None)?;
-        let words = if h.qword1 & crate::memreg::VMDH_FLAG != 0 {
+        let words = if h.qword1 & crate::memhandle::VMDH_FLAG != 0 {
             if h.qword2 != self.nic.pd_key() {
                 return Err(Some(cqe::Status::Protection));
             }
-            let idx = (h.qword1 & !crate::memreg::VMDH_FLAG) as usize;
+            let idx = (h.qword1 & !crate::memhandle::VMDH_FLAG) as usize;
             // A symmetric handle names no process: the instance bound as remote_id, else
             // the one this endpoint exchanged a datagram with at that address.
             let via_dgram = st.dgram_peer.filter(|&(a, id)| a == b.remote_addr && id != b.remote_id);
             self.nic
                 .dgram
-                .peer_vmdh(&self.nic, b.remote_addr, b.remote_id, idx)
-                .or_else(|| via_dgram.and_then(|(a, id)| self.nic.dgram.peer_vmdh(&self.nic, a, id, idx)))
+                .peer_vmdh(b.remote_addr, b.remote_id, idx)
+                .or_else(|| via_dgram.and_then(|(a, id)| self.nic.dgram.peer_vmdh(a, id, idx)))
                 .ok_or(Some(cqe::Status::NoTarget))?
         } else {
             [h.qword1, h.qword2]
@@ -830,52 +561,5 @@ impl Ep {
         let _ = peer.seems_alive();
         b.route = Some((owner, peer));
         Ok(words)
-    }
-}
-
-#[cfg(test)]
-mod handle_cache_tests {
-    use super::*;
-    use std::sync::atomic::AtomicUsize;
-
-    /// An object whose destructor looks another handle up, as a destroyed EP's or CQ's
-    /// clean-up may.
-    struct LooksUp;
-    static OTHER: Table<u64> = Table::new(0xd1);
-    static LOOKERS: Table<LooksUp> = Table::new(0xd2);
-    static OTHER_H: AtomicUsize = AtomicUsize::new(0);
-    static LOOKUPS_IN_DROP: AtomicUsize = AtomicUsize::new(0);
-
-    impl Drop for LooksUp {
-        fn drop(&mut self) {
-            let h = OTHER_H.load(Ordering::Relaxed) as *const c_void;
-            assert_eq!(OTHER.with(h, |v| *v), Ok(7));
-            LOOKUPS_IN_DROP.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-
-    #[test]
-    fn cached_objects_die_outside_the_cache() {
-        OTHER_H.store(OTHER.insert(Arc::new(7)) as usize, Ordering::Relaxed);
-        // 1. Removed by another thread while this thread's cache holds the last
-        //    reference: the next lookup here empties the cache and the destructor runs.
-        let h = LOOKERS.insert(Arc::new(LooksUp)) as usize;
-        assert!(LOOKERS.with(h as *const c_void, |_| ()).is_ok());
-        std::thread::spawn(move || drop(LOOKERS.remove(h as *const c_void).unwrap())).join().unwrap();
-        assert_eq!(LOOKUPS_IN_DROP.load(Ordering::Relaxed), 0, "this thread's cache still holds it");
-        assert_eq!(OTHER.with(OTHER_H.load(Ordering::Relaxed) as *const c_void, |v| *v), Ok(7));
-        assert_eq!(LOOKUPS_IN_DROP.load(Ordering::Relaxed), 1);
-        // 2. Removed from inside a `with` on it: kept alive (deferred) until the call ends.
-        let h2 = LOOKERS.insert(Arc::new(LooksUp));
-        let r = LOOKERS.with(h2, |_| {
-            drop(LOOKERS.remove(h2).unwrap());
-            LOOKUPS_IN_DROP.load(Ordering::Relaxed)
-        });
-        assert_eq!(r, Ok(1), "not dropped while in use");
-        assert_eq!(LOOKUPS_IN_DROP.load(Ordering::Relaxed), 2);
-        assert_eq!(LOOKERS.with(h2, |_| ()), Err(GNI_RC_INVALID_PARAM));
-        // 3. Wrong table / unknown handles.
-        assert_eq!(OTHER.with(h2, |_| ()), Err(GNI_RC_INVALID_PARAM));
-        assert_eq!(LOOKERS.with(std::ptr::null(), |_| ()), Err(GNI_RC_INVALID_PARAM));
     }
 }

@@ -48,7 +48,7 @@
 //! **Routing.**  A post goes to the process its `remote_mem_hndl` names (the handle carries
 //! its owner; the bound NIC address must be that process's node, else a transaction
 //! error): `remote_id` routes nothing (see `Ep::route`).  Remote handles are then resolved
-//! by `crate::memreg::RemoteMem`: plain handles name a registration and a virtual address;
+//! by `memhandle::RemoteMem`: plain handles name a registration and a virtual address;
 //! symmetric vMDH handles are looked up in the vMDH table of the instance bound as
 //! `remote_id`; multi-segment handles take offsets, split at segment boundaries (see
 //! crate::memreg).  Local handles may be plain, vMDH or multi-segment, the last with
@@ -89,7 +89,8 @@
 //! The `_S` commands work on 32-bit words (low 32 bits of the operands).
 
 use crate::cqe::{self, Status};
-use crate::memreg::{self, LocalMem, RemoteMem};
+use crate::memhandle::{self, RemoteMem};
+use crate::memreg::LocalMem;
 use crate::objects::{Binding, Cq, Ep, Nic, CQS, EPS};
 use crate::types::*;
 use softnic_fabric::atomic::{AmoOp, AmoWidth};
@@ -304,14 +305,14 @@ fn execute(rm: &RemoteMem, peer: Live<'_>, d: &gni_post_descriptor_t, op: &Op, l
                 }
                 None => None,
             };
-            let spans = memreg::pair(rm.pieces(d.remote_addr, len)?.as_slice(), local.spans(d.local_addr, len).as_slice());
+            let spans = memhandle::pair(rm.pieces(d.remote_addr, len)?.as_slice(), local.spans(d.local_addr, len).as_slice());
             let parts = spans.map(|(k, ra, la, n)| (k, ra, local_bytes(la, n)));
             let notify = notify.map(|e| (rm.notify_key(), e));
             peer.put_compound(parts.as_slice(), flag, notify, pd)?;
             Ok(notify.is_some())
         }
         Op::Get { len, flag } => {
-            let spans = memreg::pair(rm.pieces(d.remote_addr, len)?.as_slice(), local.spans(d.local_addr, len).as_slice());
+            let spans = memhandle::pair(rm.pieces(d.remote_addr, len)?.as_slice(), local.spans(d.local_addr, len).as_slice());
             for &(key, addr, la, n) in spans.as_slice() {
                 // SAFETY: checked by `LocalMem::open`: inside a writable registration of ours.
                 let dst = unsafe { std::slice::from_raw_parts_mut(la as *mut u8, n as usize) };
@@ -392,7 +393,7 @@ fn check_watch(engine: Engine, desc: *mut gni_post_descriptor_t) {
     // SAFETY: the caller's descriptor, posted successfully (so readable).
     let Some(d) = (unsafe { desc.as_ref() }) else { return };
     let reads_source = matches!(d.type_, GNI_POST_FMA_PUT | GNI_POST_FMA_PUT_W_SYNCFLAG | GNI_POST_RDMA_PUT);
-    if !reads_source || d.cq_mode & (MODE_LOCAL | MODE_GLOBAL) == 0 || d.local_mem_hndl.qword1 & memreg::SEG_FLAG != 0 || d.local_addr == 0 {
+    if !reads_source || d.cq_mode & (MODE_LOCAL | MODE_GLOBAL) == 0 || d.local_mem_hndl.qword1 & memhandle::SEG_FLAG != 0 || d.local_addr == 0 {
         return;
     }
     let (api, len) = (engine.api(), d.length as usize);
@@ -456,7 +457,7 @@ fn pinned_post(engine: Engine, ep: &Ep, desc: *mut gni_post_descriptor_t) -> Opt
     if want_remote && !matches!(op, PinnedOp::Put(_)) {
         return None;
     }
-    if mode & !(MODE_LOCAL | MODE_GLOBAL | MODE_REMOTE) != 0 || !d.src_cq_hndl.is_null() || d.length > HOLD_MAX || (d.length > 0 && d.local_addr == 0) || lh.qword1 & (memreg::SEG_FLAG | memreg::VMDH_FLAG) != 0 {
+    if mode & !(MODE_LOCAL | MODE_GLOBAL | MODE_REMOTE) != 0 || !d.src_cq_hndl.is_null() || d.length > HOLD_MAX || (d.length > 0 && d.local_addr == 0) || lh.qword1 & (memhandle::SEG_FLAG | memhandle::VMDH_FLAG) != 0 {
         return None;
     }
     let want_event = mode & (MODE_LOCAL | MODE_GLOBAL) != 0;
@@ -708,7 +709,7 @@ fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_d
                             }
                             if let LocalMem::Virtual(Some(lkey)) = local {
                                 let lw = [d.local_mem_hndl.qword1, d.local_mem_hndl.qword2];
-                                if lw[0] & (memreg::SEG_FLAG | memreg::VMDH_FLAG) == 0 {
+                                if lw[0] & (memhandle::SEG_FLAG | memhandle::VMDH_FLAG) == 0 {
                                     pin_after(b, lw, lkey, true, pd);
                                 }
                             }

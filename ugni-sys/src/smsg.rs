@@ -52,27 +52,24 @@
 //! mailbox address is an offset).  Plain (and vMDH) mailboxes are pinned on first use
 //! ([`Channel`]): a message is then one bounds-free copy into the peer's slot, its
 //! sequence store and one ring push, after a re-check of a few words; segmented ones, and
-//! any pin that fails its re-check, are resolved per message (crate::memreg).
+//! any pin that fails its re-check, are resolved per message (crate::memhandle).
 //!
 //! `GNI_SmsgSetDeliveryMode` and `GNI_SmsgSetMaxRetrans` validate the NIC and succeed:
 //! delivery is always in order and never needs retransmission.
 
 use crate::cqe::{self, Status};
+use crate::mailbox::{Channel, SmsgState, MBOX_HDR, SLOT_HDR};
+use crate::memhandle::RemoteMem;
 use crate::objects::{Ep, EPS, NICS};
-use crate::memreg::RemoteMem;
 use crate::post::{check_local, remote_event};
 use crate::types::*;
 use libc::{c_uint, c_void};
 use softnic_fabric::mem::MemKey;
-use softnic_fabric::rma::{Live, Peer, Pinned, PinnedRing};
-use std::sync::atomic::{AtomicU64, Ordering};
+use softnic_fabric::rma::{Live, Peer};
 use std::sync::Arc;
 
 /// Messages between two attempts to pin a channel that could not be pinned.
 const CHAN_RETRY: u64 = 64;
-
-const MBOX_HDR: u64 = 64;
-const SLOT_HDR: u64 = 32;
 
 /// Bytes of one slot for messages of up to `maxsize` bytes.
 fn slot_size(maxsize: u32) -> u64 {
@@ -89,96 +86,6 @@ fn mbox_size(a: &gni_smsg_attr_t) -> Option<u64> {
     }
     let n = MBOX_HDR + a.mbox_maxcredit as u64 * slot_size(a.msg_maxsize);
     (n <= u32::MAX as u64).then_some(n)
-}
-
-/// Per-endpoint SMSG state after GNI_SmsgInit.
-pub struct SmsgState {
-    /// My mailbox (the peer writes into it): address in this process.
-    local: u64,
-    local_credits: u32,
-    local_slot: u64,
-    /// The peer's mailbox: address in the peer, its registration, geometry.
-    remote: u64,
-    /// The peer's mailbox handle (plain, multi-segment or vMDH; resolved per use).
-    remote_h: gni_mem_handle_t,
-    remote_credits: u32,
-    remote_slot: u64,
-    remote_maxsize: u32,
-    /// Messages I have sent / released (= received and consumed).
-    sent: u64,
-    /// The credits word as last read.  It only grows, so while this value still leaves a
-    /// credit the shared word need not be read: the sender does not pull the cache line
-    /// the peer's every Release writes (one cross-core transfer less per message).
-    credits_seen: u64,
-    released: u64,
-    /// Header pointer of the current message (GetNext succeeded, no Release yet).
-    current: Option<u64>,
-    /// Staging buffer for one slot (per-message path).
-    buf: Vec<u8>,
-    /// The peer's mailbox and event ring, pinned (see [`Channel`]); None until the first
-    /// message, after a failed re-check, or when they cannot be pinned.
-    chan: Option<Channel>,
-    /// While `chan` cannot be built: the `sent + released` count of the next attempt.
-    chan_retry: u64,
-}
-
-/// The fast path of one endpoint's messages: the peer's whole mailbox (slots and the
-/// credits word) and the ring of its dst CQ, validated and mapped once
-/// (`softnic_fabric::rma::Pinned`), re-checked with a few loads per message.  Every
-/// message and release takes it while it is valid; when a re-check fails (the peer
-/// deregistered or re-registered the mailbox, destroyed the CQ) it is dropped and the
-/// per-message path, which resolves the handle and reports the exact error, takes over.
-/// Only plain (or vMDH-resolved plain) mailbox handles are pinned; segmented ones always
-/// take the per-message path.
-struct Channel {
-    mbox: Pinned,
-    events: Option<PinnedRing<u64>>,
-}
-
-impl Channel {
-    fn open(peer: &Arc<Peer>, words: [u64; 2], sm: &SmsgState, pd: u64) -> softnic_fabric::Result<Channel> {
-        let live = peer.live_probed()?;
-        let rm = RemoteMem::open(peer, words, pd)?;
-        if !rm.is_plain() {
-            return Err(softnic_fabric::Error::Unsupported);
-        }
-        let len = MBOX_HDR + sm.remote_credits as u64 * sm.remote_slot;
-        let (key, addr) = rm.word(sm.remote, len)?;
-        let mbox = Pinned::new(peer, key, addr, len as usize, true, pd)?;
-        let events = match live.notify_ring(rm.notify_key(), pd)? {
-            Some(loc) => Some(PinnedRing::new(peer, &loc)?),
-            None => None,
-        };
-        Ok(Channel { mbox, events })
-    }
-}
-
-impl SmsgState {
-    /// The credits word of my mailbox (written by the peer).
-    fn credits_returned(&self) -> u64 {
-        // SAFETY: `local` is the 64-byte aligned start of my mailbox, checked at init to
-        // lie inside a live registration of ours.
-        unsafe { (*(self.local as *const AtomicU64)).load(Ordering::Acquire) }
-    }
-
-    /// Address of the slot holding my next incoming message, and its expected seq.
-    fn next_slot(&self) -> (u64, u64) {
-        let idx = self.released % self.local_credits as u64;
-        (self.local + MBOX_HDR + idx * self.local_slot, self.released + 1)
-    }
-
-    /// The next arrived message: (slot address, tag), or None.
-    fn peek(&self) -> Option<(u64, u8)> {
-        let (slot, want) = self.next_slot();
-        // SAFETY: the slot lies inside my mailbox (geometry checked at init); 8-aligned.
-        let seq = unsafe { (*(slot as *const AtomicU64)).load(Ordering::Acquire) };
-        if seq != want {
-            return None;
-        }
-        // SAFETY: as above; the tag byte was written before seq was published.
-        let tag = unsafe { std::ptr::read_volatile((slot + 16) as *const u8) };
-        Some((slot, tag))
-    }
 }
 
 /// Size of the mailbox described by `smsg_attr` (msg_type, mbox_maxcredit, msg_maxsize).

@@ -26,6 +26,7 @@
 //! `GNI_BISyncWait` returns SUCCESS at once: a recorded configuration is in effect
 //! immediately.
 
+use crate::handles::{lock, GniResult};
 use crate::objects::*;
 use crate::types::*;
 use std::collections::HashMap;

@@ -1,0 +1,317 @@
+//! Handles: the per-type tables that turn the opaque handles C sees into objects, and
+//! the two helpers every module uses ([`GniResult`], [`lock`]).
+//!
+//! Each handle is a tagged, never-reused id looked up in a per-type [`Table`], so a
+//! NULL, forged, wrong-type or destroyed handle is detected and answered with
+//! `GNI_RC_INVALID_PARAM` instead of being dereferenced.  The objects themselves are in
+//! crate::objects (and crate::ce, crate::errors, crate::msgq for theirs).
+
+use crate::types::*;
+use once_cell::sync::Lazy;
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+
+/// Result of an internal step: the error is the code the exported function returns.
+pub type GniResult<T> = std::result::Result<T, gni_return_t>;
+
+/// Locks a mutex, ignoring poisoning: a panic aborts the process at the C boundary, so a
+/// poisoned lock is never observed by a later call.
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Handles are unique sequential ids: mixing their bits once is all the hashing the
+/// table needs (SipHash showed up in CQ polling profiles).
+#[derive(Default, Clone, Copy)]
+pub struct IdHash;
+
+impl std::hash::BuildHasher for IdHash {
+    type Hasher = IdHasher;
+    fn build_hasher(&self) -> IdHasher {
+        IdHasher(0)
+    }
+}
+
+pub struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        // Fibonacci hashing spreads sequential ids over the table's buckets.
+        self.0.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 << 8) | *b as u64;
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+
+/// Live objects of one type, by handle.  Handle value = tag in the top byte, then a
+/// 48-bit id that is never reused: a destroyed handle stays invalid forever.
+pub struct Table<T> {
+    tag: u64,
+    next: AtomicU64,
+    live: Lazy<RwLock<HashMap<u64, Arc<T>, IdHash>>>,
+}
+
+impl<T> Table<T> {
+    pub const fn new(tag: u8) -> Table<T> {
+        Table { tag: tag as u64, next: AtomicU64::new(1), live: Lazy::new(|| RwLock::new(HashMap::with_hasher(IdHash::default()))) }
+    }
+
+    /// Stores `v` and returns its new handle.
+    pub fn insert(&self, v: Arc<T>) -> *mut c_void {
+        let id = self.next.fetch_add(1, Ordering::Relaxed) & ((1 << 48) - 1);
+        let h = (self.tag << 56) | id;
+        self.live.write().unwrap_or_else(|e| e.into_inner()).insert(h, v);
+        h as usize as *mut c_void
+    }
+
+    /// The object behind `h`, or INVALID_PARAM for NULL/unknown/destroyed/wrong-type handles.
+    ///
+    /// Hot calls (PostFma, CqGetEvent, GetCompleted) look the same few handles up again and
+    /// again, so each thread keeps its last lookups; any removal, in any table, bumps
+    /// [`HANDLE_EPOCH`] and so empties every thread's cache before the next lookup.  A
+    /// cached entry holds a strong reference: an object destroyed by another thread in the
+    /// middle of a call stays valid memory until that call ends.
+    pub fn get(&self, h: *const c_void) -> GniResult<Arc<T>>
+    where
+        T: Send + Sync + 'static,
+    {
+        let k = h as usize as u64;
+        if k >> 56 != self.tag {
+            return Err(GNI_RC_INVALID_PARAM);
+        }
+        let epoch = HANDLE_EPOCH.load(Ordering::Acquire);
+        let hit = cache_do(|c| {
+            if c.epoch != epoch {
+                return None;
+            }
+            c.slots.iter().find(|e| e.key == k).map(|e| e.obj.clone())
+        })
+        .flatten();
+        if let Some(any) = hit {
+            if let Ok(v) = any.downcast::<T>() {
+                return Ok(v);
+            }
+        }
+        let v = self.live.read().unwrap_or_else(|e| e.into_inner()).get(&k).cloned().ok_or(GNI_RC_INVALID_PARAM)?;
+        let entry = Cached {
+            key: k,
+            ty: std::any::TypeId::of::<T>(),
+            ptr: Arc::as_ptr(&v) as *const (),
+            obj: v.clone() as Arc<dyn std::any::Any + Send + Sync>,
+        };
+        let dropped = cache_do(|c| {
+            let mut out = Vec::new();
+            if c.epoch != epoch {
+                out = c.retire_all();
+                c.epoch = epoch;
+            }
+            if c.slots.len() == HANDLE_CACHE_SLOTS {
+                let old = c.slots.remove(0);
+                out.extend(c.retire(old));
+            }
+            c.slots.push(entry);
+            out
+        });
+        drop(dropped); // outside the cache: a destructor may look handles up
+        Ok(v)
+    }
+
+    /// Runs `f` on the object behind `h` (errors as [`Table::get`]) without taking a
+    /// reference count when the handle is in this thread's cache: the hot calls
+    /// (PostFma, CqGetEvent, GetCompleted, SMSG) then do no atomic read-modify-write for
+    /// the lookup.  While `f` runs the cache entry is *pinned*: entries this thread drops
+    /// from its cache meanwhile (a nested call that misses, a removal, e.g. from an event
+    /// handler) are kept alive until the outermost `with` returns.
+    pub fn with<R>(&self, h: *const c_void, f: impl FnOnce(&T) -> R) -> GniResult<R>
+    where
+        T: Send + Sync + 'static,
+    {
+        let k = h as usize as u64;
+        if k >> 56 != self.tag {
+            return Err(GNI_RC_INVALID_PARAM);
+        }
+        let epoch = HANDLE_EPOCH.load(Ordering::Acquire);
+        let ty = std::any::TypeId::of::<T>();
+        // One thread-local access: the cache lives as long as this thread, so its address
+        // serves the unpinning below too.
+        let Ok(cell) = HANDLE_CACHE.try_with(|c| c as *const std::cell::UnsafeCell<HandleCache>) else {
+            let v = self.get(h)?;
+            return Ok(f(&v));
+        };
+        let hit = {
+            // SAFETY: this thread's cache, alive for the whole call; the only reference
+            // to it in this block, which calls nothing that uses the cache.
+            let c = unsafe { &mut *(*cell).get() };
+            if c.epoch != epoch {
+                None
+            } else {
+                c.slots.iter().find(|e| e.key == k && e.ty == ty).map(|e| {
+                    c.pinned += 1;
+                    e.ptr as *const T
+                })
+            }
+        };
+        let Some(p) = hit else {
+            let v = self.get(h)?;
+            return Ok(f(&v));
+        };
+        struct Unpin(*const std::cell::UnsafeCell<HandleCache>);
+        impl Drop for Unpin {
+            #[inline]
+            fn drop(&mut self) {
+                // SAFETY: as above (the pinning call's thread, its cache still alive).
+                let c = unsafe { &mut *(*self.0).get() };
+                c.pinned -= 1;
+                if c.pinned == 0 && !c.deferred.is_empty() {
+                    drop_deferred(self.0);
+                }
+            }
+        }
+        /// Drops what the cache deferred while pinned (rare: an entry replaced meanwhile).
+        #[cold]
+        fn drop_deferred(cell: *const std::cell::UnsafeCell<HandleCache>) {
+            // SAFETY: as above; the reference ends before the entries are dropped.
+            let dead = std::mem::take(unsafe { &mut (*(*cell).get()).deferred });
+            drop(dead); // outside the cache: a destructor may look handles up
+        }
+        let _unpin = Unpin(cell);
+        // SAFETY: the cache entry's Arc (of type T: its TypeId matched) keeps the object
+        // alive: while pinned, this thread's cache never drops an entry (it defers it),
+        // and other threads never touch it.
+        Ok(f(unsafe { &*p }))
+    }
+
+    /// The live objects and their handles (the checker's report at exit).
+    pub fn live_objects(&self) -> Vec<(u64, Arc<T>)> {
+        self.live.read().unwrap_or_else(|e| e.into_inner()).iter().map(|(k, v)| (*k, v.clone())).collect()
+    }
+
+    /// Removes `h`; later lookups fail.
+    pub fn remove(&self, h: *const c_void) -> GniResult<Arc<T>> {
+        let k = h as usize as u64;
+        if k >> 56 != self.tag {
+            return Err(GNI_RC_INVALID_PARAM);
+        }
+        let v = self.live.write().unwrap_or_else(|e| e.into_inner()).remove(&k).ok_or(GNI_RC_INVALID_PARAM)?;
+        // Release: a thread that sees the new epoch also sees the map without `h`.
+        HANDLE_EPOCH.fetch_add(1, Ordering::Release);
+        let dead = cache_do(|c| c.retire_all());
+        drop(dead);
+        Ok(v)
+    }
+}
+
+/// Bumped by every handle removal; per-thread handle caches are valid for one epoch.
+static HANDLE_EPOCH: AtomicU64 = AtomicU64::new(0);
+const HANDLE_CACHE_SLOTS: usize = 8;
+
+/// One cached lookup: the handle, the object's type and address, and the reference that
+/// keeps it alive.
+struct Cached {
+    key: u64,
+    ty: std::any::TypeId,
+    ptr: *const (),
+    obj: Arc<dyn std::any::Any + Send + Sync>,
+}
+
+struct HandleCache {
+    epoch: u64,
+    slots: Vec<Cached>,
+    /// Active [`Table::with`] calls of this thread, and the entries dropped meanwhile.
+    pinned: u32,
+    deferred: Vec<Cached>,
+}
+
+impl HandleCache {
+    /// Drops `e` from the cache: kept in `deferred` while pinned, else handed back for
+    /// the caller to drop once it has left the cache.
+    fn retire(&mut self, e: Cached) -> Option<Cached> {
+        if self.pinned > 0 {
+            self.deferred.push(e);
+            None
+        } else {
+            Some(e)
+        }
+    }
+    /// Empties the cache (as `retire` for every entry).
+    fn retire_all(&mut self) -> Vec<Cached> {
+        let mut v = std::mem::take(&mut self.slots);
+        if self.pinned > 0 {
+            self.deferred.append(&mut v);
+        }
+        v
+    }
+}
+
+thread_local! {
+    static HANDLE_CACHE: std::cell::UnsafeCell<HandleCache> =
+        const { std::cell::UnsafeCell::new(HandleCache { epoch: 0, slots: Vec::new(), pinned: 0, deferred: Vec::new() }) };
+}
+
+/// Runs `g` on this thread's handle cache; None while the thread is being torn down (its
+/// cache is gone: lookups then go to the tables).  `g` must neither call anything that
+/// uses the cache nor drop a cached object (hand it back; the caller drops it after).
+fn cache_do<R>(g: impl FnOnce(&mut HandleCache) -> R) -> Option<R> {
+    HANDLE_CACHE
+        .try_with(|c| {
+            // SAFETY: this thread's cache; the only reference to it while `g` runs, since
+            // `g` does not re-enter (contract above).
+            g(unsafe { &mut *c.get() })
+        })
+        .ok()
+}
+
+#[cfg(test)]
+mod handle_cache_tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    /// An object whose destructor looks another handle up, as a destroyed EP's or CQ's
+    /// clean-up may.
+    struct LooksUp;
+    static OTHER: Table<u64> = Table::new(0xd1);
+    static LOOKERS: Table<LooksUp> = Table::new(0xd2);
+    static OTHER_H: AtomicUsize = AtomicUsize::new(0);
+    static LOOKUPS_IN_DROP: AtomicUsize = AtomicUsize::new(0);
+
+    impl Drop for LooksUp {
+        fn drop(&mut self) {
+            let h = OTHER_H.load(Ordering::Relaxed) as *const c_void;
+            assert_eq!(OTHER.with(h, |v| *v), Ok(7));
+            LOOKUPS_IN_DROP.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn cached_objects_die_outside_the_cache() {
+        OTHER_H.store(OTHER.insert(Arc::new(7)) as usize, Ordering::Relaxed);
+        // 1. Removed by another thread while this thread's cache holds the last
+        //    reference: the next lookup here empties the cache and the destructor runs.
+        let h = LOOKERS.insert(Arc::new(LooksUp)) as usize;
+        assert!(LOOKERS.with(h as *const c_void, |_| ()).is_ok());
+        std::thread::spawn(move || drop(LOOKERS.remove(h as *const c_void).unwrap())).join().unwrap();
+        assert_eq!(LOOKUPS_IN_DROP.load(Ordering::Relaxed), 0, "this thread's cache still holds it");
+        assert_eq!(OTHER.with(OTHER_H.load(Ordering::Relaxed) as *const c_void, |v| *v), Ok(7));
+        assert_eq!(LOOKUPS_IN_DROP.load(Ordering::Relaxed), 1);
+        // 2. Removed from inside a `with` on it: kept alive (deferred) until the call ends.
+        let h2 = LOOKERS.insert(Arc::new(LooksUp));
+        let r = LOOKERS.with(h2, |_| {
+            drop(LOOKERS.remove(h2).unwrap());
+            LOOKUPS_IN_DROP.load(Ordering::Relaxed)
+        });
+        assert_eq!(r, Ok(1), "not dropped while in use");
+        assert_eq!(LOOKUPS_IN_DROP.load(Ordering::Relaxed), 2);
+        assert_eq!(LOOKERS.with(h2, |_| ()), Err(GNI_RC_INVALID_PARAM));
+        // 3. Wrong table / unknown handles.
+        assert_eq!(OTHER.with(h2, |_| ()), Err(GNI_RC_INVALID_PARAM));
+        assert_eq!(LOOKERS.with(std::ptr::null(), |_| ()), Err(GNI_RC_INVALID_PARAM));
+    }
+}
