@@ -2,7 +2,7 @@
 //! and user, any portal" (set by PtlNIInit); the others admit nobody until set.  The
 //! check itself is the target side's (crate::service).
 
-use crate::ni::Lib;
+use crate::objects::Lib;
 use crate::seg::AcRow;
 use crate::status::{done, PResult};
 use crate::types::*;

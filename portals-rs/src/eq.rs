@@ -38,7 +38,7 @@
 
 use crate::evring::{Cursor, EvRing};
 use crate::handle;
-use crate::ni::{Lib, Ni};
+use crate::objects::{EqLocal, Lib, Ni};
 use crate::seg::{Guard, HandlerNote, Seg, FREE, LIVE};
 use crate::status::{done, ret, PResult};
 use crate::types::*;
@@ -49,64 +49,6 @@ use std::time::{Duration, Instant};
 
 /// Most events a queue may be asked to hold.
 pub const MAX_COUNT: u64 = 1 << 20;
-
-/// Free space of the event arena (first fit, merged on free).
-pub struct Arena {
-    free: Vec<(usize, usize)>,
-}
-
-impl Arena {
-    pub fn new(off: usize, len: usize) -> Arena {
-        Arena { free: vec![(off, len)] }
-    }
-    fn alloc(&mut self, len: usize) -> Option<usize> {
-        let len = len.checked_add(63)? & !63;
-        let i = self.free.iter().position(|&(_, l)| l >= len)?;
-        let (off, l) = self.free[i];
-        if l == len {
-            self.free.remove(i);
-        } else {
-            self.free[i] = (off + len, l - len);
-        }
-        Some(off)
-    }
-    fn release(&mut self, off: usize, len: usize) {
-        let len = (len + 63) & !63;
-        let i = self.free.partition_point(|&(o, _)| o < off);
-        self.free.insert(i, (off, len));
-        // Merge with the neighbours.
-        if i + 1 < self.free.len() && self.free[i].0 + self.free[i].1 == self.free[i + 1].0 {
-            self.free[i].1 += self.free[i + 1].1;
-            self.free.remove(i + 1);
-        }
-        if i > 0 && self.free[i - 1].0 + self.free[i - 1].1 == self.free[i].0 {
-            self.free[i - 1].1 += self.free[i].1;
-            self.free.remove(i);
-        }
-    }
-}
-
-/// The owner's side of a queue.
-pub struct EqLocal {
-    pub handle: u32,
-    pub idx: u32,
-    ring: EvRing,
-    chunk: (usize, usize),
-    /// Where the consumers are; its lock serialises them (held for a take: a spin lock,
-    /// one locked instruction).
-    next: SpinLock<Cursor>,
-    waiters: AtomicU32,
-    ended: AtomicBool,
-    pub handler: ptl_eq_handler_t,
-    ni: Arc<Ni>,
-}
-
-impl Drop for EqLocal {
-    fn drop(&mut self) {
-        // Nobody uses the ring any more (the row was freed first, so nobody deposits).
-        self.ni.arena.lock().unwrap_or_else(|e| e.into_inner()).release(self.chunk.0, self.chunk.1);
-    }
-}
 
 /// An operation's hold on one of its own queues (see the module doc): taken before its
 /// target can act, released with the operation's own events.  Plain data: the holds
@@ -203,7 +145,7 @@ impl EqLocal {
         let second = self.ring.slot_at(at).wrapping_add(64);
         if spin_until(
             || {
-                crate::seg::prefetch_read(second);
+                crate::prefetch::prefetch_read(second);
                 self.ready_at(at)
             },
             timeout,
@@ -544,12 +486,21 @@ unsafe fn copy_out(p: &Packed, dst: *mut Event) {
     }
 }
 
+/// SOFTNIC_CHECK: the checker's id space of Portals puts, by MD handle and link (a put
+/// is watched when sent, [`crate::ops`], and released here when its SEND_END is taken).
+pub const CHECK_SEND: u64 = 0x9073;
+
+/// The checker's id of the put of `link` on MD handle `md_h`.
+pub fn check_op(md_h: u32, link: u32) -> usize {
+    ((md_h as usize) << 32) | link as usize
+}
+
 /// Returns an event taken from `q` to the caller.
 #[inline]
 fn deliver(p: &Packed, dropped: bool, dst: *mut Event) -> i32 {
     if p.kind as u32 == PTL_EVENT_SEND_END && softnic_fabric::check::enabled() {
         // The program learns its put's MD memory is free again (SOFTNIC_CHECK).
-        softnic_fabric::check::release(crate::ops::CHECK_SEND, crate::ops::check_op(p.md_handle, p.link), "its SEND_END taken from the queue");
+        softnic_fabric::check::release(CHECK_SEND, check_op(p.md_handle, p.link), "its SEND_END taken from the queue");
     }
     // SAFETY: the callers checked dst for NULL.
     unsafe { copy_out(p, dst) };
@@ -866,25 +817,4 @@ pub extern "C" fn PtlNIEqDump(ni_handle: u32) -> i32 {
         }
     });
     done("PtlNIEqDump", r)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn arena_first_fit_and_merge() {
-        let mut a = Arena::new(4096, 64 * 10);
-        let x = a.alloc(64).unwrap();
-        let y = a.alloc(100).unwrap();
-        let z = a.alloc(64).unwrap();
-        assert_eq!((x, y, z), (4096, 4160, 4288));
-        assert!(a.alloc(64 * 8).is_none());
-        a.release(y, 100);
-        a.release(x, 64);
-        assert_eq!(a.alloc(192), Some(4096), "freed neighbours merge");
-        a.release(4096, 192);
-        a.release(z, 64);
-        assert_eq!(a.free, vec![(4096, 640)]);
-    }
 }

@@ -1,19 +1,40 @@
 //! libportals.so: Portals 3 (the 3.2 specification's semantics, the 3.3 reference
 //! implementation's ABI) over the softnic fabric.
 //!
-//! The model (decisions in include/portals3.h's top comment):
-//! - [`ni`]: the library and its one network interface; [`runtime`]: process ids and
-//!   the rank runtime of p3rt.h.
-//! - [`seg`]: an NI's shared state (portal table, match entries, MDs, event queues,
-//!   access control, status registers) in library-owned shared memory, under one lock
-//!   ([`lock`]) that survives a holder's death; published in the node registry so that
-//!   initiators find it.
-//! - [`me`], [`md`], [`eq`], [`acl`]: the object calls, on that state; [`evring`]: an
-//!   event queue's ring (overwrite-oldest, events held back for causal order).
-//! - [`service`]: the target side of every operation, written once as the fabric's
-//!   Portals service: run by the initiator on this machine, by the target's progress
-//!   thread across machines.  [`ops`]: the initiator side (PtlPut, PtlGet, PtlGetPut...).
-//! - [`handle`], [`types`], [`status`]: handles, C types, codes and strings.
+//! The model (decisions in include/portals3.h's top comment): an NI's shared state
+//! (portal table, match entries, MDs, event queues, access control, status registers)
+//! lives in library-owned shared memory, under one lock that survives a holder's death,
+//! published in the node registry so that initiators find it.  The target side of every
+//! operation is written once, as the fabric's Portals service: run by the initiator on
+//! this machine, by the target's progress thread across machines.
+//!
+//! The modules, top to bottom (each uses only modules below it):
+//! - [`ni`]: the library and its NI: PtlInit/PtlFini, PtlNIInit/PtlNIFini, the identity
+//!   calls, status registers, PtlNIDist, PtlNIHandle, PtlNIFailStr.
+//! - [`rank`]: the rank runtime calls of p3rt.h (PtlSetRank, the NID/PID maps, PtlSetJID).
+//! - [`acl`]: the access control table's call, PtlACEntry.
+//! - [`ops`]: the initiator side (PtlPut, PtlGet, PtlGetPut...) and how a target is found.
+//! - [`service`]: the target side of every operation: access control, the match, the
+//!   deposit or read, the target's events.
+//! - [`me`]: the ME calls (PtlMEAttach, PtlMEInsert, PtlMEUnlink, the dumps, PtlNIDebug).
+//! - [`md`]: the MD calls, the MD rules the target side shares (activity, unlink), the
+//!   memory registrations behind MDs.
+//! - [`matchlist`]: a portal's match list of ME rows: link, unlink, create.
+//! - [`eq`]: event queues: their calls, the deposit of events, the owner's holds that keep
+//!   them in causal order, EQ handlers.
+//! - [`objects`]: the process-local objects: the NI and the library's table of it
+//!   (`Lib`), the owner's side of its event queues, its MDs' registrations, the targets
+//!   it reached, views of target segments.
+//! - [`seg`]: an NI's shared state in its segment: layout, rows, per-view caches.
+//! - [`evring`]: an event queue's ring (overwrite-oldest, events held back for causal
+//!   order).
+//! - [`lock`]: the segment's lock, taken over from a holder that died.
+//! - [`endpoint`]: an NI's entry in the node registry (key, payload, tombstone).
+//! - [`runtime`]: process ids, the rank runtime's state, the job's protection key.
+//! - [`prefetch`]: cache-line prefetch hints.
+//! - [`status`]: return codes, their names and strings, per-call logging, debug mask.
+//! - [`handle`]: handle encoding.
+//! - [`types`]: C types and constants.
 //!
 //! Nothing here is a stub: every function of the fact sheet is implemented.
 
@@ -21,20 +42,25 @@
 // pointers; their contract is the C API's, documented in include/portals3.h.
 #![allow(clippy::missing_safety_doc)]
 
-pub mod types;
-pub mod status;
-pub mod handle;
-pub mod lock;
-pub mod seg;
-pub mod runtime;
 pub mod ni;
-pub mod evring;
-pub mod eq;
+pub mod rank;
+pub mod acl;
+pub mod ops;
+pub mod service;
 pub mod me;
 pub mod md;
-pub mod acl;
-pub mod service;
-pub mod ops;
+pub mod matchlist;
+pub mod eq;
+pub mod objects;
+pub mod seg;
+pub mod evring;
+pub mod lock;
+pub mod endpoint;
+pub mod runtime;
+pub mod prefetch;
+pub mod status;
+pub mod handle;
+pub mod types;
 
 extern "C" {
     /// glibc's standard error stream object (what `stderr` points at).

@@ -111,7 +111,7 @@ impl ShmLock {
     /// process, on another core), and the fetches of two locks then overlap.
     #[inline]
     pub fn prefetch(&self) {
-        crate::seg::prefetch_write(&self.word as *const AtomicU64 as *const u8);
+        crate::prefetch::prefetch_write(&self.word as *const AtomicU64 as *const u8);
     }
 
     /// Takes the lock (see the module doc).

@@ -18,8 +18,9 @@
 
 use crate::eq::OwnEvents;
 use crate::handle;
-use crate::me;
-use crate::ni::{Lib, Ni, pd};
+use crate::matchlist;
+use crate::objects::{Lib, MdMem, Ni};
+use crate::runtime::pd;
 use crate::seg::{Guard, MdRow, Seg, LIVE, MDF_DOOMED, MDF_UNLINK_NOFIT, MDF_UNLINK_OP, MDF_WRITABLE, NONE, ZOMBIE};
 use crate::status::{done, PResult};
 use crate::types::*;
@@ -36,12 +37,6 @@ struct CacheEntry {
 }
 
 static CACHE: Mutex<Vec<CacheEntry>> = Mutex::new(Vec::new());
-
-/// Registrations an MD row holds (process-local, by row).
-#[derive(Default)]
-pub struct MdMem {
-    keys: Vec<MemKey>,
-}
 
 /// A registration covering `[addr, addr+len)` (writable if asked), shared when one
 /// exists.  `PTL_MD_ILLEGAL` when the memory cannot be registered, `PTL_NO_SPACE` when
@@ -138,7 +133,7 @@ pub fn unlink_md_logged(seg: &Seg, g: &Guard<'_>, i: u32, link: Option<u32>, own
         if e.md == i {
             e.md = NONE;
             if e.unlink == PTL_UNLINK {
-                me::unlink_me(seg, g, mei);
+                matchlist::unlink_me(seg, g, mei);
             }
         }
     }
@@ -312,7 +307,7 @@ fn attach(me_handle: u32, md: ptl_md_t, unlink_op: u32, unlink_nofit: u32, md_ha
     let p = prepare(&n, &md, true)?;
     let mut mem_t = n.md_mem.lock().unwrap_or_else(|e| e.into_inner());
     let g = n.seg.lock();
-    let mi = me::row_of(&n.seg, &g, idx, gen)?;
+    let mi = matchlist::row_of(&n.seg, &g, idx, gen)?;
     if n.seg.me(&g, mi).expect("live").md != NONE {
         return Err(PTL_ME_IN_USE);
     }
@@ -481,14 +476,14 @@ pub unsafe extern "C" fn PtlMEMDPost(
         let p = prepare(&n, &md, true)?;
         let mut mem_t = n.md_mem.lock().unwrap_or_else(|e| e.into_inner());
         let g = n.seg.lock();
-        let anchor = me::row_of(&n.seg, &g, bidx, bgen)?;
+        let anchor = matchlist::row_of(&n.seg, &g, bidx, bgen)?;
         if testq.as_ref().is_some_and(|q| q.holds_events()) {
             return Err(PTL_MD_NO_UPDATE);
         }
         // Both objects, or neither: the MD row first, the ME (which links) last.
         let i = n.seg.alloc_md(&g).ok_or(PTL_NO_SPACE)?;
         let pt = n.seg.me(&g, anchor).expect("live").pt;
-        let meh = match me::create(&n, &g, pt, match_id, match_bits, ignore_bits, unlink, position, anchor) {
+        let meh = match matchlist::create(&n, &g, pt, match_id, match_bits, ignore_bits, unlink, position, anchor) {
             Ok(h) => h,
             Err(e) => {
                 bury(&n.seg, &g, i);

@@ -1,120 +1,19 @@
-//! Match entries: PtlMEAttach, PtlMEAttachAny, PtlMEInsert, PtlMEUnlink, PtlMEDump and
-//! the list operations the target side shares ([`unlink_me`]).
-//!
-//! A portal's match list is a doubly linked list of ME rows (indices, NONE-terminated)
-//! hanging off its portal-table row, which also counts its length.  A new entry is
-//! filled before it is linked, so a walk (by a target-side operation holding the lock,
-//! or after a holder died) never meets a half-made entry.
+//! Match entries: PtlMEAttach, PtlMEAttachAny, PtlMEInsert, PtlMEUnlink, PtlMEDump,
+//! PtlTblDump and PtlNIDebug, on the match lists of [`crate::matchlist`].
 
 use crate::handle;
+use crate::matchlist::{create, row_of, unlink_me};
 use crate::md;
-use crate::ni::{Lib, Ni};
-use crate::seg::{Guard, Seg, LIVE, NONE};
-use crate::status::{done, PResult};
+use crate::objects::{Lib, Ni};
+use crate::seg::{Guard, NONE};
+use crate::status::{done, set_debug_mask, PResult};
 use crate::types::*;
-
-/// Is `(idx, gen)` a live ME of `n`?
-pub fn me_live(n: &Ni, idx: u32, gen: u32) -> bool {
-    let g = n.seg.lock();
-    n.seg.me(&g, idx).is_some_and(|r| r.state == LIVE && n.seg.gen_ok(r.gen, gen))
-}
-
-/// Links ME row `me` into portal `pt`'s list: at the head (`PTL_INS_BEFORE`) or tail
-/// (`PTL_INS_AFTER`) when `anchor` is NONE, else next to `anchor`.
-fn link(seg: &Seg, g: &Guard<'_>, pt: u32, me: u32, pos: u32, anchor: u32) {
-    let Some(p) = seg.pt(g, pt) else { return };
-    let (prev, next) = if anchor == NONE {
-        if pos == PTL_INS_BEFORE {
-            (NONE, p.head)
-        } else {
-            (p.tail, NONE)
-        }
-    } else {
-        let a = seg.me(g, anchor).map_or((NONE, NONE), |a| (a.prev, a.next));
-        if pos == PTL_INS_BEFORE {
-            (a.0, anchor)
-        } else {
-            (anchor, a.1)
-        }
-    };
-    if let Some(r) = seg.me(g, me) {
-        r.pt = pt;
-        r.prev = prev;
-        r.next = next;
-    }
-    match seg.me(g, prev) {
-        Some(r) => r.next = me,
-        None => seg.pt(g, pt).expect("checked").head = me,
-    }
-    match seg.me(g, next) {
-        Some(r) => r.prev = me,
-        None => seg.pt(g, pt).expect("checked").tail = me,
-    }
-    seg.pt(g, pt).expect("checked").len += 1;
-}
-
-/// Removes ME row `me` from its list and frees it (its MD, if any, is the caller's).
-pub fn unlink_me(seg: &Seg, g: &Guard<'_>, me: u32) {
-    let Some(r) = seg.me(g, me) else { return };
-    if r.state != LIVE {
-        return;
-    }
-    let (pt, prev, next) = (r.pt, r.prev, r.next);
-    match seg.me(g, prev) {
-        Some(p) => p.next = next,
-        None => {
-            if let Some(p) = seg.pt(g, pt) {
-                p.head = next;
-            }
-        }
-    }
-    match seg.me(g, next) {
-        Some(n) => n.prev = prev,
-        None => {
-            if let Some(p) = seg.pt(g, pt) {
-                p.tail = prev;
-            }
-        }
-    }
-    if let Some(p) = seg.pt(g, pt) {
-        p.len = p.len.saturating_sub(1);
-    }
-    seg.free_me(g, me);
-}
 
 fn check_args(unlink: u32, pos: u32) -> PResult<()> {
     if unlink > PTL_UNLINK || pos > PTL_INS_AFTER {
         return Err(PTL_ME_INVALID);
     }
     Ok(())
-}
-
-/// Creates an ME and links it (`anchor` NONE: at the list's head or tail).
-#[allow(clippy::too_many_arguments)]
-pub fn create(n: &Ni, g: &Guard<'_>, pt: u32, id: ptl_process_id_t, bits: u64, ignore: u64, unlink: u32, pos: u32, anchor: u32) -> PResult<u32> {
-    let seg = &n.seg;
-    let p = seg.pt(g, pt).ok_or(PTL_PT_INDEX_INVALID)?;
-    if p.len >= seg.lay.lim.me_list {
-        return Err(PTL_ME_LIST_TOO_LONG);
-    }
-    let i = seg.alloc_me(g).ok_or(PTL_NO_SPACE)?;
-    let r = seg.me(g, i).expect("allocated");
-    r.nid = id.nid;
-    r.pid = id.pid;
-    r.match_bits = bits;
-    r.ignore_bits = ignore;
-    r.unlink = unlink;
-    let gen = r.gen;
-    link(seg, g, pt, i, pos, anchor);
-    Ok(seg.handle(handle::ME, gen, i))
-}
-
-/// The ME row `idx` of generation bits `gen`, live (`PTL_ME_INVALID` otherwise).
-pub fn row_of(seg: &Seg, g: &Guard<'_>, idx: u32, gen: u32) -> PResult<u32> {
-    match seg.me(g, idx) {
-        Some(r) if r.state == LIVE && seg.gen_ok(r.gen, gen) => Ok(idx),
-        _ => Err(PTL_ME_INVALID),
-    }
 }
 
 #[no_mangle]
@@ -277,7 +176,7 @@ pub extern "C" fn PtlNIDebug(ni: u32, mask: u32) -> u32 {
     match Lib::ni(ni) {
         Ok(n) => {
             let old = n.seg.hdr().debug.swap(mask, std::sync::atomic::Ordering::Relaxed);
-            crate::ni::set_debug_mask(mask);
+            set_debug_mask(mask);
             old
         }
         Err(_) => 0,

@@ -1,22 +1,25 @@
 //! The library and its network interface: PtlInit/PtlFini, PtlNIInit/PtlNIFini, the
-//! identity calls, status registers, PtlNIDist, PtlNIHandle.
+//! identity calls, status registers, PtlNIDist, PtlNIHandle, PtlNIFailStr.
 //!
-//! One interface per process.  Its shared state is an NI segment ([`crate::seg`]) in
+//! One interface per process (the [`Ni`] object and the library's table of it, [`Lib`],
+//! live in [`crate::objects`]).  Its shared state is an NI segment ([`crate::seg`]) in
 //! library-owned shared memory, published in the node registry under (job, nid, pid)
-//! with the segment's location, so that initiators find it ([`crate::ops`]).  When the
-//! interface ends, a tombstone takes the entry's place for as long as the process lives:
-//! initiators then fail at once instead of waiting for a late target.
+//! with the segment's location ([`crate::endpoint`]), so that initiators find it
+//! ([`crate::ops`]).  When the interface ends, a tombstone takes the entry's place for as
+//! long as the process lives: initiators then fail at once instead of waiting for a late
+//! target.
 
-use crate::eq::{Arena, EqLocal};
+use crate::endpoint::{endpoint_key, endpoint_payload, tombstone_payload};
 use crate::handle;
-use crate::md::MdMem;
-use crate::runtime::{self, Runtime};
+use crate::objects::{Arena, Lib, MdMem, Ni, CURRENT, LIB};
+use crate::runtime::{self, random_u64, Runtime};
 use crate::seg::{self, Layout, Limits, Seg};
-use crate::status::{done, out, ret, PResult};
+use crate::status::{done, out, ret, set_debug_mask, PResult};
 use crate::types::*;
-use softnic_fabric::mem::{self, RingLoc, SharedMem};
+use softnic_fabric::mem;
 use softnic_fabric::registry::{self, EndpointId};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::ffi::c_char;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 /// Limits: (default, maximum) per `ptl_ni_limits_t` field.
@@ -27,171 +30,6 @@ pub const LIM_AC: (u32, u32) = (63, 1023);
 pub const LIM_PT: (u32, u32) = (255, 1023);
 pub const LIM_IOV: (u32, u32) = (32, 256);
 pub const LIM_GETPUT: (u32, u32) = (64, 4096);
-
-/// Protection-domain key of Portals registrations: the job's, derived from the job secret.
-pub fn pd() -> u64 {
-    static PD: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *PD.get_or_init(|| softnic_fabric::bootstrap::protection_key("portals"))
-}
-
-/// This process's interface.
-pub struct Ni {
-    pub handle: u32,
-    pub id: ptl_process_id_t,
-    pub uid: u32,
-    pub jid: u32,
-    pub limits: ptl_ni_limits_t,
-    /// The job's NIDs (sorted): a target elsewhere names no process.
-    pub nodes: Vec<u32>,
-    /// The launcher's (nid, pid) of every rank: processes worth waiting for.
-    pub job: Vec<(u32, u32)>,
-    /// The process that initialised it (a forked child's copy is not its own).
-    pub owner_pid: u32,
-    pub seg: Seg,
-    /// Where peers find the segment, and its instance.
-    pub loc: RingLoc,
-    pub nonce: u64,
-    mem: Mutex<Option<SharedMem>>,
-    endpoint: Mutex<Option<EndpointId>>,
-    /// Set by PtlNIFini: handles of this NI are refused from then on.
-    pub ended: AtomicBool,
-    /// Process-local side of the event queues, by row.
-    pub eqs: RwLock<Vec<Option<Arc<EqLocal>>>>,
-    pub arena: Mutex<Arena>,
-    /// Registrations held by each MD row.
-    pub md_mem: Mutex<Vec<MdMem>>,
-    pub rt: Mutex<Runtime>,
-    pub handler_thread: Mutex<bool>,
-    /// The target NIs this NI has reached.
-    pub targets: crate::ops::Targets,
-}
-
-impl Ni {
-    /// Is `id` a process of this job, by the runtime's map or the launcher's?
-    pub fn in_job(&self, id: ptl_process_id_t) -> bool {
-        self.job.contains(&(id.nid, id.pid)) || self.rt.lock().unwrap_or_else(|e| e.into_inner()).names(id)
-    }
-}
-
-impl Drop for Ni {
-    fn drop(&mut self) {
-        // The last user is gone (queues and waiters included): give the memory back.
-        // Peers that still map the segment keep their mapping.
-        if let Some(m) = self.mem.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            let _ = mem::free_shared(m);
-        }
-    }
-}
-
-struct State {
-    init: AtomicBool,
-    ni: RwLock<Option<Arc<Ni>>>,
-    /// Serialises PtlNIInit/PtlNIFini/PtlFini.
-    setup: Mutex<()>,
-    ni_gen: AtomicU32,
-    /// PtlNIDebug's mask of the current NI, readable without a lookup.
-    debug: AtomicU32,
-}
-
-static LIB: State = State { init: AtomicBool::new(false), ni: RwLock::new(None), setup: Mutex::new(()), ni_gen: AtomicU32::new(0), debug: AtomicU32::new(0) };
-
-thread_local! {
-    static CURRENT: std::cell::RefCell<Option<Arc<Ni>>> = const { std::cell::RefCell::new(None) };
-}
-
-/// The current NI's debug mask.
-pub fn debug_mask() -> u32 {
-    LIB.debug.load(Ordering::Relaxed)
-}
-
-pub fn set_debug_mask(m: u32) {
-    LIB.debug.store(m, Ordering::Relaxed);
-}
-
-/// The library's entry points for the other modules.
-pub struct Lib;
-
-impl Lib {
-    /// `PTL_NO_INIT` before PtlInit / after PtlFini.
-    pub fn check_init() -> PResult<()> {
-        if LIB.init.load(Ordering::Acquire) {
-            Ok(())
-        } else {
-            Err(PTL_NO_INIT)
-        }
-    }
-
-    /// The current NI, whatever its handle.
-    pub fn current() -> PResult<Arc<Ni>> {
-        Self::with_current(|n| Ok(n.clone()))
-    }
-
-    /// Runs `f` on the current NI, borrowed from the thread's cache while that NI lives
-    /// (no lock and no reference count on the common path: the cache's reference keeps
-    /// it alive, and nothing replaces it while `f` runs, see [`Lib::current_slow`]).
-    #[inline]
-    pub fn with_current<R>(f: impl FnOnce(&Arc<Ni>) -> PResult<R>) -> PResult<R> {
-        Self::check_init()?;
-        CURRENT.with(|c| {
-            let b = c.try_borrow();
-            if let Ok(Some(n)) = b.as_deref() {
-                if !n.ended.load(Ordering::Acquire) {
-                    return f(n);
-                }
-            }
-            drop(b);
-            f(&Self::current_slow()?)
-        })
-    }
-
-    /// The current NI from the library's table, cached for the thread when the cache is
-    /// not in use (a call nested in `with_current`'s `f` leaves it alone, so that the
-    /// NI `f` borrows stays referenced).
-    #[cold]
-    fn current_slow() -> PResult<Arc<Ni>> {
-        let g = LIB.ni.read().unwrap_or_else(|e| e.into_inner());
-        let n = g.as_ref().filter(|n| !n.ended.load(Ordering::Relaxed)).cloned().ok_or(PTL_NI_INVALID)?;
-        CURRENT.with(|c| {
-            if let Ok(mut c) = c.try_borrow_mut() {
-                *c = Some(n.clone());
-            }
-        });
-        Ok(n)
-    }
-
-    /// The NI named by `h` (`PTL_NO_INIT`, `PTL_NI_INVALID`).
-    pub fn ni(h: u32) -> PResult<Arc<Ni>> {
-        let n = Self::current()?;
-        if n.handle != h {
-            return Err(PTL_NI_INVALID);
-        }
-        Ok(n)
-    }
-
-    /// The NI an object handle of `kind` belongs to (its index and generation bits are
-    /// the caller's to check), or `bad` for a handle of another kind.
-    pub fn of(h: u32, kind: u32, bad: i32) -> PResult<(Arc<Ni>, u32, u32)> {
-        Self::with_of(h, kind, bad, |n, idx, gen| Ok((n.clone(), idx, gen)))
-    }
-
-    /// [`Lib::of`] with the NI borrowed for `f` (see [`Lib::with_current`]).
-    #[inline]
-    pub fn with_of<R>(h: u32, kind: u32, bad: i32, f: impl FnOnce(&Arc<Ni>, u32, u32) -> PResult<R>) -> PResult<R> {
-        Self::check_init()?;
-        let (idx, gen) = handle::index_of(h, kind).ok_or(bad)?;
-        CURRENT.with(|c| {
-            let b = c.try_borrow();
-            if let Ok(Some(n)) = b.as_deref() {
-                if !n.ended.load(Ordering::Acquire) {
-                    return f(n, idx, gen);
-                }
-            }
-            drop(b);
-            let n = Self::current_slow().map_err(|e| if e == PTL_NI_INVALID { bad } else { e })?;
-            f(&n, idx, gen)
-        })
-    }
-}
 
 fn clamp(v: i32, (def, max): (u32, u32)) -> u32 {
     if v <= 0 {
@@ -229,62 +67,8 @@ fn limits_to_c(l: &Limits) -> ptl_ni_limits_t {
     }
 }
 
-/// The registry key of NI (jid, nid, pid).
-pub fn endpoint_key(jid: u32, nid: u32, pid: u32) -> [u8; 14] {
-    let mut k = [0u8; 14];
-    k[..2].copy_from_slice(b"P3");
-    k[2..6].copy_from_slice(&jid.to_le_bytes());
-    k[6..10].copy_from_slice(&nid.to_le_bytes());
-    k[10..14].copy_from_slice(&pid.to_le_bytes());
-    k
-}
-
-/// What the registry entry carries: the segment's location, its instance, the uid.
-pub fn endpoint_payload(loc: &RingLoc, nonce: u64, uid: u32) -> [u8; 40] {
-    let mut p = [0u8; 40];
-    for (i, w) in loc.to_words().iter().enumerate() {
-        p[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
-    }
-    p[24..32].copy_from_slice(&nonce.to_le_bytes());
-    p[32..36].copy_from_slice(&uid.to_le_bytes());
-    p
-}
-
-/// The payload of an ended NI's tombstone: no segment, and this mark.
-const TOMBSTONE: [u8; 4] = *b"DEAD";
-
-fn tombstone_payload() -> [u8; 40] {
-    let mut p = [0u8; 40];
-    p[36..40].copy_from_slice(&TOMBSTONE);
-    p
-}
-
-/// Is a registry payload an ended NI's tombstone?
-pub fn is_tombstone(p: &[u8]) -> bool {
-    p.get(36..40) == Some(&TOMBSTONE[..])
-}
-
 /// This process's tombstone, if an NI of it ended (removed when the next one begins).
 static TOMB: Mutex<Option<EndpointId>> = Mutex::new(None);
-
-pub fn parse_payload(p: &[u8]) -> (RingLoc, u64) {
-    let w = |i: usize| u64::from_le_bytes(p[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
-    (RingLoc::from_words([w(0), w(1), w(2)]), w(3))
-}
-
-/// A random 64-bit value (NI instances, the process nonce).
-pub fn random_u64() -> u64 {
-    let mut v = 0u64;
-    // SAFETY: writes 8 bytes into v.
-    let n = unsafe { libc::getrandom(&mut v as *mut u64 as *mut libc::c_void, 8, 0) };
-    if n != 8 {
-        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-        // SAFETY: a valid out pointer.
-        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-        v = (ts.tv_nsec as u64) ^ ((std::process::id() as u64) << 32) ^ (ts.tv_sec as u64).rotate_left(17);
-    }
-    v | 1
-}
 
 #[no_mangle]
 pub extern "C" fn PtlInit(max_interfaces: *mut i32) -> i32 {
@@ -478,7 +262,7 @@ fn end_ni(n: &Arc<Ni>) {
 
 #[no_mangle]
 pub extern "C" fn PtlNIFini(ni_handle: u32) -> i32 {
-    let unseen = softnic_fabric::check::outstanding(crate::ops::CHECK_SEND);
+    let unseen = softnic_fabric::check::outstanding(crate::eq::CHECK_SEND);
     if unseen > 0 {
         softnic_fabric::check::report("PtlNIFini", &format!("{unseen} put(s) whose SEND_END was never taken from its queue"), &softnic_fabric::check::caller());
     }
@@ -574,7 +358,7 @@ pub unsafe extern "C" fn PtlNIHandle(handle: u32, ni_handle: *mut u32) -> i32 {
         let n = Lib::current().map_err(|e| if e == PTL_NI_INVALID { PTL_HANDLE_INVALID } else { e })?;
         let ok = match kind {
             handle::NI => handle == n.handle,
-            handle::ME => crate::me::me_live(&n, idx, gen),
+            handle::ME => crate::matchlist::me_live(&n, idx, gen),
             handle::MD => crate::md::md_live(&n, idx, gen),
             _ => crate::eq::eq_local(&n, handle).is_ok(),
         };
@@ -584,6 +368,20 @@ pub unsafe extern "C" fn PtlNIHandle(handle: u32, ni_handle: *mut u32) -> i32 {
         out(ni_handle, n.handle)
     })();
     done("PtlNIHandle", r)
+}
+
+/// "PTL_NI_OK", "PTL_NI_FAIL", or "PTL_NI_UNKNOWN_ERROR" for other values and for an NI
+/// handle that is not valid (the interface has no failure codes of its own).
+#[no_mangle]
+pub extern "C" fn PtlNIFailStr(ni: u32, nal_errno: u32) -> *const c_char {
+    if Lib::ni(ni).is_err() {
+        return c"PTL_NI_UNKNOWN_ERROR".as_ptr();
+    }
+    match nal_errno {
+        PTL_NI_OK => c"PTL_NI_OK".as_ptr(),
+        PTL_NI_FAIL => c"PTL_NI_FAIL".as_ptr(),
+        _ => c"PTL_NI_UNKNOWN_ERROR".as_ptr(),
+    }
 }
 
 #[no_mangle]

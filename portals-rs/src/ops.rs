@@ -26,8 +26,9 @@
 //!
 //! **Targets** are found in the node registry of the target's node under (job, nid,
 //! pid) (`rma::Peer::lookup`: this machine's registry, or the node's through the network
-//! engine) and cached; an answer that the NI is gone drops the cache entry, retries
-//! once, and otherwise fails the operation with PTL_NI_FAIL in its END event.
+//! engine) and cached (the NI's [`Targets`](crate::objects::Targets)); an answer that
+//! the NI is gone drops the cache entry, retries once, and otherwise fails the
+//! operation with PTL_NI_FAIL in its END event.
 //!
 //! **Late targets.**  A target of this job (a process id of the runtime's or the
 //! launcher's map) that has not initialised its NI yet is waited for, before the
@@ -38,128 +39,21 @@
 //! or exited since, and one already waited for in vain.
 
 use crate::handle;
-use crate::eq::{OpHolds, OwnEvents};
+use crate::endpoint::{endpoint_key, is_tombstone, parse_payload};
+use crate::eq::{check_op, OpHolds, OwnEvents, CHECK_SEND};
 use crate::md;
-use crate::ni::{endpoint_key, is_tombstone, parse_payload, Lib, Ni, pd};
+use crate::objects::{Lib, Ni, Target};
+use crate::runtime::pd;
 use crate::seg::{Guard, MdRow, Seg, MDF_DOOMED, MDF_SPENT, MDF_UNLINK_OP, MDF_WRITABLE};
 use crate::service::{self, bytes_of, read_pod, LocalSpans, Rep, Req, Span};
 use crate::status::{done, PResult};
 use crate::types::*;
-use softnic_fabric::mem::{MemKey, RingLoc};
+use softnic_fabric::mem::MemKey;
 use softnic_fabric::registry;
 use softnic_fabric::rma::{self, Peer};
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
-
-/// A target NI found in a registry.
-pub struct Target {
-    key: TargetKey,
-    peer: Arc<Peer>,
-    loc: RingLoc,
-    nonce: u64,
-    /// Its segment mapped here, for another process on this machine.
-    view: Option<Arc<service::NiView>>,
-    /// The NI is our own (its segment is `Ni::seg`).
-    own: bool,
-    /// Found gone: no longer returned (kept until the NI goes, see [`Targets`]).
-    stale: AtomicBool,
-}
-
-/// (job, nid, pid) of a target NI.
-type TargetKey = (u32, u32, u32);
-
-/// Slots of [`Targets`]'s lock-free table.
-const HOT_TARGETS: usize = 256;
-
-/// The targets an NI has reached.  Each is allocated once and kept as long as the NI
-/// (a stale one too), so that an operation borrows it from the NI it runs on: no lock,
-/// no reference count, no thread-local lookup per operation.  Found by key in a
-/// direct-mapped table of pointers (the common case), else under the mutex.
-pub struct Targets {
-    hot: [AtomicPtr<Target>; HOT_TARGETS],
-    all: Mutex<TargetTable>,
-}
-
-#[derive(Default)]
-struct TargetTable {
-    by_key: HashMap<TargetKey, usize>,
-    owned: Vec<Box<Target>>,
-    /// Targets found gone (ended, exited, finalised): not waited for.
-    gone: HashSet<TargetKey>,
-}
-
-impl Default for Targets {
-    fn default() -> Targets {
-        Targets { hot: [const { AtomicPtr::new(std::ptr::null_mut()) }; HOT_TARGETS], all: Mutex::default() }
-    }
-}
-
-fn hot_slot((_, nid, pid): TargetKey) -> usize {
-    (nid.wrapping_mul(0x9e37_79b9) ^ pid.wrapping_mul(0x85eb_ca6b)) as usize % HOT_TARGETS
-}
-
-impl Targets {
-    /// The live target `key` if the table has it.
-    #[inline]
-    fn get(&self, key: TargetKey) -> Option<&Target> {
-        // Acquire: pairs with the Release in `insert` (the Target is fully built).
-        let p = self.hot[hot_slot(key)].load(Ordering::Acquire);
-        // SAFETY: non-null pointers in `hot` are Targets owned by `all`, freed only with
-        // `self`, which the caller borrows.
-        let t = unsafe { p.as_ref() }?;
-        (t.key == key && !t.stale.load(Ordering::Relaxed)).then_some(t)
-    }
-
-    /// The live target `key`: from the table's hot slot, else from the whole table.
-    #[inline]
-    fn lookup(&self, key: TargetKey) -> Option<&Target> {
-        self.get(key).or_else(|| self.find(key))
-    }
-
-    /// The live target `key` from the whole table (refreshing its hot slot).
-    #[cold]
-    fn find(&self, key: TargetKey) -> Option<&Target> {
-        let all = self.all.lock().unwrap_or_else(|e| e.into_inner());
-        let t: &Target = all.owned.get(*all.by_key.get(&key)?)?;
-        // SAFETY: boxed, never freed or moved before `self` (see the type's doc).
-        let t = unsafe { &*(t as *const Target) };
-        self.hot[hot_slot(key)].store(t as *const Target as *mut Target, Ordering::Release);
-        Some(t)
-    }
-
-    fn insert(&self, t: Target) -> &Target {
-        let key = t.key;
-        let mut all = self.all.lock().unwrap_or_else(|e| e.into_inner());
-        let b = Box::new(t);
-        let p = &*b as *const Target as *mut Target;
-        all.owned.push(b);
-        let at = all.owned.len() - 1;
-        all.by_key.insert(key, at);
-        all.gone.remove(&key);
-        self.hot[hot_slot(key)].store(p, Ordering::Release);
-        // SAFETY: as in `find`.
-        unsafe { &*p }
-    }
-
-    /// Marks target `key` stale (and gone): the next operation looks it up again, and
-    /// does not wait for it.
-    fn forget(&self, key: TargetKey) {
-        let mut all = self.all.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(at) = all.by_key.remove(&key) {
-            if let Some(t) = all.owned.get(at) {
-                t.stale.store(true, Ordering::Relaxed);
-            }
-        }
-        all.gone.insert(key);
-    }
-
-    fn is_gone(&self, key: TargetKey) -> bool {
-        self.all.lock().unwrap_or_else(|e| e.into_inner()).gone.contains(&key)
-    }
-}
 
 /// A thread's request and reply buffers (kept: no allocation per operation).
 struct Bufs {
@@ -279,14 +173,6 @@ pub fn check_nid(n: &Ni, nid: u32) -> PResult<()> {
         return Err(PTL_PROCESS_INVALID);
     }
     Ok(())
-}
-
-/// SOFTNIC_CHECK: the checker's id space of Portals puts, by MD handle and link.
-pub const CHECK_SEND: u64 = 0x9073;
-
-/// The checker's id of the put of `link` on MD handle `md_h`.
-pub fn check_op(md_h: u32, link: u32) -> usize {
-    ((md_h as usize) << 32) | link as usize
 }
 
 /// SOFTNIC_CHECK: a put's MD memory is in use until its SEND_END is taken from the queue;

@@ -1,4 +1,6 @@
-//! Process identity and the rank runtime of `p3rt/p3rt.h`.
+//! Process identity and the state of the rank runtime of `p3rt/p3rt.h` (its calls are in
+//! [`crate::rank`]); the job's protection key ([`pd`]) and the random values that tell
+//! NI instances and processes apart ([`random_u64`]).
 //!
 //! **Ids.**  A process's (nid, pid) and job id come from the launcher's environment
 //! (`PTL_MY_RID`, `PTL_NIDMAP`, `PTL_PIDMAP`, `PTL_MY_JID`; snrun sets them), else from
@@ -7,13 +9,11 @@
 //! PID the rank's index among the ranks of its node, the job id a hash of the PMI job
 //! name.  snrun's variables hold exactly those values.
 //!
-//! **Runtime.**  PtlSetRank / PtlGetRank / PtlGetRankId and the NID/PID map calls of the
-//! reference runtime, on the values above (see p3rt.h for the rules).  Before PtlNIInit
-//! (any handle then names it) they set up a pending runtime, kept for the next NI:
+//! **Runtime.**  The rank, group size and NID/PID maps the runtime calls set and read
+//! ([`Runtime`]): an NI's, or, before PtlNIInit, a pending one kept for the next NI:
 //! PtlNIInit(PTL_PID_ANY) takes its pid from the PID map entry of its rank.
 
-use crate::ni::Lib;
-use crate::status::{done, PResult};
+use crate::status::PResult;
 use crate::types::*;
 use std::sync::Mutex;
 
@@ -103,7 +103,8 @@ pub fn discover() -> PResult<Ids> {
     }
 }
 
-static JID_OVERRIDE: Mutex<Option<u32>> = Mutex::new(None);
+/// The job id PtlSetJID set for the next PtlNIInit.
+pub(crate) static JID_OVERRIDE: Mutex<Option<u32>> = Mutex::new(None);
 
 /// The job id set by PtlSetJID, if any.
 pub fn jid_override() -> Option<u32> {
@@ -113,10 +114,11 @@ pub fn jid_override() -> Option<u32> {
 /// The runtime's state (per NI).
 #[derive(Clone, Debug)]
 pub struct Runtime {
-    rank: u32,
-    size: u32,
-    nids: Option<Vec<u32>>,
-    pids: Option<Vec<u32>>,
+    pub(crate) rank: u32,
+    /// The group size; 0 while nothing is set.
+    pub(crate) size: u32,
+    pub(crate) nids: Option<Vec<u32>>,
+    pub(crate) pids: Option<Vec<u32>>,
 }
 
 impl Runtime {
@@ -142,7 +144,7 @@ impl Runtime {
 }
 
 /// The runtime set up before PtlNIInit, for the next NI.
-static PENDING: Mutex<Option<Runtime>> = Mutex::new(None);
+pub(crate) static PENDING: Mutex<Option<Runtime>> = Mutex::new(None);
 
 /// The pending runtime (PtlNIInit's).
 pub fn pending() -> Option<Runtime> {
@@ -154,157 +156,24 @@ pub fn clear_pending() {
     *PENDING.lock().unwrap_or_else(|e| e.into_inner()) = None;
 }
 
-/// Runs `f` on the runtime `ni` names: the NI's once it is initialised (its handle, or
-/// PTL_INVALID_HANDLE), else the pending one, set up from the launcher (or PMI) when the
-/// program has not set it.  `fresh`: `f` replaces it, no need to set it up first.
-fn with_rt<R>(ni: u32, fresh: bool, f: impl FnOnce(&mut Runtime) -> PResult<R>) -> PResult<R> {
-    if let Ok(n) = Lib::current() {
-        if ni != n.handle && ni != PTL_INVALID_HANDLE {
-            return Err(PTL_NI_INVALID);
-        }
-        let mut rt = n.rt.lock().unwrap_or_else(|e| e.into_inner());
-        return f(&mut rt);
+/// Protection-domain key of Portals registrations: the job's, derived from the job secret.
+pub fn pd() -> u64 {
+    static PD: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *PD.get_or_init(|| softnic_fabric::bootstrap::protection_key("portals"))
+}
+
+/// A random 64-bit value (NI instances, the process nonce).
+pub fn random_u64() -> u64 {
+    let mut v = 0u64;
+    // SAFETY: writes 8 bytes into v.
+    let n = unsafe { libc::getrandom(&mut v as *mut u64 as *mut libc::c_void, 8, 0) };
+    if n != 8 {
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: a valid out pointer.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+        v = (ts.tv_nsec as u64) ^ ((std::process::id() as u64) << 32) ^ (ts.tv_sec as u64).rotate_left(17);
     }
-    let mut p = PENDING.lock().unwrap_or_else(|e| e.into_inner());
-    let rt = match &mut *p {
-        Some(rt) => rt,
-        None if fresh => p.insert(Runtime { rank: 0, size: 0, nids: None, pids: None }),
-        None => p.insert(Runtime::from_ids(&discover()?)),
-    };
-    let r = f(rt);
-    if rt.size == 0 {
-        // Nothing was set (a refused PtlSetRank): nothing pending.
-        *p = None;
-    }
-    r
-}
-
-#[no_mangle]
-pub extern "C" fn PtlSetRank(ni: u32, rank: u32, group_size: u32) -> i32 {
-    let r = with_rt(ni, true, |rt| {
-        if rank == u32::MAX && group_size == u32::MAX {
-            *rt = Runtime::from_ids(&discover()?);
-            return Ok(());
-        }
-        if group_size == 0 || rank >= group_size {
-            return Err(PTL_FAIL);
-        }
-        *rt = Runtime { rank, size: group_size, nids: None, pids: None };
-        Ok(())
-    });
-    done("PtlSetRank", r)
-}
-
-/// # Safety
-/// `map` NULL or `group_size` readable entries.
-unsafe fn read_map(map: *const u32, n: u32) -> PResult<Vec<u32>> {
-    if map.is_null() {
-        return Err(PTL_SEGV);
-    }
-    // SAFETY: the caller's array of n entries.
-    Ok(unsafe { std::slice::from_raw_parts(map, n as usize) }.to_vec())
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PtlSetNIDMap(ni: u32, map: *mut u32, group_size: u32) -> i32 {
-    if map.is_null() {
-        return done("PtlSetNIDMap", Err(PTL_SEGV));
-    }
-    let r = with_rt(ni, false, |rt| {
-        if group_size != rt.size {
-            return Err(PTL_FAIL);
-        }
-        // SAFETY: the caller's array.
-        rt.nids = Some(unsafe { read_map(map, group_size)? });
-        Ok(())
-    });
-    done("PtlSetNIDMap", r)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PtlSetPIDMap(ni: u32, map: *mut u32, group_size: u32) -> i32 {
-    if map.is_null() {
-        return done("PtlSetPIDMap", Err(PTL_SEGV));
-    }
-    let r = with_rt(ni, false, |rt| {
-        if group_size != rt.size {
-            return Err(PTL_FAIL);
-        }
-        // SAFETY: the caller's array.
-        rt.pids = Some(unsafe { read_map(map, group_size)? });
-        Ok(())
-    });
-    done("PtlSetPIDMap", r)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PtlGetRank(ni: u32, rank: *mut u32, group_size: *mut u32) -> i32 {
-    if rank.is_null() || group_size.is_null() {
-        return done("PtlGetRank", Err(PTL_SEGV));
-    }
-    let r = with_rt(ni, false, |rt| {
-        // SAFETY: non-NULL out pointers.
-        unsafe {
-            rank.write_unaligned(rt.rank);
-            group_size.write_unaligned(rt.size);
-        }
-        Ok(())
-    });
-    done("PtlGetRank", r)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PtlGetRankId(ni: u32, rank: u32, id: *mut ptl_process_id_t) -> i32 {
-    if id.is_null() {
-        return done("PtlGetRankId", Err(PTL_SEGV));
-    }
-    let r = with_rt(ni, false, |rt| {
-        let (Some(n), Some(p)) = (&rt.nids, &rt.pids) else { return Err(PTL_FAIL) };
-        let (Some(&nid), Some(&pid)) = (n.get(rank as usize), p.get(rank as usize)) else { return Err(PTL_FAIL) };
-        // SAFETY: non-NULL out pointer.
-        unsafe { id.write_unaligned(ptl_process_id_t { nid, pid }) };
-        Ok(())
-    });
-    done("PtlGetRankId", r)
-}
-
-fn get_map(ni: u32, map: *mut u32, group_size: u32, pids: bool) -> PResult<()> {
-    if map.is_null() {
-        return Err(PTL_SEGV);
-    }
-    with_rt(ni, false, |rt| {
-        let m = if pids { &rt.pids } else { &rt.nids };
-        let m = m.as_ref().ok_or(PTL_FAIL)?;
-        if group_size as usize != m.len() {
-            return Err(PTL_FAIL);
-        }
-        // SAFETY: the caller's array of group_size entries (checked equal to m.len()).
-        unsafe { std::ptr::copy_nonoverlapping(m.as_ptr(), map, m.len()) };
-        Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PtlGetNIDMap(ni: u32, map: *mut u32, group_size: u32) -> i32 {
-    done("PtlGetNIDMap", get_map(ni, map, group_size, false))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PtlGetPIDMap(ni: u32, map: *mut u32, group_size: u32) -> i32 {
-    done("PtlGetPIDMap", get_map(ni, map, group_size, true))
-}
-
-/// Sets the job id of the next PtlNIInit (`PTL_FAIL` while an NI is initialised: a
-/// process's job id is part of its address).
-#[no_mangle]
-pub extern "C" fn PtlSetJID(jid: u32) -> i32 {
-    let r = if Lib::current().is_ok() {
-        Err(PTL_FAIL)
-    } else {
-        *JID_OVERRIDE.lock().unwrap_or_else(|e| e.into_inner()) = Some(jid);
-        Ok(())
-    };
-    done("PtlSetJID", r)
+    v | 1
 }
 
 #[cfg(test)]

@@ -37,6 +37,7 @@
 //! queues (process-local by nature, see `crate::eq`).
 
 use crate::lock::{Held, ShmLock};
+use crate::prefetch::prefetch_write;
 use crate::types::*;
 use softnic_fabric::mem::MemKey;
 use crate::evring::{EvRing, Holds};
@@ -617,7 +618,7 @@ impl Seg {
             Some(e) if e.row == row && e.gen == gen && e.piece == piece => {}
             _ => {
                 let (key, addr, len) = piece;
-                let pin = Pinned::new(target, MemKey::from_u64(key), addr, len as usize, true, crate::ni::pd()).ok();
+                let pin = Pinned::new(target, MemKey::from_u64(key), addr, len as usize, true, crate::runtime::pd()).ok();
                 *slot = Some(PinEntry { row, gen, piece, pin });
             }
         }
@@ -703,27 +704,6 @@ impl Seg {
     pub fn alive(&self) -> bool {
         self.hdr().alive.load(Ordering::Acquire) != 0
     }
-}
-
-/// Starts fetching the cache line at `p` for writing (a hint: reads nothing, cannot
-/// fault; PREFETCHW executes as a no-op on processors without it).
-#[inline]
-pub fn prefetch_write(p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch hint (see above).
-    unsafe {
-        std::arch::asm!("prefetchw byte ptr [{0}]", in(reg) p, options(nostack, preserves_flags, readonly))
-    };
-}
-
-/// Starts fetching the cache line at `p` for reading (a hint, see [`prefetch_write`]).
-#[inline]
-pub fn prefetch_read(p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch hint: reads nothing architecturally, cannot fault.
-    unsafe {
-        std::arch::asm!("prefetcht0 byte ptr [{0}]", in(reg) p, options(nostack, preserves_flags, readonly))
-    };
 }
 
 /// Limits a segment may carry (the maxima of crate::ni).

@@ -23,11 +23,12 @@
 use crate::eq;
 use crate::handle;
 use crate::md;
-use crate::ni::{Lib, Ni, pd};
+use crate::objects::{Keep, Lib, NiView};
+use crate::runtime::pd;
 use crate::seg::{Guard, Seg, LIVE, MDF_DOOMED, MDF_UNLINK_NOFIT, MDF_UNLINK_OP, NONE};
 use crate::types::*;
 use softnic_fabric::mem::{MemKey, RingLoc};
-use softnic_fabric::rma::{self, Live, Peer, PinnedRef, RegionView};
+use softnic_fabric::rma::{self, Live, Peer, PinnedRef};
 use softnic_fabric::{Error, Result};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -163,18 +164,7 @@ pub fn read_pod<T: Copy + Default>(b: &[u8]) -> Option<T> {
 /// may be followed.
 pub fn proc_nonce() -> u64 {
     static N: OnceLock<u64> = OnceLock::new();
-    *N.get_or_init(crate::ni::random_u64)
-}
-
-/// A target NI's segment as the handler sees it: our own, or a peer's mapped here.
-pub struct NiView {
-    pub seg: Seg,
-    _keep: Keep,
-}
-
-enum Keep {
-    Mine(#[allow(dead_code)] Arc<Ni>),
-    Mapped(#[allow(dead_code)] RegionView),
+    *N.get_or_init(crate::runtime::random_u64)
 }
 
 type ViewKey = (i32, u32, u32, [u64; 3]);

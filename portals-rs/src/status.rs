@@ -1,8 +1,10 @@
-//! Return codes: names, the per-call logging, the C-side output helper and the misc
-//! string calls (`PtlErrorStr`, `PtlNIFailStr`, `PtlEventKindStr`, `ptl_err_str`).
+//! Return codes: names, the per-call logging (and the debug mask that turns it on), the
+//! C-side output helper and the misc string calls (`PtlErrorStr`, `PtlEventKindStr`,
+//! `ptl_err_str`; `PtlNIFailStr`, which checks its NI handle, is [`crate::ni`]'s).
 
 use crate::types::*;
 use std::ffi::c_char;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// A call's outcome: `Err` carries the Portals code.
 pub type PResult<T> = std::result::Result<T, i32>;
@@ -65,13 +67,25 @@ pub fn event_name(k: u32) -> &'static str {
     }
 }
 
+/// PtlNIDebug's mask of the current NI, readable without a lookup.
+static DEBUG: AtomicU32 = AtomicU32::new(0);
+
+/// The current NI's debug mask.
+pub fn debug_mask() -> u32 {
+    DEBUG.load(Ordering::Relaxed)
+}
+
+pub fn set_debug_mask(m: u32) {
+    DEBUG.store(m, Ordering::Relaxed);
+}
+
 /// Logs a failing call (SOFTNIC_LOG=debug, or the NI's PTL_DBG_API bit) and returns its
 /// code.  The "nothing there" answers of the queue calls are normal results.
 #[inline]
 pub fn ret(func: &'static str, rc: i32) -> i32 {
     if rc != PTL_OK && rc != PTL_EQ_EMPTY && rc != PTL_EQ_DROPPED {
         softnic_fabric::sn_debug!("Portals", "{} -> {}", func, name(rc));
-        if crate::ni::debug_mask() & PTL_DBG_API != 0 {
+        if debug_mask() & PTL_DBG_API != 0 {
             eprintln!("portals[{}]: {} -> {}", std::process::id(), func, name(rc));
         }
     }
@@ -140,20 +154,6 @@ pub static ptl_err_str: NameTable = NameTable([
 pub extern "C" fn PtlErrorStr(ptl_errno: u32) -> *const c_char {
     let i = (ptl_errno as usize).min(PTL_UNKNOWN_ERROR as usize);
     NAMES[i].as_ptr() as *const c_char
-}
-
-/// "PTL_NI_OK", "PTL_NI_FAIL", or "PTL_NI_UNKNOWN_ERROR" for other values and for an NI
-/// handle that is not valid (the interface has no failure codes of its own).
-#[no_mangle]
-pub extern "C" fn PtlNIFailStr(ni: u32, nal_errno: u32) -> *const c_char {
-    if crate::ni::Lib::ni(ni).is_err() {
-        return c"PTL_NI_UNKNOWN_ERROR".as_ptr();
-    }
-    match nal_errno {
-        PTL_NI_OK => c"PTL_NI_OK".as_ptr(),
-        PTL_NI_FAIL => c"PTL_NI_FAIL".as_ptr(),
-        _ => c"PTL_NI_UNKNOWN_ERROR".as_ptr(),
-    }
 }
 
 /// The enumerator name of an event kind; other values give "PTL_UNKNOWN_EVENT_KIND".
