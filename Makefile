@@ -45,7 +45,7 @@ export FI_UDP_IFACE ?= lo
 # are left alone.
 PUT = put() { cmp -s "$$1" "$$2" || { cp -f "$$1" "$$2.tmp.$$$$" && mv -f "$$2.tmp.$$$$" "$$2"; }; }; put
 
-.PHONY: deps all build stage check check-rust check-loom check-c check-abi check-full \
+.PHONY: deps all build stage check check-layers check-rust check-loom check-c check-abi check-full \
         run-example deps-example install bench clean c-tests
 
 all: stage
@@ -102,8 +102,12 @@ deps-example:
 	    export DEBIAN_FRONTEND=noninteractive; \
 	    $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq mpich libmpich-dev >/dev/null; }
 
-check: deps stage check-rust check-loom check-c check-abi
+check: deps stage check-layers check-rust check-loom check-c check-abi
 	@echo "make check: all stages passed"
+
+# Each crate's files form a tree: no module imports one that imports it back.
+check-layers:
+	python3 c-tests/tools/module-tree.py fabric pmi-rs launcher ugni-sys dmapp-rs jtofu-rs utofu-rs sisci-rs portals-rs
 
 check-rust:
 	$(CARGO) test --release --workspace
