@@ -22,9 +22,22 @@
 //!   GNI_CqWaitEvent: GNI_RC_TIMEOUT; Portals PtlEQPoll: PTL_EQ_EMPTY); the events stay
 //!   for the next call.  Counted per such wait.
 //!
+//! - `die`: this process dies as if killed (SIGKILL: no exit handlers, nothing cleaned
+//!   up), so its partners meet a peer that died: each API's dead-peer errors.  With
+//!   `ms=T`, T milliseconds after the process first used the fabric; else at a one-sided
+//!   operation (counted as for `transfer`, the fatal one not done).  A line on stderr
+//!   says so first.
+//! - `net_drop`: a message the network engine sends (a request, a reply, a liveness
+//!   probe) is lost.  The transport under it is reliable, so a lost message is a failed
+//!   link: nothing retries it, the side waiting for it gives up after
+//!   `SOFTNIC_NET_TIMEOUT_MS` and takes the peer as dead (its operations then fail as on
+//!   a peer's death).  Counted per message.  (Transfers libfabric's RMA carries are not
+//!   messages.)
+//! - `net_delay`: such a message leaves `ms=T` milliseconds late (default 100; the
+//!   sending thread waits, so later messages of that thread queue behind it, in order).
 //! Keys: `after=N` (the first N calls pass), `every=N` (then one call in N fails, the
 //! first of them at once; default 1), `times=N` (at most N fail; default no limit),
-//! `rank=R` (only in the process whose PMI_RANK is R).  Counting is per process, in the
+//! `rank=R` (only in the process whose PMI_RANK is R), `ms=T` (`die`, `net_delay` only).  Counting is per process, in the
 //! order of the calls, so a single-threaded program fails at the same calls every run.
 //! An entry that cannot be read is reported (SOFTNIC_LOG warning) and ignored.
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -37,15 +50,28 @@ pub enum Point {
     Transfer,
     CqOverrun,
     Timeout,
+    Die,
+    NetDrop,
+    NetDelay,
 }
 
-const POINTS: [(&str, Point); 4] = [("register", Point::Register), ("transfer", Point::Transfer), ("cq_overrun", Point::CqOverrun), ("timeout", Point::Timeout)];
+const POINTS: [(&str, Point); 7] = [
+    ("register", Point::Register),
+    ("transfer", Point::Transfer),
+    ("cq_overrun", Point::CqOverrun),
+    ("timeout", Point::Timeout),
+    ("die", Point::Die),
+    ("net_drop", Point::NetDrop),
+    ("net_delay", Point::NetDelay),
+];
 
 struct Rule {
     point: Point,
     after: u64,
     every: u64,
     times: u64,
+    /// `ms=T`: when a `die` comes (after the fabric started), how late a `net_delay`.
+    ms: Option<u64>,
     /// Calls seen and faults made.
     calls: AtomicU64,
     made: AtomicU64,
@@ -66,10 +92,10 @@ fn parse(spec: &str, rank: Option<u64>) -> Vec<Rule> {
     for entry in spec.split(';').map(str::trim).filter(|e| !e.is_empty()) {
         let (name, keys) = entry.split_once(':').unwrap_or((entry, ""));
         let Some(&(_, point)) = POINTS.iter().find(|(n, _)| *n == name.trim()) else {
-            crate::sn_warn!("fabric", "SOFTNIC_FAULTS: unknown fault point {:?} (known: register, transfer, cq_overrun, timeout); ignored", name);
+            crate::sn_warn!("fabric", "SOFTNIC_FAULTS: unknown fault point {:?} (known: register, transfer, cq_overrun, timeout, die, net_drop, net_delay); ignored", name);
             continue;
         };
-        let mut r = Rule { point, after: 0, every: 1, times: u64::MAX, calls: AtomicU64::new(0), made: AtomicU64::new(0) };
+        let mut r = Rule { point, after: 0, every: 1, times: u64::MAX, ms: None, calls: AtomicU64::new(0), made: AtomicU64::new(0) };
         let mut only_rank = None;
         let mut ok = true;
         for kv in keys.split(',').map(str::trim).filter(|k| !k.is_empty()) {
@@ -79,6 +105,7 @@ fn parse(spec: &str, rank: Option<u64>) -> Vec<Rule> {
                 Some(("every", v)) if v > 0 => r.every = v,
                 Some(("times", v)) => r.times = v,
                 Some(("rank", v)) => only_rank = Some(v),
+                Some(("ms", v)) if matches!(point, Point::Die | Point::NetDelay) => r.ms = Some(v),
                 _ => {
                     crate::sn_warn!("fabric", "SOFTNIC_FAULTS: cannot read {:?} in {:?}; entry ignored", kv, entry);
                     ok = false;
@@ -102,18 +129,77 @@ impl Rule {
     }
 }
 
-/// Does a fault happen at this call of `point`?  (No rules: one load.)
+/// Does a fault happen at this call of `point`?  (No rules: one load.)  A one-sided
+/// operation (`Transfer`) is also where a counted `die` comes.
 #[inline]
 pub fn hit(point: Point) -> bool {
     let rs = rules();
     if rs.is_empty() {
         return false;
     }
+    if point == Point::Transfer && rs.iter().any(|r| r.point == Point::Die && r.ms.is_none() && r.fires()) {
+        die_now("at a one-sided operation");
+    }
     let fired = rs.iter().filter(|r| r.point == point).fold(false, |any, r| r.fires() || any);
     if fired {
         crate::sn_debug!("fabric", "SOFTNIC_FAULTS: injected a {:?} fault", point);
     }
     fired
+}
+
+/// What happens to a message the network engine is about to send.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Message {
+    Sent,
+    Lost,
+    Late(std::time::Duration),
+}
+
+/// [`hit`] for a network message: `net_drop`, then `net_delay`.
+#[inline]
+pub fn message() -> Message {
+    let rs = rules();
+    if rs.is_empty() {
+        return Message::Sent;
+    }
+    if hit(Point::NetDrop) {
+        return Message::Lost;
+    }
+    let late = rs.iter().filter(|r| r.point == Point::NetDelay).fold(None, |late, r| if r.fires() { Some(r.ms.unwrap_or(100)) } else { late });
+    match late {
+        Some(ms) => {
+            crate::sn_debug!("fabric", "SOFTNIC_FAULTS: injected a NetDelay fault ({} ms)", ms);
+            Message::Late(std::time::Duration::from_millis(ms))
+        }
+        None => Message::Sent,
+    }
+}
+
+/// Starts the clocks of `die:ms=T` entries; called once, when the process first uses the
+/// fabric.
+pub fn start_clocks() {
+    for r in rules().iter().filter(|r| r.point == Point::Die) {
+        if let Some(ms) = r.ms {
+            let spawned = std::thread::Builder::new().name("softnic-die".into()).spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(ms));
+                die_now("on its clock");
+            });
+            if spawned.is_err() {
+                crate::sn_warn!("fabric", "SOFTNIC_FAULTS: cannot start the clock of a die entry; ignored");
+            }
+        }
+    }
+}
+
+/// Ends this process as a crash would: no exit handlers, nothing released.
+fn die_now(when: &str) -> ! {
+    let rank = my_rank().map_or(String::new(), |r| format!(" (rank {r})"));
+    eprintln!("softnic: SOFTNIC_FAULTS: process {}{} dies now, {}", std::process::id(), rank, when);
+    // SAFETY: signalling ourselves.
+    unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+    // SIGKILL cannot be caught or blocked; should it be delayed, leave all the same.
+    // SAFETY: ends the process without running anything more.
+    unsafe { libc::_exit(137) }
 }
 
 #[cfg(test)]
@@ -144,6 +230,18 @@ mod tests {
             .map(|&p| if seq(p) { 'F' } else { '.' })
             .collect();
         assert_eq!(got, "F..FF");
+    }
+
+    #[test]
+    fn die_and_network_entries() {
+        let rs = parse("die:ms=250,rank=2; net_delay:ms=7,after=1; net_drop:every=3; die:after=4", Some(2));
+        assert_eq!(rs.len(), 4);
+        assert_eq!((rs[0].point, rs[0].ms), (Point::Die, Some(250)));
+        assert_eq!((rs[1].point, rs[1].ms, rs[1].after), (Point::NetDelay, Some(7), 1));
+        assert_eq!((rs[3].point, rs[3].ms, rs[3].after), (Point::Die, None, 4));
+        // ms belongs to die and net_delay only.
+        assert!(parse("transfer:ms=5", None).is_empty());
+        assert!(parse("die:ms=5,rank=1", Some(0)).is_empty());
     }
 
     #[test]

@@ -1138,6 +1138,12 @@ impl Engine {
     fn send_within(&self, addr: fi_addr_t, mut buf: Vec<u8>, to: Option<Arc<Remote>>, patient: bool, seal: Seal<'_>) -> Result<()> {
         // libfabric's system calls are cancellation points: not to be unwound halfway.
         let _masked = crate::cancel::Masked::new();
+        match crate::faults::message() {
+            crate::faults::Message::Sent => {}
+            // Taken as sent: the side that waits for it learns of the loss by its timeout.
+            crate::faults::Message::Lost => return Ok(()),
+            crate::faults::Message::Late(d) => std::thread::sleep(d),
+        }
         let deadline = Instant::now() + self.timeout;
         if buf.len() <= self.inject_size {
             loop {

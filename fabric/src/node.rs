@@ -296,6 +296,7 @@ pub fn get() -> Result<&'static Node> {
         }
         PID.store(pid, Ordering::Relaxed);
         debug(&format!("attached: pid {} ctl fd {}", pid, seg.fd.0));
+        crate::faults::start_clocks();
         Ok::<Node, Error>(Node { pid, starttime, seg, reg })
     })?;
     if n.pid != current_pid() {

@@ -42,6 +42,8 @@ pub struct Opts {
     pub per_node: Option<usize>,
     pub label: bool,
     pub timeout: Option<f64>,
+    /// `--no-kill`: a failing rank leaves the others running.
+    pub no_kill: bool,
     pub prog: Vec<OsString>,
 }
 
@@ -153,6 +155,9 @@ struct Job {
     kill_at: Option<Instant>,
     giveup_at: Option<Instant>,
     deadline: Option<(Instant, f64)>,
+    /// `--no-kill`: the first failure's status, kept for the end instead of ending the job.
+    no_kill: bool,
+    first_failure: Option<i32>,
 }
 
 fn errno() -> i32 {
@@ -263,6 +268,8 @@ pub fn run(o: Opts) -> i32 {
         pipes: Vec::new(),
         sigfd,
         exit: None,
+        no_kill: o.no_kill,
+        first_failure: None,
         kill_at: None,
         giveup_at: None,
         deadline: o.timeout.map(|t| (Instant::now() + Duration::from_secs_f64(t.min(1e9)), t)),
@@ -280,7 +287,7 @@ pub fn run(o: Opts) -> i32 {
         Err(e) => debug!("reclaiming what dead ranks left failed: {e}"),
     }
     merge_trace();
-    job.exit.unwrap_or(0)
+    job.exit.or(job.first_failure).unwrap_or(0)
 }
 
 /// SOFTNIC_TRACE=DIR: the ranks have written their parts of the timeline; join them.
@@ -628,7 +635,10 @@ impl Job {
             };
             self.ranks[r].status = Some(code);
             debug!("rank {r} (pid {pid}) {what}");
-            if code != 0 {
+            if code != 0 && self.no_kill {
+                warn!("rank {r} (pid {pid}) {what}; the others run on (--no-kill)");
+                self.first_failure.get_or_insert(code);
+            } else if code != 0 {
                 self.start_kill(code, Some(format!("rank {r} (pid {pid}) {what}; killing the job")));
             }
         }

@@ -18,12 +18,15 @@ use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 
 const USAGE: &str = "\
-usage: snrun -n N [-N ranks-per-node] [--label] [--timeout S] [--] prog [args...]
+usage: snrun -n N [-N ranks-per-node] [--label] [--timeout S] [--no-kill] [--] prog [args...]
 
   -n N, -np N          number of ranks to start
   -N K, --ppn K        ranks per (virtual) node, block mapping; default N (one node)
   -l, --label          prefix every output line with \"[rank] \"
   --timeout S          kill the job after S seconds and exit 124
+  -K, --no-kill        a rank that fails does not end the job: the others run on
+                       (to see their partner die, as srun --kill-on-bad-exit=0);
+                       the exit status is still the first failure's
   -h, --help           this text
   --help-env           every environment variable the libraries read, with help
 
@@ -67,6 +70,7 @@ fn parse_args(args: &[OsString]) -> Result<Parsed, String> {
     let mut n = None;
     let mut per_node = None;
     let mut label = false;
+    let mut no_kill = false;
     let mut timeout = None;
     let mut i = 0;
     while i < args.len() {
@@ -91,6 +95,7 @@ fn parse_args(args: &[OsString]) -> Result<Parsed, String> {
             b"-n" | b"-np" | b"--np" => n = Some(parse_count("-n", take(&mut i).as_ref())?),
             b"-N" | b"--ppn" | b"-ppn" => per_node = Some(parse_count("-N", take(&mut i).as_ref())?),
             b"-l" | b"--label" => label = true,
+            b"-K" | b"--no-kill" => no_kill = true,
             b"--timeout" | b"-t" => {
                 let v = take(&mut i).ok_or("--timeout needs a value")?;
                 let s = v.to_str().unwrap_or("");
@@ -119,7 +124,7 @@ fn parse_args(args: &[OsString]) -> Result<Parsed, String> {
         return Err("no program given".into());
     }
     let n = n.ok_or("-n N is required")?;
-    Ok(Parsed::Run(Opts { n, per_node, label, timeout, prog }))
+    Ok(Parsed::Run(Opts { n, per_node, label, timeout, no_kill, prog }))
 }
 
 fn main() {
@@ -164,6 +169,10 @@ mod tests {
         assert_eq!((o.n, o.prog.len()), (3, 2));
         let Ok(Parsed::Run(o)) = p("-n5 --timeout=2 prog") else { panic!() };
         assert_eq!((o.n, o.timeout), (5, Some(2.0)));
+        let Ok(Parsed::Run(o)) = p("-n 2 -K prog") else { panic!() };
+        assert!(o.no_kill);
+        let Ok(Parsed::Run(o)) = p("-n 2 --no-kill prog") else { panic!() };
+        assert!(o.no_kill);
         assert_eq!(p("--help"), Ok(Parsed::Help));
         assert_eq!(p("--help-env"), Ok(Parsed::HelpEnv));
     }
