@@ -5,7 +5,10 @@
  *             the source of a dmapp_put_nb before its sync handle is waited for
  *   unsynced  a dmapp_put_nbi is never completed by a gsync, a dmapp_put_nb's handle never
  *             waited for, before dmapp_finalize
- *   clean     the same puts done right: no finding
+ *   getwrite  the destination of a dmapp_get_nbi is written before dmapp_gsync_wait, and
+ *             that of a dmapp_get_nb before its sync handle is waited for (the data may
+ *             land after those writes on the hardware)
+ *   clean     the same puts and gets done right: no finding
  * Prints "dmapp_check_bugs: pe P MODE done". */
 #include "dmtest.h"
 
@@ -31,6 +34,20 @@ int main(int argc, char **argv)
     }
     src[1] = src[5] = 7; /* after the completions: fine */
     barrier();
+    if (strcmp(mode, "unsynced")) {
+        /* Gets from the right neighbour's puts, landed above. */
+        static uint64_t got[8];
+        int getwrite = !strcmp(mode, "getwrite");
+        OK(dmapp_get_nbi(got, dst, sheap(), right, 4, DMAPP_QW));
+        if (getwrite) got[1] = 7; /* the bug: the data may still be landing */
+        dmapp_syncid_handle_t g;
+        OK(dmapp_get_nb(got + 4, dst + 8, sheap(), right, 4, DMAPP_QW, &g));
+        if (getwrite) got[5] = 7;
+        OK(dmapp_gsync_wait());
+        OK(dmapp_syncid_wait(&g));
+        got[1] = got[5] = 7; /* after the completions: fine */
+        barrier();
+    }
     printf("dmapp_check_bugs: pe %d %s done\n", me, mode);
     OK(dmapp_finalize());
     return 0;

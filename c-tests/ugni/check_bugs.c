@@ -7,7 +7,10 @@
  *             helper function (the finding names the caller)
  *   unreaped  a put's event is never reaped, and the program exits without destroying its
  *             endpoints and domain
- *   clean     the same puts done right, everything released: no finding
+ *   getwrite  the destination of an FMA get, then of an RDMA get, is written by the
+ *             program after the post and before its completion is taken back (the data
+ *             may land after that write on the hardware)
+ *   clean     the same puts and gets done right, everything released: no finding
  *   lostbad   (with SOFTNIC_FAULTS=transfer:times=1) a put from an unmapped address,
  *             lost before anything reads it: no fault, no finding
  * Prints "check_bugs: rank R MODE done". */
@@ -69,6 +72,19 @@ int main(int argc, char **argv)
         GNI_OK(GNI_PostRdma(t.eps[right], &d));
         dt_complete(t.cq, &d, GNI_RC_SUCCESS);
         src[3] ^= 0xff;
+    }
+    /* Gets from the right neighbour's window into the upper half of ours (which nobody
+     * puts into): FMA, then RDMA; in "getwrite" the destination is written before the
+     * completion is taken back, else after it. */
+    uint64_t *into = p.dst + 256;
+    int getwrite = !strcmp(mode, "getwrite");
+    for (int k = 0; k < 2; k++) {
+        gni_post_type_t type = k == 0 ? GNI_POST_FMA_GET : GNI_POST_RDMA_GET;
+        dt_desc(&d, type, GNI_CQMODE_GLOBAL_EVENT, into + 16 * k, dmh, bs[right], hs[right], 64);
+        GNI_OK(k == 0 ? GNI_PostFma(t.eps[right], &d) : GNI_PostRdma(t.eps[right], &d));
+        if (getwrite) into[16 * k + 1] = 7; /* the bug: the data may still be landing */
+        dt_complete(t.cq, &d, GNI_RC_SUCCESS);
+        if (!getwrite) into[16 * k + 1] = 7;
     }
     CHECK(PMI_Barrier() == PMI_SUCCESS);
     GNI_OK(GNI_MemDeregister(t.nic, &smh));

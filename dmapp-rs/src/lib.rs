@@ -135,18 +135,18 @@ pub extern "C" fn dmapp_finalize() -> Rc {
     rc
 }
 
-/// SOFTNIC_CHECK at dmapp_finalize: non-blocking puts never completed (no gsync after
-/// an `_nbi` put, no wait or test of an `_nb` put's handle).
+/// SOFTNIC_CHECK at dmapp_finalize: non-blocking puts and gets never completed (no gsync
+/// after an `_nbi` request, no wait or test of an `_nb` request's handle).
 #[cold]
 fn check_finalize() {
     use softnic_fabric::check::{caller, outstanding, report};
     let nbi = outstanding(crate::rma::CHECK_NBI);
     if nbi > 0 {
-        report("dmapp_finalize", &format!("{nbi} dmapp_put_nbi request(s) never completed by dmapp_gsync_wait or _test"), &caller());
+        report("dmapp_finalize", &format!("{nbi} dmapp_put_nbi/dmapp_get_nbi request(s) never completed by dmapp_gsync_wait or _test"), &caller());
     }
     let nb = outstanding(crate::rma::CHECK_NB);
     if nb > 0 {
-        report("dmapp_finalize", &format!("{nb} dmapp_put_nb request(s) whose sync handle was never waited for or tested"), &caller());
+        report("dmapp_finalize", &format!("{nb} dmapp_put_nb/dmapp_get_nb request(s) whose sync handle was never waited for or tested"), &caller());
     }
 }
 

@@ -144,7 +144,7 @@ fn put(mode: Mode, ta: *mut c_void, ts: *mut SegDesc, pe: Pe, sa: *mut c_void, n
     }))
     .inspect(|&rc| {
         if rc == DMAPP_RC_SUCCESS && len > 0 && softnic_fabric::check::enabled() {
-            check_watch(mode, sa as usize, len, pe);
+            check_watch(mode, Watch::PutSource, sa as usize, len, pe);
         }
     })
 }
@@ -154,19 +154,33 @@ fn put(mode: Mode, ta: *mut c_void, ts: *mut SegDesc, pe: Pe, sa: *mut c_void, n
 pub const CHECK_NB: u64 = 0xd0;
 pub const CHECK_NBI: u64 = 0xd1;
 
+/// What the checker watches of a non-blocking request.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Watch {
+    PutSource,
+    GetDestination,
+}
+
 /// SOFTNIC_CHECK: a non-blocking put reads its source until its completion (the sync
-/// handle's wait or test, or gsync for `_nbi`); the checker watches those bytes till then.
+/// handle's wait or test, or gsync for `_nbi`); a non-blocking get hands its destination
+/// to the program only then (its data, landed now, may land later on the hardware, over
+/// a write of the program's).  The checker watches those bytes till then.
 #[cold]
-fn check_watch(mode: Mode, src: usize, len: usize, pe: Pe) {
+fn check_watch(mode: Mode, watch: Watch, buf: usize, len: usize, pe: Pe) {
     static NBI: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let put = watch == Watch::PutSource;
     let (kind, op, api) = match mode {
         Mode::Blocking => return,
         // SAFETY: issue() wrote the handle there (checked non-NULL).
-        Mode::Nb(out) => (CHECK_NB, unsafe { out.read_unaligned() } as usize, "dmapp_put_nb"),
-        Mode::Nbi => (CHECK_NBI, NBI.fetch_add(1, std::sync::atomic::Ordering::Relaxed), "dmapp_put_nbi"),
+        Mode::Nb(out) => (CHECK_NB, unsafe { out.read_unaligned() } as usize, if put { "dmapp_put_nb" } else { "dmapp_get_nb" }),
+        Mode::Nbi => (CHECK_NBI, NBI.fetch_add(1, std::sync::atomic::Ordering::Relaxed), if put { "dmapp_put_nbi" } else { "dmapp_get_nbi" }),
     };
-    // SAFETY: the put read these bytes just now.
-    unsafe { softnic_fabric::check::watch(kind, op, api, || format!("a put of {len} bytes to PE {pe}"), src, len) };
+    if put {
+        // SAFETY: the put read these bytes just now.
+        unsafe { softnic_fabric::check::watch(kind, op, api, || format!("a put of {len} bytes to PE {pe}"), buf, len) };
+    } else {
+        softnic_fabric::check::watch_filled(kind, op, api, || format!("a get of {len} bytes from PE {pe}"), buf, len);
+    }
 }
 
 fn get(mode: Mode, ta: *mut c_void, sa: *mut c_void, ss: *mut SegDesc, pe: Pe, n: u64, ty: c_int) -> R {
@@ -184,6 +198,11 @@ fn get(mode: Mode, ta: *mut c_void, sa: *mut c_void, ss: *mut SegDesc, pe: Pe, n
         let dst = unsafe { std::slice::from_raw_parts_mut(ta as *mut u8, len) };
         rma::get(&r.peer, r.key, r.addr, dst, job.pd)
     }))
+    .inspect(|&rc| {
+        if rc == DMAPP_RC_SUCCESS && softnic_fabric::check::enabled() {
+            check_watch(mode, Watch::GetDestination, ta as usize, len, pe);
+        }
+    })
 }
 
 // ---- strided ------------------------------------------------------------------------

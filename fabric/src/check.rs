@@ -9,6 +9,10 @@
 //! What an API reports through it (each says where it checks):
 //! - a local buffer changed between the post that reads it and the completion that
 //!   releases it ([`watch`] at the post, [`release`] at the completion);
+//! - a local buffer an operation fills (a get's destination) written by the program
+//!   between the fill and the completion that hands it over ([`watch_filled`] when the
+//!   data has landed, [`release`] at the completion): on the hardware the data may land
+//!   after that write and undo it;
 //! - at exit, what was never released or reaped ([`at_exit`] hooks).
 //!
 //! Off, every entry point costs one load and a branch.
@@ -145,8 +149,19 @@ pub fn report(api: &str, what: &str, at: &str) {
     }
 }
 
-/// A buffer a pending operation reads: where, how long, and a digest of its bytes then.
+/// What the watched bytes are to their operation.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// It reads them (a put's source).
+    Source,
+    /// It filled them (a get's destination), before the program may use them.
+    Destination,
+}
+
+/// A buffer a pending operation reads or filled: where, how long, and a digest of its
+/// bytes then.
 struct Watched {
+    role: Role,
     api: &'static str,
     what: String,
     addr: usize,
@@ -190,11 +205,23 @@ fn digest(addr: usize, len: usize) -> Option<u64> {
 /// # Safety
 /// None left: the bytes are read through the kernel (kept `unsafe` for the callers' notes).
 pub unsafe fn watch(kind: u64, op: usize, api: &'static str, what: impl FnOnce() -> String, addr: usize, len: usize) {
+    watch_as(Role::Source, kind, op, api, what, addr, len)
+}
+
+/// Remembers that the operation `op` (as in [`watch`]) has filled `[addr, addr+len)` (its
+/// data landed) and hands it to the program at its completion: [`release`] then reports
+/// it if the program wrote those bytes meanwhile.  Called before the completion can be
+/// seen (before its event is queued).
+pub fn watch_filled(kind: u64, op: usize, api: &'static str, what: impl FnOnce() -> String, addr: usize, len: usize) {
+    watch_as(Role::Destination, kind, op, api, what, addr, len)
+}
+
+fn watch_as(role: Role, kind: u64, op: usize, api: &'static str, what: impl FnOnce() -> String, addr: usize, len: usize) {
     if !enabled() || len == 0 {
         return;
     }
     let Some(d) = digest(addr, len) else { return };
-    let w = Watched { api, what: what(), addr, len, digest: d, posted: std::backtrace::Backtrace::force_capture() };
+    let w = Watched { role, api, what: what(), addr, len, digest: d, posted: std::backtrace::Backtrace::force_capture() };
     WATCHED.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashMap::new).insert((op, kind), w);
 }
 
@@ -209,11 +236,14 @@ pub fn release(kind: u64, op: usize, api_done: &str) {
         // Unmapped since (freed): nothing to compare.
         if digest(w.addr, w.len).is_some_and(|d| d != w.digest) {
             let posted = caller_in(&w.posted).unwrap_or_else(|| "(unknown)".into());
-            report(
-                w.api,
-                &format!("the source buffer [{:#x}, +{}) of {}, posted at {posted}, changed before its completion ({})", w.addr, w.len, w.what, api_done),
-                &caller(),
-            );
+            let what = match w.role {
+                Role::Source => format!("the source buffer [{:#x}, +{}) of {}, posted at {posted}, changed before its completion ({})", w.addr, w.len, w.what, api_done),
+                Role::Destination => format!(
+                    "the destination buffer [{:#x}, +{}) of {}, posted at {posted}, was written before its completion ({}): the data may land after that write",
+                    w.addr, w.len, w.what, api_done
+                ),
+            };
+            report(w.api, &what, &caller());
         }
     }
 }

@@ -401,6 +401,24 @@ fn check_watch(engine: Engine, desc: *mut gni_post_descriptor_t) {
     unsafe { softnic_fabric::check::watch(CHECK_DESC, desc as usize, api, || format!("descriptor {desc:p} ({len} bytes)"), d.local_addr as usize, len) };
 }
 
+/// SOFTNIC_CHECK: a get hands its destination to the program at its completion
+/// (GNI_GetCompleted); from the moment its data landed (now: its event is queued next)
+/// till then, a write of the program's may be undone on the hardware by data landing
+/// after it.  The checker watches those bytes.  Destinations addressed by offset (a
+/// segmented local handle) are not watched.
+#[cold]
+fn check_watch_filled(desc: *mut gni_post_descriptor_t) {
+    // SAFETY: the caller's descriptor, which stays the caller's until its completion.
+    let Some(d) = (unsafe { desc.as_ref() }) else { return };
+    let fills = matches!(d.type_, GNI_POST_FMA_GET | GNI_POST_FMA_GET_W_FLAG | GNI_POST_RDMA_GET);
+    if !fills || d.cq_mode & (MODE_LOCAL | MODE_GLOBAL) == 0 || d.local_mem_hndl.qword1 & memhandle::SEG_FLAG != 0 || d.local_addr == 0 {
+        return;
+    }
+    let api = if d.type_ == GNI_POST_RDMA_GET { "GNI_PostRdma" } else { "GNI_PostFma" };
+    let len = d.length as usize;
+    softnic_fabric::check::watch_filled(CHECK_DESC, desc as usize, api, || format!("descriptor {desc:p} ({len} bytes)"), d.local_addr as usize, len);
+}
+
 /// The timeline: a post with a local event, from the post to GNI_GetCompleted of its
 /// descriptor (an asynchronous span, "in flight").
 #[cold]
@@ -833,6 +851,9 @@ fn error_words(d: &gni_post_descriptor_t) -> [u64; 4] {
 fn complete(api: &str, nic: &Nic, cq: Option<&Cq>, desc: *mut gni_post_descriptor_t, mut tokens: Tokens, local_data: u32, error_words: [u64; 4], result: Result<(), Status>) {
     match result {
         Ok(()) => {
+            if cq.is_some() && softnic_fabric::check::enabled() {
+                check_watch_filled(desc);
+            }
             if let Some(cq) = cq {
                 for (t, _) in tokens.iter() {
                     cq.push(cqe::make(cqe::SRC_LOCAL, cqe::TYPE_POST, Status::Ok, t as u64, local_data as u64));
