@@ -489,18 +489,31 @@ unsafe fn copy_out(p: &Packed, dst: *mut Event) {
 /// SOFTNIC_CHECK: the checker's id space of Portals puts, by MD handle and link (a put
 /// is watched when sent, [`crate::ops`], and released here when its SEND_END is taken).
 pub const CHECK_SEND: u64 = 0x9073;
+/// The same for a get's destination, watched when its reply landed ([`crate::ops`]) and
+/// released when its REPLY_END is taken.
+pub const CHECK_REPLY: u64 = 0x9074;
 
 /// The checker's id of the put of `link` on MD handle `md_h`.
 pub fn check_op(md_h: u32, link: u32) -> usize {
     ((md_h as usize) << 32) | link as usize
 }
 
+/// SOFTNIC_CHECK: the program learns its put's MD memory is free again (SEND_END), or its
+/// get's reply is its own (REPLY_END).
+#[cold]
+fn check_deliver(p: &Packed) {
+    match p.kind as u32 {
+        PTL_EVENT_SEND_END => softnic_fabric::check::release(CHECK_SEND, check_op(p.md_handle, p.link), "its SEND_END taken from the queue"),
+        PTL_EVENT_REPLY_END => softnic_fabric::check::release(CHECK_REPLY, check_op(p.md_handle, p.link), "its REPLY_END taken from the queue"),
+        _ => {}
+    }
+}
+
 /// Returns an event taken from `q` to the caller.
 #[inline]
 fn deliver(p: &Packed, dropped: bool, dst: *mut Event) -> i32 {
-    if p.kind as u32 == PTL_EVENT_SEND_END && softnic_fabric::check::enabled() {
-        // The program learns its put's MD memory is free again (SOFTNIC_CHECK).
-        softnic_fabric::check::release(CHECK_SEND, check_op(p.md_handle, p.link), "its SEND_END taken from the queue");
+    if softnic_fabric::check::enabled() {
+        check_deliver(p);
     }
     // SAFETY: the callers checked dst for NULL.
     unsafe { copy_out(p, dst) };

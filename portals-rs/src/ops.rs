@@ -40,7 +40,7 @@
 
 use crate::handle;
 use crate::endpoint::{endpoint_key, is_tombstone, parse_payload};
-use crate::eq::{check_op, OpHolds, OwnEvents, CHECK_SEND};
+use crate::eq::{check_op, OpHolds, OwnEvents, CHECK_REPLY, CHECK_SEND};
 use crate::md;
 use crate::objects::{Lib, Ni, Target};
 use crate::runtime::pd;
@@ -190,6 +190,23 @@ fn check_watch(seg: &Seg, g: &Guard<'_>, mi: u32, md_h: u32, link: u32, mem: &Me
     unsafe {
         softnic_fabric::check::watch(CHECK_SEND, check_op(md_h, link), "PtlPut", || format!("MD {md_h:#x} ({len} bytes to nid {} pid {})", target.nid, target.pid), (start + off) as usize, len as usize)
     };
+}
+
+/// SOFTNIC_CHECK: a get's reply has landed in the MD's memory (its REPLY_END is logged
+/// next); the program may use it once it took that event from the queue.  A write of the
+/// program's before then may be undone on the hardware by data landing after it: the
+/// checker watches those bytes till the REPLY_END is taken (a contiguous MD that logs it).
+#[cold]
+#[allow(clippy::too_many_arguments)]
+fn check_watch_reply(seg: &Seg, g: &Guard<'_>, mi: u32, link: u32, mem: &Mem, mlength: u64, target: ptl_process_id_t) {
+    let Some(m) = seg.md(g, mi) else { return };
+    if m.view.options & PTL_MD_EVENT_END_DISABLE != 0 || m.view.eq_handle == PTL_EQ_NONE || mem.pieces.len() != 1 {
+        return;
+    }
+    let (_, start, _) = mem.pieces[0];
+    let md_h = seg.handle(handle::MD, m.gen, mi);
+    let what = || format!("MD {md_h:#x} ({mlength} bytes from nid {} pid {})", target.nid, target.pid);
+    softnic_fabric::check::watch_filled(CHECK_REPLY, check_op(md_h, link), "PtlGet", what, (start + mem.off) as usize, mlength.min(mem.len) as usize);
 }
 
 /// The timeline's span of an operation: its target and, for a region, its length.
@@ -688,6 +705,9 @@ fn get_end(seg: &Seg, g: &Guard<'_>, mi: u32, link: u32, req: &Req, mem: &Mem, t
         Outcome::Failed => (Some(0), true),
     };
     if let Some(mlength) = got {
+        if !fail && softnic_fabric::check::enabled() {
+            check_watch_reply(seg, g, mi, link, mem, mlength, target);
+        }
         own_event(seg, g, mi, PTL_EVENT_REPLY_START, target, req, mem.len, mlength, mem.off, link, false, own.as_deref_mut());
         own_event(seg, g, mi, PTL_EVENT_REPLY_END, target, req, mem.len, mlength, mem.off, link, fail, own.as_deref_mut());
         if !fail {
