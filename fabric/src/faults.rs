@@ -19,8 +19,11 @@
 //!   GNI_RC_ERROR_RESOURCE once (its later events carry the overrun bit).  Counted per
 //!   such event.
 //! - `timeout`: a wait given a time limit runs out at once, whatever is queued (uGNI
-//!   GNI_CqWaitEvent: GNI_RC_TIMEOUT; Portals PtlEQPoll: PTL_EQ_EMPTY); the events stay
-//!   for the next call.  Counted per such wait.
+//!   GNI_CqWaitEvent: GNI_RC_TIMEOUT; Portals PtlEQPoll: PTL_EQ_EMPTY; SISCI
+//!   SCIWaitForDMAQueue, SCIWaitForInterrupt, SCIWaitForDataInterrupt,
+//!   SCIWaitForLocalSegmentEvent, SCIWaitForRemoteSegmentEvent: SCI_ERR_TIMEOUT); the
+//!   events stay for the next call.  Counted per such wait.  (DMAPP and uTofu have no
+//!   wait with a time limit.)
 //!
 //! - `die`: this process dies as if killed (SIGKILL: no exit handlers, nothing cleaned
 //!   up), so its partners meet a peer that died: each API's dead-peer errors.  With

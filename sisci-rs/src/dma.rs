@@ -462,14 +462,18 @@ fn wait(dq: usize, timeout: u32, flags: u32) -> R<u32> {
     let q = queue(dq)?;
     match q.state() {
         SCI_DMAQUEUE_IDLE | SCI_DMAQUEUE_GATHER => return Err(SCI_ERR_ILLEGAL_OPERATION),
+        SCI_DMAQUEUE_POSTED if q.with_cb.load(Ordering::Acquire) => return Err(SCI_ERR_ILLEGAL_OPERATION),
+        _ => {}
+    }
+    if injected_timeout(timeout) {
+        return Err(SCI_ERR_TIMEOUT);
+    }
+    match q.state() {
         SCI_DMAQUEUE_POSTED => {}
         s => {
             check_release(dq, "SCIWaitForDMAQueue");
             return Ok(s);
         }
-    }
-    if q.with_cb.load(Ordering::Acquire) {
-        return Err(SCI_ERR_ILLEGAL_OPERATION);
     }
     let t = (timeout != SCI_INFINITE_TIMEOUT).then(|| Duration::from_millis(timeout as u64));
     match softnic_fabric::cancel::point(|| q.wake.wait_until(|| q.state() != SCI_DMAQUEUE_POSTED, t)) {

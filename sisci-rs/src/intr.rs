@@ -320,6 +320,9 @@ fn wait(h: usize, timeout: u32, flags: u32) -> R<()> {
     if i.armed() {
         return Err(SCI_ERR_ILLEGAL_OPERATION);
     }
+    if injected_timeout(timeout) {
+        return Err(SCI_ERR_TIMEOUT);
+    }
     let d = deadline(timeout);
     loop {
         // Drain first, then look: a trigger after the look leaves an entry that ends the sleep.
@@ -352,6 +355,9 @@ fn wait_data(h: usize, data: *mut c_void, length: *mut u32, timeout: u32, flags:
     }
     if i.armed() {
         return Err(SCI_ERR_ILLEGAL_OPERATION);
+    }
+    if injected_timeout(timeout) {
+        return Err(SCI_ERR_TIMEOUT);
     }
     let d = deadline(timeout);
     let Some((_, ring)) = &i.msgs else { return Err(SCI_ERR_SYSTEM) };

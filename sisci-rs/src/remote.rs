@@ -434,6 +434,9 @@ fn wait_event(h: usize, status: *mut SciErr, timeout: u32, flags: u32) -> R<u32>
     if s.cb.lock().unwrap_or_else(|e| e.into_inner()).is_some() {
         return Err(SCI_ERR_ILLEGAL_OPERATION);
     }
+    if injected_timeout(timeout) {
+        return Err(SCI_ERR_TIMEOUT);
+    }
     let deadline = (timeout != SCI_INFINITE_TIMEOUT).then(|| Instant::now() + Duration::from_millis(timeout as u64));
     loop {
         if let Some((reason, st)) = s.next_event() {

@@ -607,6 +607,9 @@ fn wait_event(h: usize, node_out: *mut u32, adapter_out: *mut u32, timeout: u32,
     if s.armed() {
         return Err(SCI_ERR_ILLEGAL_OPERATION);
     }
+    if injected_timeout(timeout) {
+        return Err(SCI_ERR_TIMEOUT);
+    }
     let deadline = (timeout != SCI_INFINITE_TIMEOUT).then(|| Instant::now() + Duration::from_millis(timeout as u64));
     loop {
         if let Some(ev) = s.ring.pop() {

@@ -138,6 +138,13 @@ pub fn check_flags(flags: u32, allowed: u32) -> R<()> {
 /// (SCI_ERR_NO_SUCH_ADAPTERNO), 16 and above illegal (SCI_ERR_ILLEGAL_ADAPTERNO).
 pub const MAX_ADAPTERS: u32 = 16;
 
+/// SOFTNIC_FAULTS=timeout: a wait given a time limit (not SCI_INFINITE_TIMEOUT) runs out
+/// at once, whatever is pending; what it waited for stays for the next call.  Counted per
+/// such wait, after its arguments were found good.
+pub fn injected_timeout(timeout: u32) -> bool {
+    timeout != SCI_INFINITE_TIMEOUT && softnic_fabric::faults::hit(softnic_fabric::faults::Point::Timeout)
+}
+
 #[inline]
 pub fn check_adapter(a: u32) -> R<()> {
     match a {
