@@ -17,7 +17,9 @@
 //! - `cq_overrun`: an event a uGNI process queues on one of its own CQs (a local
 //!   completion) is lost as on a full CQ: the CQ's next GNI_CqGetEvent returns
 //!   GNI_RC_ERROR_RESOURCE once (its later events carry the overrun bit).  Counted per
-//!   such event.
+//!   such event.  Portals: an event about to be taken from an event queue is lost as when
+//!   the queue overflowed (overwritten): the next event returned carries PTL_EQ_DROPPED
+//!   (its sequence number shows the gap).  Counted per event taken.
 //! - `timeout`: a wait given a time limit runs out at once, whatever is queued (uGNI
 //!   GNI_CqWaitEvent: GNI_RC_TIMEOUT; Portals PtlEQPoll: PTL_EQ_EMPTY; SISCI
 //!   SCIWaitForDMAQueue, SCIWaitForInterrupt, SCIWaitForDataInterrupt,
