@@ -19,12 +19,8 @@ int main(int argc, char **argv)
     pt_job_t j;
     PT_JOB_INIT(&j);
     ptl_handle_eq_t seq;
-    PCHECK(PtlEQAlloc(j.ni, 16, PTL_EQ_HANDLER_NONE, &seq));
-    ptl_handle_me_t meh;
-    PCHECK(PtlMEAttach(j.ni, 3, ANY_ID, 1, 0, PTL_RETAIN, PTL_INS_AFTER, &meh));
-    PCHECK(PtlMDAttach(meh, md_of(in, sizeof in, PTL_MD_THRESH_INF, PTL_MD_OP_PUT | PTL_MD_EVENT_START_DISABLE | PTL_MD_EVENT_END_DISABLE, PTL_EQ_NONE), PTL_RETAIN, NULL));
     ptl_handle_md_t src;
-    PCHECK(PtlMDBind(j.ni, md_of(out, sizeof out, PTL_MD_THRESH_INF, PTL_MD_EVENT_START_DISABLE, seq), PTL_RETAIN, &src));
+    pt_put_pair(&j, out, sizeof out, in, sizeof in, &seq, &src);
     CHECK_EQ(PMI_Barrier(), PMI_SUCCESS);
     for (int i = 0; i < NPUTS; i++) PCHECK(PtlPut(src, PTL_NOACK_REQ, j.right, 3, 0, 1, 0, 0));
     int n = 0;

@@ -84,4 +84,16 @@ typedef struct {
     PCHECK(PtlNIInit(PTL_IFACE_DEFAULT, PTL_PID_ANY, NULL, NULL, &(j)->ni)); \
     PCHECK(PtlGetRankId((j)->ni, ((j)->rank + 1) % (j)->n, &(j)->right)); } while (0)
 
+/* The usual sender and receiver of the fault tests: an event queue of 16, a put target on
+ * portal 3 (match bits 1) over `in` logging nothing, and `out` bound as the source MD
+ * logging its END events into the queue. */
+static inline void pt_put_pair(pt_job_t *j, void *out, ptl_size_t olen, void *in, ptl_size_t ilen, ptl_handle_eq_t *seq, ptl_handle_md_t *src)
+{
+    PCHECK(PtlEQAlloc(j->ni, 16, PTL_EQ_HANDLER_NONE, seq));
+    ptl_handle_me_t meh;
+    PCHECK(PtlMEAttach(j->ni, 3, ANY_ID, 1, 0, PTL_RETAIN, PTL_INS_AFTER, &meh));
+    PCHECK(PtlMDAttach(meh, md_of(in, ilen, PTL_MD_THRESH_INF, PTL_MD_OP_PUT | PTL_MD_EVENT_START_DISABLE | PTL_MD_EVENT_END_DISABLE, PTL_EQ_NONE), PTL_RETAIN, NULL));
+    PCHECK(PtlMDBind(j->ni, md_of(out, olen, PTL_MD_THRESH_INF, PTL_MD_EVENT_START_DISABLE, *seq), PTL_RETAIN, src));
+}
+
 #endif
