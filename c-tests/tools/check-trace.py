@@ -3,11 +3,12 @@
 chrome://tracing read: a JSON object with a traceEvents list whose events carry the
 fields their phase needs, one named track per rank.
 
-    check-trace.py FILE --ranks N [--every NAME ...] [--some NAME ...]
+    check-trace.py FILE --ranks N [--every NAME ...] [--some NAME ...] [--counter NAME ...]
 
 --ranks: exactly N tracks (pids), each named by a process_name metadata event;
 --every NAME: a complete (X) event of that name on every track;
---some NAME: at least one X (or asynchronous "b") event of that name somewhere.
+--some NAME: at least one X (or asynchronous "b") event of that name somewhere;
+--counter NAME: at least one counter (C) sample of that name, its value a number.
 Asynchronous spans ("b"/"e") must carry an id, and each end must follow its begin.
 Prints "trace ok: E events, N tracks" or the first problem (exit 1)."""
 import json
@@ -23,7 +24,7 @@ def main():
     args = sys.argv[1:]
     if not args:
         fail("usage: check-trace.py FILE --ranks N [--every NAME] [--some NAME]")
-    path, ranks, every, some = args[0], None, [], []
+    path, ranks, every, some, counters = args[0], None, [], [], []
     i = 1
     while i < len(args):
         if args[i] == "--ranks":
@@ -32,6 +33,8 @@ def main():
             every.append(args[i + 1])
         elif args[i] == "--some":
             some.append(args[i + 1])
+        elif args[i] == "--counter":
+            counters.append(args[i + 1])
         else:
             fail("unknown option " + args[i])
         i += 2
@@ -79,6 +82,9 @@ def main():
     for name in some:
         if not any(e["ph"] in ("X", "b") and e["name"] == name for e in evs):
             fail("no %s anywhere" % name)
+    for name in counters:
+        if not any(e["ph"] == "C" and e["name"] == name and isinstance(e.get("args", {}).get(name), (int, float)) for e in evs):
+            fail("no %s counter sample" % name)
     # Every asynchronous span that began ends, on its track, and not before it began.
     # (Spans of one id nest: an end closes the latest open one.)
     opened = {}

@@ -78,6 +78,7 @@ int main(void)
         uint64_t id;
         GNI_EXPECT(GNI_RC_NO_MATCH, GNI_PostDataProbeById(t.nic, &id)); /* reported once, then gone */
         printf("core_dgram_wake: progress thread served %d and stopped\n", served);
+        for (int p = 1; p < n; p++) GNI_OK(GNI_EpDestroy(wild[p]));
     }
     printf("core_dgram_wake: rank %d ok\n", me);
     gnit_fini(&t);

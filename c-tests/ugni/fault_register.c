@@ -39,5 +39,6 @@ int main(int argc, char **argv)
     for (int i = 0; i < 4; i++)
         if (!(t.rank == faulty && i == 2)) GNI_OK(GNI_MemDeregister(t.nic, &mh[i]));
     printf("fault_register: rank %d ok\n", t.rank);
+    gnit_fini(&t);
     return 0;
 }

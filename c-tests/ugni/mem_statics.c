@@ -159,5 +159,6 @@ int main(int argc, char **argv)
     for (int k = 0; k < PAGES; k++) GNI_OK(GNI_MemDeregister(t.nic, &mh[k]));
     GNI_OK(GNI_MemDeregister(t.nic, &lmh));
     printf("mem_statics: rank %d ok\n", t.rank);
+    gnit_fini(&t);
     return 0;
 }

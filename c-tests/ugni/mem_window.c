@@ -150,5 +150,6 @@ int main(int argc, char **argv)
     GNI_OK(GNI_MemDeregister(t.nic, &mh2));
     GNI_OK(GNI_MemDeregister(t.nic, &lmh));
     printf("mem_window: rank %d ok%s\n", t.rank, windows ? " (windows)" : "");
+    gnit_fini(&t);
     return 0;
 }

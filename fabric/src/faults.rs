@@ -19,7 +19,10 @@
 //!   GNI_RC_ERROR_RESOURCE once (its later events carry the overrun bit).  Counted per
 //!   such event.  Portals: an event about to be taken from an event queue is lost as when
 //!   the queue overflowed (overwritten): the next event returned carries PTL_EQ_DROPPED
-//!   (its sequence number shows the gap).  Counted per event taken.
+//!   (its sequence number shows the gap).  Counted per event taken.  uTofu: a notice a
+//!   process queues into an MRQ (its own, or a target's) finds it full: the MRQ's owner
+//!   ends at its next utofu_poll_mrq with the documented fatal "MRQ Overflow".  Counted
+//!   per notice queued.
 //! - `timeout`: a wait given a time limit runs out at once, whatever is queued (uGNI
 //!   GNI_CqWaitEvent: GNI_RC_TIMEOUT; Portals PtlEQPoll: PTL_EQ_EMPTY; SISCI
 //!   SCIWaitForDMAQueue, SCIWaitForInterrupt, SCIWaitForDataInterrupt,

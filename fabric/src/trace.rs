@@ -174,6 +174,14 @@ pub fn counter(name: &'static str, v: u64) {
     }
 }
 
+/// Records a sample of counter `name` of object `id` (a queue's depth, say): one graph per
+/// (name, id) on the rank's track.
+pub fn counter_of(name: &'static str, id: u64, v: u64) {
+    if enabled() {
+        record_with_id("counter", name, "C", now_ns(), None, &[(name, v)], Some(id));
+    }
+}
+
 /// Records an instant event (something that happened, with no duration).
 pub fn instant(cat: &'static str, name: &'static str, args: &[(&'static str, u64)]) {
     if enabled() {

@@ -122,6 +122,10 @@ impl EqLocal {
                     // An event is often answered at once (a reply, a ping-pong): start
                     // fetching our lock's line, which the event's initiator has just used.
                     self.ni.seg.prefetch_lock();
+                    if softnic_fabric::trace::enabled() {
+                        // The timeline: how many events are still queued after this one.
+                        softnic_fabric::trace::counter_of("EQ depth", self as *const EqLocal as u64, self.ring.head().saturating_sub(c.pos));
+                    }
                     Ok(Ok(x))
                 }
                 None => Ok(Err(*c)),

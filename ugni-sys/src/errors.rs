@@ -48,7 +48,7 @@ pub struct ErrSub {
     waiting: AtomicU32,
 }
 
-pub static ERRS: Table<ErrSub> = Table::new(0xc5);
+pub static ERRS: Table<ErrSub> = Table::new(0xc7);
 /// Live subscriptions, for reporters.
 static SUBS: Mutex<Vec<Arc<ErrSub>>> = Mutex::new(Vec::new());
 

@@ -290,6 +290,25 @@ mod handle_cache_tests {
         }
     }
 
+    /// A handle of one type given where another is expected must not be found: every
+    /// table has a tag of its own.
+    #[test]
+    fn every_table_has_its_own_tag() {
+        let tags = [
+            crate::objects::CDMS.tag,
+            crate::objects::NICS.tag,
+            crate::objects::CQS.tag,
+            crate::objects::EPS.tag,
+            crate::ce::CES.tag,
+            crate::errors::ERRS.tag,
+            crate::msgq::MSGQS.tag,
+            OTHER.tag,
+            LOOKERS.tag,
+        ];
+        let distinct: std::collections::HashSet<u64> = tags.iter().copied().collect();
+        assert_eq!(distinct.len(), tags.len(), "tags {tags:x?}");
+    }
+
     #[test]
     fn cached_objects_die_outside_the_cache() {
         OTHER_H.store(OTHER.insert(Arc::new(7)) as usize, Ordering::Relaxed);

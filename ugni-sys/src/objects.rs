@@ -297,6 +297,10 @@ impl Cq {
             e = cqe::with_overrun(e);
         }
         let rc = if cqe::status(e) == 0 { GNI_RC_SUCCESS } else { GNI_RC_TRANSACTION_ERROR };
+        if softnic_fabric::trace::enabled() {
+            // The timeline: how many events are still queued after this one.
+            softnic_fabric::trace::counter_of("CQ depth", self as *const Cq as u64, self.ring.len() as u64);
+        }
         if let Some(h) = self.handler {
             let mut copy = e;
             // SAFETY: the user's callback, with a pointer to a live entry and their context.

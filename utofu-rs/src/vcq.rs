@@ -295,10 +295,15 @@ impl Vcq {
 
     /// Pushes a notice into our own MRQ (a local notice); a full MRQ is an overflow.
     pub fn push_local(&self, n: &Notice) {
-        if self.ring.push(n).is_err() {
+        if mrq_overrun_injected() || self.ring.push(n).is_err() {
             mark_overflow(self.blk());
         }
     }
+}
+
+/// SOFTNIC_FAULTS=cq_overrun: a notice finds its MRQ full (counted per notice queued).
+pub fn mrq_overrun_injected() -> bool {
+    softnic_fabric::faults::hit(softnic_fabric::faults::Point::CqOverrun)
 }
 
 fn mark_overflow(blk: *const u8) {
