@@ -2,6 +2,8 @@
  * part of its segment by DMA into its own segment connected as a remote one, and
  *   reuse   overwrites the source after SCIStartDmaTransfer and before SCIWaitForDMAQueue
  *           (the DMA engine may still be reading it)
+ *   readwrite  reads part of the segment back by DMA (SCI_FLAG_DMA_READ) and writes the
+ *           destination before SCIWaitForDMAQueue (the data may land after that write)
  *   clean   waits first: no finding
  * Prints "sisci_check_bugs: rank R MODE done". */
 #include "stest.h"
@@ -26,6 +28,12 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "reuse")) l.mem[100] ^= 0xff; /* the bug */
     CHECK_EQ(SCIWaitForDMAQueue(l.dq, SCI_INFINITE_TIMEOUT, 0, &err), SCI_DMAQUEUE_DONE);
     l.mem[101] ^= 0xff; /* after the wait: fine */
+    if (!strcmp(mode, "readwrite") || !strcmp(mode, "clean")) {
+        OK(SCIStartDmaTransfer(l.dq, l.ls, l.rs, 4096, 2048, 0, NULL, NULL, SCI_FLAG_DMA_READ, &err));
+        if (!strcmp(mode, "readwrite")) l.mem[4096 + 5] ^= 0xff; /* the bug: the data may still be landing */
+        CHECK_EQ(SCIWaitForDMAQueue(l.dq, SCI_INFINITE_TIMEOUT, 0, &err), SCI_DMAQUEUE_DONE);
+        l.mem[4096 + 5] ^= 0xff; /* after the wait: fine */
+    }
     st_loop_close(&l);
     printf("sisci_check_bugs: rank %d %s done\n", rank, mode);
     PMI_Finalize();

@@ -3,7 +3,9 @@
  *   reuse     overwrites the source before polling that notice (the TNI may still be
  *             reading it)
  *   unpolled  exits without polling it
- *   clean     polls it first: no finding
+ *   getwrite  gets VCQ b's data back into its buffer with a local MRQ notice and writes
+ *             the destination before polling that notice (the data may land after it)
+ *   clean     polls the notices first: no finding
  * Prints "utofu_check_bugs: MODE done". */
 #include "utest.h"
 #include <stdlib.h>
@@ -32,6 +34,14 @@ int main(int argc, char **argv)
         CHECK(cb == (void *)0x1);
     }
     src[3] = 0; /* after the notice: fine */
+    if (!strcmp(mode, "getwrite") || !strcmp(mode, "clean")) {
+        UCHECK(utofu_get(a, idb, sa + 256, sb, 64, 0, UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE, NULL));
+        if (!strcmp(mode, "getwrite")) src[33] = 7; /* the bug: the data may still be landing */
+        struct utofu_mrq_notice n;
+        UCHECK(wait_mrq(a, &n));
+        CHECK_EQ(n.notice_type, UTOFU_MRQ_TYPE_LCL_GET);
+        src[33] = 7; /* after the notice: fine */
+    }
     printf("utofu_check_bugs: %s done\n", mode);
     fflush(stdout);
     return 0;

@@ -253,6 +253,25 @@ fn check_watch(dq: usize, pieces: &[Piece]) {
     }
 }
 
+/// SOFTNIC_CHECK: a DMA read has filled its local memory (the queue turns DONE next); the
+/// program owns the data once it learns the transfer is over.  A write of the program's
+/// before then may be undone on the hardware by data landing after it: the checker
+/// watches those bytes till then.
+#[cold]
+fn check_watch_reads(dq: usize, pieces: &[Piece]) {
+    for (i, p) in pieces.iter().enumerate().filter(|(_, p)| p.read && p.size > 0) {
+        let base = match &p.local {
+            Local::Seg(s) => match s.mem() {
+                Ok(d) => d.ptr,
+                Err(_) => continue,
+            },
+            Local::Mem(ptr) => *ptr,
+        };
+        let (node, id, size) = (p.rseg.node, p.rseg.id, p.size);
+        softnic_fabric::check::watch_filled(check_kind(dq), i, "SCIStartDmaTransfer", || format!("a DMA read of {size} bytes from node {node} segment {id}"), base as usize + p.loff, size);
+    }
+}
+
 /// SOFTNIC_CHECK: the program learned (through `how`) that queue `dq`'s transfer is over.
 fn check_release(dq: usize, how: &str) {
     softnic_fabric::check::release_all(check_kind(dq), how);
@@ -261,6 +280,9 @@ fn check_release(dq: usize, how: &str) {
 /// Runs `job` to its end: state, then (if any) the callback.
 fn complete(q: &Arc<Queue>, job: Job) {
     let (state, status) = run(q, &job);
+    if state == SCI_DMAQUEUE_DONE && softnic_fabric::check::enabled() {
+        check_watch_reads(q.handle, &job.pieces);
+    }
     let cb = job.cb;
     drop(job);
     q.set(state);

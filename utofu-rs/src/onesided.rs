@@ -448,6 +448,9 @@ fn run(v: &Vcq, op: &Op, q: &mut vcq::Queue) -> i32 {
         }
     }
     if op.flags & UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE != 0 {
+        if op.kind == Kind::Get && softnic_fabric::check::enabled() {
+            check_watch_get(v, op, dst);
+        }
         let value = if op.kind.is_armw() { landed.old } else { 0 };
         v.push_local(&notice(ltype, 0, rid, op.edata, value, lcl_field, end_of(op, op.rmt_stadd)));
     }
@@ -661,6 +664,26 @@ fn check_at_exit() {
     if n > 0 {
         softnic_fabric::check::report("utofu_poll_tcq", &format!("{n} put(s) whose TCQ notice was never polled"), "exit");
     }
+}
+
+/// SOFTNIC_CHECK: the checker's id space of uTofu gets, released by their local MRQ
+/// notices (LCL_GET), each named by its VCQ and the notice's lcl_stadd.
+const CHECK_GET: u64 = 0x70f1;
+
+fn check_get_id(v: &Vcq, lcl_end: u64) -> usize {
+    (v.blk() as usize) ^ (lcl_end as usize).rotate_left(32)
+}
+
+/// SOFTNIC_CHECK: a get asking for a local MRQ notice has filled its destination (the
+/// notice is queued next); the program owns the data once it polled that notice.  A write
+/// of the program's before then may be undone on the hardware by data landing after it:
+/// the checker watches those bytes till then.
+#[cold]
+#[inline(never)]
+fn check_watch_get(v: &Vcq, op: &Op, dst: &[u8]) {
+    let (len, rmt) = (op.len, op.rmt);
+    let id = check_get_id(v, end_of(op, op.lcl_stadd));
+    softnic_fabric::check::watch_filled(CHECK_GET, id, "utofu_get", || format!("a get of {len} bytes from VCQ {rmt:#x}"), dst.as_ptr() as usize, dst.len());
 }
 
 /// SOFTNIC_CHECK: the TCQ entry of watched put `id` was polled.
@@ -957,13 +980,16 @@ pub unsafe extern "C-unwind" fn utofu_poll_tcq(h: usize, flags: u64, cbdata: *mu
 fn take_tcq(v: &vcq::Vcq, cbdata: *mut *mut c_void) -> UResult<()> {
     let mut q = v.tcq.lock();
     let e = q.tcq.pop_front();
+    // SOFTNIC_CHECK: released before the entry leaves the queue for everyone: a thread that
+    // finds the queue empty then (its own put's entry polled by another thread) may reuse
+    // the put's source at once.
+    if let Some(e) = e.as_ref().filter(|e| e.check != 0) {
+        check_release(e.check);
+    }
     v.queued.store(q.tcq.len(), Ordering::Release);
     drop(q);
     // Every queued entry is reported (successes with TCQ_NOTICE, and errors).
     let Some(e) = e else { return Err(UTOFU_ERR_NOT_FOUND) };
-    if e.check != 0 {
-        check_release(e.check);
-    }
     out(cbdata, e.cbdata as *mut c_void)?;
     if e.rc == UTOFU_SUCCESS { Ok(()) } else { Err(e.rc) }
 }
@@ -984,6 +1010,9 @@ pub unsafe extern "C-unwind" fn utofu_poll_mrq(h: usize, flags: u64, notice_out:
             return Err(UTOFU_ERR_NOT_FOUND);
         };
         let n = utofu_mrq_notice { notice_type: w[0] as u8, padding1: [0; 7], vcq_id: w[1], edata: w[2], rmt_value: w[3], lcl_stadd: w[4], rmt_stadd: w[5], reserved: [0; 2] };
+        if n.notice_type == UTOFU_MRQ_TYPE_LCL_GET && softnic_fabric::check::enabled() {
+            softnic_fabric::check::release(CHECK_GET, check_get_id(&v, n.lcl_stadd), "utofu_poll_mrq");
+        }
         out(notice_out, n)?;
         let rc = (w[0] >> 32) as u32 as i32;
         if rc == UTOFU_SUCCESS { Ok(()) } else { Err(rc) }
