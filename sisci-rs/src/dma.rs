@@ -235,11 +235,14 @@ fn check_kind(dq: usize) -> u64 {
 }
 
 /// SOFTNIC_CHECK: a DMA write reads its local memory until the program learns the
-/// transfer is over (SCIWaitForDMAQueue, SCIDMAQueueState, the callback); the checker
-/// watches those bytes till then.
+/// transfer is over (SCIWaitForDMAQueue, SCIDMAQueueState, the callback); a DMA read has
+/// filled its local memory when the queue turns DONE, and the program owns the data only
+/// once it learns that (a write of the program's before then may be undone on the hardware
+/// by data landing after it).  The checker watches those bytes till then: the writes'
+/// (`reads` false) at the start, the reads' when their data landed.
 #[cold]
-fn check_watch(dq: usize, pieces: &[Piece]) {
-    for (i, p) in pieces.iter().enumerate().filter(|(_, p)| !p.read && p.size > 0) {
+fn check_watch(dq: usize, pieces: &[Piece], reads: bool) {
+    for (i, p) in pieces.iter().enumerate().filter(|(_, p)| p.read == reads && p.size > 0) {
         let base = match &p.local {
             Local::Seg(s) => match s.mem() {
                 Ok(d) => d.ptr,
@@ -248,27 +251,13 @@ fn check_watch(dq: usize, pieces: &[Piece]) {
             Local::Mem(ptr) => *ptr,
         };
         let (node, id, size) = (p.rseg.node, p.rseg.id, p.size);
-        // SAFETY: the local memory of the transfer, checked against its length at the start.
-        unsafe { softnic_fabric::check::watch(check_kind(dq), i, "SCIStartDmaTransfer", || format!("a DMA of {size} bytes to node {node} segment {id}"), base as usize + p.loff, size) };
-    }
-}
-
-/// SOFTNIC_CHECK: a DMA read has filled its local memory (the queue turns DONE next); the
-/// program owns the data once it learns the transfer is over.  A write of the program's
-/// before then may be undone on the hardware by data landing after it: the checker
-/// watches those bytes till then.
-#[cold]
-fn check_watch_reads(dq: usize, pieces: &[Piece]) {
-    for (i, p) in pieces.iter().enumerate().filter(|(_, p)| p.read && p.size > 0) {
-        let base = match &p.local {
-            Local::Seg(s) => match s.mem() {
-                Ok(d) => d.ptr,
-                Err(_) => continue,
-            },
-            Local::Mem(ptr) => *ptr,
-        };
-        let (node, id, size) = (p.rseg.node, p.rseg.id, p.size);
-        softnic_fabric::check::watch_filled(check_kind(dq), i, "SCIStartDmaTransfer", || format!("a DMA read of {size} bytes from node {node} segment {id}"), base as usize + p.loff, size);
+        let at = base as usize + p.loff;
+        if reads {
+            softnic_fabric::check::watch_filled(check_kind(dq), i, "SCIStartDmaTransfer", || format!("a DMA read of {size} bytes from node {node} segment {id}"), at, size);
+        } else {
+            // SAFETY: the local memory of the transfer, checked against its length at the start.
+            unsafe { softnic_fabric::check::watch(check_kind(dq), i, "SCIStartDmaTransfer", || format!("a DMA of {size} bytes to node {node} segment {id}"), at, size) };
+        }
     }
 }
 
@@ -281,7 +270,7 @@ fn check_release(dq: usize, how: &str) {
 fn complete(q: &Arc<Queue>, job: Job) {
     let (state, status) = run(q, &job);
     if state == SCI_DMAQUEUE_DONE && softnic_fabric::check::enabled() {
-        check_watch_reads(q.handle, &job.pieces);
+        check_watch(q.handle, &job.pieces, true);
     }
     let cb = job.cb;
     drop(job);
@@ -373,7 +362,7 @@ fn launch(q: &Arc<Queue>, pieces: Vec<Piece>, cb: CbDma, arg: *mut c_void, flags
     q.post(gather)?;
     q.with_cb.store(use_cb, Ordering::Release);
     if softnic_fabric::check::enabled() {
-        check_watch(q.handle, &pieces);
+        check_watch(q.handle, &pieces, false);
     }
     let job = Job::new(pieces, use_cb.then_some((cb, arg as usize)));
     match eng {
