@@ -58,14 +58,49 @@ pub fn issue(job: &Job, mode: Mode, exec: impl FnOnce() -> softnic_fabric::Resul
             let h = lock(&job.sync).complete(slot, rc);
             // SAFETY: non-null pointer to the caller's handle.
             unsafe { out.write_unaligned(h) };
+            if softnic_fabric::trace::enabled() {
+                softnic_fabric::trace::async_begin("dmapp", TRACE_NB, h as u64, &[]);
+            }
             DMAPP_RC_SUCCESS
         }
         Mode::Nbi => {
             if let Err(e) = exec() {
                 job.note_gsync(crate::rc::from_rma(e));
             }
+            if softnic_fabric::trace::enabled() {
+                trace_nbi_begin();
+            }
             DMAPP_RC_SUCCESS
         }
+    }
+}
+
+/// The timeline: an `_nb` request from its issue to the wait or test that retires its
+/// handle (an asynchronous span named by the handle).
+pub const TRACE_NB: &str = "request in flight";
+/// The timeline: `_nbi` requests from the first after a gsync to the gsync that completes
+/// them (one asynchronous span per such window).
+const TRACE_NBI: &str = "nbi requests in flight";
+/// The window of `_nbi` requests open on the timeline, if any (its number + 1).
+static NBI_WINDOW: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static NBI_WINDOWS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+#[cold]
+fn trace_nbi_begin() {
+    use std::sync::atomic::Ordering::Relaxed;
+    if NBI_WINDOW.load(Relaxed) == 0 {
+        let w = NBI_WINDOWS.fetch_add(1, Relaxed) + 1;
+        if NBI_WINDOW.compare_exchange(0, w, Relaxed, Relaxed).is_ok() {
+            softnic_fabric::trace::async_begin("dmapp", TRACE_NBI, w, &[]);
+        }
+    }
+}
+
+/// The timeline: a gsync completed the open window of `_nbi` requests.
+pub fn trace_nbi_end() {
+    let w = NBI_WINDOW.swap(0, std::sync::atomic::Ordering::Relaxed);
+    if w != 0 {
+        softnic_fabric::trace::async_end("dmapp", TRACE_NBI, w);
     }
 }
 

@@ -30,6 +30,7 @@ fn retire(syncid: *mut SyncHandle) -> Rc {
     let rc = lock(&job.sync).retire(h);
     if rc != DMAPP_RC_INVALID_PARAM {
         softnic_fabric::check::release(crate::rma::CHECK_NB, h as usize, "the wait or test of its sync handle");
+        softnic_fabric::trace::async_end("dmapp", crate::rma::TRACE_NB, h as u64);
         // SAFETY: as above.  Retired: the handle's resources are gone.
         unsafe { syncid.write_unaligned(std::ptr::null_mut()) };
     }
@@ -80,6 +81,7 @@ pub unsafe extern "C" fn dmapp_gsync_test(flag: *mut c_int) -> Rc {
     crate::queue::progress();
     if rc != DMAPP_RC_INVALID_PARAM {
         softnic_fabric::check::release_all(crate::rma::CHECK_NBI, "dmapp_gsync_test");
+        crate::rma::trace_nbi_end();
         // SAFETY: non-null.
         unsafe { flag.write_unaligned(1) };
     }
@@ -91,6 +93,7 @@ pub extern "C" fn dmapp_gsync_wait() -> Rc {
     let _span = softnic_fabric::trace::span("dmapp", "dmapp_gsync_wait");
     let rc = gsync();
     softnic_fabric::check::release_all(crate::rma::CHECK_NBI, "dmapp_gsync_wait");
+    crate::rma::trace_nbi_end();
     crate::progress::run();
     rc
 }

@@ -505,6 +505,12 @@ pub const CHECK_SEND: u64 = 0x9073;
 /// released when its REPLY_END is taken.
 pub const CHECK_REPLY: u64 = 0x9074;
 
+/// The timeline: a put from PtlPut to its SEND_END taken from the queue, a get from PtlGet
+/// to its REPLY_END taken (asynchronous spans named by [`check_op`], for an MD that logs
+/// END events; begun in [`crate::ops`]).
+pub const TRACE_PUT: &str = "put in flight";
+pub const TRACE_GET: &str = "get in flight";
+
 /// The checker's id of the put of `link` on MD handle `md_h`.
 pub fn check_op(md_h: u32, link: u32) -> usize {
     ((md_h as usize) << 32) | link as usize
@@ -521,11 +527,25 @@ fn check_deliver(p: &Packed) {
     }
 }
 
+/// The timeline: the program took the event that ends a put's or a get's span.
+#[cold]
+fn trace_deliver(p: &Packed) {
+    let name = match p.kind as u32 {
+        PTL_EVENT_SEND_END => TRACE_PUT,
+        PTL_EVENT_REPLY_END => TRACE_GET,
+        _ => return,
+    };
+    softnic_fabric::trace::async_end("portals", name, check_op(p.md_handle, p.link) as u64);
+}
+
 /// Returns an event taken from `q` to the caller.
 #[inline]
 fn deliver(p: &Packed, dropped: bool, dst: *mut Event) -> i32 {
     if softnic_fabric::check::enabled() {
         check_deliver(p);
+    }
+    if softnic_fabric::trace::enabled() {
+        trace_deliver(p);
     }
     // SAFETY: the callers checked dst for NULL.
     unsafe { copy_out(p, dst) };

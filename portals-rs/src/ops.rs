@@ -40,7 +40,7 @@
 
 use crate::handle;
 use crate::endpoint::{endpoint_key, is_tombstone, parse_payload};
-use crate::eq::{check_op, OpHolds, OwnEvents, CHECK_REPLY, CHECK_SEND};
+use crate::eq::{check_op, OpHolds, OwnEvents, CHECK_REPLY, CHECK_SEND, TRACE_GET, TRACE_PUT};
 use crate::md;
 use crate::objects::{Lib, Ni, Target};
 use crate::runtime::pd;
@@ -207,6 +207,15 @@ fn check_watch_reply(seg: &Seg, g: &Guard<'_>, mi: u32, link: u32, mem: &Mem, ml
     let md_h = seg.handle(handle::MD, m.gen, mi);
     let what = || format!("MD {md_h:#x} ({mlength} bytes from nid {} pid {})", target.nid, target.pid);
     softnic_fabric::check::watch_filled(CHECK_REPLY, check_op(md_h, link), "PtlGet", what, (start + mem.off) as usize, mlength.min(mem.len) as usize);
+}
+
+#[cold]
+fn trace_in_flight(seg: &Seg, g: &Guard<'_>, mi: u32, id: usize, name: &'static str) {
+    if let Some(m) = seg.md(g, mi) {
+        if m.view.options & PTL_MD_EVENT_END_DISABLE == 0 && m.view.eq_handle != PTL_EQ_NONE {
+            softnic_fabric::trace::async_begin("portals", name, id as u64, &[]);
+        }
+    }
 }
 
 /// The timeline's span of an operation: its target and, for a region, its length.
@@ -655,6 +664,9 @@ fn put(md_h: u32, region: Option<(u64, u64)>, ack_req: u32, target: ptl_process_
         if softnic_fabric::check::enabled() {
             check_watch(seg, &g, mi, md_h, link, &mem, target);
         }
+        if softnic_fabric::trace::enabled() {
+            trace_in_flight(seg, &g, mi, check_op(md_h, link), TRACE_PUT);
+        }
         own_event(seg, &g, mi, PTL_EVENT_SEND_START, n.id, &req, mem.len, mem.len, mem.off, link, false, None);
         let st = &mut seg.state(&g).hot;
         st.send_count += 1;
@@ -728,6 +740,9 @@ fn get(md_h: u32, region: Option<(u64, u64)>, target: ptl_process_id_t, pt: u32,
         prefetch_target(t);
         let g = seg.lock();
         let (mi, link, mem) = begin(n, &g, idx, gen, region, true, false)?;
+        if softnic_fabric::trace::enabled() {
+            trace_in_flight(seg, &g, mi, check_op(md_h, link), TRACE_GET);
+        }
         let mut req = base_req(n, service::OP_GET, pt, ac, bits, roff, 0, mem.len);
         let spans = LocalSpans { src: empty_span(), dst: mem.span() };
         let o = if lost_in_network() { Some(Outcome::Failed) } else { fast(n, t, &g, &mut req, &spans) };

@@ -130,6 +130,8 @@ pub struct Queue {
     abort: AtomicBool,
     /// The transfer in flight (or last) was started with a callback.
     with_cb: AtomicBool,
+    /// The timeline's span of the transfer in flight is open.
+    traced: AtomicBool,
     wake: WaitWords,
     gather: Mutex<Vec<Piece>>,
 }
@@ -264,6 +266,29 @@ fn check_watch(dq: usize, pieces: &[Piece], reads: bool) {
 /// SOFTNIC_CHECK: the program learned (through `how`) that queue `dq`'s transfer is over.
 fn check_release(dq: usize, how: &str) {
     softnic_fabric::check::release_all(check_kind(dq), how);
+    if softnic_fabric::trace::enabled() {
+        trace_end(dq);
+    }
+}
+
+/// The timeline: a queue's transfer from its start to the moment the program learns it
+/// ended (an asynchronous span named by the queue's handle).
+const TRACE_DMA: &str = "DMA in flight";
+
+#[cold]
+fn trace_begin(q: &Queue, bytes: u64) {
+    if q.traced.swap(true, Ordering::Relaxed) {
+        // The program restarted the queue without looking at how the last transfer ended.
+        softnic_fabric::trace::async_end("sisci", TRACE_DMA, q.handle as u64);
+    }
+    softnic_fabric::trace::async_begin("sisci", TRACE_DMA, q.handle as u64, &[("bytes", bytes)]);
+}
+
+#[cold]
+fn trace_end(dq: usize) {
+    if QUEUES.get(dq).is_some_and(|q| q.traced.swap(false, Ordering::Relaxed)) {
+        softnic_fabric::trace::async_end("sisci", TRACE_DMA, dq as u64);
+    }
 }
 
 /// Runs `job` to its end: state, then (if any) the callback.
@@ -361,6 +386,9 @@ fn launch(q: &Arc<Queue>, pieces: Vec<Piece>, cb: CbDma, arg: *mut c_void, flags
     let eng = if use_cb { Some(engine()?) } else { None };
     q.post(gather)?;
     q.with_cb.store(use_cb, Ordering::Release);
+    if softnic_fabric::trace::enabled() {
+        trace_begin(q, pieces.iter().map(|p| p.size as u64).sum());
+    }
     if softnic_fabric::check::enabled() {
         check_watch(q.handle, &pieces, false);
     }
@@ -432,7 +460,7 @@ fn create(sd: usize, dq: *mut usize, adapter: u32, max_entries: u32, flags: u32)
         return Err(SCI_ERR_ILLEGAL_PARAMETER);
     }
     d.acquire(Kind::DmaQueue)?;
-    let q = Queue { handle: 0, desc: d.clone(), max_entries, state: AtomicU32::new(SCI_DMAQUEUE_IDLE), abort: AtomicBool::new(false), with_cb: AtomicBool::new(false), wake: WaitWords::new(), gather: Mutex::new(Vec::new()) };
+    let q = Queue { handle: 0, desc: d.clone(), max_entries, state: AtomicU32::new(SCI_DMAQUEUE_IDLE), abort: AtomicBool::new(false), with_cb: AtomicBool::new(false), traced: AtomicBool::new(false), wake: WaitWords::new(), gather: Mutex::new(Vec::new()) };
     let (h, _) = QUEUES.insert_with(move |h| {
         let mut q = q;
         q.handle = h;

@@ -647,14 +647,36 @@ const CHECK_TCQ: u64 = 0x70f0;
 /// notice; the checker watches those bytes till then.  Returns the watch's id.
 #[cold]
 #[inline(never)]
-fn check_watch(v: &Vcq, op: &Op) -> usize {
-    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
-    let Ok((_, addr)) = stadd::resolve(v.blk(), op.lcl_stadd, op.len) else { return 0 };
-    let id = NEXT.fetch_add(1, Ordering::Relaxed);
+fn check_watch(v: &Vcq, op: &Op, id: usize) {
+    let Ok((_, addr)) = stadd::resolve(v.blk(), op.lcl_stadd, op.len) else { return };
     softnic_fabric::check::at_exit(check_at_exit);
     let (len, rmt) = (op.len, op.rmt);
     // SAFETY: our live registration, which the put just read.
     unsafe { softnic_fabric::check::watch(CHECK_TCQ, id, "utofu_put", || format!("a put of {len} bytes to VCQ {rmt:#x}"), addr as usize, len) };
+}
+
+/// The timeline: an operation asking for a TCQ notice, from its start to the poll that
+/// returns the notice (an asynchronous span).
+const TRACE_IN_FLIGHT: &str = "operation in flight";
+
+/// The id of an operation the checker or the timeline follows to its TCQ notice (the
+/// entry's `check`), watched or begun here; 0 when neither is on.
+#[cold]
+#[inline(never)]
+fn follow(v: &Vcq, op: &Op) -> usize {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
+    let watch = op.kind == Kind::Put && softnic_fabric::check::enabled();
+    let trace = softnic_fabric::trace::enabled();
+    if !watch && !trace {
+        return 0;
+    }
+    let id = NEXT.fetch_add(1, Ordering::Relaxed);
+    if watch {
+        check_watch(v, op, id);
+    }
+    if trace {
+        softnic_fabric::trace::async_begin("utofu", TRACE_IN_FLIGHT, id as u64, &[("vcq_id", op.rmt), ("length", op.len as u64)]);
+    }
     id
 }
 
@@ -707,7 +729,7 @@ fn exec(v: &Vcq, ops: &[Op], cbdata: usize) -> UResult<()> {
         if rc == UTOFU_SUCCESS && !notify {
             silent += 1;
         } else {
-            let check = if rc == UTOFU_SUCCESS && op.kind == Kind::Put && softnic_fabric::check::enabled() { check_watch(v, op) } else { 0 };
+            let check = if rc == UTOFU_SUCCESS && (softnic_fabric::check::enabled() || softnic_fabric::trace::enabled()) { follow(v, op) } else { 0 };
             q.tcq.push_back(Tcq { cbdata, rc, notify, check });
         }
     }
@@ -985,6 +1007,7 @@ fn take_tcq(v: &vcq::Vcq, cbdata: *mut *mut c_void) -> UResult<()> {
     // the put's source at once.
     if let Some(e) = e.as_ref().filter(|e| e.check != 0) {
         check_release(e.check);
+        softnic_fabric::trace::async_end("utofu", TRACE_IN_FLIGHT, e.check as u64);
     }
     v.queued.store(q.tcq.len(), Ordering::Release);
     drop(q);
