@@ -580,6 +580,7 @@ sisci_export! {
 
 sisci_export! {
     blocking fn SCIWaitForInterrupt(interrupt: usize, timeout: u32, flags: u32, error: *mut SciErr) {
+        let _span = softnic_fabric::trace::span("sisci", "SCIWaitForInterrupt");
         done("SCIWaitForInterrupt", error, wait(interrupt, timeout, flags))
     }
 }
@@ -600,6 +601,7 @@ sisci_export! {
 sisci_export! {
     /// Triggers the interrupt; SCI_ERR_NOT_CONNECTED once it (or its process) is gone.
     fn SCITriggerInterrupt(interrupt: usize, flags: u32, error: *mut SciErr) {
+        let _span = softnic_fabric::trace::span("sisci", "SCITriggerInterrupt");
         done("SCITriggerInterrupt", error, trigger(interrupt, flags))
     }
 }
@@ -625,6 +627,7 @@ sisci_export! {
 
 sisci_export! {
     blocking fn SCIWaitForDataInterrupt(interrupt: usize, data: *mut c_void, length: *mut u32, timeout: u32, flags: u32, error: *mut SciErr) {
+        let _span = softnic_fabric::trace::span("sisci", "SCIWaitForDataInterrupt");
         done("SCIWaitForDataInterrupt", error, wait_data(interrupt, data, length, timeout, flags))
     }
 }
@@ -646,6 +649,7 @@ sisci_export! {
 sisci_export! {
     /// Sends a message of at most 4096 bytes (SCI_ERR_OUT_OF_RANGE beyond).
     fn SCITriggerDataInterrupt(interrupt: usize, data: *mut c_void, length: u32, flags: u32, error: *mut SciErr) {
+        let _span = softnic_fabric::trace::span("sisci", "SCITriggerDataInterrupt").map(|s| s.arg("bytes", length as u64));
         done("SCITriggerDataInterrupt", error, trigger_data(interrupt, data, length, flags))
     }
 }

@@ -602,6 +602,7 @@ fn no_shipping() -> bool {
 
 sisci_export! {
     fn SCIMemCpy(sequence: usize, memAddr: *mut c_void, remoteMap: usize, remoteOffset: usize, size: usize, flags: u32, error: *mut SciErr) {
+        let _span = softnic_fabric::trace::span("sisci", "SCIMemCpy").map(|s| s.arg("bytes", size as u64));
         done("SCIMemCpy", error, mem_cpy(sequence, memAddr, remoteMap, remoteOffset, size, flags))
     }
 }
@@ -617,6 +618,7 @@ sisci_export! {
 sisci_export! {
     /// SISCI 1.10: SCIMemCpy without a sequence.
     fn SCIMemCopy(memAddr: *mut c_void, remoteMap: usize, remoteOffset: u32, size: u32, flags: u32, error: *mut SciErr) {
+        let _span = softnic_fabric::trace::span("sisci", "SCIMemCopy").map(|s| s.arg("bytes", size as u64));
         let r = check_flags(flags, SCI_FLAG_BLOCK_READ).and_then(|_| mem_cpy(0, memAddr, remoteMap, remoteOffset as usize, size as usize, flags));
         done("SCIMemCopy", error, r)
     }
@@ -625,6 +627,7 @@ sisci_export! {
 sisci_export! {
     /// Copies a block from a pointer to memory inside a mapped segment.
     fn SCIMemWrite(memAddr: *mut c_void, remoteAddr: *mut c_void, size: usize, flags: u32, error: *mut SciErr) {
+        let _span = softnic_fabric::trace::span("sisci", "SCIMemWrite").map(|s| s.arg("bytes", size as u64));
         done("SCIMemWrite", error, mem_write(memAddr, remoteAddr, size, flags))
     }
 }
