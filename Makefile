@@ -146,7 +146,7 @@ check-full: check
 	BUILD=$(BUILD) SHARED=$(SHARED) SOFTNIC_STRESS=1 c-tests/run.sh c-tests/full/*.list $(BUILD)/tests/vhost-sweep.list
 	SOFTNIC_STRESS=1 $(CARGO) test --release --workspace -- --include-ignored
 	SHARED=$(SHARED) c-tests/tools/check-sweep $(BUILD) c-tests/ugni-core.list c-tests/ugni-data.list c-tests/ugni-more.list \
-	    c-tests/dmapp.list c-tests/portals.list c-tests/sisci.list c-tests/utofu.list c-tests/fabric.list c-tests/mpi.list
+	    c-tests/dmapp.list c-tests/portals.list c-tests/sisci.list c-tests/utofu.list c-tests/fabric.list c-tests/mpi.list c-tests/launcher.list
 
 # ---- examples, install, bench --------------------------------------------------
 

@@ -4,7 +4,8 @@
  *   reuse     the source of a dmapp_put_nbi is overwritten before dmapp_gsync_wait, and
  *             the source of a dmapp_put_nb before its sync handle is waited for
  *   unsynced  a dmapp_put_nbi is never completed by a gsync, a dmapp_put_nb's handle never
- *             waited for, before dmapp_finalize
+ *             waited for, and a dmapp_mem_register region never unregistered, before
+ *             dmapp_finalize
  *   getwrite  the destination of a dmapp_get_nbi is written before dmapp_gsync_wait, and
  *             that of a dmapp_get_nb before its sync handle is waited for (the data may
  *             land after those writes on the hardware)
@@ -19,6 +20,9 @@ int main(int argc, char **argv)
     const char *mode = argc > 1 ? argv[1] : "clean";
     dm_init();
     int right = (me + 1) % npes;
+    static uint64_t extra[64];
+    dmapp_seg_desc_t xd;
+    OK(dmapp_mem_register(extra, sizeof extra, &xd));
     uint64_t *dst = dmapp_sheap_malloc(16 * sizeof(uint64_t));
     CHECK(dst != NULL);
     for (int i = 0; i < 8; i++) src[i] = 0xd0d00000u + (uint64_t)i;
@@ -48,6 +52,7 @@ int main(int argc, char **argv)
         got[1] = got[5] = 7; /* after the completions: fine */
         barrier();
     }
+    if (strcmp(mode, "unsynced")) OK(dmapp_mem_unregister(&xd));
     printf("dmapp_check_bugs: pe %d %s done\n", me, mode);
     OK(dmapp_finalize());
     return 0;

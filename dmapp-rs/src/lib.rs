@@ -136,7 +136,8 @@ pub extern "C" fn dmapp_finalize() -> Rc {
 }
 
 /// SOFTNIC_CHECK at dmapp_finalize: non-blocking puts and gets never completed (no gsync
-/// after an `_nbi` request, no wait or test of an `_nb` request's handle).
+/// after an `_nbi` request, no wait or test of an `_nb` request's handle), and regions of
+/// dmapp_mem_register never unregistered.
 #[cold]
 fn check_finalize() {
     use softnic_fabric::check::{caller, outstanding, report};
@@ -147,6 +148,12 @@ fn check_finalize() {
     let nb = outstanding(crate::rma::CHECK_NB);
     if nb > 0 {
         report("dmapp_finalize", &format!("{nb} dmapp_put_nb/dmapp_get_nb request(s) whose sync handle was never waited for or tested"), &caller());
+    }
+    if let Ok(job) = live() {
+        let regs = lock(&job.dynregs).len();
+        if regs > 0 {
+            report("dmapp_mem_unregister", &format!("{regs} dmapp_mem_register region(s) never unregistered before dmapp_finalize"), &caller());
+        }
     }
 }
 

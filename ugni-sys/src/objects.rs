@@ -40,10 +40,18 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// SOFTNIC_CHECK at exit: what this process never reaped or released (events left in its
-/// CQs, descriptors never returned by GNI_GetCompleted, endpoints and domains never
-/// destroyed).  Registrations are not listed (a handle names one; nothing keeps them here).
+/// CQs, descriptors never returned by GNI_GetCompleted, memory registrations never
+/// deregistered, endpoints and domains never destroyed).
 pub fn check_at_exit() {
     use softnic_fabric::check::report;
+    for (h, nic) in NICS.live_objects() {
+        let regs = crate::handles::lock(&nic.regs);
+        if !regs.is_empty() {
+            let one = regs.keys().find_map(|&k| softnic_fabric::mem::query(softnic_fabric::mem::MemKey::from_u64(k)).ok());
+            let example = one.map_or(String::new(), |r| format!(", among them [{:#x}, +{})", r.base, r.len));
+            report("GNI_MemDeregister", &format!("NIC {h:#x}: {} memory registration(s) never deregistered{example}", regs.len()), "exit");
+        }
+    }
     for (h, cq) in CQS.live_objects() {
         let n = cq.ring.len();
         if n > 0 {
