@@ -173,26 +173,29 @@ struct Watched {
 
 static WATCHED: Mutex<Option<HashMap<(usize, u64), Watched>>> = Mutex::new(None);
 
-/// FNV-1a over the bytes (what matters is that a change shows), read through the kernel
-/// (process_vm_readv on ourselves), so that memory that is not readable, or no longer
-/// mapped, gives None instead of a fault: an operation that failed before reading its
-/// source (a transaction error, an injected loss) may have been given any address.
+/// FNV-1a over the bytes (what matters is that a change shows); None when part of the
+/// range is not mapped: an operation that failed before reading its source (a transaction
+/// error, an injected loss) may have been given any address, and a buffer may be unmapped
+/// by the time its operation completes.  Whether every page is mapped is asked of the
+/// kernel (mincore: a page-table walk, no copy); the bytes are then read in place.  (A
+/// mapped page nobody may read, PROT_NONE, would still fault: an operation's buffer never
+/// is one.)
 fn digest(addr: usize, len: usize) -> Option<u64> {
-    let mut h = 0xcbf2_9ce4_8422_2325u64;
-    let mut buf = vec![0u8; len.min(64 << 10)];
-    let mut done = 0usize;
-    while done < len {
-        let n = (len - done).min(buf.len());
-        let local = libc::iovec { iov_base: buf.as_mut_ptr() as *mut libc::c_void, iov_len: n };
-        let remote = libc::iovec { iov_base: (addr + done) as *mut libc::c_void, iov_len: n };
-        // SAFETY: our own buffer of n bytes; the kernel checks the other range.
-        let got = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
-        if got != n as isize {
-            return None;
-        }
-        h = buf[..n].iter().fold(h, |h, &x| (h ^ x as u64).wrapping_mul(0x100_0000_01b3));
-        done += n;
+    let page = crate::shm::page_size();
+    let start = addr & !(page - 1);
+    let end = addr.checked_add(len)?;
+    let pages = (end - start).div_ceil(page);
+    let mut vec = vec![0u8; pages];
+    // SAFETY: mincore only looks at the range and writes one byte per page into `vec`.
+    if unsafe { libc::mincore(start as *mut libc::c_void, end - start, vec.as_mut_ptr()) } != 0 {
+        return None;
     }
+    // SAFETY: every page of the range is mapped (just checked); a volatile read of each
+    // byte, as another thread or a peer may be writing them.
+    let h = (0..len).fold(0xcbf2_9ce4_8422_2325u64, |h, i| {
+        let x = unsafe { std::ptr::read_volatile((addr + i) as *const u8) };
+        (h ^ x as u64).wrapping_mul(0x100_0000_01b3)
+    });
     Some(h)
 }
 
@@ -203,7 +206,7 @@ fn digest(addr: usize, len: usize) -> Option<u64> {
 /// Memory that cannot be read is not watched (the operation cannot have read it either).
 ///
 /// # Safety
-/// None left: the bytes are read through the kernel (kept `unsafe` for the callers' notes).
+/// The range is readable where it is mapped (an operation's buffer; see [`digest`]).
 pub unsafe fn watch(kind: u64, op: usize, api: &'static str, what: impl FnOnce() -> String, addr: usize, len: usize) {
     watch_as(Role::Source, kind, op, api, what, addr, len)
 }
