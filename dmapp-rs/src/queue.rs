@@ -247,8 +247,11 @@ softnic_fabric::blocking_export! {
         let loc = job.pes[pe as usize].queue_loc;
         progress();
         let mut nap = Duration::from_micros(20);
+        // SOFTNIC_FAULTS=cq_overrun: the target's queue is found full once (counted per put).
+        let mut found_full = softnic_fabric::faults::hit(softnic_fabric::faults::Point::CqOverrun);
         loop {
-            match rma::post_event(&peer, &loc, &e, false) {
+            let pushed = if std::mem::take(&mut found_full) { Ok(false) } else { rma::post_event(&peer, &loc, &e, false) };
+            match pushed {
                 Ok(true) => return DMAPP_RC_SUCCESS,
                 Ok(false) | Err(Error::NoSpace) => {}
                 Err(err) => {

@@ -22,7 +22,9 @@
 //!   (its sequence number shows the gap).  Counted per event taken.  uTofu: a notice a
 //!   process queues into an MRQ (its own, or a target's) finds it full: the MRQ's owner
 //!   ends at its next utofu_poll_mrq with the documented fatal "MRQ Overflow".  Counted
-//!   per notice queued.
+//!   per notice queued.  DMAPP: a dmapp_queue_put finds the target's queue full once: it
+//!   waits as on a full queue (DMAPP_RC_NO_SPACE inside a queue callback).  Counted per
+//!   put.
 //! - `timeout`: a wait given a time limit runs out at once, whatever is queued (uGNI
 //!   GNI_CqWaitEvent: GNI_RC_TIMEOUT; Portals PtlEQPoll: PTL_EQ_EMPTY; SISCI
 //!   SCIWaitForDMAQueue, SCIWaitForInterrupt, SCIWaitForDataInterrupt,
