@@ -2,7 +2,7 @@
  * VCQ a puts from its registered buffer to VCQ b's, asking for a TCQ notice, and
  *   reuse     overwrites the source before polling that notice (the TNI may still be
  *             reading it)
- *   unpolled  exits without polling it
+ *   unpolled  exits without polling it, nor deregistering its memory or freeing its VCQs
  *   getwrite  gets VCQ b's data back into its buffer with a local MRQ notice and writes
  *             the destination before polling that notice (the data may land after it)
  *   clean     polls the notices first: no finding
@@ -41,6 +41,12 @@ int main(int argc, char **argv)
         UCHECK(wait_mrq(a, &n));
         CHECK_EQ(n.notice_type, UTOFU_MRQ_TYPE_LCL_GET);
         src[33] = 7; /* after the notice: fine */
+    }
+    if (strcmp(mode, "unpolled")) {
+        UCHECK(utofu_dereg_mem(a, sa, 0));
+        UCHECK(utofu_dereg_mem(b, sb, 0));
+        UCHECK(utofu_free_vcq(a));
+        UCHECK(utofu_free_vcq(b));
     }
     printf("utofu_check_bugs: %s done\n", mode);
     fflush(stdout);

@@ -167,7 +167,18 @@ fn register(h: usize, addr: usize, size: usize, stag: Option<u32>, flags: u64) -
     if stag.is_none() {
         r.by_range.insert((addr, size, readonly), row);
     }
+    softnic_fabric::check::at_exit(check_at_exit);
     Ok(make(row, check))
+}
+
+/// SOFTNIC_CHECK at exit: registrations of VCQs still live that were never deregistered
+/// (utofu_dereg_mem; freeing a VCQ releases its own).
+fn check_at_exit() {
+    let (n, one) = vcq::live_registrations();
+    if n > 0 {
+        let example = one.map_or(String::new(), |(b, l)| format!(", among them [{b:#x}, +{l})"));
+        softnic_fabric::check::report("utofu_dereg_mem", &format!("{n} memory registration(s) never deregistered{example}"), "exit");
+    }
 }
 
 fn deregister(h: usize, stadd: u64, flags: u64) -> UResult<()> {

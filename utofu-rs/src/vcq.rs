@@ -395,6 +395,28 @@ pub fn get(h: usize) -> UResult<&'static Vcq> {
     Ok(v)
 }
 
+/// The memory registrations of this process's live VCQs: how many, and one of them
+/// (address, length).
+pub fn live_registrations() -> (usize, Option<(usize, usize)>) {
+    let mut n = 0;
+    let mut one = None;
+    for s in SLOTS.iter() {
+        let p = s.load(Ordering::Acquire);
+        if p.is_null() {
+            continue;
+        }
+        // SAFETY: published Vcqs are never deallocated.
+        let v = unsafe { &*p };
+        if v.handle.load(Ordering::Relaxed) == 0 {
+            continue;
+        }
+        let r = lock(&v.regs);
+        n += r.rows.len();
+        one = one.or_else(|| r.rows.values().next().map(|ri| (ri.base, ri.len)));
+    }
+    (n, one)
+}
+
 /// This process's live VCQ with (canonical) id `id`.
 pub fn by_id(id: u64) -> Option<&'static Vcq> {
     SLOTS.iter().find_map(|s| {
