@@ -1248,6 +1248,11 @@ impl Engine {
 
     /// One request to `to`; waits for its reply (status, data).
     fn call(&self, to: &Arc<Remote>, op: Op, a: u64, b: u64, c: u64, data: &[&[u8]]) -> Result<Vec<u8>> {
+        // Reached from exports that are no cancellation points, whose caller may have
+        // asynchronous cancellation on: held off for the whole round trip, whose frames hold
+        // locks and whose libfabric calls take the provider's (a thread cancelled inside
+        // one left it locked, and every other thread of the process hung on it).
+        let _masked = crate::cancel::Masked::new();
         // The timeline: a request and its reply, with the operation, bytes and target node.
         let _span = crate::trace::span("net", "network request").map(|s| s.arg("op", op as u64).arg("bytes", data.iter().map(|d| d.len() as u64).sum()).arg("node", to.node as u64));
         let polling = self.polling();
@@ -1606,6 +1611,8 @@ impl Engine {
     /// descriptor will signal new traffic (so sleeping on it misses nothing).  It also
     /// takes the provider's pending wake-up signals.
     fn trywait(&self) -> bool {
+        // libfabric takes its locks here: not to be unwound halfway (see `Engine::call`).
+        let _masked = crate::cancel::Masked::new();
         let mut fids = [&mut unsafe { &mut *self.fi.cq }.fid as *mut ofi::fid];
         // SAFETY: trywait with our one CQ.
         unsafe {
