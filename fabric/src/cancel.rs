@@ -28,6 +28,18 @@
 //!   sleeps use the raw system call, which is not a cancellation point.
 //! - A Rust panic inside a blocking call still aborts, naming the call ([`blocking`]'s
 //!   guard tells a panic from a cancellation by `std::thread::panicking`).
+//! - **A request may still be on its way when the thread holds cancellation off.**
+//!   `pthread_cancel` marks an asynchronous target and sends it the signal afterwards; a
+//!   sender preempted in between lets the target make itself deferred and disabled first.
+//!   glibc 2.36's handler acts if the thread's *type* bit is set, whatever its state, and
+//!   glibc's cancellable wrappers (`sendmsg`, `poll`, `epoll_wait`: libfabric's) set that
+//!   bit around their system call even with cancellation disabled.  The late signal so
+//!   unwound a thread from inside libfabric, holding the provider's lock: the process hung
+//!   (`cancel_sisci_vh2`, under load).  So a thread that was asynchronous a moment ago (a
+//!   caller with asynchronous cancellation, or a window just closed) first waits for such a
+//!   signal to land ([`settle`]), as glibc's wrappers themselves do after their system
+//!   call; once deferred, no new one is sent.  (Blocking the signal instead deadlocks in
+//!   that same wait of glibc's.)
 
 use std::cell::Cell;
 use std::time::Duration;
@@ -52,6 +64,27 @@ extern "C-unwind" {
     /// same call.
     #[link_name = "syscall"]
     fn syscall6(nr: c_long, a1: c_long, a2: c_long, a3: c_long, a4: c_long, a5: c_long, a6: c_long) -> c_long;
+    /// A cancellable wrapper, for [`settle`].
+    #[link_name = "poll"]
+    fn poll_cancellable(fds: *mut libc::pollfd, nfds: libc::nfds_t, timeout: c_int) -> c_int;
+}
+
+/// Lets a cancellation signal still on its way to this thread land, now that the thread is
+/// deferred (see the module doc): glibc's cancellable wrappers wait for exactly that after
+/// their system call, when the thread is marked as being cancelled but the signal has not
+/// come; its handler then only marks the thread (the next cancellation point acts).  An
+/// empty `poll` is the cheapest such wrapper.  Should the signal come during its system
+/// call, it acts there (glibc 2.36 ignores the state then): this frame and the callers'
+/// are at a call site and hold nothing half done.  For threads that were asynchronous just
+/// before; a no-op system call's cost.
+#[inline(never)]
+fn settle() {
+    let e = errno();
+    // SAFETY: no descriptors, no timeout; errno put back.
+    unsafe {
+        poll_cancellable(std::ptr::null_mut(), 0, 0);
+        *libc::__errno_location() = e;
+    }
 }
 
 /// This thread's place, as bits: inside a blocking call; the caller had cancellation
@@ -137,6 +170,9 @@ fn blocking_from<R>(api: &'static str, ty: c_int, f: impl FnOnce() -> R) -> R {
     let mut st: c_int = 0;
     // SAFETY: valid out pointer; deferred, so disabling does not act.
     unsafe { pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &mut st) };
+    if ty == PTHREAD_CANCEL_ASYNCHRONOUS {
+        settle();
+    }
     STATE.with(|s| s.set(IN_CALL | if st == PTHREAD_CANCEL_ENABLE { CALLER_ENABLED } else { 0 }));
     let r = run(api, f);
     STATE.with(|s| s.set(0));
@@ -337,6 +373,8 @@ fn window(nr: c_long, args: [c_long; 6]) -> (c_long, c_int) {
         let e = if r < 0 { errno() } else { 0 };
         pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, &mut ty);
         pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &mut st);
+        // A request made while the thread slept may still be on its way.
+        settle();
         (r, e)
     }
 }
@@ -399,6 +437,9 @@ impl Masked {
             pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, &mut m.ty);
             pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &mut m.st);
         }
+        if m.ty == PTHREAD_CANCEL_ASYNCHRONOUS {
+            settle();
+        }
         m
     }
 }
@@ -439,6 +480,9 @@ pub fn masked<R>(f: impl FnOnce() -> R) -> R {
     unsafe {
         pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, &mut ty);
         pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &mut st);
+    }
+    if ty == PTHREAD_CANCEL_ASYNCHRONOUS {
+        settle();
     }
     let r = f();
     let asynchronous = ty == PTHREAD_CANCEL_ASYNCHRONOUS;
