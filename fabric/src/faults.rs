@@ -50,7 +50,7 @@
 //! `rank=R` (only in the process whose PMI_RANK is R), `ms=T` (`die`, `net_delay` only).  Counting is per process, in the
 //! order of the calls, so a single-threaded program fails at the same calls every run.
 //! An entry that cannot be read is reported (SOFTNIC_LOG warning) and ignored.
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::OnceLock;
 
 /// Where a fault can be injected.
@@ -89,7 +89,29 @@ struct Rule {
 
 fn rules() -> &'static [Rule] {
     static RULES: OnceLock<Vec<Rule>> = OnceLock::new();
-    RULES.get_or_init(|| std::env::var("SOFTNIC_FAULTS").map(|s| parse(&s, my_rank())).unwrap_or_default())
+    RULES.get_or_init(|| {
+        let rs: Vec<Rule> = std::env::var("SOFTNIC_FAULTS").map(|s| parse(&s, my_rank())).unwrap_or_default();
+        NONE.store(if rs.is_empty() { YES } else { NO }, Ordering::Relaxed);
+        rs
+    })
+}
+
+/// Whether there are no rules: unknown until [`rules`] first ran.  One load on the
+/// operations' paths when faults are off (the rules' lock-free cell is a call away from
+/// the API libraries).
+static NONE: AtomicU8 = AtomicU8::new(UNKNOWN);
+const UNKNOWN: u8 = 0;
+const YES: u8 = 1;
+const NO: u8 = 2;
+
+/// No faults to inject (the common case), decided without a call.
+#[inline(always)]
+fn none() -> bool {
+    match NONE.load(Ordering::Relaxed) {
+        YES => true,
+        NO => false,
+        _ => rules().is_empty(),
+    }
 }
 
 fn my_rank() -> Option<u64> {
@@ -143,10 +165,16 @@ impl Rule {
 /// operation (`Transfer`) is also where a counted `die` comes.
 #[inline]
 pub fn hit(point: Point) -> bool {
-    let rs = rules();
-    if rs.is_empty() {
+    if none() {
         return false;
     }
+    hit_some(point)
+}
+
+#[cold]
+#[inline(never)]
+fn hit_some(point: Point) -> bool {
+    let rs = rules();
     if point == Point::Transfer && rs.iter().any(|r| r.point == Point::Die && r.ms.is_none() && r.fires()) {
         die_now("at a one-sided operation");
     }
@@ -168,10 +196,10 @@ pub enum Message {
 /// [`hit`] for a network message: `net_drop`, then `net_delay`.
 #[inline]
 pub fn message() -> Message {
-    let rs = rules();
-    if rs.is_empty() {
+    if none() {
         return Message::Sent;
     }
+    let rs = rules();
     if hit(Point::NetDrop) {
         return Message::Lost;
     }

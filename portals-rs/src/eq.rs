@@ -516,39 +516,36 @@ pub fn check_op(md_h: u32, link: u32) -> usize {
     ((md_h as usize) << 32) | link as usize
 }
 
-/// SOFTNIC_CHECK: the program learns its put's MD memory is free again (SEND_END), or its
-/// get's reply is its own (REPLY_END).
+/// The checker and the timeline see an event the program took: SOFTNIC_CHECK releases a
+/// put's MD memory (SEND_END) or a get's reply (REPLY_END); the timeline ends that
+/// operation's span.  After the copy to the program, given three fields: the event then
+/// need not be kept aside across a possible call (checking before the copy cost get_lat
+/// 8 B about 15 ns with both off).
 #[cold]
-fn check_deliver(p: &Packed) {
-    match p.kind as u32 {
-        PTL_EVENT_SEND_END => softnic_fabric::check::release(CHECK_SEND, check_op(p.md_handle, p.link), "its SEND_END taken from the queue"),
-        PTL_EVENT_REPLY_END => softnic_fabric::check::release(CHECK_REPLY, check_op(p.md_handle, p.link), "its REPLY_END taken from the queue"),
-        _ => {}
-    }
-}
-
-/// The timeline: the program took the event that ends a put's or a get's span.
-#[cold]
-fn trace_deliver(p: &Packed) {
-    let name = match p.kind as u32 {
-        PTL_EVENT_SEND_END => TRACE_PUT,
-        PTL_EVENT_REPLY_END => TRACE_GET,
+#[inline(never)]
+fn observe_delivered(kind: u32, md_handle: u32, link: u32) {
+    let (id, trace_name) = match kind {
+        PTL_EVENT_SEND_END => (CHECK_SEND, TRACE_PUT),
+        PTL_EVENT_REPLY_END => (CHECK_REPLY, TRACE_GET),
         _ => return,
     };
-    softnic_fabric::trace::async_end("portals", name, check_op(p.md_handle, p.link) as u64);
+    if softnic_fabric::check::enabled() {
+        let why = if kind == PTL_EVENT_SEND_END { "its SEND_END taken from the queue" } else { "its REPLY_END taken from the queue" };
+        softnic_fabric::check::release(id, check_op(md_handle, link), why);
+    }
+    if softnic_fabric::trace::enabled() {
+        softnic_fabric::trace::async_end("portals", trace_name, check_op(md_handle, link) as u64);
+    }
 }
 
 /// Returns an event taken from `q` to the caller.
 #[inline]
 fn deliver(p: &Packed, dropped: bool, dst: *mut Event) -> i32 {
-    if softnic_fabric::check::enabled() {
-        check_deliver(p);
-    }
-    if softnic_fabric::trace::enabled() {
-        trace_deliver(p);
-    }
     // SAFETY: the callers checked dst for NULL.
     unsafe { copy_out(p, dst) };
+    if softnic_fabric::check::enabled() || softnic_fabric::trace::enabled() {
+        observe_delivered(p.kind as u32, p.md_handle, p.link);
+    }
     if dropped {
         PTL_EQ_DROPPED
     } else {
