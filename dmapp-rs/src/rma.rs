@@ -179,7 +179,7 @@ fn put(mode: Mode, ta: *mut c_void, ts: *mut SegDesc, pe: Pe, sa: *mut c_void, n
     }))
     .inspect(|&rc| {
         if rc == DMAPP_RC_SUCCESS && len > 0 && softnic_fabric::check::enabled() {
-            check_watch(mode, Watch::PutSource, sa as usize, len, pe);
+            check_watch(mode, Watch::PutSource, sa as usize, len, pe, r.addr);
         }
     })
 }
@@ -199,9 +199,12 @@ enum Watch {
 /// SOFTNIC_CHECK: a non-blocking put reads its source until its completion (the sync
 /// handle's wait or test, or gsync for `_nbi`); a non-blocking get hands its destination
 /// to the program only then (its data, landed now, may land later on the hardware, over
-/// a write of the program's).  The checker watches those bytes till then.
+/// a write of the program's).  The checker watches those bytes till then.  The request is
+/// in flight at the target PE's bytes (`remote`, their address in the target, which the
+/// symmetric address resolves to alike for every initiator) till then too: another PE's access to them meanwhile is
+/// a data race (fabric check.rs, "Races").  Blocking requests complete inside the call.
 #[cold]
-fn check_watch(mode: Mode, watch: Watch, buf: usize, len: usize, pe: Pe) {
+fn check_watch(mode: Mode, watch: Watch, buf: usize, len: usize, pe: Pe, remote: u64) {
     static NBI: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let put = watch == Watch::PutSource;
     let (kind, op, api) = match mode {
@@ -216,7 +219,13 @@ fn check_watch(mode: Mode, watch: Watch, buf: usize, len: usize, pe: Pe) {
     } else {
         softnic_fabric::check::watch_filled(kind, op, api, || format!("a get of {len} bytes from PE {pe}"), buf, len);
     }
+    let to = softnic_fabric::check::Target { space: CHECK_RACE, target: pe as u64, addr: remote, len: len as u64 };
+    let what = || format!("a {} of {len} bytes {} PE {pe} at {remote:#x}", if put { "put" } else { "get" }, if put { "to" } else { "from" });
+    softnic_fabric::check::remote_access(kind, op, api, what, to, put);
 }
+
+/// SOFTNIC_CHECK: the space of DMAPP targets in the race table (PE, symmetric address).
+const CHECK_RACE: u64 = 0xd0d0;
 
 fn get(mode: Mode, ta: *mut c_void, sa: *mut c_void, ss: *mut SegDesc, pe: Pe, n: u64, ty: c_int) -> R {
     let _span = trace_span(mode, ["dmapp_get", "dmapp_get_nb", "dmapp_get_nbi"], pe, n.saturating_mul(size_of(ty).unwrap_or(0)));
@@ -235,7 +244,7 @@ fn get(mode: Mode, ta: *mut c_void, sa: *mut c_void, ss: *mut SegDesc, pe: Pe, n
     }))
     .inspect(|&rc| {
         if rc == DMAPP_RC_SUCCESS && softnic_fabric::check::enabled() {
-            check_watch(mode, Watch::GetDestination, ta as usize, len, pe);
+            check_watch(mode, Watch::GetDestination, ta as usize, len, pe, r.addr);
         }
     })
 }

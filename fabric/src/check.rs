@@ -13,12 +13,26 @@
 //!   between the fill and the completion that hands it over ([`watch_filled`] when the
 //!   data has landed, [`release`] at the completion): on the hardware the data may land
 //!   after that write and undo it;
-//! - at exit, what was never released or reaped ([`at_exit`] hooks).
+//! - at exit, what was never released or reaped ([`at_exit`] hooks);
+//! - a data race between initiators ([`remote_access`] at the post, [`release`] at the
+//!   completion): two one-sided accesses of different processes to overlapping bytes of
+//!   one target, one of them a write, both in flight at once (see "Races" below).
 //!
 //! Off, every entry point costs one load and a branch.
+//!
+//! # Races
+//! An access is in flight from its post until its initiator learns it completed (the
+//! release the API reports for the watched buffers).  Two accesses in flight at the same
+//! moment were ordered by nothing: neither initiator had seen its own complete before the
+//! other posted, so no synchronisation can stand between them.  That finding is certain
+//! (no false alarm for a correct program), and it misses races whose accesses happen not
+//! to overlap in time.  The accesses in flight of a job's processes on one machine are kept
+//! in a table they share (a file in the per-user directory, one per job and node, removed
+//! at exit; see [`Races`]); initiators on different machines do not see each other's.
+//! Targets are named in the API's own terms ([`Target`]), the same for every initiator.
 use std::collections::HashMap;
 use std::io::Write as _;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU8, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 const OFF: u8 = 1;
@@ -229,11 +243,12 @@ fn watch_as(role: Role, kind: u64, op: usize, api: &'static str, what: impl FnOn
 }
 
 /// The completion of `op` (see [`watch`]), reported by `api_done`: a finding if the bytes
-/// it read changed before it.
+/// it read changed before it.  Ends its access's flight too ([`remote_access`]).
 pub fn release(kind: u64, op: usize, api_done: &str) {
     if !enabled() {
         return;
     }
+    land(kind, op);
     let w = WATCHED.lock().unwrap_or_else(|e| e.into_inner()).as_mut().and_then(|m| m.remove(&(op, kind)));
     if let Some(w) = w {
         // Unmapped since (freed): nothing to compare.
@@ -257,6 +272,10 @@ pub fn release_all(kind: u64, api_done: &str) {
     if !enabled() {
         return;
     }
+    let flying: Vec<usize> = MINE.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map_or_else(Vec::new, |m| m.keys().filter(|k| k.1 == kind).map(|k| k.0).collect());
+    for op in flying {
+        land(kind, op);
+    }
     let ops: Vec<usize> = WATCHED.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map_or_else(Vec::new, |m| m.keys().filter(|k| k.1 == kind).map(|k| k.0).collect());
     for op in ops {
         release(kind, op, api_done);
@@ -275,9 +294,235 @@ pub fn outstanding(kind: u64) -> usize {
 /// without a completion the program sees, e.g. a failed post).
 pub fn forget(kind: u64, op: usize) {
     if enabled() {
+        land(kind, op);
         if let Some(m) = WATCHED.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
             m.remove(&(op, kind));
         }
+    }
+}
+
+// ---- races ---------------------------------------------------------------------
+
+/// Where a one-sided access goes, in the API's own terms (the same for every initiator):
+/// `space` separates APIs and their address kinds, `target` names the process (a PE, a
+/// registration's owner), `addr` and `len` the bytes in the API's addressing.
+#[derive(Clone, Copy, Debug)]
+pub struct Target {
+    pub space: u64,
+    pub target: u64,
+    pub addr: u64,
+    pub len: u64,
+}
+
+/// One access in flight, in the shared table: 64 bytes.  `state` is 0 when free, odd
+/// while its owner writes it, and an even ticket (never 0) once it is complete; a reader
+/// takes the fields between two equal even loads.
+#[repr(C)]
+struct Flight {
+    state: AtomicU64,
+    space: AtomicU64,
+    target: AtomicU64,
+    addr: AtomicU64,
+    len: AtomicU64,
+    /// The initiator's pid (a dead one's entries are ignored and freed) and rank.
+    pid: AtomicU32,
+    rank: AtomicU32,
+    /// 1 for a write.
+    write: AtomicU32,
+    _pad: AtomicU32,
+    /// The API call that posted it: the last 8 bytes of its name, NUL-padded.
+    call: AtomicU64,
+}
+
+const RACE_MAGIC: u64 = 0x736e_7261_6365_0001; // "snrace", version 1
+const FLIGHTS: usize = 1023;
+
+/// The table's file: a header (magic, then the ticket counter) and [`FLIGHTS`] entries.
+#[repr(C)]
+struct RaceHeader {
+    magic: AtomicU64,
+    ticket: AtomicU64,
+    _pad: [u64; 6],
+}
+
+struct Races {
+    base: *mut u8,
+    path: std::path::PathBuf,
+}
+
+// SAFETY: the mapping is shared memory accessed only through atomics.
+unsafe impl Send for Races {}
+unsafe impl Sync for Races {}
+
+impl Races {
+    fn header(&self) -> &RaceHeader {
+        // SAFETY: the mapping starts with the header and lives as long as the process.
+        unsafe { &*(self.base as *const RaceHeader) }
+    }
+    fn flight(&self, i: usize) -> &Flight {
+        // SAFETY: i < FLIGHTS, inside the mapping.
+        unsafe { &*(self.base.add(std::mem::size_of::<RaceHeader>() + i * std::mem::size_of::<Flight>()) as *const Flight) }
+    }
+}
+
+/// This process's table (None when it cannot be made: races then go unchecked).
+fn races() -> Option<&'static Races> {
+    static R: std::sync::OnceLock<Option<Races>> = std::sync::OnceLock::new();
+    R.get_or_init(open_races).as_ref()
+}
+
+fn open_races() -> Option<Races> {
+    let job = crate::bootstrap::job_tag().ok()?;
+    let node = crate::bootstrap::known_node().unwrap_or(0);
+    let dir = crate::shm::user_dir();
+    let _ = std::fs::create_dir_all(&dir);
+    let path = dir.join(format!("check-races-{job:016x}-{node}"));
+    let len = std::mem::size_of::<RaceHeader>() + FLIGHTS * std::mem::size_of::<Flight>();
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let f = std::fs::OpenOptions::new().read(true).write(true).create(true).mode(0o600).open(&path).ok()?;
+    // Every opener sizes it alike; a new file reads as zeros (no entry, no magic yet).
+    f.set_len(len as u64).ok()?;
+    use std::os::fd::AsRawFd as _;
+    // SAFETY: a shared mapping of the whole file; kept for the life of the process.
+    let base = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, f.as_raw_fd(), 0) };
+    if base == libc::MAP_FAILED {
+        return None;
+    }
+    let r = Races { base: base as *mut u8, path };
+    let _ = r.header().magic.compare_exchange(0, RACE_MAGIC, Ordering::AcqRel, Ordering::Acquire);
+    if r.header().magic.load(Ordering::Acquire) != RACE_MAGIC {
+        crate::sn_warn!("check", "{}: not a race table of this version; races not checked", r.path.display());
+        return None;
+    }
+    at_exit(leave_races);
+    Some(r)
+}
+
+/// At exit: our entries freed, and the file removed (processes still running keep theirs;
+/// a process of the job that opens it later starts a new one).
+fn leave_races() {
+    let Some(r) = races() else { return };
+    let mine: Vec<usize> = MINE.lock().unwrap_or_else(|e| e.into_inner()).take().map_or_else(Vec::new, |m| m.into_values().collect());
+    for i in mine {
+        r.flight(i).state.store(0, Ordering::Release);
+    }
+    let _ = std::fs::remove_file(&r.path);
+}
+
+/// This process's entries in the table, by (op, kind).
+static MINE: Mutex<Option<HashMap<(usize, u64), usize>>> = Mutex::new(None);
+
+/// An access read whole from the table.
+struct Seen {
+    target: Target,
+    pid: u32,
+    rank: u32,
+    write: bool,
+    call: u64,
+}
+
+fn read_flight(f: &Flight) -> Option<Seen> {
+    let s1 = f.state.load(Ordering::Acquire);
+    if s1 == 0 || s1 & 1 != 0 {
+        return None;
+    }
+    let seen = Seen {
+        target: Target { space: f.space.load(Ordering::Relaxed), target: f.target.load(Ordering::Relaxed), addr: f.addr.load(Ordering::Relaxed), len: f.len.load(Ordering::Relaxed) },
+        pid: f.pid.load(Ordering::Relaxed),
+        rank: f.rank.load(Ordering::Relaxed),
+        write: f.write.load(Ordering::Relaxed) != 0,
+        call: f.call.load(Ordering::Relaxed),
+    };
+    std::sync::atomic::fence(Ordering::Acquire);
+    (f.state.load(Ordering::Relaxed) == s1).then_some(seen)
+}
+
+fn call_word(api: &str) -> u64 {
+    let mut b = [0u8; 8];
+    for (d, s) in b.iter_mut().zip(api.bytes().skip(api.len().saturating_sub(8))) {
+        *d = s;
+    }
+    u64::from_le_bytes(b)
+}
+
+fn call_name(w: u64) -> String {
+    let b = w.to_le_bytes();
+    String::from_utf8_lossy(&b[..b.iter().position(|&c| c == 0).unwrap_or(8)]).trim_start_matches('_').to_owned()
+}
+
+fn my_rank_number() -> u32 {
+    ["PMI_RANK", "SLURM_PROCID"].iter().find_map(|k| std::env::var(k).ok()).and_then(|r| r.trim().parse().ok()).unwrap_or(u32::MAX)
+}
+
+/// A one-sided access of operation `op` (ids as in [`watch`]) posted now by `api`: `what`
+/// it is, where it goes (`to`), whether it writes there.  In flight until [`release`],
+/// [`release_all`] or [`forget`] of the same `kind` and `op`.  A finding when an access of
+/// another process to overlapping bytes of the same target is in flight now and one of
+/// the two writes: nothing can have ordered them (see "Races").
+pub fn remote_access(kind: u64, op: usize, api: &'static str, what: impl FnOnce() -> String, to: Target, write: bool) {
+    if !enabled() || to.len == 0 {
+        return;
+    }
+    let Some(r) = races() else { return };
+    let me = std::process::id();
+    let end = to.addr.saturating_add(to.len);
+    let mut found: Option<Seen> = None;
+    for i in 0..FLIGHTS {
+        let f = r.flight(i);
+        let Some(s) = read_flight(f) else { continue };
+        if s.pid == me || s.target.space != to.space || s.target.target != to.target || !(write || s.write) {
+            continue;
+        }
+        if s.target.addr >= end || to.addr >= s.target.addr.saturating_add(s.target.len) {
+            continue;
+        }
+        if !crate::process::pid_alive(s.pid as i32, None) {
+            // Its initiator died with it in flight: no longer an access.
+            let _ = f.state.compare_exchange(f.state.load(Ordering::Acquire), 0, Ordering::AcqRel, Ordering::Relaxed);
+            continue;
+        }
+        found = Some(s);
+        break;
+    }
+    if let Some(s) = found {
+        let (lo, hi) = (to.addr.max(s.target.addr), end.min(s.target.addr.saturating_add(s.target.len)));
+        let other = if s.rank == u32::MAX { format!("pid {}", s.pid) } else { format!("rank {}", s.rank) };
+        let mine = if write { "writes" } else { "reads" };
+        let theirs = if s.write { "write" } else { "read" };
+        report(api, &format!("data race: {} {mine} bytes [{lo:#x}, {hi:#x}) of its target while {other}'s {theirs} of them ({}) is still in flight; nothing orders the two", what(), call_name(s.call)), &caller());
+    }
+    // Our entry: a free slot, claimed, filled, then published with a new ticket.
+    let ticket = r.header().ticket.fetch_add(2, Ordering::Relaxed).wrapping_add(2) & !1;
+    let ticket = if ticket == 0 { 2 } else { ticket };
+    for i in 0..FLIGHTS {
+        let f = r.flight(i);
+        if f.state.load(Ordering::Relaxed) != 0 || f.state.compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            continue;
+        }
+        f.space.store(to.space, Ordering::Relaxed);
+        f.target.store(to.target, Ordering::Relaxed);
+        f.addr.store(to.addr, Ordering::Relaxed);
+        f.len.store(to.len, Ordering::Relaxed);
+        f.pid.store(me, Ordering::Relaxed);
+        f.rank.store(my_rank_number(), Ordering::Relaxed);
+        f.write.store(write as u32, Ordering::Relaxed);
+        f.call.store(call_word(api), Ordering::Relaxed);
+        f.state.store(ticket, Ordering::Release);
+        let old = MINE.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashMap::new).insert((op, kind), i);
+        if let Some(o) = old {
+            // The same id posted again before its completion was seen: the older one ends.
+            r.flight(o).state.store(0, Ordering::Release);
+        }
+        return;
+    }
+    crate::sn_debug!("check", "the race table is full ({FLIGHTS} accesses in flight): one not checked");
+}
+
+/// The access of `op` (if any) is no longer in flight.
+fn land(kind: u64, op: usize) {
+    let i = MINE.lock().unwrap_or_else(|e| e.into_inner()).as_mut().and_then(|m| m.remove(&(op, kind)));
+    if let (Some(i), Some(r)) = (i, races()) {
+        r.flight(i).state.store(0, Ordering::Release);
     }
 }
 

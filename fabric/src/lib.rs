@@ -21,9 +21,11 @@
 //! - [`wait`]: futex waiting on shared words (spin briefly, then sleep); [`cancel`]: blocking
 //!   calls as cancellation points (`pthread_cancel`).
 //! - [`atomic`]: the remote atomic operation set.
+//! - [`check`] (`SOFTNIC_CHECK`): used only by the API crates; its table of accesses in
+//!   flight lives in a file of the per-user directory ([`shm`]), named by the job
+//!   ([`bootstrap`]).
 //! - Leaves: [`error`], [`env`] (tunables), [`log`] (`SOFTNIC_LOG`), [`sync`], [`spin`],
-//!   [`hook`], [`siphash`], [`faults`] (`SOFTNIC_FAULTS`), [`trace`] (`SOFTNIC_TRACE`),
-//!   [`check`] (`SOFTNIC_CHECK`).
+//!   [`hook`], [`siphash`], [`faults`] (`SOFTNIC_FAULTS`), [`trace`] (`SOFTNIC_TRACE`).
 
 pub mod error;
 pub mod hook;

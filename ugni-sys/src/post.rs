@@ -372,6 +372,7 @@ fn post(engine: Engine, ep_h: gni_ep_handle_t, desc: *mut gni_post_descriptor_t)
         };
         if rc == GNI_RC_SUCCESS && softnic_fabric::check::enabled() {
             check_watch(engine, desc);
+            check_race(engine, ep, desc);
         }
         if rc == GNI_RC_SUCCESS && softnic_fabric::trace::enabled() {
             trace_begin(desc);
@@ -399,6 +400,34 @@ fn check_watch(engine: Engine, desc: *mut gni_post_descriptor_t) {
     let (api, len) = (engine.api(), d.length as usize);
     // SAFETY: the post read these bytes just now (a source it accepted).
     unsafe { softnic_fabric::check::watch(CHECK_DESC, desc as usize, api, || format!("descriptor {desc:p} ({len} bytes)"), d.local_addr as usize, len) };
+}
+
+/// SOFTNIC_CHECK: a put or get that completes with a local event is in flight at its
+/// target until the program takes the completion back (GNI_GetCompleted); another
+/// process's access to the same bytes posted meanwhile is a data race (fabric check.rs,
+/// "Races").  The target is the remote handle's owner at the endpoint's remote NIC
+/// address, the bytes its `remote_addr` range.  Symmetric (VMDH) handles, AMOs (atomic
+/// against each other) and posts without a local event (no completion is ever seen) are
+/// not tracked.
+#[cold]
+fn check_race(engine: Engine, ep: &Ep, desc: *mut gni_post_descriptor_t) {
+    // SAFETY: the caller's descriptor, posted successfully (so readable).
+    let Some(d) = (unsafe { desc.as_ref() }) else { return };
+    let write = match d.type_ {
+        GNI_POST_FMA_PUT | GNI_POST_FMA_PUT_W_SYNCFLAG | GNI_POST_RDMA_PUT => true,
+        GNI_POST_FMA_GET | GNI_POST_FMA_GET_W_FLAG | GNI_POST_RDMA_GET => false,
+        _ => return,
+    };
+    let h = &d.remote_mem_hndl;
+    if d.cq_mode & (MODE_LOCAL | MODE_GLOBAL) == 0 || h.qword1 & memhandle::VMDH_FLAG != 0 || d.length == 0 {
+        return;
+    }
+    let Some(nic_addr) = ep.state().binding.as_ref().map(|b| b.remote_addr) else { return };
+    let owner = CrayHandle::from_words([h.qword1 & !CrayHandle::KIND_BITS, h.qword2]).owner;
+    let to = softnic_fabric::check::Target { space: (CHECK_DESC << 32) | nic_addr as u64, target: ((owner.slot as u64) << 32) | owner.gen as u64, addr: d.remote_addr, len: d.length };
+    let (api, len) = (engine.api(), d.length);
+    let what = || format!("descriptor {desc:p} ({} of {len} bytes to NIC address {nic_addr:#x})", if write { "a put" } else { "a get" });
+    softnic_fabric::check::remote_access(CHECK_DESC, desc as usize, api, what, to, write);
 }
 
 /// SOFTNIC_CHECK: a get hands its destination to the program at its completion
