@@ -16,12 +16,7 @@ static uint64_t out[4], in[4];
 int main(int argc, char **argv)
 {
     int lost = argc > 1 ? atoi(argv[1]) : -1;
-    pt_job_t j;
-    PT_JOB_INIT(&j);
-    ptl_handle_eq_t seq;
-    ptl_handle_md_t src;
-    pt_put_pair(&j, out, sizeof out, in, sizeof in, &seq, &src);
-    CHECK_EQ(PMI_Barrier(), PMI_SUCCESS);
+    PT_PUT_PAIR_JOB(j, seq, src, out, in);
     for (int i = 0; i < NPUTS; i++) PCHECK(PtlPut(src, PTL_NOACK_REQ, j.right, 3, 0, 1, 0, 0));
     int n = 0;
     ptl_seq_t first = 0;

@@ -96,4 +96,14 @@ static inline void pt_put_pair(pt_job_t *j, void *out, ptl_size_t olen, void *in
     PCHECK(PtlMDBind(j->ni, md_of(out, olen, PTL_MD_THRESH_INF, PTL_MD_EVENT_START_DISABLE, *seq), PTL_RETAIN, src));
 }
 
+/* The fault tests' start: declares the job `j`, the queue `seq` and the source MD `src`,
+ * sets up pt_put_pair over the arrays `out` and `in`, and meets every rank. */
+#define PT_PUT_PAIR_JOB(j, seq, src, out, in) \
+    pt_job_t j; \
+    PT_JOB_INIT(&j); \
+    ptl_handle_eq_t seq; \
+    ptl_handle_md_t src; \
+    pt_put_pair(&j, out, sizeof out, in, sizeof in, &seq, &src); \
+    CHECK_EQ(PMI_Barrier(), PMI_SUCCESS)
+
 #endif

@@ -64,6 +64,16 @@ impl<T> Table<T> {
         Table { tag: tag as u64, next: AtomicU64::new(1), live: Lazy::new(|| RwLock::new(HashMap::with_hasher(IdHash::default()))) }
     }
 
+    /// The key of handle `h` in this table: INVALID_PARAM for NULL or another table's tag.
+    #[inline(always)]
+    fn key_of(&self, h: *const c_void) -> GniResult<u64> {
+        let k = h as usize as u64;
+        if k >> 56 != self.tag {
+            return Err(GNI_RC_INVALID_PARAM);
+        }
+        Ok(k)
+    }
+
     /// Stores `v` and returns its new handle.
     pub fn insert(&self, v: Arc<T>) -> *mut c_void {
         let id = self.next.fetch_add(1, Ordering::Relaxed) & ((1 << 48) - 1);
@@ -83,10 +93,7 @@ impl<T> Table<T> {
     where
         T: Send + Sync + 'static,
     {
-        let k = h as usize as u64;
-        if k >> 56 != self.tag {
-            return Err(GNI_RC_INVALID_PARAM);
-        }
+        let k = self.key_of(h)?;
         let epoch = HANDLE_EPOCH.load(Ordering::Acquire);
         let hit = cache_do(|c| {
             if c.epoch != epoch {
@@ -134,10 +141,7 @@ impl<T> Table<T> {
     where
         T: Send + Sync + 'static,
     {
-        let k = h as usize as u64;
-        if k >> 56 != self.tag {
-            return Err(GNI_RC_INVALID_PARAM);
-        }
+        let k = self.key_of(h)?;
         let epoch = HANDLE_EPOCH.load(Ordering::Acquire);
         let ty = std::any::TypeId::of::<T>();
         // One thread-local access: the cache lives as long as this thread, so its address
@@ -196,10 +200,7 @@ impl<T> Table<T> {
 
     /// Removes `h`; later lookups fail.
     pub fn remove(&self, h: *const c_void) -> GniResult<Arc<T>> {
-        let k = h as usize as u64;
-        if k >> 56 != self.tag {
-            return Err(GNI_RC_INVALID_PARAM);
-        }
+        let k = self.key_of(h)?;
         let v = self.live.write().unwrap_or_else(|e| e.into_inner()).remove(&k).ok_or(GNI_RC_INVALID_PARAM)?;
         // Release: a thread that sees the new epoch also sees the map without `h`.
         HANDLE_EPOCH.fetch_add(1, Ordering::Release);
