@@ -50,12 +50,7 @@ int main(void)
     GNI_OK(GNI_CqCreate(t.nic, 1024, 0, GNI_CQ_BLOCKING, NULL, NULL, &rcq));
 
     gni_smsg_attr_t a;
-    unsigned int mbsz = 0;
-    memset(&a, 0, sizeof(a));
-    a.msg_type = GNI_SMSG_TYPE_MBOX_AUTO_RETRANSMIT;
-    a.mbox_maxcredit = CRED;
-    a.msg_maxsize = MAXSZ;
-    GNI_OK(GNI_SmsgBufferSizeNeeded(&a, &mbsz));
+    unsigned int mbsz = dt_smsg_attr(&a, CRED, MAXSZ);
     CHECK(mbsz >= CRED * MAXSZ);
     GNI_EXPECT(GNI_RC_INVALID_PARAM, GNI_SmsgBufferSizeNeeded(NULL, &mbsz));
     char *mb = dt_alloc((size_t)mbsz * n);     /* zeroed, as SmsgInit requires */

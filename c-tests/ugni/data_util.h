@@ -30,6 +30,18 @@ __attribute__((unused)) static gni_mem_handle_t dt_reg(gnit_t *t, void *buf, siz
     return mh;
 }
 
+/* SMSG attributes of an auto-retransmit mailbox; returns its size (GNI_SmsgBufferSizeNeeded). */
+__attribute__((unused)) static unsigned int dt_smsg_attr(gni_smsg_attr_t *a, uint16_t credits, uint32_t maxsize)
+{
+    unsigned int mbsz = 0;
+    memset(a, 0, sizeof(*a));
+    a->msg_type = GNI_SMSG_TYPE_MBOX_AUTO_RETRANSMIT;
+    a->mbox_maxcredit = credits;
+    a->msg_maxsize = maxsize;
+    GNI_OK(GNI_SmsgBufferSizeNeeded(a, &mbsz));
+    return mbsz;
+}
+
 __attribute__((unused)) static void dt_desc(gni_post_descriptor_t *d, gni_post_type_t type, uint16_t cq_mode,
                     void *local, gni_mem_handle_t lmh, uint64_t remote, gni_mem_handle_t rmh, uint64_t len)
 {

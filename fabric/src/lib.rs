@@ -23,7 +23,8 @@
 //! - [`atomic`]: the remote atomic operation set.
 //! - [`check`] (`SOFTNIC_CHECK`): used only by the API crates; its table of accesses in
 //!   flight lives in a file of the per-user directory ([`shm`]), named by the job
-//!   ([`bootstrap`]).
+//!   ([`bootstrap`]).  [`lent`], over it: copies lent to the program (a received
+//!   message) whose use after their release faults into a finding.
 //! - Leaves: [`error`], [`env`] (tunables), [`log`] (`SOFTNIC_LOG`), [`sync`], [`spin`],
 //!   [`hook`], [`siphash`], [`faults`] (`SOFTNIC_FAULTS`), [`trace`] (`SOFTNIC_TRACE`).
 
@@ -32,6 +33,7 @@ pub mod hook;
 pub mod faults;
 pub mod trace;
 pub mod check;
+pub mod lent;
 pub mod sync;
 pub mod spin;
 pub mod env;

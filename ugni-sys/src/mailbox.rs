@@ -37,6 +37,9 @@ pub struct SmsgState {
     pub(crate) released: u64,
     /// Header pointer of the current message (GetNext succeeded, no Release yet).
     pub(crate) current: Option<u64>,
+    /// SOFTNIC_CHECK: the copy of the current message lent to the program instead of its
+    /// slot (`softnic_fabric::lent`), taken back at its Release.
+    pub(crate) lent: Option<u64>,
     /// Staging buffer for one slot (per-message path).
     pub(crate) buf: Vec<u8>,
     /// The peer's mailbox and event ring, pinned (see [`Channel`]); None until the first

@@ -144,6 +144,7 @@ pub unsafe extern "C" fn GNI_SmsgInit(ep_hndl: gni_ep_handle_t, local_smsg_attr:
         credits_seen: 0,
         released: 0,
         current: None,
+        lent: None,
         buf: Vec::with_capacity(remote_slot as usize),
         chan: None,
         chan_retry: 0,
@@ -321,10 +322,10 @@ pub unsafe extern "C" fn GNI_SmsgSendWTag(ep_hndl: gni_ep_handle_t, header: *mut
 
 /// GetNext with an optional tag filter (`None` = any, untouched output).
 fn get_next(ep_hndl: gni_ep_handle_t, header: *mut *mut c_void, tag: Option<*mut u8>) -> gni_return_t {
-    EPS.with(ep_hndl as *const _, |ep| get_next_on(ep, header, tag)).unwrap_or(GNI_RC_INVALID_PARAM)
+    EPS.with(ep_hndl as *const _, |ep| get_next_on(ep, ep_hndl, header, tag)).unwrap_or(GNI_RC_INVALID_PARAM)
 }
 
-fn get_next_on(ep: &Ep, header: *mut *mut c_void, tag: Option<*mut u8>) -> gni_return_t {
+fn get_next_on(ep: &Ep, ep_hndl: gni_ep_handle_t, header: *mut *mut c_void, tag: Option<*mut u8>) -> gni_return_t {
     if header.is_null() || tag.map_or(false, |t| t.is_null()) {
         return GNI_RC_INVALID_PARAM;
     }
@@ -340,11 +341,36 @@ fn get_next_on(ep: &Ep, header: *mut *mut c_void, tag: Option<*mut u8>) -> gni_r
         // SAFETY: as above.
         unsafe { *t = mtag };
     }
-    let h = slot + SLOT_HDR;
+    let mut h = slot + SLOT_HDR;
     sm.current = Some(h);
+    if softnic_fabric::check::enabled() {
+        h = lend(sm, slot, ep_hndl);
+    }
     // SAFETY: non-NULL out pointer.
     unsafe { *header = h as *mut c_void };
     GNI_RC_SUCCESS
+}
+
+/// SOFTNIC_CHECK: the program gets the current message (header and data) as a copy lent
+/// to it till GNI_SmsgRelease, whose use after that release is a finding
+/// (`softnic_fabric::lent`): on the hardware the slot then holds a later message, or is
+/// being written.  The same copy while the message stays current; the slot itself when
+/// no copy can be made.
+#[cold]
+fn lend(sm: &mut SmsgState, slot: u64, ep_hndl: gni_ep_handle_t) -> u64 {
+    let h = slot + SLOT_HDR;
+    if let Some(l) = sm.lent {
+        return l;
+    }
+    // SAFETY: the slot's lengths, written before its seq was published (peek saw it).
+    let (hl, dl) = unsafe { (std::ptr::read_volatile((slot + 8) as *const u32), std::ptr::read_volatile((slot + 12) as *const u32)) };
+    let len = (hl as u64 + dl as u64).min(sm.local_slot - SLOT_HDR) as usize;
+    let n = sm.released;
+    let what = || format!("message {n} of endpoint {ep_hndl:p} ({len} bytes, returned by GNI_SmsgGetNext)");
+    // SAFETY: the message's bytes lie inside its slot of my mailbox (bounded above).
+    let lent = unsafe { softnic_fabric::lent::lend("GNI_SmsgRelease", what, h as *const u8, len) };
+    sm.lent = lent.map(|p| p as u64);
+    sm.lent.unwrap_or(h)
 }
 
 /// Makes the next arrived message current and returns its header (module doc).
@@ -372,6 +398,9 @@ fn release_on(ep: &Ep) -> gni_return_t {
     let Some(sm) = st.smsg.as_mut() else { return GNI_RC_INVALID_PARAM };
     if sm.current.take().is_none() {
         return GNI_RC_NOT_DONE;
+    }
+    if let Some(l) = sm.lent.take() {
+        softnic_fabric::lent::take_back(l as *mut u8, API);
     }
     sm.released += 1;
     let (addr, rh, count) = (sm.remote, sm.remote_h, sm.released);
