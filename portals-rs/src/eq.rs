@@ -174,6 +174,11 @@ impl EqLocal {
         self.ring.head() > self.next.lock().pos
     }
 
+    /// Events deposited and not taken yet (at most the queue's size).
+    pub fn untaken(&self) -> u64 {
+        self.ring.head().saturating_sub(self.next.lock().pos).min(self.ring.cap() as u64)
+    }
+
 }
 
 /// Opens a hold on queue `eq_h` of our NI `seg` (lock held): from now on what others

@@ -205,6 +205,7 @@ fn ni_init(interface: u32, pid: u32, desired: Option<&ptl_ni_limits_t>, actual: 
     set_debug_mask(0);
     let h = n.handle;
     *LIB.ni.write().unwrap_or_else(|e| e.into_inner()) = Some(n.clone());
+    softnic_fabric::check::at_exit(check_at_exit);
     // Kept for this NI only: a later one starts from the launcher's again.
     runtime::clear_pending();
     if !actual.is_null() {
@@ -258,6 +259,35 @@ fn end_ni(n: &Arc<Ni>) {
     crate::eq::stop_handlers(n);
     crate::md::release_all(n);
     crate::service::forget_own_views();
+}
+
+/// SOFTNIC_CHECK at exit: an NI the program never finalized.  PtlNIFini releases
+/// everything by the specification, so only an exit without it leaves things behind: the
+/// events still in its queues, and puts whose SEND_END was never taken (what PtlNIFini
+/// would have reported).
+fn check_at_exit() {
+    let Some(n) = LIB.ni.read().unwrap_or_else(|e| e.into_inner()).clone() else { return };
+    if n.ended.load(Ordering::Acquire) || n.owner_pid != std::process::id() {
+        return;
+    }
+    let (mut queues, mut events) = (0, 0);
+    for q in n.eqs.read().unwrap_or_else(|e| e.into_inner()).iter().flatten() {
+        let k = q.untaken();
+        if k > 0 {
+            queues += 1;
+            events += k;
+        }
+    }
+    let unseen = softnic_fabric::check::outstanding(crate::eq::CHECK_SEND);
+    let mut left = Vec::new();
+    if events > 0 {
+        left.push(format!("{events} event(s) never taken from {queues} queue(s)"));
+    }
+    if unseen > 0 {
+        left.push(format!("{unseen} put(s) whose SEND_END was never taken"));
+    }
+    let left = if left.is_empty() { String::new() } else { format!(", leaving {}", left.join(" and ")) };
+    softnic_fabric::check::report("PtlNIFini", &format!("the NI of nid {} pid {} was never finalized{left}", n.id.nid, n.id.pid), "exit");
 }
 
 #[no_mangle]

@@ -62,6 +62,21 @@ impl Desc {
     }
 }
 
+/// What a resource of each kind is called in a report.
+const KIND_NAMES: [&str; NKINDS] =
+    ["local segment", "remote segment", "sequence", "DMA queue", "local interrupt", "remote interrupt", "local data interrupt", "remote data interrupt", "DMA channel", "requester"];
+
+/// SOFTNIC_CHECK at exit: virtual devices never closed, with what they still hold (the
+/// library cleans up nothing by itself: SCIClose refuses while a device holds anything).
+fn check_at_exit() {
+    for d in DESCS.all() {
+        let c = d.counts.lock().unwrap_or_else(|e| e.into_inner()).0;
+        let held: Vec<String> = c.iter().zip(KIND_NAMES).filter(|(n, _)| **n > 0).map(|(n, k)| format!("{n} {k}(s)")).collect();
+        let held = if held.is_empty() { String::new() } else { format!(", holding {}", held.join(", ")) };
+        softnic_fabric::check::report("SCIClose", &format!("virtual device {:#x} was never closed{held}", d.handle), "exit");
+    }
+}
+
 /// The virtual device of handle `sd`.
 pub fn desc(sd: usize) -> R<Arc<Desc>> {
     DESCS.get(sd).ok_or(SCI_ERR_ILLEGAL_PARAMETER)
@@ -103,6 +118,7 @@ sisci_export! {
                 return Err(SCI_ERR_ILLEGAL_PARAMETER);
             }
             let (h, _) = DESCS.insert_with(|h| Arc::new(Desc { handle: h, counts: Mutex::new(([0; NKINDS], false)) })).ok_or(SCI_ERR_NOSPC)?;
+            softnic_fabric::check::at_exit(check_at_exit);
             out(sd, h)
         })();
         done("SCIOpen", error, r)
