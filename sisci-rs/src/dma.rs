@@ -64,6 +64,8 @@ struct Piece {
 
 struct Job {
     pieces: Vec<Piece>,
+    /// The API call that started it (what the checker names).
+    api: &'static str,
     cb: Option<(CbDma, usize)>,
     /// The pieces whose remote segment this transfer counts as a use at its owner (each
     /// segment once; given back at the end): the first piece's, and `more`.
@@ -74,10 +76,10 @@ struct Job {
 }
 
 impl Job {
-    fn new(pieces: Vec<Piece>, cb: Option<(CbDma, usize)>) -> Job {
+    fn new(pieces: Vec<Piece>, cb: Option<(CbDma, usize)>, api: &'static str) -> Job {
         // Each remote segment once: its owner does not remove it while this is in flight
         // (crate::service, "Uses").  Most transfers have one segment (no list is made).
-        let mut job = Job { pieces, cb, held_first: false, more: Vec::new(), doomed: false };
+        let mut job = Job { pieces, api, cb, held_first: false, more: Vec::new(), doomed: false };
         for i in 0..job.pieces.len() {
             let r = &job.pieces[i].rseg;
             if i > 0 && (Arc::ptr_eq(&job.pieces[0].rseg, r) || job.more.iter().any(|&k| Arc::ptr_eq(&job.pieces[k].rseg, r))) {
@@ -237,13 +239,14 @@ fn check_kind(dq: usize) -> u64 {
 }
 
 /// SOFTNIC_CHECK: a DMA write reads its local memory until the program learns the
-/// transfer is over (SCIWaitForDMAQueue, SCIDMAQueueState, the callback); a DMA read has
-/// filled its local memory when the queue turns DONE, and the program owns the data only
-/// once it learns that (a write of the program's before then may be undone on the hardware
-/// by data landing after it).  The checker watches those bytes till then: the writes'
-/// (`reads` false) at the start, the reads' when their data landed.
+/// transfer is over (SCIWaitForDMAQueue, SCIDMAQueueState, the callback, and the calls
+/// that succeed only once it is: see [`check_release`]); a DMA read has filled its local
+/// memory when the queue turns DONE, and the program owns the data only once it learns
+/// that (a write of the program's before then may be undone on the hardware by data
+/// landing after it).  The checker watches those bytes till then: the writes' (`reads`
+/// false) at the start, the reads' when their data landed.
 #[cold]
-fn check_watch(dq: usize, pieces: &[Piece], reads: bool) {
+fn check_watch(dq: usize, pieces: &[Piece], reads: bool, api: &'static str) {
     for (i, p) in pieces.iter().enumerate().filter(|(_, p)| p.read == reads && p.size > 0) {
         let base = match &p.local {
             Local::Seg(s) => match s.mem() {
@@ -255,19 +258,75 @@ fn check_watch(dq: usize, pieces: &[Piece], reads: bool) {
         let (node, id, size) = (p.rseg.node, p.rseg.id, p.size);
         let at = base as usize + p.loff;
         if reads {
-            softnic_fabric::check::watch_filled(check_kind(dq), i, "SCIStartDmaTransfer", || format!("a DMA read of {size} bytes from node {node} segment {id}"), at, size);
+            softnic_fabric::check::watch_filled(check_kind(dq), i, api, || format!("a DMA read of {size} bytes from node {node} segment {id}"), at, size);
         } else {
             // SAFETY: the local memory of the transfer, checked against its length at the start.
-            unsafe { softnic_fabric::check::watch(check_kind(dq), i, "SCIStartDmaTransfer", || format!("a DMA of {size} bytes to node {node} segment {id}"), at, size) };
+            unsafe { softnic_fabric::check::watch(check_kind(dq), i, api, || format!("a DMA of {size} bytes to node {node} segment {id}"), at, size) };
         }
     }
 }
 
-/// SOFTNIC_CHECK: the program learned (through `how`) that queue `dq`'s transfer is over.
+/// SOFTNIC_CHECK: the spaces of SISCI's targets in the race table: the memory of a
+/// process of this machine (named by its registry id, which every process here reads
+/// alike), or of a process reached over the network (the node it is reached at added, as
+/// registry ids are per machine).
+const CHECK_RACE_HERE: u64 = 0x5c15 << 40;
+const CHECK_RACE_NET: u64 = 0x5c16 << 40;
+
+/// SOFTNIC_CHECK: data races between initiators (fabric check.rs, "Races").  Each piece
+/// of a DMA transfer writes (or, with SCI_FLAG_DMA_READ, reads) bytes of a remote
+/// segment from its start until the program learns the queue's transfer is over (the
+/// same points that end the watches of [`check_watch`]: [`check_release`]); another
+/// process's transfer to overlapping bytes started meanwhile, one of the two a write, is
+/// a data race, reported by the second starter.
+///
+/// **The target** is the segment's memory where it really is: the process that holds
+/// its registration (`data_owner`: the exporter, or for a broadcast connection the
+/// machine's mirror of the group) and the bytes' address there (`data_addr`, the
+/// registration's address in that process, plus the offset), not the (node id, segment
+/// id) the program connected to.  Two segments made over the same program memory
+/// (SCIRegisterSegmentMemory, SCIAttachPhysicalMemory) then name the same bytes alike,
+/// and two segments never share a name while both exist.  (Memory of a removed segment
+/// that a new one reuses at the same address is named alike: a finding there needs an
+/// access to the old segment whose end its initiator never learned, itself a hazard on
+/// the hardware.)  A broadcast connection and a plain one to a member's copy name different
+/// memory (the group's mirror, the member's copy): a race between the two is missed,
+/// never invented.
+///
+/// **Not tracked:** SCIMemCpy/SCIMemWrite and PIO loads and stores through maps
+/// (complete inside the call or the instruction: nothing in flight to overlap), data
+/// interrupts (a message, not an access to a segment's bytes), transfers to memory
+/// without a fabric registration (they fail), and local-segment accesses of the
+/// segment's owner itself (plain memory accesses).
+#[cold]
+fn check_race(dq: usize, pieces: &[Piece], api: &'static str) {
+    for (i, p) in pieces.iter().enumerate() {
+        let r = &p.rseg;
+        if p.size == 0 || r.data_key == softnic_fabric::mem::MemKey::NONE {
+            continue;
+        }
+        let owner = &r.data_owner;
+        let space = if owner.is_remote() { CHECK_RACE_NET | owner.node_addr().unwrap_or(u32::MAX) as u64 } else { CHECK_RACE_HERE };
+        let pid = owner.proc_id();
+        let to = softnic_fabric::check::Target { space, target: (pid.slot as u64) << 32 | pid.gen as u64, addr: r.data_addr + p.roff as u64, len: p.size as u64 };
+        let (node, id, roff, size, write) = (r.node, r.id, p.roff, p.size, !p.read);
+        let what = || format!("a DMA {} of {size} bytes {} node {node} segment {id} at offset {roff}", if write { "write" } else { "read" }, if write { "to" } else { "from" });
+        softnic_fabric::check::remote_access(check_kind(dq), i, api, what, to, write);
+    }
+}
+
+/// SOFTNIC_CHECK: the program learned (through `how`) that queue `dq`'s transfer is over:
+/// SCIWaitForDMAQueue, SCIDMAQueueState showing a final state, the callback, a start with
+/// SCI_FLAG_DMA_WAIT returning, and the calls that succeed only when no transfer is
+/// POSTED (a new transfer started or gathered on the queue, SCIAbortDMAQueue,
+/// SCIResetDMAQueue, SCIRemoveDMAQueue).  Its watches are checked and its accesses are
+/// no longer in flight.
 fn check_release(dq: usize, how: &str) {
     softnic_fabric::check::release_all(check_kind(dq), how);
     if softnic_fabric::trace::enabled() {
-        trace_end(dq);
+        if let Some(q) = QUEUES.get(dq) {
+            trace_end(&q);
+        }
     }
 }
 
@@ -285,9 +344,9 @@ fn trace_begin(q: &Queue, bytes: u64) {
 }
 
 #[cold]
-fn trace_end(dq: usize) {
-    if QUEUES.get(dq).is_some_and(|q| q.traced.swap(false, Ordering::Relaxed)) {
-        softnic_fabric::trace::async_end("sisci", TRACE_DMA, dq as u64);
+fn trace_end(q: &Queue) {
+    if q.traced.swap(false, Ordering::Relaxed) {
+        softnic_fabric::trace::async_end("sisci", TRACE_DMA, q.handle as u64);
     }
 }
 
@@ -295,14 +354,17 @@ fn trace_end(dq: usize) {
 fn complete(q: &Arc<Queue>, job: Job) {
     let (state, status) = run(q, &job);
     if state == SCI_DMAQUEUE_DONE && softnic_fabric::check::enabled() {
-        check_watch(q.handle, &job.pieces, true);
+        check_watch(q.handle, &job.pieces, true, job.api);
     }
     let cb = job.cb;
     drop(job);
-    q.set(state);
     if cb.is_some() {
+        // Before the state shows the end: the program learns it from the state or the
+        // callback, and may start the next transfer at once (whose watches and accesses
+        // this must not end).
         check_release(q.handle, "the DMA callback");
     }
+    q.set(state);
     if let Some((Some(f), arg)) = cb {
         // SAFETY: the program's callback and argument, called as documented, on the DMA
         // thread with no library lock held.
@@ -378,7 +440,7 @@ fn piece(ls: Option<&Arc<LocalSeg>>, mem: *mut u8, rs: &Arc<RemoteSeg>, loff: us
     Ok(Piece { local, rseg: rs.clone(), loff, roff, size, read })
 }
 
-fn launch(q: &Arc<Queue>, pieces: Vec<Piece>, cb: CbDma, arg: *mut c_void, flags: u32, gather: bool) -> R<()> {
+fn launch(q: &Arc<Queue>, pieces: Vec<Piece>, cb: CbDma, arg: *mut c_void, flags: u32, gather: bool, api: &'static str) -> R<()> {
     let use_cb = flags & SCI_FLAG_USE_CALLBACK != 0;
     if use_cb && cb.is_none() {
         return Err(SCI_ERR_ILLEGAL_PARAMETER);
@@ -386,15 +448,28 @@ fn launch(q: &Arc<Queue>, pieces: Vec<Piece>, cb: CbDma, arg: *mut c_void, flags
     let eng = if use_cb { Some(engine()?) } else { None };
     q.post(gather)?;
     q.with_cb.store(use_cb, Ordering::Release);
+    if !gather && softnic_fabric::check::enabled() {
+        // A start succeeds only when the last transfer is over (a gathered one was told
+        // at its first SCIEnqueueDMATransfer).
+        check_release(q.handle, api);
+    }
     if softnic_fabric::trace::enabled() {
         trace_begin(q, pieces.iter().map(|p| p.size as u64).sum());
     }
     if softnic_fabric::check::enabled() {
-        check_watch(q.handle, &pieces, false);
+        check_watch(q.handle, &pieces, false, api);
+        check_race(q.handle, &pieces, api);
     }
-    let job = Job::new(pieces, use_cb.then_some((cb, arg as usize)));
+    let job = Job::new(pieces, use_cb.then_some((cb, arg as usize)), api);
     match eng {
-        None => complete(q, job),
+        None => {
+            complete(q, job);
+            if flags & SCI_FLAG_DMA_WAIT != 0 {
+                // The call returns once the transfer is over (with a callback, the DMA
+                // thread released it before the state changed).
+                check_release(q.handle, api);
+            }
+        }
         Some(e) => {
             e.jobs.lock().unwrap_or_else(|x| x.into_inner()).push_back((q.clone(), job));
             e.cv.notify_one();
@@ -408,7 +483,7 @@ fn launch(q: &Arc<Queue>, pieces: Vec<Piece>, cb: CbDma, arg: *mut c_void, flags
 }
 
 #[allow(clippy::too_many_arguments)]
-fn start(dq: usize, lseg: usize, mem: *mut u8, rseg: usize, loff: usize, size: usize, roff: usize, cb: CbDma, arg: *mut c_void, flags: u32) -> R<()> {
+fn start(api: &'static str, dq: usize, lseg: usize, mem: *mut u8, rseg: usize, loff: usize, size: usize, roff: usize, cb: CbDma, arg: *mut c_void, flags: u32) -> R<()> {
     let q = queue(dq)?;
     let rs = remote::rseg(rseg)?;
     start_flags(flags, &rs)?;
@@ -425,11 +500,11 @@ fn start(dq: usize, lseg: usize, mem: *mut u8, rseg: usize, loff: usize, size: u
         }
     }
     let p = piece(ls.as_ref(), mem, &rs, loff, roff, size, flags & SCI_FLAG_DMA_READ != 0)?;
-    launch(&q, vec![p], cb, arg, flags, false)
+    launch(&q, vec![p], cb, arg, flags, false, api)
 }
 
 #[allow(clippy::too_many_arguments)]
-fn start_vec(dq: usize, lseg: usize, rseg: usize, len: usize, vec: *const DisDmaVec, cb: CbDma, arg: *mut c_void, flags: u32) -> R<()> {
+fn start_vec(api: &'static str, dq: usize, lseg: usize, rseg: usize, len: usize, vec: *const DisDmaVec, cb: CbDma, arg: *mut c_void, flags: u32) -> R<()> {
     let q = queue(dq)?;
     let rs = remote::rseg(rseg)?;
     start_flags(flags, &rs)?;
@@ -449,7 +524,7 @@ fn start_vec(dq: usize, lseg: usize, rseg: usize, len: usize, vec: *const DisDma
     for e in v {
         pieces.push(piece(Some(&ls), std::ptr::null_mut(), &rs, e.local_offset as usize, e.remote_offset as usize, e.size as usize, read)?);
     }
-    launch(&q, pieces, cb, arg, flags, false)
+    launch(&q, pieces, cb, arg, flags, false, api)
 }
 
 fn create(sd: usize, dq: *mut usize, adapter: u32, max_entries: u32, flags: u32) -> R<()> {
@@ -479,7 +554,13 @@ fn remove(dq: usize, flags: u32) -> R<()> {
     if illegal {
         return Err(SCI_ERR_ILLEGAL_OPERATION);
     }
-    q.map(|_| ()).ok_or(SCI_ERR_ILLEGAL_PARAMETER)
+    let q = q.ok_or(SCI_ERR_ILLEGAL_PARAMETER)?;
+    // Removed only when no transfer is POSTED: the last one is over.
+    softnic_fabric::check::release_all(check_kind(dq), "SCIRemoveDMAQueue");
+    if softnic_fabric::trace::enabled() {
+        trace_end(&q);
+    }
+    Ok(())
 }
 
 fn abort(dq: usize, flags: u32) -> R<()> {
@@ -489,11 +570,17 @@ fn abort(dq: usize, flags: u32) -> R<()> {
         SCI_DMAQUEUE_POSTED => {
             q.abort.store(true, Ordering::Release);
             let _ = q.wake.wait_until(|| q.state() != SCI_DMAQUEUE_POSTED, None);
-            Ok(())
         }
-        SCI_DMAQUEUE_DONE | SCI_DMAQUEUE_ERROR | SCI_DMAQUEUE_ABORTED => Ok(()),
-        _ => Err(SCI_ERR_ILLEGAL_OPERATION),
+        SCI_DMAQUEUE_DONE | SCI_DMAQUEUE_ERROR | SCI_DMAQUEUE_ABORTED => {}
+        _ => return Err(SCI_ERR_ILLEGAL_OPERATION),
     }
+    // The transfer has ended (aborted between pieces, or before).  One with a callback
+    // was released by the DMA thread before its state changed (here, a next transfer its
+    // callback started may be in flight already).
+    if !q.with_cb.load(Ordering::Acquire) {
+        check_release(dq, "SCIAbortDMAQueue");
+    }
+    Ok(())
 }
 
 fn wait(dq: usize, timeout: u32, flags: u32) -> R<u32> {
@@ -546,6 +633,10 @@ fn enqueue(dq: usize, lseg: usize, rseg: usize, loff: u32, roff: u32, size: u32,
             if q.state.compare_exchange(s, SCI_DMAQUEUE_GATHER, Ordering::AcqRel, Ordering::Acquire).is_err() {
                 return Err(SCI_ERR_ILLEGAL_OPERATION);
             }
+            // Gathering begins only when the last transfer is over.
+            if softnic_fabric::check::enabled() {
+                check_release(dq, "SCIEnqueueDMATransfer");
+            }
         }
     }
     if g.len() >= q.max_entries as usize {
@@ -555,7 +646,7 @@ fn enqueue(dq: usize, lseg: usize, rseg: usize, loff: u32, roff: u32, size: u32,
     if flags & SCI_FLAG_DMA_POST != 0 {
         let pieces = std::mem::take(&mut *g);
         drop(g);
-        launch(&q, pieces, None, std::ptr::null_mut(), 0, true)?;
+        launch(&q, pieces, None, std::ptr::null_mut(), 0, true, "SCIEnqueueDMATransfer")?;
     }
     Ok(q.state())
 }
@@ -569,7 +660,7 @@ fn post(dq: usize, cb: CbDma, arg: *mut c_void, flags: u32) -> R<()> {
     }
     let pieces = std::mem::take(&mut *g);
     drop(g);
-    launch(&q, pieces, cb, arg, flags, true)
+    launch(&q, pieces, cb, arg, flags, true, "SCIPostDMAQueue")
 }
 
 fn reset(dq: usize, flags: u32) -> R<()> {
@@ -581,6 +672,9 @@ fn reset(dq: usize, flags: u32) -> R<()> {
     }
     g.clear();
     q.set(SCI_DMAQUEUE_IDLE);
+    drop(g);
+    // Reset only when no transfer is POSTED: the last one is over.
+    check_release(dq, "SCIResetDMAQueue");
     Ok(())
 }
 
@@ -623,32 +717,32 @@ sisci_export! {
 
 sisci_export! {
     blocking fn SCIStartDmaTransfer(dq: usize, localSegment: usize, remoteSegment: usize, localOffset: usize, size: usize, remoteOffset: usize, callback: CbDma, callbackArg: *mut c_void, flags: u32, error: *mut SciErr) {
-        done("SCIStartDmaTransfer", error, start(dq, localSegment, std::ptr::null_mut(), remoteSegment, localOffset, size, remoteOffset, callback, callbackArg, flags))
+        done("SCIStartDmaTransfer", error, start("SCIStartDmaTransfer", dq, localSegment, std::ptr::null_mut(), remoteSegment, localOffset, size, remoteOffset, callback, callbackArg, flags))
     }
 }
 
 sisci_export! {
     blocking fn DISStartDmaTransfer(dq: usize, localSegment: usize, remoteSegment: usize, localOffset: usize, size: usize, remoteOffset: usize, callback: CbDma, callbackArg: *mut c_void, flags: u32, error: *mut SciErr) {
-        done("DISStartDmaTransfer", error, start(dq, localSegment, std::ptr::null_mut(), remoteSegment, localOffset, size, remoteOffset, callback, callbackArg, flags))
+        done("DISStartDmaTransfer", error, start("DISStartDmaTransfer", dq, localSegment, std::ptr::null_mut(), remoteSegment, localOffset, size, remoteOffset, callback, callbackArg, flags))
     }
 }
 
 sisci_export! {
     blocking fn SCIStartDmaTransferMem(dq: usize, localAddress: *mut c_void, remoteSegment: usize, size: usize, remoteOffset: usize, callback: CbDma, callbackArg: *mut c_void, flags: u32, error: *mut SciErr) {
-        let r = if localAddress.is_null() { Err(SCI_ERR_ILLEGAL_ADDRESS) } else { start(dq, 0, localAddress as *mut u8, remoteSegment, 0, size, remoteOffset, callback, callbackArg, flags) };
+        let r = if localAddress.is_null() { Err(SCI_ERR_ILLEGAL_ADDRESS) } else { start("SCIStartDmaTransferMem", dq, 0, localAddress as *mut u8, remoteSegment, 0, size, remoteOffset, callback, callbackArg, flags) };
         done("SCIStartDmaTransferMem", error, r)
     }
 }
 
 sisci_export! {
     blocking fn SCIStartDmaTransferVec(dq: usize, localSegment: usize, remoteSegment: usize, vecLength: usize, disDmaVec: *const DisDmaVec, callback: CbDma, callbackArg: *mut c_void, flags: u32, error: *mut SciErr) {
-        done("SCIStartDmaTransferVec", error, start_vec(dq, localSegment, remoteSegment, vecLength, disDmaVec, callback, callbackArg, flags))
+        done("SCIStartDmaTransferVec", error, start_vec("SCIStartDmaTransferVec", dq, localSegment, remoteSegment, vecLength, disDmaVec, callback, callbackArg, flags))
     }
 }
 
 sisci_export! {
     blocking fn DISStartDmaTransferVec(dq: usize, localSegment: usize, remoteSegment: usize, vecLength: usize, disDmaVec: *const DisDmaVec, callback: CbDma, callbackArg: *mut c_void, flags: u32, error: *mut SciErr) {
-        done("DISStartDmaTransferVec", error, start_vec(dq, localSegment, remoteSegment, vecLength, disDmaVec, callback, callbackArg, flags))
+        done("DISStartDmaTransferVec", error, start_vec("DISStartDmaTransferVec", dq, localSegment, remoteSegment, vecLength, disDmaVec, callback, callbackArg, flags))
     }
 }
 
