@@ -209,6 +209,53 @@ fn check_watch_reply(seg: &Seg, g: &Guard<'_>, mi: u32, link: u32, mem: &Mem, ml
     softnic_fabric::check::watch_filled(CHECK_REPLY, check_op(md_h, link), "PtlGet", what, (start + mem.off) as usize, mlength.min(mem.len) as usize);
 }
 
+/// SOFTNIC_CHECK: the space of Portals targets in the race table ("P3" in the top bits):
+/// a target process (nid, pid) and addresses in its memory.
+const CHECK_RACE: u64 = 0x5033 << 48;
+
+/// SOFTNIC_CHECK: a put (get) on MD row `mi` is in flight at its target until the program
+/// takes its SEND_END (REPLY_END) from the queue; another process's access to the same
+/// bytes posted meanwhile is a data race (fabric check.rs, "Races").  Called under our
+/// lock after the target side ran and before that END event is logged (so no thread of
+/// ours can take it first); `remote_access` takes only this process's mutex and reads
+/// the shared table, and no lock of another process's segment is held here.
+///
+/// Tracked: puts and gets (PtlPut, PtlPutRegion, PtlGet, PtlGetRegion; reported as
+/// PtlPut and PtlGet) whose MD logs END events into a queue (no PTL_MD_EVENT_END_DISABLE,
+/// not PTL_EQ_NONE: otherwise no completion is ever seen), that the target accepted and
+/// that moved their data without failing.  The bytes are named as the target resolved
+/// them: the target process (nid, pid) and the address in its memory where the data
+/// landed or was read (the matched MD's memory at the offset used, remotely or locally
+/// managed; the service notes it, [`service::take_landed`]).  Two initiators reaching the
+/// same bytes through different match entries or MDs therefore meet, and a locally
+/// managed MD, which gives each operation fresh bytes, never races.  A transfer over
+/// several pieces of an iovec MD is named by its part in the first piece.
+///
+/// Not tracked: operations whose target side does not run in the initiator (a target
+/// reached through the network engine, on another machine: the address is not known
+/// here, and initiators on other machines share no table anyway); PtlGetPut (a swap the
+/// target runs whole under its lock, like an AMO); dropped, lost or failed operations;
+/// MDs with no END event or no queue.  An END event overwritten in a full queue
+/// (PTL_EQ_DROPPED) or left in a freed queue is never taken: its access stays in flight
+/// until the initiator exits (PtlNIFini reports such a SEND_END as never taken).
+#[cold]
+#[allow(clippy::too_many_arguments)]
+fn check_race(seg: &Seg, g: &Guard<'_>, mi: u32, link: u32, req: &Req, target: ptl_process_id_t, outcome: &Outcome, write: bool) {
+    // Always taken: a note left behind would be read by this thread's next operation.
+    let landed = service::take_landed();
+    let (Outcome::Accepted(rep, _), Some((addr, len))) = (outcome, landed) else { return };
+    let Some(m) = seg.md(g, mi) else { return };
+    if rep.flags & service::R_FAILED != 0 || m.view.options & PTL_MD_EVENT_END_DISABLE != 0 || m.view.eq_handle == PTL_EQ_NONE {
+        return;
+    }
+    let md_h = seg.handle(handle::MD, m.gen, mi);
+    let (kind, api, what) = if write { (CHECK_SEND, "PtlPut", "a put") } else { (CHECK_REPLY, "PtlGet", "a get") };
+    let to = softnic_fabric::check::Target { space: CHECK_RACE, target: (target.nid as u64) << 32 | target.pid as u64, addr, len };
+    let (pt, bits) = (req.pt_index, req.match_bits);
+    let describe = || format!("MD {md_h:#x} ({what} of {len} bytes, nid {} pid {} portal {pt} match bits {bits:#x}, at {addr:#x})", target.nid, target.pid);
+    softnic_fabric::check::remote_access(kind, check_op(md_h, link), api, describe, to, write);
+}
+
 #[cold]
 fn trace_in_flight(seg: &Seg, g: &Guard<'_>, mi: u32, id: usize, name: &'static str) {
     if let Some(m) = seg.md(g, mi) {
@@ -591,6 +638,9 @@ struct PutEnd<'a> {
 fn put_end(seg: &Seg, g: &Guard<'_>, p: &PutEnd<'_>, outcome: &Outcome, mut own: Option<&mut OwnEvents>) -> bool {
     let (mi, req, mem) = (p.mi, p.req, p.mem);
     let failed = matches!(outcome, Outcome::Failed) || matches!(outcome, Outcome::Accepted(r, _) if r.flags & service::R_FAILED != 0);
+    if req.flags & service::F_CHECK != 0 {
+        check_race(seg, g, mi, p.link, req, p.target, outcome, true);
+    }
     own_event(seg, g, mi, PTL_EVENT_SEND_END, ptl_process_id_t { nid: req.init_nid, pid: req.init_pid }, req, mem.len, mem.len, mem.off, p.link, failed, own.as_deref_mut());
     if let Outcome::Accepted(rep, _) = outcome {
         // A put whose data did not land (the target died under it) ends with
@@ -663,6 +713,7 @@ fn put(md_h: u32, region: Option<(u64, u64)>, ack_req: u32, target: ptl_process_
         let mut req = base_req(n, service::OP_PUT, pt, ac, bits, roff, hdr, mem.len);
         if softnic_fabric::check::enabled() {
             check_watch(seg, &g, mi, md_h, link, &mem, target);
+            req.flags |= service::F_CHECK;
         }
         if softnic_fabric::trace::enabled() {
             trace_in_flight(seg, &g, mi, check_op(md_h, link), TRACE_PUT);
@@ -697,6 +748,9 @@ fn put(md_h: u32, region: Option<(u64, u64)>, ack_req: u32, target: ptl_process_
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn get_end(seg: &Seg, g: &Guard<'_>, mi: u32, link: u32, req: &Req, mem: &Mem, target: ptl_process_id_t, outcome: &Outcome, mut own: Option<&mut OwnEvents>) -> bool {
+    if req.flags & service::F_CHECK != 0 {
+        check_race(seg, g, mi, link, req, target, outcome, false);
+    }
     let (got, fail) = match outcome {
         Outcome::Accepted(rep, extra) => {
             let mut fail = rep.flags & service::R_FAILED != 0;
@@ -717,7 +771,7 @@ fn get_end(seg: &Seg, g: &Guard<'_>, mi: u32, link: u32, req: &Req, mem: &Mem, t
         Outcome::Failed => (Some(0), true),
     };
     if let Some(mlength) = got {
-        if !fail && softnic_fabric::check::enabled() {
+        if !fail && req.flags & service::F_CHECK != 0 {
             check_watch_reply(seg, g, mi, link, mem, mlength, target);
         }
         own_event(seg, g, mi, PTL_EVENT_REPLY_START, target, req, mem.len, mlength, mem.off, link, false, own.as_deref_mut());
@@ -744,6 +798,9 @@ fn get(md_h: u32, region: Option<(u64, u64)>, target: ptl_process_id_t, pt: u32,
             trace_in_flight(seg, &g, mi, check_op(md_h, link), TRACE_GET);
         }
         let mut req = base_req(n, service::OP_GET, pt, ac, bits, roff, 0, mem.len);
+        if softnic_fabric::check::enabled() {
+            req.flags |= service::F_CHECK;
+        }
         let spans = LocalSpans { src: empty_span(), dst: mem.span() };
         let o = if lost_in_network() { Some(Outcome::Failed) } else { fast(n, t, &g, &mut req, &spans) };
         let gone = match o {

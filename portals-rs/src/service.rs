@@ -30,7 +30,7 @@ use crate::types::*;
 use softnic_fabric::mem::{MemKey, RingLoc};
 use softnic_fabric::rma::{self, Live, Peer, PinnedRef};
 use softnic_fabric::{Error, Result};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -47,6 +47,10 @@ pub const F_LOCAL: u32 = 1 << 1;
 pub const F_INLINE: u32 = 1 << 2;
 /// COMPLETE: the initiator could not move the data.
 pub const F_FAILED: u32 = 1 << 3;
+/// The initiator runs SOFTNIC_CHECK: a request run in its own process notes where its
+/// data moves in the target's memory ([`take_landed`]).  (Set once per operation where
+/// the initiator asks the checker anyway: cheaper on the path than asking again.)
+pub const F_CHECK: u32 = 1 << 4;
 
 /// Reply status.
 pub const ST_ACCEPTED: u32 = 1;
@@ -466,6 +470,9 @@ fn request(peer: &Arc<Peer>, target: Live<'_>, seg: &Seg, g: &Guard<'_>, req: &R
     let (start_kind, end_kind) = kinds(req.op);
     target_event(seg, g, mi, start_kind, PTL_MD_EVENT_START_DISABLE, req, mlength, offset, link, false);
     let pieces = md::pieces(seg, g, mi);
+    if req.flags & F_CHECK != 0 && local.is_some() {
+        note_landed(&pieces, offset, mlength);
+    }
     out.rep = Rep { status: ST_ACCEPTED, flags: if ack { R_ACK } else { 0 }, mlength, offset, link, ..Rep::default() };
     let inline_ok = local.is_some()
         || match req.op {
@@ -529,6 +536,32 @@ fn request(peer: &Arc<Peer>, target: Live<'_>, seg: &Seg, g: &Guard<'_>, req: &R
         out.rep.flags |= R_FAILED;
     }
     finish(seg, g, mi, end_kind, req, mlength, offset, link, !ok);
+}
+
+thread_local! {
+    /// SOFTNIC_CHECK: where in the target's memory the last request this thread ran for
+    /// its own initiator (local spans) moved its data: the address and length of the part
+    /// in the first target piece it touched ([`crate::ops`]' race check takes it).
+    static LANDED: Cell<Option<(u64, u64)>> = const { Cell::new(None) };
+}
+
+/// SOFTNIC_CHECK: notes the target bytes `[offset, +mlength)` of `pieces` an in-process
+/// request is about to move (see [`LANDED`]).
+#[cold]
+fn note_landed(pieces: &[(u64, u64, u64)], offset: u64, mlength: u64) {
+    let mut first = None;
+    each_piece(pieces, offset, mlength, |_, addr, at, len| {
+        if at == 0 {
+            first = Some((addr, len));
+        }
+    });
+    LANDED.with(|l| l.set(first));
+}
+
+/// SOFTNIC_CHECK: takes what [`note_landed`] noted on this thread (None when the last
+/// request was not run here, or matched nothing).
+pub(crate) fn take_landed() -> Option<(u64, u64)> {
+    LANDED.with(|l| l.take())
 }
 
 /// END event, statistics and the unlink check of an accepted operation (lock held).
