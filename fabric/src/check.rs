@@ -425,7 +425,7 @@ pub struct Target {
     pub len: u64,
 }
 
-/// One access in flight, in the shared table: 64 bytes.  `state` is 0 when free, odd
+/// One access in flight, in the shared table: 128 bytes.  `state` is 0 when free, odd
 /// while its owner writes it, and an even ticket (never 0) once it is complete; a reader
 /// takes the fields between two equal even loads.
 #[repr(C)]
@@ -441,11 +441,14 @@ struct Flight {
     /// 1 for a write.
     write: AtomicU32,
     _pad: AtomicU32,
-    /// The API call that posted it: the last 8 bytes of its name, NUL-padded.
-    call: AtomicU64,
+    /// The API call that posted it: its name (up to [`CALL_BYTES`]), NUL-padded.
+    call: [AtomicU64; CALL_WORDS],
 }
 
-const RACE_MAGIC: u64 = 0x736e_7261_6365_0002; // "snrace", version 2
+const RACE_MAGIC: u64 = 0x736e_7261_6365_0003; // "snrace", version 3
+const CALL_WORDS: usize = 9;
+const CALL_BYTES: usize = CALL_WORDS * 8;
+const _: () = assert!(std::mem::size_of::<Flight>() == 128);
 const FLIGHTS: usize = 1023;
 
 /// The table's file: a header (magic, the ticket counter, the high-water mark) and
@@ -533,7 +536,7 @@ struct Seen {
     pid: u32,
     rank: u32,
     write: bool,
-    call: u64,
+    call: [u64; CALL_WORDS],
 }
 
 fn read_flight(f: &Flight) -> Option<Seen> {
@@ -546,23 +549,23 @@ fn read_flight(f: &Flight) -> Option<Seen> {
         pid: f.pid.load(Ordering::Relaxed),
         rank: f.rank.load(Ordering::Relaxed),
         write: f.write.load(Ordering::Relaxed) != 0,
-        call: f.call.load(Ordering::Relaxed),
+        call: std::array::from_fn(|i| f.call[i].load(Ordering::Relaxed)),
     };
     std::sync::atomic::fence(Ordering::Acquire);
     (f.state.load(Ordering::Relaxed) == s1).then_some(seen)
 }
 
-fn call_word(api: &str) -> u64 {
-    let mut b = [0u8; 8];
-    for (d, s) in b.iter_mut().zip(api.bytes().skip(api.len().saturating_sub(8))) {
+fn call_words(api: &str) -> [u64; CALL_WORDS] {
+    let mut b = [0u8; CALL_BYTES];
+    for (d, s) in b.iter_mut().zip(api.bytes()) {
         *d = s;
     }
-    u64::from_le_bytes(b)
+    std::array::from_fn(|i| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().expect("8 bytes")))
 }
 
-fn call_name(w: u64) -> String {
-    let b = w.to_le_bytes();
-    String::from_utf8_lossy(&b[..b.iter().position(|&c| c == 0).unwrap_or(8)]).trim_start_matches('_').to_owned()
+fn call_name(w: &[u64; CALL_WORDS]) -> String {
+    let b: Vec<u8> = w.iter().flat_map(|x| x.to_le_bytes()).collect();
+    String::from_utf8_lossy(&b[..b.iter().position(|&c| c == 0).unwrap_or(CALL_BYTES)]).into_owned()
 }
 
 fn my_rank_number() -> u32 {
@@ -606,7 +609,7 @@ pub fn remote_access(kind: u64, op: usize, api: &'static str, what: impl FnOnce(
         let other = if s.rank == u32::MAX { format!("pid {}", s.pid) } else { format!("rank {}", s.rank) };
         let mine = if write { "writes" } else { "reads" };
         let theirs = if s.write { "write" } else { "read" };
-        report(api, &format!("data race: {} {mine} bytes [{lo:#x}, {hi:#x}) of its target while {other}'s {theirs} of them ({}) is still in flight; nothing orders the two", what(), call_name(s.call)), &caller());
+        report(api, &format!("data race: {} {mine} bytes [{lo:#x}, {hi:#x}) of its target while {other}'s {theirs} of them ({}) is still in flight; nothing orders the two", what(), call_name(&s.call)), &caller());
     }
     // Our entry: a free slot, claimed, filled, then published with a new ticket.
     let ticket = r.header().ticket.fetch_add(2, Ordering::Relaxed).wrapping_add(2) & !1;
@@ -624,7 +627,9 @@ pub fn remote_access(kind: u64, op: usize, api: &'static str, what: impl FnOnce(
         f.pid.store(me, Ordering::Relaxed);
         f.rank.store(my_rank_number(), Ordering::Relaxed);
         f.write.store(write as u32, Ordering::Relaxed);
-        f.call.store(call_word(api), Ordering::Relaxed);
+        for (w, v) in f.call.iter().zip(call_words(api)) {
+            w.store(v, Ordering::Relaxed);
+        }
         f.state.store(ticket, Ordering::Release);
         let old = MINE.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashMap::new).insert((op, kind), i);
         if let Some(o) = old {
