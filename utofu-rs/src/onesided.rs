@@ -436,7 +436,7 @@ fn run(v: &Vcq, op: &Op, q: &mut vcq::Queue) -> i32 {
         if (matches!(op.kind, Kind::Put | Kind::PutPb) || op.kind.is_armw()) && !q.pins.iter().any(|p| p.rid == rid && p.tag == op.rmt_stadd >> 36) {
             // Pin the region for the next puts (regions the fabric cannot pin stay unpinned).
             if let Ok(pin) = softnic_fabric::rma::Pinned::new(&t.peer, key, base, len as usize, true, pd()) {
-                let e = vcq::PutPin { rid, tag: op.rmt_stadd >> 36, pin };
+                let e = vcq::PutPin { rid, tag: op.rmt_stadd >> 36, base, pin };
                 if q.pins.len() < PUT_PINS {
                     q.pins.push(e);
                 } else {
@@ -473,6 +473,8 @@ fn end_of(op: &Op, s: u64) -> u64 {
 struct Landed {
     /// The value an ARMW found.
     old: u64,
+    /// The target's own address of the first byte (what the remote STADD resolved to).
+    addr: u64,
     /// The target region (registration key, base, length) when the target is mapped
     /// here, for the put fast path's pin.
     region: Option<(MemKey, u64, u64)>,
@@ -517,7 +519,7 @@ fn at_target(t: &Target, op: &Op, from: u64, src: &[u8], dst: &mut [u8], lcl_fie
     };
     r.map_err(fabric_fault)?;
     let remote_notice = (op.flags & UTOFU_ONESIDED_FLAG_REMOTE_MRQ_NOTICE != 0).then(|| notice(local_type(op.kind) + 1, 0, from, op.edata, 0, lcl_field, end_of(op, op.rmt_stadd)));
-    Ok(Landed { old, region: Some((key, row.base, row.len)), remote_notice })
+    Ok(Landed { old, addr, region: Some((key, row.base, row.len)), remote_notice })
 }
 
 /// Queues the remote notice of an operation `at_target` carried out on `t` (after the
@@ -549,7 +551,8 @@ fn notify_target(t: &Target, n: &Notice) {
 // A target on another machine runs `at_target` itself: the initiator sends the operation
 // as a request of the uTofu service (rma::Peer::call), the target's network progress
 // thread resolves the VCQ and the STADD in its own tables and answers with the MRQ code,
-// the ARMW's old value and a get's data.  Transfers longer than one request are pieces
+// the ARMW's old value, the address the STADD resolved to (the checker names the bytes
+// by it) and a get's data.  Transfers longer than one request are pieces
 // in order, each checking the whole rest of the range first (so a range that runs out
 // fails before anything is written), the remote notice with the last piece.
 
@@ -563,7 +566,7 @@ const PIECE: usize = softnic_fabric::rma::MAX_CALL - 8 * (OP_WORDS + 4);
 
 fn remote(t: &Target, op: &Op, from: u64, src: &[u8], dst: &mut [u8], lcl_field: u64) -> Result<Landed, i32> {
     let pieces = if op.kind.is_armw() || op.len == 0 { 1 } else { op.len.div_ceil(PIECE) };
-    let mut old = 0;
+    let (mut old, mut addr) = (0, 0);
     let mut reply = Vec::new();
     for i in 0..pieces {
         let off = i * PIECE;
@@ -581,17 +584,20 @@ fn remote(t: &Target, op: &Op, from: u64, src: &[u8], dst: &mut [u8], lcl_field:
         reply.clear();
         t.peer.call(softnic_fabric::registry::api::UTOFU, &req, &mut reply).map_err(fabric_fault)?;
         let word = |k: usize| reply.get(k * 8..k * 8 + 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
-        let (Some(rc), Some(o)) = (word(0), word(1)) else { return Err(UTOFU_ERR_MRQ_OTHER) };
+        let (Some(rc), Some(o), Some(a)) = (word(0), word(1), word(2)) else { return Err(UTOFU_ERR_MRQ_OTHER) };
         if rc != 0 {
             return Err(rc as i64 as i32);
         }
         old = o;
+        if i == 0 {
+            addr = a;
+        }
         if op.kind == Kind::Get {
-            let data = reply.get(16..16 + n).ok_or(UTOFU_ERR_MRQ_OTHER)?;
+            let data = reply.get(24..24 + n).ok_or(UTOFU_ERR_MRQ_OTHER)?;
             dst[off..off + n].copy_from_slice(data);
         }
     }
-    Ok(Landed { old, region: None, remote_notice: None })
+    Ok(Landed { old, addr, region: None, remote_notice: None })
 }
 
 /// The uTofu service's side of [`remote`]: the target side of an operation from another
@@ -628,12 +634,13 @@ pub(crate) fn service(_me: &std::sync::Arc<softnic_fabric::rma::Peer>, req: &[u8
         }
         Ok(landed)
     })();
-    let (rc, old) = match r {
-        Ok(l) => (0i64, l.old),
-        Err(rc) => (rc as i64, 0),
+    let (rc, old, addr) = match r {
+        Ok(l) => (0i64, l.old, l.addr),
+        Err(rc) => (rc as i64, 0, 0),
     };
     reply.extend_from_slice(&(rc as u64).to_le_bytes());
     reply.extend_from_slice(&old.to_le_bytes());
+    reply.extend_from_slice(&addr.to_le_bytes());
     if rc == 0 {
         reply.extend_from_slice(&got);
     }
