@@ -313,6 +313,9 @@ fn put_pinned(v: &Vcq, op: &Op, rid: u64, src: &[u8], pins: &[vcq::PutPin]) -> b
     } else {
         r.put(off, src).is_ok()
     };
+    if ok && op.flags & NOTICES_TRACKED != 0 && softnic_fabric::check::enabled() {
+        check_race_pinned(v, op, rid, pins);
+    }
     if ok && op.flags & UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE != 0 {
         v.push_local(&notice(UTOFU_MRQ_TYPE_LCL_PUT, 0, rid, op.edata, 0, 0, op.rmt_stadd.wrapping_add(op.len as u64)));
     }
@@ -325,11 +328,17 @@ fn pin_for<'p>(op: &Op, rid: u64, pins: &'p [vcq::PutPin]) -> Option<(softnic_fa
     if op.flags & UTOFU_ONESIDED_FLAG_REMOTE_MRQ_NOTICE != 0 {
         return None;
     }
-    let tag = op.rmt_stadd >> 36;
-    let p = pins.iter().find(|p| p.rid == rid && p.tag == tag)?;
-    let off = (op.rmt_stadd & (stadd::MAX_REGION - 1)) as usize;
+    let (p, off) = pin_of(op, rid, pins)?;
     let live = p.pin.peer().live().ok()?;
     Some((p.pin.check(live).ok()?, off))
+}
+
+/// The pin of `op`'s target region (unchecked) and `op`'s offset in it.
+#[inline(always)]
+fn pin_of<'p>(op: &Op, rid: u64, pins: &'p [vcq::PutPin]) -> Option<(&'p vcq::PutPin, usize)> {
+    let tag = op.rmt_stadd >> 36;
+    let p = pins.iter().find(|p| p.rid == rid && p.tag == tag)?;
+    Some((p, (op.rmt_stadd & (stadd::MAX_REGION - 1)) as usize))
 }
 
 /// The timeline's name of an operation (the call that queued it).
@@ -352,6 +361,9 @@ fn armw_pinned(v: &Vcq, op: &Op, rid: u64, pins: &[vcq::PutPin]) -> bool {
     let Some((r, off)) = pin_for(op, rid, pins) else { return false };
     let (width, a, mask) = armw_op(op);
     let Ok(old) = r.atomic(off, width, a) else { return false };
+    if op.flags & NOTICES_TRACKED != 0 && softnic_fabric::check::enabled() {
+        check_race_pinned(v, op, rid, pins);
+    }
     if op.flags & UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE != 0 {
         v.push_local(&notice(local_type(op.kind), 0, rid, op.edata, old & mask, 0, end_of(op, op.rmt_stadd)));
     }
@@ -436,7 +448,7 @@ fn run(v: &Vcq, op: &Op, q: &mut vcq::Queue) -> i32 {
         if (matches!(op.kind, Kind::Put | Kind::PutPb) || op.kind.is_armw()) && !q.pins.iter().any(|p| p.rid == rid && p.tag == op.rmt_stadd >> 36) {
             // Pin the region for the next puts (regions the fabric cannot pin stay unpinned).
             if let Ok(pin) = softnic_fabric::rma::Pinned::new(&t.peer, key, base, len as usize, true, pd()) {
-                let e = vcq::PutPin { rid, tag: op.rmt_stadd >> 36, pin };
+                let e = vcq::PutPin { rid, tag: op.rmt_stadd >> 36, base, pin };
                 if q.pins.len() < PUT_PINS {
                     q.pins.push(e);
                 } else {
@@ -446,6 +458,9 @@ fn run(v: &Vcq, op: &Op, q: &mut vcq::Queue) -> i32 {
                 }
             }
         }
+    }
+    if softnic_fabric::check::enabled() {
+        check_race(v, op, rid, &t.peer, landed.addr);
     }
     if op.flags & UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE != 0 {
         if op.kind == Kind::Get && softnic_fabric::check::enabled() {
@@ -473,6 +488,8 @@ fn end_of(op: &Op, s: u64) -> u64 {
 struct Landed {
     /// The value an ARMW found.
     old: u64,
+    /// The target's own address of the first byte (what the remote STADD resolved to).
+    addr: u64,
     /// The target region (registration key, base, length) when the target is mapped
     /// here, for the put fast path's pin.
     region: Option<(MemKey, u64, u64)>,
@@ -517,7 +534,7 @@ fn at_target(t: &Target, op: &Op, from: u64, src: &[u8], dst: &mut [u8], lcl_fie
     };
     r.map_err(fabric_fault)?;
     let remote_notice = (op.flags & UTOFU_ONESIDED_FLAG_REMOTE_MRQ_NOTICE != 0).then(|| notice(local_type(op.kind) + 1, 0, from, op.edata, 0, lcl_field, end_of(op, op.rmt_stadd)));
-    Ok(Landed { old, region: Some((key, row.base, row.len)), remote_notice })
+    Ok(Landed { old, addr, region: Some((key, row.base, row.len)), remote_notice })
 }
 
 /// Queues the remote notice of an operation `at_target` carried out on `t` (after the
@@ -549,7 +566,8 @@ fn notify_target(t: &Target, n: &Notice) {
 // A target on another machine runs `at_target` itself: the initiator sends the operation
 // as a request of the uTofu service (rma::Peer::call), the target's network progress
 // thread resolves the VCQ and the STADD in its own tables and answers with the MRQ code,
-// the ARMW's old value and a get's data.  Transfers longer than one request are pieces
+// the ARMW's old value, the address the STADD resolved to (the checker names the bytes
+// by it) and a get's data.  Transfers longer than one request are pieces
 // in order, each checking the whole rest of the range first (so a range that runs out
 // fails before anything is written), the remote notice with the last piece.
 
@@ -563,7 +581,7 @@ const PIECE: usize = softnic_fabric::rma::MAX_CALL - 8 * (OP_WORDS + 4);
 
 fn remote(t: &Target, op: &Op, from: u64, src: &[u8], dst: &mut [u8], lcl_field: u64) -> Result<Landed, i32> {
     let pieces = if op.kind.is_armw() || op.len == 0 { 1 } else { op.len.div_ceil(PIECE) };
-    let mut old = 0;
+    let (mut old, mut addr) = (0, 0);
     let mut reply = Vec::new();
     for i in 0..pieces {
         let off = i * PIECE;
@@ -581,17 +599,20 @@ fn remote(t: &Target, op: &Op, from: u64, src: &[u8], dst: &mut [u8], lcl_field:
         reply.clear();
         t.peer.call(softnic_fabric::registry::api::UTOFU, &req, &mut reply).map_err(fabric_fault)?;
         let word = |k: usize| reply.get(k * 8..k * 8 + 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
-        let (Some(rc), Some(o)) = (word(0), word(1)) else { return Err(UTOFU_ERR_MRQ_OTHER) };
+        let (Some(rc), Some(o), Some(a)) = (word(0), word(1), word(2)) else { return Err(UTOFU_ERR_MRQ_OTHER) };
         if rc != 0 {
             return Err(rc as i64 as i32);
         }
         old = o;
+        if i == 0 {
+            addr = a;
+        }
         if op.kind == Kind::Get {
-            let data = reply.get(16..16 + n).ok_or(UTOFU_ERR_MRQ_OTHER)?;
+            let data = reply.get(24..24 + n).ok_or(UTOFU_ERR_MRQ_OTHER)?;
             dst[off..off + n].copy_from_slice(data);
         }
     }
-    Ok(Landed { old, region: None, remote_notice: None })
+    Ok(Landed { old, addr, region: None, remote_notice: None })
 }
 
 /// The uTofu service's side of [`remote`]: the target side of an operation from another
@@ -628,12 +649,13 @@ pub(crate) fn service(_me: &std::sync::Arc<softnic_fabric::rma::Peer>, req: &[u8
         }
         Ok(landed)
     })();
-    let (rc, old) = match r {
-        Ok(l) => (0i64, l.old),
-        Err(rc) => (rc as i64, 0),
+    let (rc, old, addr) = match r {
+        Ok(l) => (0i64, l.old, l.addr),
+        Err(rc) => (rc as i64, 0, 0),
     };
     reply.extend_from_slice(&(rc as u64).to_le_bytes());
     reply.extend_from_slice(&old.to_le_bytes());
+    reply.extend_from_slice(&addr.to_le_bytes());
     if rc == 0 {
         reply.extend_from_slice(&got);
     }
@@ -666,13 +688,17 @@ const TRACE_IN_FLIGHT: &str = "operation in flight";
 fn follow(v: &Vcq, op: &Op) -> usize {
     static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
     let watch = op.kind == Kind::Put && softnic_fabric::check::enabled();
+    let race = if softnic_fabric::check::enabled() { RACE_TILL_TCQ.take() } else { None };
     let trace = softnic_fabric::trace::enabled();
-    if !watch && !trace {
+    if !watch && race.is_none() && !trace {
         return 0;
     }
     let id = NEXT.fetch_add(1, Ordering::Relaxed);
     if watch {
         check_watch(v, op, id);
+    }
+    if let Some(to) = race {
+        check_race_flight(CHECK_TCQ, id, op, to);
     }
     if trace {
         softnic_fabric::trace::async_begin("utofu", TRACE_IN_FLIGHT, id as u64, &[("vcq_id", op.rmt), ("length", op.len as u64)]);
@@ -713,6 +739,113 @@ fn check_watch_get(v: &Vcq, op: &Op, dst: &[u8]) {
 #[inline(never)]
 fn check_release(id: usize) {
     softnic_fabric::check::release(CHECK_TCQ, id, "utofu_poll_tcq");
+}
+
+/// SOFTNIC_CHECK: the checker's id space of puts and ARMWs in flight till their local MRQ
+/// notice (LCL_PUT, LCL_ARMW), each named by its VCQ, the notice's type, remote VCQ and
+/// rmt_stadd (what the notice carries back).
+const CHECK_MRQ: u64 = 0x70f2;
+
+/// SOFTNIC_CHECK: the space of uTofu targets in the race table (fabric check.rs, "Races"):
+/// `CHECK_RACE << 32 | node`, with the owning process's registry id and its own address.
+const CHECK_RACE: u64 = 0x70f3;
+
+fn check_mrq_id(v: &Vcq, ltype: u8, rid: u64, rmt_end: u64) -> usize {
+    (v.blk() as usize) ^ (ltype as usize) << 56 ^ (rid as usize).rotate_left(17) ^ (rmt_end as usize).rotate_left(32)
+}
+
+std::thread_local! {
+    /// A put tracked till its TCQ notice: where it landed, from [`check_race`] (inside
+    /// `run`) to [`follow`] (which names the TCQ entry), both under the VCQ's TCQ lock.
+    static RACE_TILL_TCQ: std::cell::Cell<Option<softnic_fabric::check::Target>> = const { std::cell::Cell::new(None) };
+}
+
+/// SOFTNIC_CHECK, data races between initiators (fabric check.rs, "Races"): `op` just
+/// landed at `addr` of `owner` (its remote STADD resolved there: by the target's STADD
+/// row, the put fast path's pin, or the target itself across machines), before its local
+/// notice is queued.  It is in flight from its post until the initiator polls the notice
+/// that says it completed:
+/// - with a local MRQ notice (put, get, ARMW): until that notice is polled
+///   (utofu_poll_mrq), the notice that says the remote memory was updated or read;
+/// - a put with a TCQ notice and no local MRQ notice: until the TCQ notice is polled.
+///   Strictly that notice only says the source was sent (the data may land later on the
+///   hardware), so ending there may miss a race but never invents one;
+/// - anything else is not tracked: a get or ARMW with only a TCQ notice (which says it
+///   started), an operation with no notice of the initiator's (no completion ever seen),
+///   and any operation asking for a remote MRQ notice: the target may poll that notice
+///   and order other initiators' accesses after it, which the initiator never sees
+///   (a finding would then be false).  A target that learns of a put by watching the
+///   memory itself (the last word, guide 6.1.3) and lets another initiator write there
+///   before the first polled its notice is not seen either: that program gets a finding
+///   it does not deserve (as with uGNI's and DMAPP's checks).
+///
+/// The bytes are named by what the STADD resolves to, the same for every initiator: the
+/// target VCQ's node, the owning process's registry id (slot and generation), and the
+/// address in that process.  Two VCQs of a process registering one buffer under
+/// different STADDs name it alike; an initiator's VCQ id + STADD would not (and a STag's
+/// STADD is the same on every VCQ of a process, for different memory).
+///
+/// Puts (and piggyback puts) write.  ARMWs are atomic against each other and are
+/// recorded as reads: an ARMW then races with a put to the same bytes (its read-modify-
+/// write and the put are unordered) but not with another ARMW, nor with a get (a get
+/// reading a word an ARMW changes sees the old or the new value, whole).  Gets read.
+#[cold]
+#[inline(never)]
+fn check_race(v: &Vcq, op: &Op, rid: u64, owner: &softnic_fabric::rma::Peer, addr: u64) {
+    RACE_TILL_TCQ.set(None);
+    let (f, put) = (op.flags, matches!(op.kind, Kind::Put | Kind::PutPb));
+    if f & UTOFU_ONESIDED_FLAG_REMOTE_MRQ_NOTICE != 0 || op.len == 0 {
+        return;
+    }
+    let Some(node) = VcqAddr::decode(rid).and_then(|a| crate::topo::node_at(&a.coords)) else { return };
+    let p = owner.proc_id();
+    let to = softnic_fabric::check::Target { space: CHECK_RACE << 32 | node as u64, target: (p.slot as u64) << 32 | p.gen as u64, addr, len: op.len as u64 };
+    if f & UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE != 0 {
+        let (kind, id) = match op.kind {
+            Kind::Get => (CHECK_GET, check_get_id(v, end_of(op, op.lcl_stadd))),
+            k => (CHECK_MRQ, check_mrq_id(v, local_type(k), rid, end_of(op, op.rmt_stadd))),
+        };
+        check_race_flight(kind, id, op, to);
+    } else if put && f & UTOFU_ONESIDED_FLAG_TCQ_NOTICE != 0 {
+        RACE_TILL_TCQ.set(Some(to));
+    }
+}
+
+/// The notices without one of which [`check_race`] tracks nothing (tested first on the
+/// fast paths: the operation's flags are at hand, the checker's state is a load).
+const NOTICES_TRACKED: u64 = UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE | UTOFU_ONESIDED_FLAG_TCQ_NOTICE;
+
+/// [`check_race`] of `op`, just carried out through the pin of its region (the put fast
+/// path), found again here to keep the fast path's own lookup lean.
+#[cold]
+#[inline(never)]
+fn check_race_pinned(v: &Vcq, op: &Op, rid: u64, pins: &[vcq::PutPin]) {
+    if let Some((p, off)) = pin_of(op, rid, pins) {
+        check_race(v, op, rid, p.pin.peer(), p.base + off as u64);
+    }
+}
+
+/// SOFTNIC_CHECK: `op`, landed at `to`, in flight as `(kind, id)` (see [`check_race`]).
+fn check_race_flight(kind: u64, id: usize, op: &Op, to: softnic_fabric::check::Target) {
+    let (len, rmt, at) = (op.len, op.rmt, to.addr);
+    let what = || match op.kind {
+        Kind::Put | Kind::PutPb => format!("a put of {len} bytes to VCQ {rmt:#x} ({at:#x} in its process)"),
+        Kind::Get => format!("a get of {len} bytes from VCQ {rmt:#x} ({at:#x} in its process)"),
+        _ => format!("an ARMW of {len} bytes at VCQ {rmt:#x} ({at:#x} in its process)"),
+    };
+    softnic_fabric::check::remote_access(kind, id, trace_name(op.kind), what, to, matches!(op.kind, Kind::Put | Kind::PutPb));
+}
+
+/// SOFTNIC_CHECK: a local MRQ notice of VCQ `v` (the even types) was polled: the
+/// operation it reports is complete (a get hands its destination over; see [`check_race`]).
+#[cold]
+#[inline(never)]
+fn check_mrq_release(v: &Vcq, ltype: u8, rid: u64, lcl_end: u64, rmt_end: u64) {
+    let (kind, id) = match ltype {
+        UTOFU_MRQ_TYPE_LCL_GET => (CHECK_GET, check_get_id(v, lcl_end)),
+        t => (CHECK_MRQ, check_mrq_id(v, t, rid, rmt_end)),
+    };
+    softnic_fabric::check::release(kind, id, "utofu_poll_mrq");
 }
 
 /// Executes `ops` on `v` in order, all or nothing with respect to TOQ space.
@@ -1033,8 +1166,8 @@ pub unsafe extern "C-unwind" fn utofu_poll_mrq(h: usize, flags: u64, notice_out:
             return Err(UTOFU_ERR_NOT_FOUND);
         };
         let n = utofu_mrq_notice { notice_type: w[0] as u8, padding1: [0; 7], vcq_id: w[1], edata: w[2], rmt_value: w[3], lcl_stadd: w[4], rmt_stadd: w[5], reserved: [0; 2] };
-        if n.notice_type == UTOFU_MRQ_TYPE_LCL_GET && softnic_fabric::check::enabled() {
-            softnic_fabric::check::release(CHECK_GET, check_get_id(&v, n.lcl_stadd), "utofu_poll_mrq");
+        if n.notice_type & 1 == 0 && softnic_fabric::check::enabled() {
+            check_mrq_release(v, n.notice_type, n.vcq_id, n.lcl_stadd, n.rmt_stadd);
         }
         out(notice_out, n)?;
         let rc = (w[0] >> 32) as u32 as i32;

@@ -207,10 +207,12 @@ pub struct Queue {
 }
 
 /// A remote STADD region pinned for puts: (target VCQ id, the STADD without its
-/// offset: form, row or STag, check) -> the fabric pin of the whole region.
+/// offset: form, row or STag, check) -> the fabric pin of the whole region, which starts
+/// at `base` in its owner.
 pub struct PutPin {
     pub rid: u64,
     pub tag: u64,
+    pub base: u64,
     pub pin: softnic_fabric::rma::Pinned,
 }
 
