@@ -1039,6 +1039,17 @@ impl PinnedRef<'_> {
         Ok(())
     }
 
+    /// Copies the bytes at offset `off` into `dst` (a pin's check covers reads too: a
+    /// range pinned for writing is readable).
+    #[inline]
+    pub fn get(&self, off: usize, dst: &mut [u8]) -> Result<()> {
+        let p = self.at(off, dst.len(), 1)?;
+        // SAFETY: inside the pinned range (checked), mapped for the life of the pin; `copy`
+        // because a self-pin may overlap the destination.
+        unsafe { std::ptr::copy(p, dst.as_mut_ptr(), dst.len()) };
+        Ok(())
+    }
+
     /// Stores the 64-bit `v` at offset `off` with one atomic Release store (as
     /// [`Live::store_u64`]).
     #[inline]

@@ -517,7 +517,20 @@ fn request(peer: &Arc<Peer>, target: Live<'_>, seg: &Seg, g: &Guard<'_>, req: &R
             .map_or_else(|| copy_local_to_pieces(target, &l.src, &pieces, offset, mlength).is_ok(), |_| true)
         }
         (OP_PUT, None) => data.len() as u64 >= mlength && write_pieces(target, &pieces, offset, &data[..mlength as usize]).is_ok(),
-        (OP_GET, Some(l)) => copy_pieces_to_local(target, &pieces, offset, mlength, &l.dst).is_ok(),
+        (OP_GET, Some(l)) => {
+            let gen = seg.md(g, mi).map_or(0, |m| m.gen);
+            match &*pieces {
+                // A contiguous MD read through the pin its puts use (the common small get).
+                &[piece] if offset.checked_add(mlength).is_some_and(|e| e <= piece.2) => seg.with_pin(g, peer, target, mi, gen, piece, |p| {
+                    let mut ok = true;
+                    local_parts(&l.dst, 0, mlength, |d, s| ok &= p.get((offset + d) as usize, s).is_ok());
+                    ok
+                }),
+                _ => None,
+            }
+            .filter(|&ok| ok)
+            .map_or_else(|| copy_pieces_to_local(target, &pieces, offset, mlength, &l.dst).is_ok(), |_| true)
+        }
         (OP_GET, None) => {
             out.rep.flags |= R_DATA;
             out.extra = vec![0u8; mlength as usize];
