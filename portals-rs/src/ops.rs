@@ -545,12 +545,12 @@ fn own_event(seg: &Seg, g: &Guard<'_>, mi: u32, kind: u32, peer: ptl_process_id_
 
 /// Phase A of every operation on our MD `(idx, gen)`: checks, the region, the
 /// threshold unit of a send, the busy mark.  Returns the row, the operation's link and
-/// the memory.
+/// where in the MD it works (the caller builds the [`Mem`] in its own frame: moving it
+/// out through the result cost a store-forwarding stall per operation).
 #[inline(always)]
-fn begin(n: &Ni, g: &Guard<'_>, idx: u32, gen: u32, region: Option<(u64, u64)>, write: bool, counts: bool) -> PResult<(u32, u32, Mem)> {
+fn begin(n: &Ni, g: &Guard<'_>, idx: u32, gen: u32, region: Option<(u64, u64)>, write: bool, counts: bool) -> PResult<(u32, u32, u64, u64)> {
     let seg = &n.seg;
     let mi = md::row_of(seg, g, idx, gen)?;
-    let pieces = md::pieces(seg, g, mi);
     let m = seg.md(g, mi).expect("live");
     let (off, len) = region.unwrap_or((0, m.total));
     if off.checked_add(len).is_none_or(|e| e > m.total) {
@@ -566,7 +566,7 @@ fn begin(n: &Ni, g: &Guard<'_>, idx: u32, gen: u32, region: Option<(u64, u64)>, 
     let s = seg.state(g);
     let link = s.next_link;
     s.next_link = link.wrapping_add(1);
-    Ok((mi, link, Mem { pieces, off, len }))
+    Ok((mi, link, off, len))
 }
 
 /// Takes one threshold unit of an initiator-side operation (a send, an ack, a reply),
@@ -707,7 +707,8 @@ fn put(md_h: u32, region: Option<(u64, u64)>, ack_req: u32, target: ptl_process_
         let seg = &n.seg;
         prefetch_target(t);
         let g = seg.lock();
-        let (mi, link, mem) = begin(n, &g, idx, gen, region, false, true)?;
+        let (mi, link, off, len) = begin(n, &g, idx, gen, region, false, true)?;
+        let mem = Mem { pieces: md::pieces(seg, &g, mi), off, len };
         let eq_h = seg.md(&g, mi).expect("live").view.eq_handle;
         let ack_wanted = ack_req == PTL_ACK_REQ && eq_h != PTL_EQ_NONE;
         let mut req = base_req(n, service::OP_PUT, pt, ac, bits, roff, hdr, mem.len);
@@ -793,7 +794,8 @@ fn get(md_h: u32, region: Option<(u64, u64)>, target: ptl_process_id_t, pt: u32,
         let seg = &n.seg;
         prefetch_target(t);
         let g = seg.lock();
-        let (mi, link, mem) = begin(n, &g, idx, gen, region, true, false)?;
+        let (mi, link, off, len) = begin(n, &g, idx, gen, region, true, false)?;
+        let mem = Mem { pieces: md::pieces(seg, &g, mi), off, len };
         if softnic_fabric::trace::enabled() {
             trace_in_flight(seg, &g, mi, check_op(md_h, link), TRACE_GET);
         }
@@ -835,9 +837,10 @@ fn getput(get_h: u32, put_h: u32, target: ptl_process_id_t, pt: u32, ac: u32, bi
         if seg.md(&g, pidx).expect("live").total > n.seg.lay.lim.getput as u64 {
             return Err(PTL_MD_ILLEGAL);
         }
-        let (pmi, plink, pmem) = begin(&n, &g, pidx, pgen, None, false, true)?;
+        let (pmi, plink, off, len) = begin(&n, &g, pidx, pgen, None, false, true)?;
+        let pmem = Mem { pieces: md::pieces(seg, &g, pmi), off, len };
         let (gmi, _glink, gmem) = match begin(&n, &g, gidx, ggen, None, true, false) {
-            Ok(x) => x,
+            Ok((mi, link, off, len)) => (mi, link, Mem { pieces: md::pieces(seg, &g, mi), off, len }),
             Err(e) => {
                 end(seg, &g, pmi, plink, None);
                 return Err(e);
