@@ -8,7 +8,12 @@
  *                 PtlEQWait: a blocking get; 8 B - 64 KiB; time per get
  *   put_bw        a window of 64 PtlPut of N bytes (fewer above 4 MiB) into the peer's
  *                 MD, the last one acknowledged, then that ACK with PtlEQWait;
- *                 4 KiB - 64 MiB
+ *                 4 KiB - 64 MiB.  The sending MD logs no SEND_END
+ *                 (PTL_MD_EVENT_END_DISABLE): the work of UCX's put_bw, whose puts
+ *                 complete together at one flush (here: the last put's ACK, which
+ *                 Portals orders after the puts before it)
+ *   put_bw_events put_bw with a SEND_END logged for every put, each taken with
+ *                 PtlEQWait while waiting for the ACK (a program that watches every put)
  *   op_cost       one 8 B put step by step (time per call): cost_rejected (PtlPutRegion
  *                 of an invalid MD handle), cost_put_event (a put without ack, its
  *                 SEND_END waited for), cost_put_ack (with an ack, waited for),
@@ -114,7 +119,7 @@ static void sync_all(void)
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: portals_bench put_pingpong|get_lat|put_bw|op_cost\n");
+        fprintf(stderr, "usage: portals_bench put_pingpong|get_lat|put_bw|put_bw_events|op_cost\n");
         return 2;
     }
     bench_name = argv[1];
@@ -148,6 +153,7 @@ int main(int argc, char **argv)
     P(PtlMDAttach(meh, md, PTL_RETAIN, NULL));
     md.start = buf;
     md.options = PTL_MD_EVENT_START_DISABLE;
+    if (!strcmp(bench_name, "put_bw")) md.options |= PTL_MD_EVENT_END_DISABLE;
     md.eq_handle = seq;
     P(PtlMDBind(ni, md, PTL_RETAIN, &smd));
     sync_all();
@@ -161,8 +167,8 @@ int main(int argc, char **argv)
                                               { "cost_put_ack", cost_put_ack }, { "cost_eq_empty", cost_eq_empty } };
         bench_costs(me, LIB, steps, BENCH_NELEM(steps));
         sync_all();
-    } else if (!strcmp(bench_name, "put_bw")) {
-        bench_bw_run(me, LIB, "put_bw", bw_issue, bw_complete, sync_all);
+    } else if (!strcmp(bench_name, "put_bw") || !strcmp(bench_name, "put_bw_events")) {
+        bench_bw_run(me, LIB, bench_name, bw_issue, bw_complete, sync_all);
     } else {
         fprintf(stderr, "portals_bench: unknown benchmark %s\n", bench_name);
         return 2;

@@ -438,7 +438,9 @@ def write(outdir):
     md += ["## Message rate", ""] + value_table(series, metric, ("Mmsgps",))
     md += ["Not the same work: every softnic-ugni put asks for a completion event, reaped with "
            "GNI_CqGetEvent + GNI_GetCompleted as a uGNI program must; UCX's ucp_put_bw issues puts "
-           "without a per-put completion and completes them in bulk.", ""]
+           "without a per-put completion and completes them in bulk.  softnic-portals put_bw does the "
+           "same work as UCX (no event per put, the window's last put acknowledged); put_bw_events logs "
+           "and takes a SEND_END per put.", ""]
     md += ["## Ratios", ""] + ratio_tables(series, metric)
     runs = notes.get("runs", [])
     skipped = [r for r in runs if r.get("reason")]
