@@ -104,6 +104,13 @@ const UNKNOWN: u8 = 0;
 const YES: u8 = 1;
 const NO: u8 = 2;
 
+/// Are any faults configured (SOFTNIC_FAULTS)?  For fast paths that leave every
+/// injection point to their general path.
+#[inline]
+pub fn any() -> bool {
+    !none()
+}
+
 /// No faults to inject (the common case), decided without a call.
 #[inline(always)]
 fn none() -> bool {

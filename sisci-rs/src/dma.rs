@@ -28,7 +28,7 @@
 
 use crate::broadcast::Wait;
 use crate::desc::{self, Desc, Kind};
-use crate::handles::Table;
+use crate::handles::{self, Table};
 use crate::pool::pd;
 use crate::remote::{self, RemoteSeg};
 use crate::segment::{self, LocalSeg};
@@ -503,6 +503,74 @@ fn start(api: &'static str, dq: usize, lseg: usize, mem: *mut u8, rseg: usize, l
     launch(&q, vec![p], cb, arg, flags, false, api)
 }
 
+/// The flags a transfer may carry on the quick path: those that change nothing here.
+const NOW_FLAGS: u32 = SCI_FLAG_DMA_GLOBAL | SCI_FLAG_DMA_ADAPTER;
+
+/// The quick path of SCIStartDmaTransfer (a write from a local segment, no callback, no
+/// wait): what [`start`] and [`launch`] do for it, with the objects borrowed under a
+/// handle guard instead of counted, and no job built.  None, having changed nothing, for
+/// anything else: a hook on (checker, trace, faults, debug log), another flag, a segment
+/// on another machine or a broadcast one, any error, or a use the owner does not grant
+/// at once; [`start`] then does the call (and gives the exact error).  It calls no
+/// cancellation point, prints nothing, and never waits (the handle guard's rule).
+#[allow(clippy::too_many_arguments)]
+fn start_now(dq: usize, lseg: usize, rseg: usize, loff: usize, size: usize, roff: usize, flags: u32) -> Option<()> {
+    if flags & !NOW_FLAGS != 0
+        || softnic_fabric::check::enabled()
+        || softnic_fabric::trace::enabled()
+        || softnic_fabric::faults::any()
+        || softnic_fabric::log::enabled(softnic_fabric::log::Level::Debug)
+    {
+        return None;
+    }
+    let g = handles::guard();
+    // The checks of `start` and `piece`, in their order.
+    let q = QUEUES.get_in(&g, dq)?;
+    let rs = remote::RSEGS.get_in(&g, rseg)?;
+    let ls = segment::SEGS.get_in(&g, lseg)?;
+    if size == 0 || inside(roff, size, rs.size).is_err() || !ls.prepared() {
+        return None;
+    }
+    let src = ls.mem().ok()?;
+    if inside(loff, size, src.len).is_err() || !rs.dma_local() {
+        return None;
+    }
+    // The transfer's use of the segment at its owner (Job::new), then the queue (launch);
+    // a queue that cannot start gives its use back.
+    rs.try_begin_use().ok()?;
+    if q.post(false).is_err() {
+        rs.end_use();
+        return None;
+    }
+    q.with_cb.store(false, Ordering::Release);
+    // Held against removal as a piece holds them (SCI_ERR_BUSY meanwhile).
+    ls.dma.fetch_add(1, Ordering::AcqRel);
+    rs.dma.fetch_add(1, Ordering::AcqRel);
+    let mut state = SCI_DMAQUEUE_DONE;
+    let mut done = 0;
+    while done < size {
+        if q.abort.load(Ordering::Acquire) {
+            state = SCI_DMAQUEUE_ABORTED;
+            break;
+        }
+        let n = (size - done).min(CHUNK);
+        // SAFETY: loff + size lies inside the local segment's memory (checked above),
+        // which the guard keeps allocated and its DMA count keeps from being removed.
+        let buf = unsafe { std::slice::from_raw_parts(src.ptr.add(loff + done), n) };
+        if rs.put(roff + done, buf).is_err() {
+            state = SCI_DMAQUEUE_ERROR;
+            break;
+        }
+        done += n;
+    }
+    ls.dma.fetch_sub(1, Ordering::AcqRel);
+    rs.dma.fetch_sub(1, Ordering::AcqRel);
+    rs.end_use();
+    q.set(state);
+    drop(g);
+    Some(())
+}
+
 #[allow(clippy::too_many_arguments)]
 fn start_vec(api: &'static str, dq: usize, lseg: usize, rseg: usize, len: usize, vec: *const DisDmaVec, cb: CbDma, arg: *mut c_void, flags: u32) -> R<()> {
     let q = queue(dq)?;
@@ -716,7 +784,9 @@ sisci_export! {
 }
 
 sisci_export! {
-    blocking fn SCIStartDmaTransfer(dq: usize, localSegment: usize, remoteSegment: usize, localOffset: usize, size: usize, remoteOffset: usize, callback: CbDma, callbackArg: *mut c_void, flags: u32, error: *mut SciErr) {
+    blocking fn SCIStartDmaTransfer(dq: usize, localSegment: usize, remoteSegment: usize, localOffset: usize, size: usize, remoteOffset: usize, callback: CbDma, callbackArg: *mut c_void, flags: u32, error: *mut SciErr) now {
+        start_now(dq, localSegment, remoteSegment, localOffset, size, remoteOffset, flags).map(|()| set_error(error, SCI_ERR_OK))
+    } {
         done("SCIStartDmaTransfer", error, start("SCIStartDmaTransfer", dq, localSegment, std::ptr::null_mut(), remoteSegment, localOffset, size, remoteOffset, callback, callbackArg, flags))
     }
 }

@@ -27,10 +27,10 @@ use crate::handles::Table;
 use crate::types::*;
 use softnic_fabric::mem::{MemKey, RingLoc};
 use softnic_fabric::ring::Ring;
-use softnic_fabric::rma::{Peer, RegionView};
+use softnic_fabric::rma::{Peer, Pinned, RegionView};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 pub struct RemoteSeg {
@@ -67,6 +67,9 @@ pub struct RemoteSeg {
     last_probe: Mutex<Option<std::time::Instant>>,
     pub removed: AtomicBool,
     cb: Mutex<Option<(CbRemoteSegment, usize)>>,
+    /// The segment's memory pinned for DMA writes, made at the first one (None when the
+    /// fabric cannot pin it: the per-transfer path serves it).
+    data_pin: OnceLock<Option<Pinned>>,
 }
 
 pub static RSEGS: Table<RemoteSeg> = Table::new(3);
@@ -137,6 +140,40 @@ impl RemoteSeg {
             softnic_fabric::cancel::nap(nap);
             nap = (nap * 2).min(Duration::from_millis(1));
         }
+    }
+
+    /// Can a DMA transfer to this segment take the quick path (crate::dma, `start_now`):
+    /// the segment's memory and its owner's block are on this machine, and it is no
+    /// broadcast connection?
+    pub fn dma_local(&self) -> bool {
+        self.flags & SCI_FLAG_BROADCAST == 0 && self.group.is_none() && self.blk_view.is_some() && !self.data_owner.is_remote()
+    }
+
+    /// [`RemoteSeg::begin_use`] in one attempt (no waiting for a closing owner, nothing
+    /// logged): the caller retries the whole call the slow way on an error.
+    pub fn try_begin_use(&self) -> R<()> {
+        if self.flags & SCI_FLAG_BROADCAST != 0 {
+            return Ok(());
+        }
+        self.use_step(true)
+    }
+
+    /// Writes `src` at offset `off` of the segment's memory (inside it: the caller checked)
+    /// through the pin of [`RemoteSeg::data_pin`]: one copy, no lookup of the owner's
+    /// registration beyond the pin's re-check.  Falls back to the fabric's per-operation
+    /// put when the pin does not hold (that put gives the exact error).
+    pub fn put(&self, off: usize, src: &[u8]) -> softnic_fabric::Result<()> {
+        let addr = self.data_addr + off as u64;
+        let pin = self.data_pin.get_or_init(|| Pinned::registration(&self.data_owner, self.data_key, true, pool::pd()).ok());
+        if let Some(pin) = pin {
+            let live = self.data_owner.live()?;
+            if let Ok(r) = pin.check(live) {
+                if r.put_at(addr, src).is_ok() {
+                    return Ok(());
+                }
+            }
+        }
+        softnic_fabric::rma::put(&self.data_owner, self.data_key, addr, src, pool::pd())
     }
 
     /// The map or transfer that [`RemoteSeg::begin_use`] counted ended.
@@ -321,6 +358,7 @@ fn connect_in(d: &Arc<Desc>, segment: *mut usize, node_id: u32, at: u32, id: u32
         last_probe: Mutex::new(None),
         removed: AtomicBool::new(false),
         cb: Mutex::new(None),
+        data_pin: OnceLock::new(),
     };
     if flags & SCI_FLAG_USE_CALLBACK != 0 {
         *obj.cb.get_mut().unwrap_or_else(|e| e.into_inner()) = Some((cb, arg as usize));

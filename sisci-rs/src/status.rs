@@ -33,6 +33,27 @@ macro_rules! sisci_export {
             }
         }
     };
+    // A call whose common case never waits: `$now` (an `Option` of the result, run for
+    // a caller whose cancellation is deferred; see fabric::cancel::blocking_after) does
+    // it or gives None, and then the call is a blocking call as below.
+    // (Calls without a result only.)
+    ($(#[$m:meta])* blocking fn $name:ident($($a:ident: $t:ty),* $(,)?) now $now:block $body:block) => {
+        $(#[$m])*
+        #[no_mangle]
+        #[allow(non_snake_case, clippy::too_many_arguments)]
+        pub unsafe extern "C-unwind" fn $name($($a: $t),*) {
+            #[inline(never)]
+            #[allow(non_snake_case, unused_variables, clippy::too_many_arguments)]
+            unsafe fn now($($a: $t),*) -> Option<()> $now
+            #[inline(never)]
+            #[allow(non_snake_case, clippy::too_many_arguments)]
+            unsafe fn body($($a: $t),*) $body
+            // SAFETY: the caller's arguments, forwarded under the export's contract.
+            softnic_fabric::cancel::blocking_after(stringify!($name), move || unsafe { now($($a),*) }, move || unsafe { body($($a),*) })
+        }
+
+        $crate::sisci_export!(@aliases "C-unwind" $name($($a: $t),*));
+    };
     // A call that waits only sometimes: when `$quick` (an expression that holds nothing
     // to drop, checked with cancellation as the caller has it) is true the call is done;
     // otherwise it is a blocking call as below.
