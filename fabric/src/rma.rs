@@ -332,14 +332,27 @@ impl Peer {
 
     /// Liveness for hot paths: the cached verdict, refreshed at most every
     /// [`DEATH_CHECK_NS`] (a pidfd poll costs a system call).
+    #[inline]
     pub fn seems_alive(&self) -> bool {
         self.check_alive().is_ok()
     }
 
+    /// Inlined for the common verdict (this process, or a peer on this node whose life
+    /// lock shows it alive: a load of a word it never writes while alive); the rest is
+    /// out of line.
+    #[inline]
     fn check_alive(&self) -> Result<()> {
         if self.is_self {
             return Ok(());
         }
+        if self.net.is_none() && !self.dead.load(Ordering::Relaxed) && !self.life_lock_useless.load(Ordering::Relaxed) && self.ctl.surely_alive() {
+            return Ok(());
+        }
+        self.check_alive_slow()
+    }
+
+    #[inline(never)]
+    fn check_alive_slow(&self) -> Result<()> {
         if let Some(r) = &self.net {
             if let Some(e) = net::running() {
                 e.probe(r);
@@ -373,6 +386,7 @@ impl Peer {
     }
 
     /// Liveness checked once for a batch of operations (see [`Live`]).
+    #[inline]
     pub fn live(&self) -> Result<Live<'_>> {
         self.check_alive()?;
         Ok(Live(self))
@@ -381,6 +395,7 @@ impl Peer {
     /// As [`Peer::live`] without reading the clock (only the cached verdict: `PeerDead`
     /// once a probe found the peer gone), for a caller that already ran the rate-limited
     /// probe ([`Peer::seems_alive`]) earlier in the same API call.
+    #[inline]
     pub fn live_probed(&self) -> Result<Live<'_>> {
         if !self.is_self && (self.dead.load(Ordering::Relaxed) || self.net.as_ref().is_some_and(|r| r.is_dead())) {
             return Err(Error::PeerDead);

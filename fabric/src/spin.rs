@@ -21,14 +21,25 @@ impl<T> SpinLock<T> {
     pub fn new(v: T) -> Self {
         SpinLock { held: AtomicBool::new(false), v: std::cell::UnsafeCell::new(v) }
     }
+    /// Inlined (the uncontended case is one compare-exchange); waiting is out of line.
+    #[inline]
     pub fn lock(&self) -> SpinGuard<'_, T> {
-        let mut spins = 0u32;
         // Acquire: pairs with the Release in `drop`, so the last holder's writes are seen.
+        if self.held.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            self.lock_contended();
+        }
+        SpinGuard(self)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn lock_contended(&self) {
+        let mut spins = 0u32;
+        // Acquire: as in `lock`.
         while self.held.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
             spins += 1;
             relax(spins);
         }
-        SpinGuard(self)
     }
 }
 
@@ -50,6 +61,7 @@ pub fn relax(spins: u32) {
 
 impl<T> std::ops::Deref for SpinGuard<'_, T> {
     type Target = T;
+    #[inline]
     fn deref(&self) -> &T {
         // SAFETY: we hold the lock.
         unsafe { &*self.0.v.get() }
@@ -57,6 +69,7 @@ impl<T> std::ops::Deref for SpinGuard<'_, T> {
 }
 
 impl<T> std::ops::DerefMut for SpinGuard<'_, T> {
+    #[inline]
     fn deref_mut(&mut self) -> &mut T {
         // SAFETY: we hold the lock.
         unsafe { &mut *self.0.v.get() }
@@ -64,6 +77,7 @@ impl<T> std::ops::DerefMut for SpinGuard<'_, T> {
 }
 
 impl<T> Drop for SpinGuard<'_, T> {
+    #[inline]
     fn drop(&mut self) {
         self.0.held.store(false, Ordering::Release);
     }

@@ -271,8 +271,13 @@ fn get_completed(cq: &Cq, event_data: gni_cq_entry_t, post_descr: *mut *mut gni_
         unsafe { post_descr.write(std::ptr::null_mut()) };
         return GNI_RC_DESCRIPTOR_ERROR;
     };
-    softnic_fabric::check::release(crate::post::CHECK_DESC, d as usize, "GNI_GetCompleted");
-    softnic_fabric::trace::async_end("ugni", crate::post::TRACE_IN_FLIGHT, d as u64);
+    // Both hooks test their switch inline first: off, they cost a load, not a call.
+    if softnic_fabric::check::enabled() {
+        softnic_fabric::check::release(crate::post::CHECK_DESC, d as usize, "GNI_GetCompleted");
+    }
+    if softnic_fabric::trace::enabled() {
+        softnic_fabric::trace::async_end("ugni", crate::post::TRACE_IN_FLIGHT, d as u64);
+    }
     let st = cqe::status(event_data);
     // SAFETY: the descriptor the user posted (GNI-owned until now); checked non-NULL.
     unsafe {

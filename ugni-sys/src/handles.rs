@@ -137,59 +137,26 @@ impl<T> Table<T> {
     /// the lookup.  While `f` runs the cache entry is *pinned*: entries this thread drops
     /// from its cache meanwhile (a nested call that misses, a removal, e.g. from an event
     /// handler) are kept alive until the outermost `with` returns.
+    ///
+    /// Inlined into each exported function (one frame, `f` inlined too); a miss takes a
+    /// reference from the table instead ([`Table::get`], out of line).
+    #[inline(always)]
     pub fn with<R>(&self, h: *const c_void, f: impl FnOnce(&T) -> R) -> GniResult<R>
     where
         T: Send + Sync + 'static,
     {
         let k = self.key_of(h)?;
-        let epoch = HANDLE_EPOCH.load(Ordering::Acquire);
-        let ty = std::any::TypeId::of::<T>();
-        // One thread-local access: the cache lives as long as this thread, so its address
-        // serves the unpinning below too.
-        let Ok(cell) = HANDLE_CACHE.try_with(|c| c as *const std::cell::UnsafeCell<HandleCache>) else {
-            let v = self.get(h)?;
-            return Ok(f(&v));
-        };
-        let hit = {
-            // SAFETY: this thread's cache, alive for the whole call; the only reference
-            // to it in this block, which calls nothing that uses the cache.
-            let c = unsafe { &mut *(*cell).get() };
-            if c.epoch != epoch {
-                None
-            } else {
-                c.slots.iter().find(|e| e.key == k && e.ty == ty).map(|e| {
-                    c.pinned += 1;
-                    e.ptr as *const T
-                })
+        let (p, _hold) = match cache_pin(k, std::any::TypeId::of::<T>()) {
+            // SAFETY (of the dereference below): the cache entry's Arc (of type T: its
+            // TypeId matched) keeps the object alive: while pinned, this thread's cache
+            // never drops an entry (it defers it), and other threads never touch it.
+            Some((p, cell)) => (p as *const T, Hold::<T>::Pinned(Unpin(cell))),
+            None => {
+                let v = self.get(h)?;
+                (Arc::as_ptr(&v), Hold::Owned(v))
             }
         };
-        let Some(p) = hit else {
-            let v = self.get(h)?;
-            return Ok(f(&v));
-        };
-        struct Unpin(*const std::cell::UnsafeCell<HandleCache>);
-        impl Drop for Unpin {
-            #[inline]
-            fn drop(&mut self) {
-                // SAFETY: as above (the pinning call's thread, its cache still alive).
-                let c = unsafe { &mut *(*self.0).get() };
-                c.pinned -= 1;
-                if c.pinned == 0 && !c.deferred.is_empty() {
-                    drop_deferred(self.0);
-                }
-            }
-        }
-        /// Drops what the cache deferred while pinned (rare: an entry replaced meanwhile).
-        #[cold]
-        fn drop_deferred(cell: *const std::cell::UnsafeCell<HandleCache>) {
-            // SAFETY: as above; the reference ends before the entries are dropped.
-            let dead = std::mem::take(unsafe { &mut (*(*cell).get()).deferred });
-            drop(dead); // outside the cache: a destructor may look handles up
-        }
-        let _unpin = Unpin(cell);
-        // SAFETY: the cache entry's Arc (of type T: its TypeId matched) keeps the object
-        // alive: while pinned, this thread's cache never drops an entry (it defers it),
-        // and other threads never touch it.
+        // SAFETY: see the match above (or the Arc in `_hold`, alive till we return).
         Ok(f(unsafe { &*p }))
     }
 
@@ -268,6 +235,57 @@ fn cache_do<R>(g: impl FnOnce(&mut HandleCache) -> R) -> Option<R> {
             g(unsafe { &mut *c.get() })
         })
         .ok()
+}
+
+/// What keeps the object of a [`Table::with`] call alive: its pinned cache entry, or a
+/// reference taken from the table (a cache miss).
+#[allow(dead_code)] // the fields are held for their drop
+enum Hold<T> {
+    Pinned(Unpin),
+    Owned(Arc<T>),
+}
+
+/// Unpins this thread's handle cache when a [`Table::with`] call ends.
+struct Unpin(*const std::cell::UnsafeCell<HandleCache>);
+
+impl Drop for Unpin {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: the pinning call's thread, its cache still alive (it lives as long as the
+        // thread); no other reference to it exists while this runs.
+        let c = unsafe { &mut *(*self.0).get() };
+        c.pinned -= 1;
+        if c.pinned == 0 && !c.deferred.is_empty() {
+            drop_deferred(self.0);
+        }
+    }
+}
+
+/// Drops what the cache deferred while pinned (rare: an entry replaced meanwhile).
+#[cold]
+fn drop_deferred(cell: *const std::cell::UnsafeCell<HandleCache>) {
+    // SAFETY: as in `Unpin::drop`; the reference ends before the entries are dropped.
+    let dead = std::mem::take(unsafe { &mut (*(*cell).get()).deferred });
+    drop(dead); // outside the cache: a destructor may look handles up
+}
+
+/// The object of handle key `k` (of type `ty`) in this thread's cache, pinned (see
+/// [`Table::with`]), with the cache's address for the unpinning; None on a miss, after a
+/// removal anywhere (epoch) or while the thread is being torn down.  One thread-local
+/// access.
+#[inline(always)]
+fn cache_pin(k: u64, ty: std::any::TypeId) -> Option<(*const (), *const std::cell::UnsafeCell<HandleCache>)> {
+    let epoch = HANDLE_EPOCH.load(Ordering::Acquire);
+    let cell = HANDLE_CACHE.try_with(|c| c as *const std::cell::UnsafeCell<HandleCache>).ok()?;
+    // SAFETY: this thread's cache, alive for the whole call; the only reference to it in
+    // this block, which calls nothing that uses the cache.
+    let c = unsafe { &mut *(*cell).get() };
+    if c.epoch != epoch {
+        return None;
+    }
+    let p = c.slots.iter().find(|e| e.key == k && e.ty == ty)?.ptr;
+    c.pinned += 1;
+    Some((p, cell))
 }
 
 #[cfg(test)]

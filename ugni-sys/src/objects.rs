@@ -189,10 +189,25 @@ unsafe impl Sync for Cq {}
 
 pub use softnic_fabric::spin::{SpinGuard, SpinLock};
 
-#[derive(Default)]
+/// Outstanding post descriptors by token.  A slot holds a descriptor's address, or, when
+/// free, [`Slab::FREE`] with the next free token (an intrusive free list: taking and
+/// returning a token touch one slot and the list head).
 struct Slab {
-    slots: Vec<Option<usize>>,
-    free: Vec<u32>,
+    slots: Vec<u64>,
+    /// The first free token ([`Slab::NONE`]: none, the next token is a new slot).
+    free: u32,
+}
+
+impl Slab {
+    /// Marks a free slot (user-space addresses are below 2^63 on every Linux target).
+    const FREE: u64 = 1 << 63;
+    const NONE: u32 = u32::MAX;
+}
+
+impl Default for Slab {
+    fn default() -> Slab {
+        Slab { slots: Vec::new(), free: Slab::NONE }
+    }
 }
 
 impl Cq {
@@ -234,6 +249,7 @@ impl Cq {
 
     /// Appends a locally produced entry; a full CQ records an overrun and drops it
     /// (never blocks the poster).
+    #[inline]
     pub fn push(&self, e: CqEntry) {
         // SOFTNIC_FAULTS=cq_overrun: the event is lost as on a full CQ.
         if softnic_fabric::faults::hit(softnic_fabric::faults::Point::CqOverrun) {
@@ -245,31 +261,43 @@ impl Cq {
 
     /// Remembers a posted descriptor; its token goes into the CQE aux field.
     /// ERROR_RESOURCE when 2^22 descriptors are outstanding.
+    #[inline]
     pub fn add_desc(&self, d: *mut gni_post_descriptor_t) -> GniResult<u32> {
         let mut s = self.descs.lock();
-        if let Some(t) = s.free.pop() {
-            s.slots[t as usize] = Some(d as usize);
+        let t = s.free;
+        if t != Slab::NONE {
+            let slot = &mut s.slots[t as usize];
+            let next = *slot as u32;
+            *slot = d as u64;
+            s.free = next;
             return Ok(t);
         }
         let t = s.slots.len() as u64;
         if t > cqe::AUX_MASK {
             return Err(GNI_RC_ERROR_RESOURCE);
         }
-        s.slots.push(Some(d as usize));
+        s.slots.push(d as u64);
         Ok(t as u32)
     }
 
     /// Takes back the descriptor of `token` (GNI_GetCompleted).
+    #[inline]
     pub fn take_desc(&self, token: u32) -> Option<*mut gni_post_descriptor_t> {
         let mut s = self.descs.lock();
-        let d = s.slots.get_mut(token as usize)?.take()?;
-        s.free.push(token);
+        let free = s.free;
+        let slot = s.slots.get_mut(token as usize)?;
+        let d = *slot;
+        if d & Slab::FREE != 0 {
+            return None;
+        }
+        *slot = Slab::FREE | free as u64;
+        s.free = token;
         Some(d as *mut gni_post_descriptor_t)
     }
 
     /// Descriptors posted with an event and not yet returned by GNI_GetCompleted.
     pub fn outstanding_descs(&self) -> usize {
-        self.descs.lock().slots.iter().filter(|d| d.is_some()).count()
+        self.descs.lock().slots.iter().filter(|&&d| d & Slab::FREE == 0).count()
     }
 
     /// Returns a descriptor token unused (the post failed before producing an event).
@@ -403,6 +431,10 @@ pub struct Pins {
     /// The handle words of the last two uses that found no pin.
     misses: [Option<[u64; 2]>; 2],
     next_miss: usize,
+    /// The last two handles whose registrations the fabric cannot pin (several backings,
+    /// fallback memory): not tried again at every post that misses.
+    refused: [Option<[u64; 2]>; 2],
+    next_refused: usize,
 }
 
 /// A pinned registration, and its notify ring (where REMOTE events go) once looked up:
@@ -430,6 +462,13 @@ impl Pins {
         self.pins.iter().find(|e| e.words == w).map(|e| &e.pin)
     }
 
+    /// The pin of handle words `w` and its notify ring (as [`Pins::ring`]), found in one
+    /// search.
+    #[inline]
+    pub fn find_with_ring(&self, w: [u64; 2]) -> Option<(&softnic_fabric::rma::Pinned, Option<&Option<softnic_fabric::rma::PinnedRing<u64>>>)> {
+        self.pins.iter().find(|e| e.words == w).map(|e| (&e.pin, e.ring.as_ref()))
+    }
+
     /// The notify ring of the registration pinned for handle words `w`: None when not
     /// looked up yet, `Some(None)` when it has none.
     #[inline]
@@ -447,12 +486,25 @@ impl Pins {
     /// Notes a use of handle words `w` that found no pin: true when one of the last two
     /// misses was `w` too (worth pinning).
     pub fn missed(&mut self, w: [u64; 2]) -> bool {
+        if self.refused.contains(&Some(w)) {
+            return false;
+        }
         if self.misses.contains(&Some(w)) {
             return true;
         }
         self.misses[self.next_miss % 2] = Some(w);
         self.next_miss = self.next_miss.wrapping_add(1);
         false
+    }
+
+    /// Notes that the registration of handle words `w` cannot be pinned (its uses take
+    /// the general path without trying again, while it is among the last two refused).
+    pub fn refuse(&mut self, w: [u64; 2]) {
+        for m in self.misses.iter_mut().filter(|m| **m == Some(w)) {
+            *m = None;
+        }
+        self.refused[self.next_refused % 2] = Some(w);
+        self.next_refused = self.next_refused.wrapping_add(1);
     }
 
     /// Keeps `pin` for handle words `w`.

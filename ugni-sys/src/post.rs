@@ -520,16 +520,47 @@ fn pinned_post(engine: Engine, ep: &Ep, desc: *mut gni_post_descriptor_t) -> Opt
     if CrayHandle::from_words([words[0] & !CrayHandle::KIND_BITS, words[1]]).owner != *owner || !peer.seems_alive() {
         return None;
     }
-    b.pins.find(words)?;
-    if want_remote {
-        b.pins.ring(words)?;
-    }
-    if engine == Engine::Rdma {
-        let lpin = b.pins.find([lh.qword1, lh.qword2])?;
-        if !lpin.check(lpin.peer().live().ok()?).ok()?.covers(d.local_addr, d.length) {
-            return None;
+    // One search for the target's pin and its notify ring; a REMOTE event needs the ring
+    // looked up already (the general path does that).
+    let (pin, ring) = b.pins.find_with_ring(words)?;
+    let ring = if want_remote { Some(ring?) } else { None };
+    let live = peer.live_probed().ok()?;
+    let r = pin.check(live).ok()?;
+    // Everything the operation touches is checked before a token is taken, so from the
+    // token on it cannot fail (the checks are those of the stores below).
+    let (len, raddr) = (d.length, d.remote_addr);
+    let local = match op {
+        PinnedOp::Put(sync) => {
+            if !r.covers(raddr, len) || sync.is_some_and(|(faddr, _)| !r.can_store_u64_at(faddr)) {
+                return None;
+            }
+            if engine == Engine::Rdma {
+                // An RDMA source is a registration of ours, pinned too.
+                let lpin = b.pins.find([lh.qword1, lh.qword2])?;
+                if !lpin.check(lpin.peer().live().ok()?).ok()?.covers(d.local_addr, len) {
+                    return None;
+                }
+            }
+            None
         }
-    }
+        PinnedOp::Amo(amo) => {
+            let n = amo.width.bytes();
+            if !r.can_store_at(raddr, n) {
+                return None;
+            }
+            if amo.fetch {
+                // The fetched value lands in a registration of ours, pinned too.
+                let lpin = b.pins.find([lh.qword1, lh.qword2])?;
+                let l = lpin.check(lpin.peer().live().ok()?).ok()?;
+                if !l.can_store_at(d.local_addr, n) {
+                    return None;
+                }
+                Some(l)
+            } else {
+                None
+            }
+        }
+    };
     let token = match (want_event, cq) {
         (true, Some(cq)) => Some(cq.add_desc(desc).ok()?),
         _ => None,
@@ -539,18 +570,31 @@ fn pinned_post(engine: Engine, ep: &Ep, desc: *mut gni_post_descriptor_t) -> Opt
         (*desc).status = 0;
         (*desc).cq_mode_complete = 0;
     }
-    let done = match op {
-        PinnedOp::Put(sync) => put_pinned(b, words, d, d.length, sync),
-        PinnedOp::Amo(amo) => amo_pinned(b, words, d, amo),
-    };
-    if done != Some(true) {
-        if let (Some(t), Some(cq)) = (token, cq) {
-            cq.drop_desc(t);
+    match op {
+        PinnedOp::Put(sync) => {
+            // Checked above: neither store can fail.
+            let _ = r.put_at(raddr, local_bytes(d.local_addr, len));
+            if let Some((faddr, fval)) = sync {
+                let _ = r.store_u64_at(faddr, fval);
+            }
         }
-        return None;
+        PinnedOp::Amo(amo) => {
+            let Ok(old) = r.atomic_at(raddr, amo.width, amo.op) else {
+                // Not an operation the fabric applies (none that decode_amo makes): the
+                // general path gives the exact outcome.
+                if let (Some(t), Some(cq)) = (token, cq) {
+                    cq.drop_desc(t);
+                }
+                return None;
+            };
+            if let Some(l) = local {
+                // Checked above: cannot fail.
+                let _ = l.store_word_at(d.local_addr, old, amo.width.bytes());
+            }
+        }
     }
-    if want_remote {
-        remote_event_pinned(b, words, ep.remote_event(&st), ep.nic.pd_key());
+    if let Some(ring) = ring {
+        remote_event_pinned(ring, pin, live, ep.remote_event(&st), ep.nic.pd_key());
     }
     let local_data = Ep::local_event(&st);
     drop(st);
@@ -724,7 +768,13 @@ fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_d
             };
             let r = if via_pin == Some(true) {
                 if event.is_some() {
-                    remote_event_pinned(binding(), words, remote_data, pd);
+                    // put_pinned found the pin and the route, and the ring was looked up.
+                    let b = binding();
+                    if let (Some((pin, Some(ring))), Some((_, peer))) = (b.pins.find_with_ring(words), b.route.as_ref()) {
+                        if let Ok(live) = peer.live_probed() {
+                            remote_event_pinned(ring, pin, live, remote_data, pd);
+                        }
+                    }
                 }
                 Ok(())
             } else {
@@ -833,14 +883,13 @@ fn live_arc(b: &Binding) -> &Arc<softnic_fabric::rma::Peer> {
     &b.route.as_ref().expect("routed").1
 }
 
-/// Queues a pinned put's REMOTE event (`data`) at the target registration's notify ring,
-/// pinned with it (see `Pins::ring`): none when the registration has no ring, dropped
-/// when it overran (as the hardware drops it), and through the per-event path when the
-/// ring's pin went stale.
-fn remote_event_pinned(b: &Binding, words: [u64; 2], data: u32, pd: u64) {
+/// Queues a pinned put's REMOTE event (`data`) at the target registration's notify ring
+/// `ring`, pinned with the registration `pin` (see `Pins::ring`): none when the
+/// registration has no ring, dropped when it overran (as the hardware drops it), and
+/// through the per-event path when the ring's pin went stale.
+fn remote_event_pinned(ring: &Option<softnic_fabric::rma::PinnedRing<u64>>, pin: &softnic_fabric::rma::Pinned, live: Live<'_>, data: u32, pd: u64) {
+    let Some(ring) = ring else { return };
     let entry = cqe::make(cqe::SRC_REMOTE, cqe::TYPE_POST, Status::Ok, 0, data as u64);
-    let (Some(Some(ring)), Some(pin), Some((_, peer))) = (b.pins.ring(words), b.pins.find(words), b.route.as_ref()) else { return };
-    let Ok(live) = peer.live_probed() else { return };
     match ring.check(live) {
         Ok(r) => {
             if !r.push_or_overrun(&entry) {
@@ -862,9 +911,13 @@ fn pin_after(b: &mut Binding, words: [u64; 2], key: MemKey, own: bool, pd: u64) 
         return;
     }
     let peer = if own { softnic_fabric::rma::Peer::this().ok() } else { b.route.as_ref().map(|(_, p)| p.clone()) };
-    // Registrations the fabric cannot pin (several backings, the network engine) are not.
-    if let Some(pin) = peer.and_then(|p| softnic_fabric::rma::Pinned::registration(&p, key, true, pd).ok()) {
-        b.pins.add(words, pin);
+    // Registrations the fabric cannot pin (several backings, the network engine) are not,
+    // and are not tried again at each miss (a failed try costs a validation and a
+    // backing lookup on top of the general path).
+    match peer.map(|p| softnic_fabric::rma::Pinned::registration(&p, key, true, pd)) {
+        Some(Ok(pin)) => b.pins.add(words, pin),
+        Some(Err(softnic_fabric::Error::Unsupported)) => b.pins.refuse(words),
+        _ => {}
     }
 }
 
