@@ -25,8 +25,9 @@ fn out(r: R) -> Rc {
 }
 
 /// Shared core.  `result` is the local old-value buffer of a fetching AMO.
+#[inline(always)]
 fn amo(mode: Mode, addr: *mut c_void, seg: *mut SegDesc, pe: Pe, op: AmoOp, result: Option<*mut c_void>) -> R {
-    let _span = crate::rma::trace_span(mode, if result.is_some() { ["dmapp_afetch_op", "dmapp_afetch_op_nb", "dmapp_afetch_op_nbi"] } else { ["dmapp_aop", "dmapp_aop_nb", "dmapp_aop_nbi"] }, pe, 8);
+    let _span = crate::rma::trace_span(mode, if result.is_some() { ["dmapp_afetch_op", "dmapp_afetch_op_nb", "dmapp_afetch_op_nbi"] } else { ["dmapp_aop", "dmapp_aop_nb", "dmapp_aop_nbi"] }, pe, || 8);
     let job = live()?;
     if let Mode::Nb(p) = mode {
         if p.is_null() {
@@ -41,7 +42,7 @@ fn amo(mode: Mode, addr: *mut c_void, seg: *mut SegDesc, pe: Pe, op: AmoOp, resu
         return Err(DMAPP_RC_ALIGNMENT_ERROR);
     }
     let r = job.resolve(addr, seg, pe, 8, false)?;
-    Ok(issue(&job, mode, || {
+    Ok(issue(job, mode, || {
         let old = r.atomic(AmoWidth::I64, op, job.pd)?;
         if let Some(res) = result {
             // SAFETY: non-null, 8-aligned local result buffer (checked above).

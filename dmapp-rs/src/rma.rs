@@ -31,14 +31,24 @@ pub enum Mode {
 
 /// Runs a validated request and reports it by completion class.  For `_nb` the
 /// syncid slot is claimed before anything moves, so NO_SPACE has no side effects.
+/// `exec` is called at one place, so that it inlines here.
+#[inline(always)]
 pub fn issue(job: &Job, mode: Mode, exec: impl FnOnce() -> softnic_fabric::Result<()>) -> Rc {
     // SOFTNIC_FAULTS=transfer: the request is lost in the network (nothing moves), as a
     // timed-out transaction: DMAPP_RC_TRANSACTION_ERROR where this request reports.
     let lost = softnic_fabric::faults::hit(softnic_fabric::faults::Point::Transfer);
-    let exec = move || if lost { Err(softnic_fabric::Error::Timeout) } else { exec() };
+    let slot = match mode {
+        Mode::Nb(out) if out.is_null() => return DMAPP_RC_INVALID_PARAM,
+        Mode::Nb(_) => match lock(&job.sync).reserve() {
+            Ok(s) => Some(s),
+            Err(rc) => return rc,
+        },
+        _ => None,
+    };
+    let done = if lost { Err(softnic_fabric::Error::Timeout) } else { exec() };
     match mode {
         Mode::Blocking => {
-            let rc = match exec() {
+            let rc = match done {
                 Ok(()) => DMAPP_RC_SUCCESS,
                 Err(e) => crate::rc::from_rma(e),
             };
@@ -47,15 +57,8 @@ pub fn issue(job: &Job, mode: Mode, exec: impl FnOnce() -> softnic_fabric::Resul
             rc
         }
         Mode::Nb(out) => {
-            if out.is_null() {
-                return DMAPP_RC_INVALID_PARAM;
-            }
-            let slot = match lock(&job.sync).reserve() {
-                Ok(s) => s,
-                Err(rc) => return rc,
-            };
-            let rc = exec().map_or_else(crate::rc::from_rma, |_| DMAPP_RC_SUCCESS);
-            let h = lock(&job.sync).complete(slot, rc);
+            let rc = done.map_or_else(crate::rc::from_rma, |_| DMAPP_RC_SUCCESS);
+            let h = lock(&job.sync).complete(slot.unwrap_or_default(), rc);
             // SAFETY: non-null pointer to the caller's handle.
             unsafe { out.write_unaligned(h) };
             if softnic_fabric::trace::enabled() {
@@ -64,7 +67,7 @@ pub fn issue(job: &Job, mode: Mode, exec: impl FnOnce() -> softnic_fabric::Resul
             DMAPP_RC_SUCCESS
         }
         Mode::Nbi => {
-            if let Err(e) = exec() {
+            if let Err(e) = done {
                 job.note_gsync(crate::rc::from_rma(e));
             }
             if softnic_fabric::trace::enabled() {
@@ -149,8 +152,18 @@ fn out(r: R) -> Rc {
 // ---- contiguous -------------------------------------------------------------------
 
 /// The timeline's span of a call of the family `names` (blocking, `_nb`, `_nbi`).
-#[inline]
-pub fn trace_span(mode: Mode, names: [&'static str; 3], pe: Pe, bytes: u64) -> Option<softnic_fabric::trace::Span> {
+/// Tracing off: one inlined load, and `bytes` is not evaluated.
+#[inline(always)]
+pub fn trace_span(mode: Mode, names: [&'static str; 3], pe: Pe, bytes: impl FnOnce() -> u64) -> Option<softnic_fabric::trace::Span> {
+    if !softnic_fabric::trace::enabled() {
+        return None;
+    }
+    start_span(mode, names, pe, bytes())
+}
+
+#[cold]
+#[inline(never)]
+fn start_span(mode: Mode, names: [&'static str; 3], pe: Pe, bytes: u64) -> Option<softnic_fabric::trace::Span> {
     let name = match mode {
         Mode::Blocking => names[0],
         Mode::Nb(_) => names[1],
@@ -159,8 +172,9 @@ pub fn trace_span(mode: Mode, names: [&'static str; 3], pe: Pe, bytes: u64) -> O
     softnic_fabric::trace::span("dmapp", name).map(|s| s.arg("pe", pe as u64).arg("bytes", bytes))
 }
 
+#[inline(always)]
 fn put(mode: Mode, ta: *mut c_void, ts: *mut SegDesc, pe: Pe, sa: *mut c_void, n: u64, ty: c_int) -> R {
-    let _span = trace_span(mode, ["dmapp_put", "dmapp_put_nb", "dmapp_put_nbi"], pe, n.saturating_mul(size_of(ty).unwrap_or(0)));
+    let _span = trace_span(mode, ["dmapp_put", "dmapp_put_nb", "dmapp_put_nbi"], pe, || n.saturating_mul(size_of(ty).unwrap_or(0)));
     let job = live()?;
     let size = size_of(ty)?;
     check_mode(mode)?;
@@ -169,7 +183,7 @@ fn put(mode: Mode, ta: *mut c_void, ts: *mut SegDesc, pe: Pe, sa: *mut c_void, n
         return Err(DMAPP_RC_INVALID_PARAM);
     }
     let r = job.resolve(ta, ts, pe, len as u64, false)?;
-    Ok(issue(&job, mode, || {
+    Ok(issue(job, mode, || {
         if len == 0 {
             return Ok(());
         }
@@ -227,8 +241,9 @@ fn check_watch(mode: Mode, watch: Watch, buf: usize, len: usize, pe: Pe, remote:
 /// SOFTNIC_CHECK: the space of DMAPP targets in the race table (PE, symmetric address).
 const CHECK_RACE: u64 = 0xd0d0;
 
+#[inline(always)]
 fn get(mode: Mode, ta: *mut c_void, sa: *mut c_void, ss: *mut SegDesc, pe: Pe, n: u64, ty: c_int) -> R {
-    let _span = trace_span(mode, ["dmapp_get", "dmapp_get_nb", "dmapp_get_nbi"], pe, n.saturating_mul(size_of(ty).unwrap_or(0)));
+    let _span = trace_span(mode, ["dmapp_get", "dmapp_get_nb", "dmapp_get_nbi"], pe, || n.saturating_mul(size_of(ty).unwrap_or(0)));
     let job = live()?;
     let size = size_of(ty)?;
     check_mode(mode)?;
@@ -237,7 +252,7 @@ fn get(mode: Mode, ta: *mut c_void, sa: *mut c_void, ss: *mut SegDesc, pe: Pe, n
     }
     let len = bytes(n, size)?;
     let r = job.resolve(sa, ss, pe, len as u64, false)?;
-    Ok(issue(&job, mode, || {
+    Ok(issue(job, mode, || {
         // SAFETY: the caller's target buffer of nelems elements.
         let dst = unsafe { std::slice::from_raw_parts_mut(ta as *mut u8, len) };
         rma::get(&r.peer, r.key, r.addr, dst, job.pd)
@@ -262,7 +277,7 @@ fn iput(mode: Mode, ta: *mut c_void, ts: *mut SegDesc, pe: Pe, sa: *mut c_void, 
     let ext = span(n, tst as i64, size)?;
     span(n, sst as i64, size).and_then(|b| bytes(b, 1))?;
     let r = job.resolve(ta, ts, pe, ext, false)?;
-    Ok(issue(&job, mode, || {
+    Ok(issue(job, mode, || {
         if n == 0 {
             return Ok(());
         }
@@ -296,7 +311,7 @@ fn iget(mode: Mode, ta: *mut c_void, sa: *mut c_void, ss: *mut SegDesc, pe: Pe, 
     let ext = span(n, sst as i64, size)?;
     span(n, tst as i64, size).and_then(|b| bytes(b, 1))?;
     let r = job.resolve(sa, ss, pe, ext, false)?;
-    Ok(issue(&job, mode, || {
+    Ok(issue(job, mode, || {
         probe(&r, job.pd, 0, ext)?;
         for k in 0..n {
             // SAFETY: element k of the caller's strided target.
@@ -343,7 +358,7 @@ fn ixput(mode: Mode, ta: *mut c_void, ts: *mut SegDesc, pe: Pe, sa: *mut c_void,
     bytes(n, size)?;
     let (idx, lo, hi) = indices(tidx, n, size)?;
     let r = job.resolve(ta, ts, pe, hi, false)?;
-    Ok(issue(&job, mode, || {
+    Ok(issue(job, mode, || {
         if n == 0 {
             return Ok(());
         }
@@ -373,7 +388,7 @@ fn ixget(mode: Mode, ta: *mut c_void, sa: *mut c_void, ss: *mut SegDesc, pe: Pe,
         return Err(DMAPP_RC_ALIGNMENT_ERROR);
     }
     let r = job.resolve(sa, ss, pe, hi, false)?;
-    Ok(issue(&job, mode, || {
+    Ok(issue(job, mode, || {
         probe(&r, job.pd, lo, hi)?;
         for (k, &i) in idx.iter().enumerate() {
             // SAFETY: element k of the caller's contiguous target.
@@ -410,7 +425,7 @@ fn put_pes(mode: Mode, ta: *mut c_void, ts: *mut SegDesc, list: *mut Pe, np: u32
         return Err(DMAPP_RC_INVALID_PARAM);
     }
     let rs = pes.iter().map(|&pe| job.resolve(ta, ts, pe, len as u64, true)).collect::<Result<Vec<_>, _>>()?;
-    Ok(issue(&job, mode, || {
+    Ok(issue(job, mode, || {
         if len == 0 {
             return Ok(());
         }
@@ -437,7 +452,7 @@ fn gather(mode: Mode, ta: *mut c_void, sa: *mut c_void, ss: *mut SegDesc, list: 
     let len = bytes(n, size)?;
     bytes(len as u64, np as u64)?;
     let rs = pes.iter().map(|&pe| job.resolve(sa, ss, pe, len as u64, true)).collect::<Result<Vec<_>, _>>()?;
-    Ok(issue(&job, mode, || {
+    Ok(issue(job, mode, || {
         for (i, r) in rs.iter().enumerate() {
             // SAFETY: block i of the caller's target.
             let dst = unsafe { std::slice::from_raw_parts_mut((ta as *mut u8).add(i * len), len) };
