@@ -11,7 +11,7 @@
 //! own atomics and every other PE's AMOs.
 
 use crate::job::live;
-use crate::rma::{family, issue, Mode};
+use crate::rma::{family, Issue, Mode};
 use crate::types::*;
 use softnic_fabric::atomic::{AmoOp, AmoWidth};
 use std::ffi::c_void;
@@ -27,7 +27,7 @@ fn out(r: R) -> Rc {
 /// Shared core.  `result` is the local old-value buffer of a fetching AMO.
 #[inline(always)]
 fn amo(mode: Mode, addr: *mut c_void, seg: *mut SegDesc, pe: Pe, op: AmoOp, result: Option<*mut c_void>) -> R {
-    let _span = crate::rma::trace_span(mode, if result.is_some() { ["dmapp_afetch_op", "dmapp_afetch_op_nb", "dmapp_afetch_op_nbi"] } else { ["dmapp_aop", "dmapp_aop_nb", "dmapp_aop_nbi"] }, pe, || 8);
+    let _span = crate::rma::trace_span(mode, || if result.is_some() { ["dmapp_afetch_op", "dmapp_afetch_op_nb", "dmapp_afetch_op_nbi"] } else { ["dmapp_aop", "dmapp_aop_nb", "dmapp_aop_nbi"] }, pe, || 8);
     let job = live()?;
     if let Mode::Nb(p) = mode {
         if p.is_null() {
@@ -42,14 +42,15 @@ fn amo(mode: Mode, addr: *mut c_void, seg: *mut SegDesc, pe: Pe, op: AmoOp, resu
         return Err(DMAPP_RC_ALIGNMENT_ERROR);
     }
     let r = job.resolve(addr, seg, pe, 8, false)?;
-    Ok(issue(job, mode, || {
-        let old = r.atomic(AmoWidth::I64, op, job.pd)?;
+    let t = Issue::begin(job, mode)?;
+    let done = if t.lost { Err(softnic_fabric::Error::Timeout) } else { r.atomic(AmoWidth::I64, op, job.pd) };
+    let done = done.map(|old| {
         if let Some(res) = result {
             // SAFETY: non-null, 8-aligned local result buffer (checked above).
             unsafe { (res as *mut u64).write(old) };
         }
-        Ok(())
-    }))
+    });
+    Ok(t.finish(job, mode, done))
 }
 
 fn aadd(m: Mode, t: *mut c_void, s: *mut SegDesc, pe: Pe, v: i64) -> R {

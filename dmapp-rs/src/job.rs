@@ -78,35 +78,43 @@ pub struct Remote<'a> {
 
 impl Remote<'_> {
     /// Writes `src` at the access's address: through the pin when it serves, else (and
-    /// for the exact error) through the per-access path.
-    #[inline]
+    /// for the exact error) through the per-access path.  Inlined into the put family: the
+    /// pinned case is a few loads and one store.
+    #[inline(always)]
     pub fn put(&self, src: &[u8], pd: u64) -> softnic_fabric::Result<()> {
         if let Some(pin) = self.pin {
-            let done = self.peer.live().and_then(|l| {
-                let p = pin.check(l)?;
-                match src.len() {
-                    // An aligned word (a QW or DW put): one store, not a call to memmove.
-                    8 if self.addr % 8 == 0 => p.store_word_at(self.addr, u64::from_ne_bytes(src.try_into().unwrap_or([0; 8])), 8),
-                    4 if self.addr % 4 == 0 => p.store_word_at(self.addr, u32::from_ne_bytes(src.try_into().unwrap_or([0; 4])) as u64, 4),
-                    _ => p.put_at(self.addr, src),
-                }
-            });
-            if done.is_ok() {
+            if self.put_pinned(pin, src).is_ok() {
                 return Ok(());
             }
         }
         rma::put(self.peer, self.key, self.addr, src, pd)
     }
 
+    #[inline(always)]
+    fn put_pinned(&self, pin: &Pinned, src: &[u8]) -> softnic_fabric::Result<()> {
+        let p = pin.check(self.peer.live()?)?;
+        match src.len() {
+            // An aligned word (a QW or DW put): one store, not a call to memmove.
+            8 if self.addr % 8 == 0 => p.store_word_at(self.addr, u64::from_ne_bytes(src.try_into().unwrap_or([0; 8])), 8),
+            4 if self.addr % 4 == 0 => p.store_word_at(self.addr, u32::from_ne_bytes(src.try_into().unwrap_or([0; 4])) as u64, 4),
+            _ => p.put_at(self.addr, src),
+        }
+    }
+
     /// Applies `op` at the access's address (as [`Remote::put`]) and returns the old value.
-    #[inline]
+    #[inline(always)]
     pub fn atomic(&self, width: AmoWidth, op: AmoOp, pd: u64) -> softnic_fabric::Result<u64> {
         if let Some(pin) = self.pin {
-            if let Ok(old) = self.peer.live().and_then(|l| pin.check(l)?.atomic_at(self.addr, width, op)) {
+            if let Ok(old) = self.atomic_pinned(pin, width, op) {
                 return Ok(old);
             }
         }
         rma::atomic(self.peer, self.key, self.addr, width, op, pd)
+    }
+
+    #[inline(always)]
+    fn atomic_pinned(&self, pin: &Pinned, width: AmoWidth, op: AmoOp) -> softnic_fabric::Result<u64> {
+        pin.check(self.peer.live()?)?.atomic_at(self.addr, width, op)
     }
 }
 

@@ -29,51 +29,76 @@ pub enum Mode {
     Nbi,
 }
 
-/// Runs a validated request and reports it by completion class.  For `_nb` the
-/// syncid slot is claimed before anything moves, so NO_SPACE has no side effects.
-/// `exec` is called at one place, so that it inlines here.
-#[inline(always)]
+/// Runs a validated request and reports it by completion class: [`Issue::begin`], the
+/// request unless the fault point lost it, [`Issue::finish`].
 pub fn issue(job: &Job, mode: Mode, exec: impl FnOnce() -> softnic_fabric::Result<()>) -> Rc {
-    // SOFTNIC_FAULTS=transfer: the request is lost in the network (nothing moves), as a
-    // timed-out transaction: DMAPP_RC_TRANSACTION_ERROR where this request reports.
-    let lost = softnic_fabric::faults::hit(softnic_fabric::faults::Point::Transfer);
-    let slot = match mode {
-        Mode::Nb(out) if out.is_null() => return DMAPP_RC_INVALID_PARAM,
-        Mode::Nb(_) => match lock(&job.sync).reserve() {
-            Ok(s) => Some(s),
-            Err(rc) => return rc,
-        },
-        _ => None,
-    };
-    let done = if lost { Err(softnic_fabric::Error::Timeout) } else { exec() };
-    match mode {
-        Mode::Blocking => {
-            let rc = match done {
-                Ok(()) => DMAPP_RC_SUCCESS,
-                Err(e) => crate::rc::from_rma(e),
-            };
-            // A blocking call is a wait for the network: the progress callbacks run.
-            crate::progress::run();
-            rc
+    match Issue::begin(job, mode) {
+        Ok(t) => {
+            let done = if t.lost { Err(softnic_fabric::Error::Timeout) } else { exec() };
+            t.finish(job, mode, done)
         }
-        Mode::Nb(out) => {
-            let rc = done.map_or_else(crate::rc::from_rma, |_| DMAPP_RC_SUCCESS);
-            let h = lock(&job.sync).complete(slot.unwrap_or_default(), rc);
-            // SAFETY: non-null pointer to the caller's handle.
-            unsafe { out.write_unaligned(h) };
-            if softnic_fabric::trace::enabled() {
-                softnic_fabric::trace::async_begin("dmapp", TRACE_NB, h as u64, &[]);
+        Err(rc) => rc,
+    }
+}
+
+/// A validated request between its issue and its report.  The hot calls (put, get, AMOs)
+/// run their transfer between the two halves themselves: a closure shared by the three
+/// exports of a family would not inline.
+pub struct Issue {
+    /// SOFTNIC_FAULTS=transfer: the request is lost in the network (nothing moves), as a
+    /// timed-out transaction: DMAPP_RC_TRANSACTION_ERROR where this request reports.
+    pub lost: bool,
+    /// The syncid slot of an `_nb` request.
+    slot: u32,
+}
+
+impl Issue {
+    /// Before anything moves: the fault point, then for `_nb` the syncid slot (so that
+    /// NO_SPACE has no side effects).  Err: the call's return code.
+    #[inline(always)]
+    pub fn begin(job: &Job, mode: Mode) -> Result<Issue, Rc> {
+        let lost = softnic_fabric::faults::hit(softnic_fabric::faults::Point::Transfer);
+        let slot = match mode {
+            Mode::Nb(out) if out.is_null() => return Err(DMAPP_RC_INVALID_PARAM),
+            Mode::Nb(_) => lock(&job.sync).reserve()?,
+            _ => 0,
+        };
+        Ok(Issue { lost, slot })
+    }
+
+    /// Reports the request's outcome `done` by completion class: returned by a blocking
+    /// call, kept in the syncid of `_nb`, kept for the next gsync of `_nbi`.
+    #[inline(always)]
+    pub fn finish(self, job: &Job, mode: Mode, done: softnic_fabric::Result<()>) -> Rc {
+        match mode {
+            Mode::Blocking => {
+                let rc = match done {
+                    Ok(()) => DMAPP_RC_SUCCESS,
+                    Err(e) => crate::rc::from_rma(e),
+                };
+                // A blocking call is a wait for the network: the progress callbacks run.
+                crate::progress::run();
+                rc
             }
-            DMAPP_RC_SUCCESS
-        }
-        Mode::Nbi => {
-            if let Err(e) = done {
-                job.note_gsync(crate::rc::from_rma(e));
+            Mode::Nb(out) => {
+                let rc = done.map_or_else(crate::rc::from_rma, |_| DMAPP_RC_SUCCESS);
+                let h = lock(&job.sync).complete(self.slot, rc);
+                // SAFETY: non-null pointer to the caller's handle (checked in begin).
+                unsafe { out.write_unaligned(h) };
+                if softnic_fabric::trace::enabled() {
+                    softnic_fabric::trace::async_begin("dmapp", TRACE_NB, h as u64, &[]);
+                }
+                DMAPP_RC_SUCCESS
             }
-            if softnic_fabric::trace::enabled() {
-                trace_nbi_begin();
+            Mode::Nbi => {
+                if let Err(e) = done {
+                    job.note_gsync(crate::rc::from_rma(e));
+                }
+                if softnic_fabric::trace::enabled() {
+                    trace_nbi_begin();
+                }
+                DMAPP_RC_SUCCESS
             }
-            DMAPP_RC_SUCCESS
         }
     }
 }
@@ -152,13 +177,13 @@ fn out(r: R) -> Rc {
 // ---- contiguous -------------------------------------------------------------------
 
 /// The timeline's span of a call of the family `names` (blocking, `_nb`, `_nbi`).
-/// Tracing off: one inlined load, and `bytes` is not evaluated.
+/// Tracing off: one inlined load; `names` and `bytes` are not evaluated.
 #[inline(always)]
-pub fn trace_span(mode: Mode, names: [&'static str; 3], pe: Pe, bytes: impl FnOnce() -> u64) -> Option<softnic_fabric::trace::Span> {
+pub fn trace_span(mode: Mode, names: impl FnOnce() -> [&'static str; 3], pe: Pe, bytes: impl FnOnce() -> u64) -> Option<softnic_fabric::trace::Span> {
     if !softnic_fabric::trace::enabled() {
         return None;
     }
-    start_span(mode, names, pe, bytes())
+    start_span(mode, names(), pe, bytes())
 }
 
 #[cold]
@@ -174,7 +199,7 @@ fn start_span(mode: Mode, names: [&'static str; 3], pe: Pe, bytes: u64) -> Optio
 
 #[inline(always)]
 fn put(mode: Mode, ta: *mut c_void, ts: *mut SegDesc, pe: Pe, sa: *mut c_void, n: u64, ty: c_int) -> R {
-    let _span = trace_span(mode, ["dmapp_put", "dmapp_put_nb", "dmapp_put_nbi"], pe, || n.saturating_mul(size_of(ty).unwrap_or(0)));
+    let _span = trace_span(mode, || ["dmapp_put", "dmapp_put_nb", "dmapp_put_nbi"], pe, || n.saturating_mul(size_of(ty).unwrap_or(0)));
     let job = live()?;
     let size = size_of(ty)?;
     check_mode(mode)?;
@@ -183,14 +208,16 @@ fn put(mode: Mode, ta: *mut c_void, ts: *mut SegDesc, pe: Pe, sa: *mut c_void, n
         return Err(DMAPP_RC_INVALID_PARAM);
     }
     let r = job.resolve(ta, ts, pe, len as u64, false)?;
-    Ok(issue(job, mode, || {
-        if len == 0 {
-            return Ok(());
-        }
+    let t = Issue::begin(job, mode)?;
+    let done = if t.lost {
+        Err(softnic_fabric::Error::Timeout)
+    } else if len == 0 {
+        Ok(())
+    } else {
         // SAFETY: the caller's source buffer of nelems elements.
-        let src = unsafe { std::slice::from_raw_parts(sa as *const u8, len) };
-        r.put(src, job.pd)
-    }))
+        r.put(unsafe { std::slice::from_raw_parts(sa as *const u8, len) }, job.pd)
+    };
+    Ok(t.finish(job, mode, done))
     .inspect(|&rc| {
         if rc == DMAPP_RC_SUCCESS && len > 0 && softnic_fabric::check::enabled() {
             check_watch(mode, Watch::PutSource, sa as usize, len, pe, r.addr);
@@ -243,7 +270,7 @@ const CHECK_RACE: u64 = 0xd0d0;
 
 #[inline(always)]
 fn get(mode: Mode, ta: *mut c_void, sa: *mut c_void, ss: *mut SegDesc, pe: Pe, n: u64, ty: c_int) -> R {
-    let _span = trace_span(mode, ["dmapp_get", "dmapp_get_nb", "dmapp_get_nbi"], pe, || n.saturating_mul(size_of(ty).unwrap_or(0)));
+    let _span = trace_span(mode, || ["dmapp_get", "dmapp_get_nb", "dmapp_get_nbi"], pe, || n.saturating_mul(size_of(ty).unwrap_or(0)));
     let job = live()?;
     let size = size_of(ty)?;
     check_mode(mode)?;
@@ -252,11 +279,14 @@ fn get(mode: Mode, ta: *mut c_void, sa: *mut c_void, ss: *mut SegDesc, pe: Pe, n
     }
     let len = bytes(n, size)?;
     let r = job.resolve(sa, ss, pe, len as u64, false)?;
-    Ok(issue(job, mode, || {
+    let t = Issue::begin(job, mode)?;
+    let done = if t.lost {
+        Err(softnic_fabric::Error::Timeout)
+    } else {
         // SAFETY: the caller's target buffer of nelems elements.
-        let dst = unsafe { std::slice::from_raw_parts_mut(ta as *mut u8, len) };
-        rma::get(&r.peer, r.key, r.addr, dst, job.pd)
-    }))
+        rma::get(r.peer, r.key, r.addr, unsafe { std::slice::from_raw_parts_mut(ta as *mut u8, len) }, job.pd)
+    };
+    Ok(t.finish(job, mode, done))
     .inspect(|&rc| {
         if rc == DMAPP_RC_SUCCESS && softnic_fabric::check::enabled() {
             check_watch(mode, Watch::GetDestination, ta as usize, len, pe, r.addr);
