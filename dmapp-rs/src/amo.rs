@@ -24,7 +24,9 @@ fn out(r: R) -> Rc {
     }
 }
 
-/// Shared core.  `result` is the local old-value buffer of a fetching AMO.
+/// Shared core.  `result` is the local old-value buffer of a fetching AMO.  Inlined with
+/// the operations below into each export, so that the operation and completion class are
+/// constants there.
 #[inline(always)]
 fn amo(mode: Mode, addr: *mut c_void, seg: *mut SegDesc, pe: Pe, op: AmoOp, result: Option<*mut c_void>) -> R {
     let _span = crate::rma::trace_span(mode, || if result.is_some() { ["dmapp_afetch_op", "dmapp_afetch_op_nb", "dmapp_afetch_op_nbi"] } else { ["dmapp_aop", "dmapp_aop_nb", "dmapp_aop_nbi"] }, pe, || 8);
@@ -53,34 +55,44 @@ fn amo(mode: Mode, addr: *mut c_void, seg: *mut SegDesc, pe: Pe, op: AmoOp, resu
     Ok(t.finish(job, mode, done))
 }
 
+#[inline(always)]
 fn aadd(m: Mode, t: *mut c_void, s: *mut SegDesc, pe: Pe, v: i64) -> R {
     amo(m, t, s, pe, AmoOp::Add(v as u64), None)
 }
+#[inline(always)]
 fn aand(m: Mode, t: *mut c_void, s: *mut SegDesc, pe: Pe, v: i64) -> R {
     amo(m, t, s, pe, AmoOp::And(v as u64), None)
 }
+#[inline(always)]
 fn aor(m: Mode, t: *mut c_void, s: *mut SegDesc, pe: Pe, v: i64) -> R {
     amo(m, t, s, pe, AmoOp::Or(v as u64), None)
 }
+#[inline(always)]
 fn axor(m: Mode, t: *mut c_void, s: *mut SegDesc, pe: Pe, v: i64) -> R {
     amo(m, t, s, pe, AmoOp::Xor(v as u64), None)
 }
+#[inline(always)]
 fn afadd(m: Mode, t: *mut c_void, a: *mut c_void, s: *mut SegDesc, pe: Pe, v: i64) -> R {
     amo(m, a, s, pe, AmoOp::Add(v as u64), Some(t))
 }
+#[inline(always)]
 fn afand(m: Mode, t: *mut c_void, a: *mut c_void, s: *mut SegDesc, pe: Pe, v: i64) -> R {
     amo(m, a, s, pe, AmoOp::And(v as u64), Some(t))
 }
+#[inline(always)]
 fn afor(m: Mode, t: *mut c_void, a: *mut c_void, s: *mut SegDesc, pe: Pe, v: i64) -> R {
     amo(m, a, s, pe, AmoOp::Or(v as u64), Some(t))
 }
+#[inline(always)]
 fn afxor(m: Mode, t: *mut c_void, a: *mut c_void, s: *mut SegDesc, pe: Pe, v: i64) -> R {
     amo(m, a, s, pe, AmoOp::Xor(v as u64), Some(t))
 }
+#[inline(always)]
 #[allow(non_snake_case)]
 fn afax(m: Mode, t: *mut c_void, a: *mut c_void, s: *mut SegDesc, pe: Pe, andMask: i64, xorMask: i64) -> R {
     amo(m, a, s, pe, AmoOp::AndXor { and: andMask as u64, xor: xorMask as u64 }, Some(t))
 }
+#[inline(always)]
 fn acswap(m: Mode, t: *mut c_void, a: *mut c_void, s: *mut SegDesc, pe: Pe, comperand: i64, swaperand: i64) -> R {
     amo(m, a, s, pe, AmoOp::CompareSwap { compare: comperand as u64, swap: swaperand as u64 }, Some(t))
 }
