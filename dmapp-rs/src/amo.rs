@@ -29,7 +29,23 @@ fn out(r: R) -> Rc {
 /// constants there.
 #[inline(always)]
 fn amo(mode: Mode, addr: *mut c_void, seg: *mut SegDesc, pe: Pe, op: AmoOp, result: Option<*mut c_void>) -> R {
-    let _span = crate::rma::trace_span(mode, || if result.is_some() { ["dmapp_afetch_op", "dmapp_afetch_op_nb", "dmapp_afetch_op_nbi"] } else { ["dmapp_aop", "dmapp_aop_nb", "dmapp_aop_nbi"] }, pe, || 8);
+    if softnic_fabric::trace::enabled() {
+        return amo_traced(mode, addr, seg, pe, op, result);
+    }
+    amo_untraced(mode, addr, seg, pe, op, result)
+}
+
+/// [`amo`] inside its span on the timeline (see [`crate::rma::start_span`]).
+#[cold]
+#[inline(never)]
+fn amo_traced(mode: Mode, addr: *mut c_void, seg: *mut SegDesc, pe: Pe, op: AmoOp, result: Option<*mut c_void>) -> R {
+    let names = if result.is_some() { ["dmapp_afetch_op", "dmapp_afetch_op_nb", "dmapp_afetch_op_nbi"] } else { ["dmapp_aop", "dmapp_aop_nb", "dmapp_aop_nbi"] };
+    let _span = crate::rma::start_span(mode, names, pe, 8);
+    amo_untraced(mode, addr, seg, pe, op, result)
+}
+
+#[inline(always)]
+fn amo_untraced(mode: Mode, addr: *mut c_void, seg: *mut SegDesc, pe: Pe, op: AmoOp, result: Option<*mut c_void>) -> R {
     let job = live()?;
     if let Mode::Nb(p) = mode {
         if p.is_null() {

@@ -177,18 +177,13 @@ fn out(r: R) -> Rc {
 // ---- contiguous -------------------------------------------------------------------
 
 /// The timeline's span of a call of the family `names` (blocking, `_nb`, `_nbi`).
-/// Tracing off: one inlined load; `names` and `bytes` are not evaluated.
-#[inline(always)]
-pub fn trace_span(mode: Mode, names: impl FnOnce() -> [&'static str; 3], pe: Pe, bytes: impl FnOnce() -> u64) -> Option<softnic_fabric::trace::Span> {
-    if !softnic_fabric::trace::enabled() {
-        return None;
-    }
-    start_span(mode, names(), pe, bytes())
-}
-
+///
+/// The hot calls (put, get, AMOs) test `trace::enabled()` (one inlined load) and, when on,
+/// run their body in a separate cold function inside this span: the span, a large value
+/// with a destructor, then never sits in the untraced path's frame.
 #[cold]
 #[inline(never)]
-fn start_span(mode: Mode, names: [&'static str; 3], pe: Pe, bytes: u64) -> Option<softnic_fabric::trace::Span> {
+pub fn start_span(mode: Mode, names: [&'static str; 3], pe: Pe, bytes: u64) -> Option<softnic_fabric::trace::Span> {
     let name = match mode {
         Mode::Blocking => names[0],
         Mode::Nb(_) => names[1],
@@ -199,7 +194,21 @@ fn start_span(mode: Mode, names: [&'static str; 3], pe: Pe, bytes: u64) -> Optio
 
 #[inline(always)]
 fn put(mode: Mode, ta: *mut c_void, ts: *mut SegDesc, pe: Pe, sa: *mut c_void, n: u64, ty: c_int) -> R {
-    let _span = trace_span(mode, || ["dmapp_put", "dmapp_put_nb", "dmapp_put_nbi"], pe, || n.saturating_mul(size_of(ty).unwrap_or(0)));
+    if softnic_fabric::trace::enabled() {
+        return put_traced(mode, ta, ts, pe, sa, n, ty);
+    }
+    put_untraced(mode, ta, ts, pe, sa, n, ty)
+}
+
+#[cold]
+#[inline(never)]
+fn put_traced(mode: Mode, ta: *mut c_void, ts: *mut SegDesc, pe: Pe, sa: *mut c_void, n: u64, ty: c_int) -> R {
+    let _span = start_span(mode, ["dmapp_put", "dmapp_put_nb", "dmapp_put_nbi"], pe, n.saturating_mul(size_of(ty).unwrap_or(0)));
+    put_untraced(mode, ta, ts, pe, sa, n, ty)
+}
+
+#[inline(always)]
+fn put_untraced(mode: Mode, ta: *mut c_void, ts: *mut SegDesc, pe: Pe, sa: *mut c_void, n: u64, ty: c_int) -> R {
     let job = live()?;
     let size = size_of(ty)?;
     check_mode(mode)?;
@@ -270,7 +279,21 @@ const CHECK_RACE: u64 = 0xd0d0;
 
 #[inline(always)]
 fn get(mode: Mode, ta: *mut c_void, sa: *mut c_void, ss: *mut SegDesc, pe: Pe, n: u64, ty: c_int) -> R {
-    let _span = trace_span(mode, || ["dmapp_get", "dmapp_get_nb", "dmapp_get_nbi"], pe, || n.saturating_mul(size_of(ty).unwrap_or(0)));
+    if softnic_fabric::trace::enabled() {
+        return get_traced(mode, ta, sa, ss, pe, n, ty);
+    }
+    get_untraced(mode, ta, sa, ss, pe, n, ty)
+}
+
+#[cold]
+#[inline(never)]
+fn get_traced(mode: Mode, ta: *mut c_void, sa: *mut c_void, ss: *mut SegDesc, pe: Pe, n: u64, ty: c_int) -> R {
+    let _span = start_span(mode, ["dmapp_get", "dmapp_get_nb", "dmapp_get_nbi"], pe, n.saturating_mul(size_of(ty).unwrap_or(0)));
+    get_untraced(mode, ta, sa, ss, pe, n, ty)
+}
+
+#[inline(always)]
+fn get_untraced(mode: Mode, ta: *mut c_void, sa: *mut c_void, ss: *mut SegDesc, pe: Pe, n: u64, ty: c_int) -> R {
     let job = live()?;
     let size = size_of(ty)?;
     check_mode(mode)?;
