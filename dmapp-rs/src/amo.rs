@@ -11,7 +11,7 @@
 //! own atomics and every other PE's AMOs.
 
 use crate::job::live;
-use crate::rma::{family, issue, Mode};
+use crate::rma::{family, Issue, Mode};
 use crate::types::*;
 use softnic_fabric::atomic::{AmoOp, AmoWidth};
 use std::ffi::c_void;
@@ -24,9 +24,28 @@ fn out(r: R) -> Rc {
     }
 }
 
-/// Shared core.  `result` is the local old-value buffer of a fetching AMO.
+/// Shared core.  `result` is the local old-value buffer of a fetching AMO.  Inlined with
+/// the operations below into each export, so that the operation and completion class are
+/// constants there.
+#[inline(always)]
 fn amo(mode: Mode, addr: *mut c_void, seg: *mut SegDesc, pe: Pe, op: AmoOp, result: Option<*mut c_void>) -> R {
-    let _span = crate::rma::trace_span(mode, if result.is_some() { ["dmapp_afetch_op", "dmapp_afetch_op_nb", "dmapp_afetch_op_nbi"] } else { ["dmapp_aop", "dmapp_aop_nb", "dmapp_aop_nbi"] }, pe, 8);
+    if softnic_fabric::trace::enabled() {
+        return amo_traced(mode, addr, seg, pe, op, result);
+    }
+    amo_untraced(mode, addr, seg, pe, op, result)
+}
+
+/// [`amo`] inside its span on the timeline (see [`crate::rma::start_span`]).
+#[cold]
+#[inline(never)]
+fn amo_traced(mode: Mode, addr: *mut c_void, seg: *mut SegDesc, pe: Pe, op: AmoOp, result: Option<*mut c_void>) -> R {
+    let names = if result.is_some() { ["dmapp_afetch_op", "dmapp_afetch_op_nb", "dmapp_afetch_op_nbi"] } else { ["dmapp_aop", "dmapp_aop_nb", "dmapp_aop_nbi"] };
+    let _span = crate::rma::start_span(mode, names, pe, 8);
+    amo_untraced(mode, addr, seg, pe, op, result)
+}
+
+#[inline(always)]
+fn amo_untraced(mode: Mode, addr: *mut c_void, seg: *mut SegDesc, pe: Pe, op: AmoOp, result: Option<*mut c_void>) -> R {
     let job = live()?;
     if let Mode::Nb(p) = mode {
         if p.is_null() {
@@ -41,44 +60,55 @@ fn amo(mode: Mode, addr: *mut c_void, seg: *mut SegDesc, pe: Pe, op: AmoOp, resu
         return Err(DMAPP_RC_ALIGNMENT_ERROR);
     }
     let r = job.resolve(addr, seg, pe, 8, false)?;
-    Ok(issue(&job, mode, || {
-        let old = r.atomic(AmoWidth::I64, op, job.pd)?;
+    let t = Issue::begin(job, mode)?;
+    let done = if t.lost { Err(softnic_fabric::Error::Timeout) } else { r.atomic(AmoWidth::I64, op, job.pd) };
+    let done = done.map(|old| {
         if let Some(res) = result {
             // SAFETY: non-null, 8-aligned local result buffer (checked above).
             unsafe { (res as *mut u64).write(old) };
         }
-        Ok(())
-    }))
+    });
+    Ok(t.finish(job, mode, done))
 }
 
+#[inline(always)]
 fn aadd(m: Mode, t: *mut c_void, s: *mut SegDesc, pe: Pe, v: i64) -> R {
     amo(m, t, s, pe, AmoOp::Add(v as u64), None)
 }
+#[inline(always)]
 fn aand(m: Mode, t: *mut c_void, s: *mut SegDesc, pe: Pe, v: i64) -> R {
     amo(m, t, s, pe, AmoOp::And(v as u64), None)
 }
+#[inline(always)]
 fn aor(m: Mode, t: *mut c_void, s: *mut SegDesc, pe: Pe, v: i64) -> R {
     amo(m, t, s, pe, AmoOp::Or(v as u64), None)
 }
+#[inline(always)]
 fn axor(m: Mode, t: *mut c_void, s: *mut SegDesc, pe: Pe, v: i64) -> R {
     amo(m, t, s, pe, AmoOp::Xor(v as u64), None)
 }
+#[inline(always)]
 fn afadd(m: Mode, t: *mut c_void, a: *mut c_void, s: *mut SegDesc, pe: Pe, v: i64) -> R {
     amo(m, a, s, pe, AmoOp::Add(v as u64), Some(t))
 }
+#[inline(always)]
 fn afand(m: Mode, t: *mut c_void, a: *mut c_void, s: *mut SegDesc, pe: Pe, v: i64) -> R {
     amo(m, a, s, pe, AmoOp::And(v as u64), Some(t))
 }
+#[inline(always)]
 fn afor(m: Mode, t: *mut c_void, a: *mut c_void, s: *mut SegDesc, pe: Pe, v: i64) -> R {
     amo(m, a, s, pe, AmoOp::Or(v as u64), Some(t))
 }
+#[inline(always)]
 fn afxor(m: Mode, t: *mut c_void, a: *mut c_void, s: *mut SegDesc, pe: Pe, v: i64) -> R {
     amo(m, a, s, pe, AmoOp::Xor(v as u64), Some(t))
 }
+#[inline(always)]
 #[allow(non_snake_case)]
 fn afax(m: Mode, t: *mut c_void, a: *mut c_void, s: *mut SegDesc, pe: Pe, andMask: i64, xorMask: i64) -> R {
     amo(m, a, s, pe, AmoOp::AndXor { and: andMask as u64, xor: xorMask as u64 }, Some(t))
 }
+#[inline(always)]
 fn acswap(m: Mode, t: *mut c_void, a: *mut c_void, s: *mut SegDesc, pe: Pe, comperand: i64, swaperand: i64) -> R {
     amo(m, a, s, pe, AmoOp::CompareSwap { compare: comperand as u64, swap: swaperand as u64 }, Some(t))
 }

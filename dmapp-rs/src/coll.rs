@@ -105,7 +105,7 @@ struct Current {
 }
 
 pub struct Pset {
-    job: Arc<Job>,
+    job: &'static Job,
     identifier: u64,
     members: Vec<u32>,
     me: usize,
@@ -241,7 +241,7 @@ pub unsafe extern "C" fn dmapp_c_pset_create(pdesc: *mut PsetDesc, identifier: u
     };
     node.set_parent(None);
     let pset = Arc::new(Pset {
-        job: job.clone(),
+        job,
         identifier,
         members,
         me,

@@ -26,6 +26,7 @@ use softnic_fabric::rma::{self, Peer, Pinned, Region};
 use softnic_fabric::{env, sn_debug, sn_warn, Error};
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 pub const DATA: usize = 0;
@@ -77,26 +78,43 @@ pub struct Remote<'a> {
 
 impl Remote<'_> {
     /// Writes `src` at the access's address: through the pin when it serves, else (and
-    /// for the exact error) through the per-access path.
-    #[inline]
+    /// for the exact error) through the per-access path.  Inlined into the put family: the
+    /// pinned case is a few loads and one store.
+    #[inline(always)]
     pub fn put(&self, src: &[u8], pd: u64) -> softnic_fabric::Result<()> {
         if let Some(pin) = self.pin {
-            if self.peer.live().and_then(|l| pin.check(l)?.put_at(self.addr, src)).is_ok() {
+            if self.put_pinned(pin, src).is_ok() {
                 return Ok(());
             }
         }
         rma::put(self.peer, self.key, self.addr, src, pd)
     }
 
+    #[inline(always)]
+    fn put_pinned(&self, pin: &Pinned, src: &[u8]) -> softnic_fabric::Result<()> {
+        let p = pin.check(self.peer.live()?)?;
+        match src.len() {
+            // An aligned word (a QW or DW put): one store, not a call to memmove.
+            8 if self.addr % 8 == 0 => p.store_word_at(self.addr, u64::from_ne_bytes(src.try_into().unwrap_or([0; 8])), 8),
+            4 if self.addr % 4 == 0 => p.store_word_at(self.addr, u32::from_ne_bytes(src.try_into().unwrap_or([0; 4])) as u64, 4),
+            _ => p.put_at(self.addr, src),
+        }
+    }
+
     /// Applies `op` at the access's address (as [`Remote::put`]) and returns the old value.
-    #[inline]
+    #[inline(always)]
     pub fn atomic(&self, width: AmoWidth, op: AmoOp, pd: u64) -> softnic_fabric::Result<u64> {
         if let Some(pin) = self.pin {
-            if let Ok(old) = self.peer.live().and_then(|l| pin.check(l)?.atomic_at(self.addr, width, op)) {
+            if let Ok(old) = self.atomic_pinned(pin, width, op) {
                 return Ok(old);
             }
         }
         rma::atomic(self.peer, self.key, self.addr, width, op, pd)
+    }
+
+    #[inline(always)]
+    fn atomic_pinned(&self, pin: &Pinned, width: AmoWidth, op: AmoOp) -> softnic_fabric::Result<u64> {
+        pin.check(self.peer.live()?)?.atomic_at(self.addr, width, op)
     }
 }
 
@@ -134,20 +152,24 @@ unsafe impl Sync for Job {}
 
 enum Phase {
     Before,
-    Live(Arc<Job>),
+    Live(&'static Job),
     After,
 }
 
 static PHASE: RwLock<Phase> = RwLock::new(Phase::Before);
 
-/// Bumped (under PHASE's write lock) whenever the phase changes, so that a thread's cached
-/// job ([`live`]) is known current with one load instead of taking PHASE's lock.
-static EPOCH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+/// The live job for the data calls, read with one load: set with `Phase::Live` and
+/// cleared with it (both under PHASE's write lock), null outside the init/finalize window.
+///
+/// The job is allocated once and never freed (a process runs DMAPP once: init after
+/// finalize is refused), so a call that loaded the pointer may go on using the job while
+/// another thread finalizes: its accesses then meet the deregistered segments and fail at
+/// the fabric, as they would have after taking a reference just before finalize.  No
+/// reference count is taken per call.
+static LIVE: AtomicPtr<Job> = AtomicPtr::new(std::ptr::null_mut());
 
-thread_local! {
-    /// This thread's view of the live job and the epoch it was read in.
-    static CACHED: std::cell::RefCell<(u64, Option<Arc<Job>>)> = const { std::cell::RefCell::new((u64::MAX, None)) };
-}
+/// The job once made, for good (memory checkers see it reachable after finalize).
+static ALLOCATED: AtomicPtr<Job> = AtomicPtr::new(std::ptr::null_mut());
 
 /// True between a successful `dmapp_init*` and `dmapp_finalize` (`dmapp_initialized`).
 pub fn initialized() -> bool {
@@ -159,42 +181,24 @@ pub fn before_init() -> bool {
     matches!(&*PHASE.read().unwrap_or_else(|e| e.into_inner()), Phase::Before)
 }
 
-/// The live job, or INVALID_PARAM outside the init/finalize window.  From the thread's
-/// cache while the phase has not changed since (every data call asks: a lock taken per
-/// call would cost more than a small put).
-pub fn live() -> Result<Arc<Job>, Rc> {
-    let e = EPOCH.load(std::sync::atomic::Ordering::Acquire);
-    let hit = CACHED.with(|c| c.try_borrow().ok().and_then(|c| if c.0 == e { c.1.clone() } else { None }));
-    if let Some(j) = hit {
-        return Ok(j);
+/// The live job, or INVALID_PARAM outside the init/finalize window.
+#[inline]
+pub fn live() -> Result<&'static Job, Rc> {
+    let p = LIVE.load(Ordering::Acquire);
+    if p.is_null() {
+        return live_locked();
     }
-    let phase = PHASE.read().unwrap_or_else(|e| e.into_inner());
-    // Read under the lock: the epoch of the phase seen.
-    let e = EPOCH.load(std::sync::atomic::Ordering::Acquire);
-    let j = match &*phase {
-        Phase::Live(j) => j.clone(),
-        _ => {
-            // Let go of a job that ended.
-            CACHED.with(|c| {
-                if let Ok(mut c) = c.try_borrow_mut() {
-                    *c = (e, None);
-                }
-            });
-            return Err(DMAPP_RC_INVALID_PARAM);
-        }
-    };
-    drop(phase);
-    CACHED.with(|c| {
-        if let Ok(mut c) = c.try_borrow_mut() {
-            *c = (e, Some(j.clone()));
-        }
-    });
-    Ok(j)
+    // SAFETY: LIVE only ever holds the leaked job of `init` (never freed, see LIVE).
+    Ok(unsafe { &*p })
 }
 
-/// Marks a change of phase (PHASE's write lock held): every thread's cached job is stale.
-fn phase_changed() {
-    EPOCH.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+/// [`live`] outside the window, or while init or finalize runs: waits for them (PHASE).
+#[cold]
+fn live_locked() -> Result<&'static Job, Rc> {
+    match &*PHASE.read().unwrap_or_else(|e| e.into_inner()) {
+        Phase::Live(j) => Ok(j),
+        _ => Err(DMAPP_RC_INVALID_PARAM),
+    }
 }
 
 /// DMAPP_ABORT_ON_ERROR: dump core instead of returning an error from init,
@@ -509,8 +513,11 @@ pub fn init(req: &RmaAttrsExt) -> Result<RmaAttrsExt, Rc> {
         segs[SHEAP].base,
         segs[SHEAP].len
     );
-    *phase = Phase::Live(Arc::new(job));
-    phase_changed();
+    // Never freed (see LIVE); `ALLOCATED` keeps it reachable after finalize.
+    let job: &'static Job = Box::leak(Box::new(job));
+    ALLOCATED.store(job as *const Job as *mut Job, Ordering::Relaxed);
+    *phase = Phase::Live(job);
+    LIVE.store(job as *const Job as *mut Job, Ordering::Release);
     Ok(attrs)
 }
 
@@ -521,17 +528,12 @@ pub fn init(req: &RmaAttrsExt) -> Result<RmaAttrsExt, Rc> {
 /// `keep_draining` is [`crate::queue::drain_during_finalize`], passed down by
 /// `dmapp_finalize` (the queue's delivery lives above the job): it keeps this PE's queue
 /// draining until the guard it returns is dropped, after the barrier.
-pub fn finalize<G>(keep_draining: impl FnOnce(&Arc<Job>) -> G) -> Rc {
+pub fn finalize<G>(keep_draining: impl FnOnce(&'static Job) -> G) -> Rc {
     let job = {
         let mut phase = PHASE.write().unwrap_or_else(|e| e.into_inner());
         match std::mem::replace(&mut *phase, Phase::After) {
             Phase::Live(j) => {
-                phase_changed();
-                CACHED.with(|c| {
-                    if let Ok(mut c) = c.try_borrow_mut() {
-                        *c = (u64::MAX, None);
-                    }
-                });
+                LIVE.store(std::ptr::null_mut(), Ordering::Release);
                 j
             }
             other => {
@@ -543,7 +545,7 @@ pub fn finalize<G>(keep_draining: impl FnOnce(&Arc<Job>) -> G) -> Rc {
     lock(&job.sync).clear();
     // A peer may be waiting for room in our queue before it reaches its own finalize:
     // keep our queue draining while we wait for everyone (crate::queue).
-    let draining = keep_draining(&job);
+    let draining = keep_draining(job);
     if let Err(e) = bootstrap::barrier() {
         sn_warn!("dmapp_finalize", "job barrier failed: {}", e);
     }
@@ -564,11 +566,18 @@ impl Job {
     }
 
     /// [`Job::peer`], borrowed.
+    #[inline(always)]
     pub fn peer_ref(&self, pe: u32) -> Result<&Arc<Peer>, Rc> {
-        let info = &self.pes[pe as usize];
-        if let Some(p) = info.peer.get() {
-            return Ok(p);
+        match self.pes[pe as usize].peer.get() {
+            Some(p) => Ok(p),
+            None => self.reach(pe),
         }
+    }
+
+    /// Reaches PE `pe` at its first use.
+    #[cold]
+    fn reach(&self, pe: u32) -> Result<&Arc<Peer>, Rc> {
+        let info = &self.pes[pe as usize];
         // Through shared memory on this node, the network engine on another.
         let p = Peer::at(info.node, info.id, 32).map_err(crate::rc::from_rma)?;
         Ok(info.peer.get_or_init(|| p))
@@ -584,6 +593,7 @@ impl Job {
         Ok(info.lock_region.get_or_init(|| r))
     }
 
+    #[inline]
     pub fn check_pe(&self, pe: Pe) -> Result<u32, Rc> {
         if pe < 0 || pe as u32 >= self.npes {
             return Err(DMAPP_RC_INVALID_PARAM);
@@ -595,6 +605,10 @@ impl Job {
     /// Local checks only (INVALID_PARAM): NULL descriptor, bad PE, a range outside the
     /// descriptor or outside the target's symmetric segment, a non-symmetric
     /// descriptor where `sym_only`.  The fabric validates the rest at the target.
+    ///
+    /// Inlined, so that the data calls keep the [`Remote`] in registers: the common case
+    /// (one of our own symmetric descriptors, its target segment pinned) makes no call.
+    #[inline(always)]
     pub fn resolve(&self, addr: *const c_void, seg: *const SegDesc, pe: Pe, extent: u64, sym_only: bool) -> Result<Remote<'_>, Rc> {
         if seg.is_null() {
             return Err(DMAPP_RC_INVALID_PARAM);
@@ -612,16 +626,45 @@ impl Job {
         let h = [d.memhndl.qword1, d.memhndl.qword2];
         // Our own descriptors first (what programs pass, nearly always): two compares
         // instead of hashing the handle.
-        let own = self.local.iter().position(|l| l.len > 0 && [l.memhndl.qword1, l.memhndl.qword2] == h);
-        if let Some(kind) = own.or_else(|| self.sym.get(&h).copied()) {
-            let t = self.pes[pe as usize].segs[kind];
-            if off + extent > t.len {
-                return Err(DMAPP_RC_INVALID_PARAM);
-            }
-            let peer = self.peer_ref(pe)?;
-            let key = MemKey::from_u64(t.key);
-            let pin = self.pes[pe as usize].pins[kind].get_or_init(|| Pinned::registration(peer, key, true, self.pd).ok()).as_ref();
-            return Ok(Remote { peer, key, addr: t.base + off, pin });
+        let own = |l: &SegDesc| l.len > 0 && [l.memhndl.qword1, l.memhndl.qword2] == h;
+        if own(&self.local[SHEAP]) {
+            return self.symmetric(pe, SHEAP, off, extent);
+        }
+        if own(&self.local[DATA]) {
+            return self.symmetric(pe, DATA, off, extent);
+        }
+        self.resolve_other(h, pe, off, extent, sym_only)
+    }
+
+    /// [`Job::resolve`] into segment `kind` of PE `pe`.
+    #[inline(always)]
+    fn symmetric(&self, pe: u32, kind: usize, off: u64, extent: u64) -> Result<Remote<'_>, Rc> {
+        let info = &self.pes[pe as usize];
+        let t = info.segs[kind];
+        if off + extent > t.len {
+            return Err(DMAPP_RC_INVALID_PARAM);
+        }
+        let peer = self.peer_ref(pe)?;
+        let key = MemKey::from_u64(t.key);
+        let pin = match info.pins[kind].get() {
+            Some(p) => p.as_ref(),
+            None => self.pin(pe, kind, peer, key),
+        };
+        Ok(Remote { peer, key, addr: t.base + off, pin })
+    }
+
+    /// Pins segment `kind` of PE `pe` at its first use.
+    #[cold]
+    fn pin(&self, pe: u32, kind: usize, peer: &Arc<Peer>, key: MemKey) -> Option<&Pinned> {
+        self.pes[pe as usize].pins[kind].get_or_init(|| Pinned::registration(peer, key, true, self.pd).ok()).as_ref()
+    }
+
+    /// [`Job::resolve`] of a descriptor that is not one of ours: another PE's symmetric
+    /// segment, or a registration.
+    #[inline(never)]
+    fn resolve_other(&self, h: [u64; 2], pe: u32, off: u64, extent: u64, sym_only: bool) -> Result<Remote<'_>, Rc> {
+        if let Some(&kind) = self.sym.get(&h) {
+            return self.symmetric(pe, kind, off, extent);
         }
         if sym_only {
             return Err(DMAPP_RC_INVALID_PARAM);

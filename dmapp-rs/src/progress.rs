@@ -44,7 +44,17 @@ fn callbacks() -> std::sync::MutexGuard<'static, Vec<(ProgressCb, usize)>> {
 
 /// Calls every registered callback once (see the module doc); nothing when none is
 /// registered or when called from inside a callback.
+#[inline]
 pub fn run() {
+    // Every blocking call ends here: when no callback is registered and no queue is
+    // delivered by the program's calls, two loads and no call.
+    if COUNT.load(Ordering::Acquire) != 0 || crate::queue::sync_delivery() {
+        run_registered();
+    }
+}
+
+#[inline(never)]
+fn run_registered() {
     // The queue's messages are delivered at the same places (crate::queue).
     crate::queue::progress();
     if COUNT.load(Ordering::Acquire) == 0 || IN_CALLBACK.with(|c| c.get()) {

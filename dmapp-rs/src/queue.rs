@@ -59,9 +59,9 @@ fn handle_of(gen: u32) -> QueueHandle {
 static SYNC_DELIVERY: AtomicBool = AtomicBool::new(false);
 
 /// Starts a library thread that delivers until its stop flag is set.
-fn spawn_worker(job: &Arc<Job>, discard: bool) -> std::io::Result<Worker> {
+fn spawn_worker(job: &'static Job, discard: bool) -> std::io::Result<Worker> {
     let stop = Arc::new(AtomicBool::new(false));
-    let (j, s) = (job.clone(), stop.clone());
+    let (j, s) = (job, stop.clone());
     let thread = std::thread::Builder::new().name("dmapp-queue".into()).spawn(move || {
         while !s.load(Ordering::Acquire) {
             j.queue.sleep(&s, Duration::from_millis(500));
@@ -99,13 +99,14 @@ pub fn progress() {
 /// True while some thread will deliver this PE's queue: the program's calls (an attached
 /// callback without asynchronous progress) or a library thread.  Lock waits use it to
 /// decide how often to call [`progress`].
+#[inline]
 pub fn sync_delivery() -> bool {
     SYNC_DELIVERY.load(Ordering::Acquire)
 }
 
 /// Guard of [`drain_during_finalize`]: stops the thread when dropped.
 pub struct Draining {
-    job: Arc<Job>,
+    job: &'static Job,
     worker: Option<Worker>,
 }
 
@@ -123,7 +124,7 @@ impl Drop for Draining {
 /// finalize: detaches, and keeps the queue draining on a library thread until the guard
 /// is dropped (see the module doc).  `dmapp_finalize` hands it to [`crate::job::finalize`],
 /// which runs it around its barrier.
-pub fn drain_during_finalize(job: &Arc<Job>) -> Draining {
+pub fn drain_during_finalize(job: &'static Job) -> Draining {
     let (cb, worker) = {
         let mut a = lock(&job.queue.att);
         SYNC_DELIVERY.store(false, Ordering::Release);
@@ -138,7 +139,7 @@ pub fn drain_during_finalize(job: &Arc<Job>) -> Draining {
             None
         }
     });
-    Draining { job: job.clone(), worker }
+    Draining { job, worker }
 }
 
 /// # Safety
@@ -161,7 +162,7 @@ pub unsafe extern "C" fn dmapp_queue_attach(queue_cb: Option<QueueCb>, context: 
     let gen = a.gen.wrapping_add(1).max(1);
     a.cb = Some((cb, context as usize));
     if flags & DMAPP_QUEUE_ASYNC_PROGRESS != 0 || q.async_attr {
-        match spawn_worker(&job, false) {
+        match spawn_worker(job, false) {
             Ok(w) => a.worker = Some(w),
             Err(e) => {
                 a.cb = None;

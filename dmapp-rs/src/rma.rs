@@ -29,48 +29,76 @@ pub enum Mode {
     Nbi,
 }
 
-/// Runs a validated request and reports it by completion class.  For `_nb` the
-/// syncid slot is claimed before anything moves, so NO_SPACE has no side effects.
+/// Runs a validated request and reports it by completion class: [`Issue::begin`], the
+/// request unless the fault point lost it, [`Issue::finish`].
 pub fn issue(job: &Job, mode: Mode, exec: impl FnOnce() -> softnic_fabric::Result<()>) -> Rc {
-    // SOFTNIC_FAULTS=transfer: the request is lost in the network (nothing moves), as a
-    // timed-out transaction: DMAPP_RC_TRANSACTION_ERROR where this request reports.
-    let lost = softnic_fabric::faults::hit(softnic_fabric::faults::Point::Transfer);
-    let exec = move || if lost { Err(softnic_fabric::Error::Timeout) } else { exec() };
-    match mode {
-        Mode::Blocking => {
-            let rc = match exec() {
-                Ok(()) => DMAPP_RC_SUCCESS,
-                Err(e) => crate::rc::from_rma(e),
-            };
-            // A blocking call is a wait for the network: the progress callbacks run.
-            crate::progress::run();
-            rc
+    match Issue::begin(job, mode) {
+        Ok(t) => {
+            let done = if t.lost { Err(softnic_fabric::Error::Timeout) } else { exec() };
+            t.finish(job, mode, done)
         }
-        Mode::Nb(out) => {
-            if out.is_null() {
-                return DMAPP_RC_INVALID_PARAM;
+        Err(rc) => rc,
+    }
+}
+
+/// A validated request between its issue and its report.  The hot calls (put, get, AMOs)
+/// run their transfer between the two halves themselves: a closure shared by the three
+/// exports of a family would not inline.
+pub struct Issue {
+    /// SOFTNIC_FAULTS=transfer: the request is lost in the network (nothing moves), as a
+    /// timed-out transaction: DMAPP_RC_TRANSACTION_ERROR where this request reports.
+    pub lost: bool,
+    /// The syncid slot of an `_nb` request.
+    slot: u32,
+}
+
+impl Issue {
+    /// Before anything moves: the fault point, then for `_nb` the syncid slot (so that
+    /// NO_SPACE has no side effects).  Err: the call's return code.
+    #[inline(always)]
+    pub fn begin(job: &Job, mode: Mode) -> Result<Issue, Rc> {
+        let lost = softnic_fabric::faults::hit(softnic_fabric::faults::Point::Transfer);
+        let slot = match mode {
+            Mode::Nb(out) if out.is_null() => return Err(DMAPP_RC_INVALID_PARAM),
+            Mode::Nb(_) => lock(&job.sync).reserve()?,
+            _ => 0,
+        };
+        Ok(Issue { lost, slot })
+    }
+
+    /// Reports the request's outcome `done` by completion class: returned by a blocking
+    /// call, kept in the syncid of `_nb`, kept for the next gsync of `_nbi`.
+    #[inline(always)]
+    pub fn finish(self, job: &Job, mode: Mode, done: softnic_fabric::Result<()>) -> Rc {
+        match mode {
+            Mode::Blocking => {
+                let rc = match done {
+                    Ok(()) => DMAPP_RC_SUCCESS,
+                    Err(e) => crate::rc::from_rma(e),
+                };
+                // A blocking call is a wait for the network: the progress callbacks run.
+                crate::progress::run();
+                rc
             }
-            let slot = match lock(&job.sync).reserve() {
-                Ok(s) => s,
-                Err(rc) => return rc,
-            };
-            let rc = exec().map_or_else(crate::rc::from_rma, |_| DMAPP_RC_SUCCESS);
-            let h = lock(&job.sync).complete(slot, rc);
-            // SAFETY: non-null pointer to the caller's handle.
-            unsafe { out.write_unaligned(h) };
-            if softnic_fabric::trace::enabled() {
-                softnic_fabric::trace::async_begin("dmapp", TRACE_NB, h as u64, &[]);
+            Mode::Nb(out) => {
+                let rc = done.map_or_else(crate::rc::from_rma, |_| DMAPP_RC_SUCCESS);
+                let h = lock(&job.sync).complete(self.slot, rc);
+                // SAFETY: non-null pointer to the caller's handle (checked in begin).
+                unsafe { out.write_unaligned(h) };
+                if softnic_fabric::trace::enabled() {
+                    softnic_fabric::trace::async_begin("dmapp", TRACE_NB, h as u64, &[]);
+                }
+                DMAPP_RC_SUCCESS
             }
-            DMAPP_RC_SUCCESS
-        }
-        Mode::Nbi => {
-            if let Err(e) = exec() {
-                job.note_gsync(crate::rc::from_rma(e));
+            Mode::Nbi => {
+                if let Err(e) = done {
+                    job.note_gsync(crate::rc::from_rma(e));
+                }
+                if softnic_fabric::trace::enabled() {
+                    trace_nbi_begin();
+                }
+                DMAPP_RC_SUCCESS
             }
-            if softnic_fabric::trace::enabled() {
-                trace_nbi_begin();
-            }
-            DMAPP_RC_SUCCESS
         }
     }
 }
@@ -149,8 +177,13 @@ fn out(r: R) -> Rc {
 // ---- contiguous -------------------------------------------------------------------
 
 /// The timeline's span of a call of the family `names` (blocking, `_nb`, `_nbi`).
-#[inline]
-pub fn trace_span(mode: Mode, names: [&'static str; 3], pe: Pe, bytes: u64) -> Option<softnic_fabric::trace::Span> {
+///
+/// The hot calls (put, get, AMOs) test `trace::enabled()` (one inlined load) and, when on,
+/// run their body in a separate cold function inside this span: the span, a large value
+/// with a destructor, then never sits in the untraced path's frame.
+#[cold]
+#[inline(never)]
+pub fn start_span(mode: Mode, names: [&'static str; 3], pe: Pe, bytes: u64) -> Option<softnic_fabric::trace::Span> {
     let name = match mode {
         Mode::Blocking => names[0],
         Mode::Nb(_) => names[1],
@@ -159,8 +192,23 @@ pub fn trace_span(mode: Mode, names: [&'static str; 3], pe: Pe, bytes: u64) -> O
     softnic_fabric::trace::span("dmapp", name).map(|s| s.arg("pe", pe as u64).arg("bytes", bytes))
 }
 
+#[inline(always)]
 fn put(mode: Mode, ta: *mut c_void, ts: *mut SegDesc, pe: Pe, sa: *mut c_void, n: u64, ty: c_int) -> R {
-    let _span = trace_span(mode, ["dmapp_put", "dmapp_put_nb", "dmapp_put_nbi"], pe, n.saturating_mul(size_of(ty).unwrap_or(0)));
+    if softnic_fabric::trace::enabled() {
+        return put_traced(mode, ta, ts, pe, sa, n, ty);
+    }
+    put_untraced(mode, ta, ts, pe, sa, n, ty)
+}
+
+#[cold]
+#[inline(never)]
+fn put_traced(mode: Mode, ta: *mut c_void, ts: *mut SegDesc, pe: Pe, sa: *mut c_void, n: u64, ty: c_int) -> R {
+    let _span = start_span(mode, ["dmapp_put", "dmapp_put_nb", "dmapp_put_nbi"], pe, n.saturating_mul(size_of(ty).unwrap_or(0)));
+    put_untraced(mode, ta, ts, pe, sa, n, ty)
+}
+
+#[inline(always)]
+fn put_untraced(mode: Mode, ta: *mut c_void, ts: *mut SegDesc, pe: Pe, sa: *mut c_void, n: u64, ty: c_int) -> R {
     let job = live()?;
     let size = size_of(ty)?;
     check_mode(mode)?;
@@ -169,14 +217,16 @@ fn put(mode: Mode, ta: *mut c_void, ts: *mut SegDesc, pe: Pe, sa: *mut c_void, n
         return Err(DMAPP_RC_INVALID_PARAM);
     }
     let r = job.resolve(ta, ts, pe, len as u64, false)?;
-    Ok(issue(&job, mode, || {
-        if len == 0 {
-            return Ok(());
-        }
+    let t = Issue::begin(job, mode)?;
+    let done = if t.lost {
+        Err(softnic_fabric::Error::Timeout)
+    } else if len == 0 {
+        Ok(())
+    } else {
         // SAFETY: the caller's source buffer of nelems elements.
-        let src = unsafe { std::slice::from_raw_parts(sa as *const u8, len) };
-        r.put(src, job.pd)
-    }))
+        r.put(unsafe { std::slice::from_raw_parts(sa as *const u8, len) }, job.pd)
+    };
+    Ok(t.finish(job, mode, done))
     .inspect(|&rc| {
         if rc == DMAPP_RC_SUCCESS && len > 0 && softnic_fabric::check::enabled() {
             check_watch(mode, Watch::PutSource, sa as usize, len, pe, r.addr);
@@ -227,8 +277,23 @@ fn check_watch(mode: Mode, watch: Watch, buf: usize, len: usize, pe: Pe, remote:
 /// SOFTNIC_CHECK: the space of DMAPP targets in the race table (PE, symmetric address).
 const CHECK_RACE: u64 = 0xd0d0;
 
+#[inline(always)]
 fn get(mode: Mode, ta: *mut c_void, sa: *mut c_void, ss: *mut SegDesc, pe: Pe, n: u64, ty: c_int) -> R {
-    let _span = trace_span(mode, ["dmapp_get", "dmapp_get_nb", "dmapp_get_nbi"], pe, n.saturating_mul(size_of(ty).unwrap_or(0)));
+    if softnic_fabric::trace::enabled() {
+        return get_traced(mode, ta, sa, ss, pe, n, ty);
+    }
+    get_untraced(mode, ta, sa, ss, pe, n, ty)
+}
+
+#[cold]
+#[inline(never)]
+fn get_traced(mode: Mode, ta: *mut c_void, sa: *mut c_void, ss: *mut SegDesc, pe: Pe, n: u64, ty: c_int) -> R {
+    let _span = start_span(mode, ["dmapp_get", "dmapp_get_nb", "dmapp_get_nbi"], pe, n.saturating_mul(size_of(ty).unwrap_or(0)));
+    get_untraced(mode, ta, sa, ss, pe, n, ty)
+}
+
+#[inline(always)]
+fn get_untraced(mode: Mode, ta: *mut c_void, sa: *mut c_void, ss: *mut SegDesc, pe: Pe, n: u64, ty: c_int) -> R {
     let job = live()?;
     let size = size_of(ty)?;
     check_mode(mode)?;
@@ -237,11 +302,14 @@ fn get(mode: Mode, ta: *mut c_void, sa: *mut c_void, ss: *mut SegDesc, pe: Pe, n
     }
     let len = bytes(n, size)?;
     let r = job.resolve(sa, ss, pe, len as u64, false)?;
-    Ok(issue(&job, mode, || {
+    let t = Issue::begin(job, mode)?;
+    let done = if t.lost {
+        Err(softnic_fabric::Error::Timeout)
+    } else {
         // SAFETY: the caller's target buffer of nelems elements.
-        let dst = unsafe { std::slice::from_raw_parts_mut(ta as *mut u8, len) };
-        rma::get(&r.peer, r.key, r.addr, dst, job.pd)
-    }))
+        rma::get(r.peer, r.key, r.addr, unsafe { std::slice::from_raw_parts_mut(ta as *mut u8, len) }, job.pd)
+    };
+    Ok(t.finish(job, mode, done))
     .inspect(|&rc| {
         if rc == DMAPP_RC_SUCCESS && softnic_fabric::check::enabled() {
             check_watch(mode, Watch::GetDestination, ta as usize, len, pe, r.addr);
@@ -262,7 +330,7 @@ fn iput(mode: Mode, ta: *mut c_void, ts: *mut SegDesc, pe: Pe, sa: *mut c_void, 
     let ext = span(n, tst as i64, size)?;
     span(n, sst as i64, size).and_then(|b| bytes(b, 1))?;
     let r = job.resolve(ta, ts, pe, ext, false)?;
-    Ok(issue(&job, mode, || {
+    Ok(issue(job, mode, || {
         if n == 0 {
             return Ok(());
         }
@@ -296,7 +364,7 @@ fn iget(mode: Mode, ta: *mut c_void, sa: *mut c_void, ss: *mut SegDesc, pe: Pe, 
     let ext = span(n, sst as i64, size)?;
     span(n, tst as i64, size).and_then(|b| bytes(b, 1))?;
     let r = job.resolve(sa, ss, pe, ext, false)?;
-    Ok(issue(&job, mode, || {
+    Ok(issue(job, mode, || {
         probe(&r, job.pd, 0, ext)?;
         for k in 0..n {
             // SAFETY: element k of the caller's strided target.
@@ -343,7 +411,7 @@ fn ixput(mode: Mode, ta: *mut c_void, ts: *mut SegDesc, pe: Pe, sa: *mut c_void,
     bytes(n, size)?;
     let (idx, lo, hi) = indices(tidx, n, size)?;
     let r = job.resolve(ta, ts, pe, hi, false)?;
-    Ok(issue(&job, mode, || {
+    Ok(issue(job, mode, || {
         if n == 0 {
             return Ok(());
         }
@@ -373,7 +441,7 @@ fn ixget(mode: Mode, ta: *mut c_void, sa: *mut c_void, ss: *mut SegDesc, pe: Pe,
         return Err(DMAPP_RC_ALIGNMENT_ERROR);
     }
     let r = job.resolve(sa, ss, pe, hi, false)?;
-    Ok(issue(&job, mode, || {
+    Ok(issue(job, mode, || {
         probe(&r, job.pd, lo, hi)?;
         for (k, &i) in idx.iter().enumerate() {
             // SAFETY: element k of the caller's contiguous target.
@@ -410,7 +478,7 @@ fn put_pes(mode: Mode, ta: *mut c_void, ts: *mut SegDesc, list: *mut Pe, np: u32
         return Err(DMAPP_RC_INVALID_PARAM);
     }
     let rs = pes.iter().map(|&pe| job.resolve(ta, ts, pe, len as u64, true)).collect::<Result<Vec<_>, _>>()?;
-    Ok(issue(&job, mode, || {
+    Ok(issue(job, mode, || {
         if len == 0 {
             return Ok(());
         }
@@ -437,7 +505,7 @@ fn gather(mode: Mode, ta: *mut c_void, sa: *mut c_void, ss: *mut SegDesc, list: 
     let len = bytes(n, size)?;
     bytes(len as u64, np as u64)?;
     let rs = pes.iter().map(|&pe| job.resolve(sa, ss, pe, len as u64, true)).collect::<Result<Vec<_>, _>>()?;
-    Ok(issue(&job, mode, || {
+    Ok(issue(job, mode, || {
         for (i, r) in rs.iter().enumerate() {
             // SAFETY: block i of the caller's target.
             let dst = unsafe { std::slice::from_raw_parts_mut((ta as *mut u8).add(i * len), len) };

@@ -340,12 +340,9 @@ impl Peer {
     /// Inlined for the common verdict (this process, or a peer on this node whose life
     /// lock shows it alive: a load of a word it never writes while alive); the rest is
     /// out of line.
-    #[inline]
+    #[inline(always)]
     fn check_alive(&self) -> Result<()> {
-        if self.is_self {
-            return Ok(());
-        }
-        if self.net.is_none() && !self.dead.load(Ordering::Relaxed) && !self.life_lock_useless.load(Ordering::Relaxed) && self.ctl.surely_alive() {
+        if self.surely_alive() {
             return Ok(());
         }
         self.check_alive_slow()
@@ -385,11 +382,20 @@ impl Peer {
         Ok(())
     }
 
-    /// Liveness checked once for a batch of operations (see [`Live`]).
-    #[inline]
+    /// Liveness checked once for a batch of operations (see [`Live`]).  Inlined: the
+    /// common case (this process, or a local peer whose life lock shows a live owner) is
+    /// a few loads in the caller.
+    #[inline(always)]
     pub fn live(&self) -> Result<Live<'_>> {
         self.check_alive()?;
         Ok(Live(self))
+    }
+
+    /// The first verdicts of [`Peer::check_alive`] that are `Ok` without a probe: false
+    /// proves nothing.
+    #[inline(always)]
+    fn surely_alive(&self) -> bool {
+        self.is_self || (self.net.is_none() && !self.dead.load(Ordering::Relaxed) && !self.life_lock_useless.load(Ordering::Relaxed) && self.ctl.surely_alive())
     }
 
     /// As [`Peer::live`] without reading the clock (only the cached verdict: `PeerDead`
@@ -861,7 +867,7 @@ impl Peer {
     /// Is `s` still where it was pinned (row not freed nor reused, same local mapping)?
     /// `live`: the row must also still be LIVE (rings; a registration's pages stay usable
     /// while the row is only detached, as in [`Peer::backing_ptr`]).
-    #[inline]
+    #[inline(always)]
     fn site_valid(&self, s: &PinSite, live: bool) -> bool {
         let Some(e) = self.ctl.back(s.backing as usize) else { return false };
         let state = e.state.load(Ordering::Acquire);
@@ -939,8 +945,9 @@ impl Pinned {
         &self.peer
     }
 
-    /// Re-checks the pin for one use by `live` (which must be the pinned peer).
-    #[inline]
+    /// Re-checks the pin for one use by `live` (which must be the pinned peer).  Always
+    /// inlined: a few loads, on the fast path of every pinned access.
+    #[inline(always)]
     pub fn check<'p>(&'p self, live: Live<'_>) -> Result<PinnedRef<'p>> {
         if !std::ptr::eq(live.0, &*self.peer) {
             return Err(Error::StaleHandle);
