@@ -349,4 +349,28 @@ mod tests {
         assert!(weak.upgrade().is_none(), "freed once the guard ended");
         assert!(T.get_in(&guard(), h).is_none());
     }
+
+    /// A removal waits for the guards that began before it, and guards that begin while
+    /// it runs see its mark (what the quick DMA path relies on).
+    #[test]
+    fn a_removal_waits_for_guards_and_is_seen_by_later_ones() {
+        use std::sync::atomic::AtomicBool;
+        static REMOVING: AtomicU32 = AtomicU32::new(0);
+        static BEGUN: AtomicBool = AtomicBool::new(false);
+        let g = guard();
+        assert_eq!(REMOVING.load(Ordering::SeqCst), 0);
+        let t = std::thread::spawn(|| {
+            let r = Removal::begin(&REMOVING);
+            BEGUN.store(true, Ordering::SeqCst);
+            let later = guard();
+            assert_ne!(REMOVING.load(Ordering::SeqCst), 0, "a later guard sees the removal");
+            drop(later);
+            drop(r);
+        });
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(!BEGUN.load(Ordering::SeqCst), "the removal waits for the earlier guard");
+        drop(g);
+        t.join().unwrap();
+        assert_eq!(REMOVING.load(Ordering::SeqCst), 0, "uncounted when it ends");
+    }
 }
