@@ -528,6 +528,13 @@ fn start_now(dq: usize, lseg: usize, rseg: usize, loff: usize, size: usize, roff
     let q = QUEUES.get_in(&g, dq)?;
     let rs = remote::RSEGS.get_in(&g, rseg)?;
     let ls = segment::SEGS.get_in(&g, lseg)?;
+    // Not counted in `dma` (the counts' locked updates after the copy wait for its stores
+    // to drain): a removal or disconnect in progress sends us to the general path, and
+    // one that begins later waits for this guard to end (handles::Removal), so neither
+    // segment is taken apart under the copy; SCI_ERR_BUSY stays for general transfers.
+    if ls.removing.load(Ordering::SeqCst) != 0 || rs.removing.load(Ordering::SeqCst) != 0 {
+        return None;
+    }
     if size == 0 || inside(roff, size, rs.size).is_err() || !ls.prepared() {
         return None;
     }
@@ -543,9 +550,6 @@ fn start_now(dq: usize, lseg: usize, rseg: usize, loff: usize, size: usize, roff
         return None;
     }
     q.with_cb.store(false, Ordering::Release);
-    // Held against removal as a piece holds them (SCI_ERR_BUSY meanwhile).
-    ls.dma.fetch_add(1, Ordering::AcqRel);
-    rs.dma.fetch_add(1, Ordering::AcqRel);
     let mut state = SCI_DMAQUEUE_DONE;
     let mut done = 0;
     while done < size {
@@ -555,7 +559,7 @@ fn start_now(dq: usize, lseg: usize, rseg: usize, loff: usize, size: usize, roff
         }
         let n = (size - done).min(CHUNK);
         // SAFETY: loff + size lies inside the local segment's memory (checked above),
-        // which the guard keeps allocated and its DMA count keeps from being removed.
+        // which the guard keeps allocated and no removal takes apart (see above).
         let buf = unsafe { std::slice::from_raw_parts(src.ptr.add(loff + done), n) };
         if rs.put(roff + done, buf).is_err() {
             state = SCI_DMAQUEUE_ERROR;
@@ -563,8 +567,6 @@ fn start_now(dq: usize, lseg: usize, rseg: usize, loff: usize, size: usize, roff
         }
         done += n;
     }
-    ls.dma.fetch_sub(1, Ordering::AcqRel);
-    rs.dma.fetch_sub(1, Ordering::AcqRel);
     rs.end_use();
     q.set(state);
     drop(g);

@@ -113,7 +113,9 @@ fn synchronize() {
     let e = EPOCH.fetch_add(1, Ordering::SeqCst);
     let old = &READERS[(e & 1) as usize].0;
     let mut spins = 0u32;
-    while old.load(Ordering::Acquire) != 0 {
+    // SeqCst: with the guard's count update and epoch load, a store-buffer pattern (see
+    // [`Removal`]): either this load sees a guard's count, or that guard sees the new epoch.
+    while old.load(Ordering::SeqCst) != 0 {
         // Guarded sections never sleep: this ends within one of them (a transfer).
         spins += 1;
         if spins < 64 {
@@ -121,6 +123,37 @@ fn synchronize() {
         } else {
             std::thread::yield_now();
         }
+    }
+}
+
+/// A removal in progress of an object that guarded quick paths use without counting
+/// themselves in it (SCIRemoveSegment and SCIDisconnectSegment against the quick DMA path):
+/// [`Removal::begin`] counts itself in the object's `removing` word, then waits until every
+/// guard that began before has ended ([`synchronize`]).  A quick path loads the word under
+/// its guard (SeqCst) and leaves the object to the general path when it is not zero.
+///
+/// Why no quick path is still inside the object when `begin` returns, nor enters it later
+/// while the removal runs: all the operations named below are SeqCst, so they fall in one
+/// total order.  A guard updates its epoch's count, loads the epoch, and (if unchanged)
+/// later loads `removing`; the removal updates `removing`, then moves the epoch and loads
+/// the old epoch's count.  If the guard's epoch load came before the move, its count update
+/// did too, and the removal sees the count and waits for the guard to end.  Otherwise the
+/// guard's load of `removing` comes after the removal's update of it, and sees it.  Ending
+/// the removal (drop) uncounts it: by then the object is either released from its table
+/// (no later guard can find it) or still alive (the removal refused).
+pub struct Removal<'a>(&'a AtomicU32);
+
+impl<'a> Removal<'a> {
+    pub fn begin(removing: &'a AtomicU32) -> Self {
+        removing.fetch_add(1, Ordering::SeqCst);
+        synchronize();
+        Removal(removing)
+    }
+}
+
+impl Drop for Removal<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Release);
     }
 }
 
@@ -315,5 +348,29 @@ mod tests {
         assert!(released.load(Ordering::SeqCst));
         assert!(weak.upgrade().is_none(), "freed once the guard ended");
         assert!(T.get_in(&guard(), h).is_none());
+    }
+
+    /// A removal waits for the guards that began before it, and guards that begin while
+    /// it runs see its mark (what the quick DMA path relies on).
+    #[test]
+    fn a_removal_waits_for_guards_and_is_seen_by_later_ones() {
+        use std::sync::atomic::AtomicBool;
+        static REMOVING: AtomicU32 = AtomicU32::new(0);
+        static BEGUN: AtomicBool = AtomicBool::new(false);
+        let g = guard();
+        assert_eq!(REMOVING.load(Ordering::SeqCst), 0);
+        let t = std::thread::spawn(|| {
+            let r = Removal::begin(&REMOVING);
+            BEGUN.store(true, Ordering::SeqCst);
+            let later = guard();
+            assert_ne!(REMOVING.load(Ordering::SeqCst), 0, "a later guard sees the removal");
+            drop(later);
+            drop(r);
+        });
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(!BEGUN.load(Ordering::SeqCst), "the removal waits for the earlier guard");
+        drop(g);
+        t.join().unwrap();
+        assert_eq!(REMOVING.load(Ordering::SeqCst), 0, "uncounted when it ends");
     }
 }

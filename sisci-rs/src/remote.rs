@@ -60,7 +60,11 @@ pub struct RemoteSeg {
     pub ring: Ring<Event>,
     cookie: u64,
     pub maps: AtomicU32,
+    /// Transfers of the general path in flight to this segment (SCI_ERR_BUSY at disconnect).
     pub dma: AtomicU32,
+    /// Disconnects in progress ([`crate::handles::Removal`]): the quick DMA path, which does
+    /// not count itself in `dma`, leaves the segment to the general path meanwhile.
+    pub removing: AtomicU32,
     /// The owner told us to disconnect (or forced it).
     pub withdrawn: AtomicBool,
     lost: AtomicBool,
@@ -353,6 +357,7 @@ fn connect_in(d: &Arc<Desc>, segment: *mut usize, node_id: u32, at: u32, id: u32
         cookie: next_cookie(),
         maps: AtomicU32::new(0),
         dma: AtomicU32::new(0),
+        removing: AtomicU32::new(0),
         withdrawn: AtomicBool::new(false),
         lost: AtomicBool::new(false),
         last_probe: Mutex::new(None),
@@ -447,6 +452,9 @@ fn disconnect_now(s: &RemoteSeg) {
 fn disconnect(h: usize, flags: u32) -> R<()> {
     check_flags(flags, 0)?;
     let s = rseg(h)?;
+    // Quick DMA transfers to the segment (not counted in `dma`) have ended, and later ones
+    // take the general path, which counts itself, until this call returns.
+    let _removal = crate::handles::Removal::begin(&s.removing);
     let mut busy = false;
     let gone = RSEGS.remove_if(h, |s| {
         busy = s.maps.load(Ordering::Acquire) > 0 || s.dma.load(Ordering::Acquire) > 0;

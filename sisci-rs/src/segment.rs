@@ -82,7 +82,11 @@ pub struct LocalSeg {
     /// Serialises the lifecycle calls (map, prepare, availability, remove).
     life: Mutex<()>,
     pub maps: AtomicU32,
+    /// Transfers of the general path in flight from this segment (SCI_ERR_BUSY at removal).
     pub dma: AtomicU32,
+    /// Removals in progress ([`crate::handles::Removal`]): the quick DMA path, which does
+    /// not count itself in `dma`, leaves the segment to the general path meanwhile.
+    pub removing: AtomicU32,
     pub removed: AtomicBool,
     cb: Mutex<Option<(CbLocalSegment, usize)>>,
 }
@@ -130,6 +134,7 @@ impl LocalSeg {
             life: Mutex::new(()),
             maps: AtomicU32::new(0),
             dma: AtomicU32::new(0),
+            removing: AtomicU32::new(0),
             removed: AtomicBool::new(false),
             cb: Mutex::new(cb),
         }
@@ -553,6 +558,9 @@ fn remove(h: usize, flags: u32) -> R<()> {
     check_flags(flags, SCI_FLAG_FORCE_REMOVE)?;
     sweep_orphans();
     let s = seg(h)?;
+    // Quick DMA transfers from the segment (not counted in `dma`) have ended, and later
+    // ones take the general path, which counts itself, until this call returns.
+    let removal = crate::handles::Removal::begin(&s.removing);
     let l = s.lock();
     if s.maps.load(Ordering::Acquire) > 0 || s.dma.load(Ordering::Acquire) > 0 {
         return Err(SCI_ERR_BUSY);
@@ -579,6 +587,7 @@ fn remove(h: usize, flags: u32) -> R<()> {
         s.blk.word(H_STATE).fetch_or(SEG_CREATOR_GONE, Ordering::AcqRel);
         s.disarm();
         drop(l);
+        drop(removal);
         ORPHANS.lock().unwrap_or_else(|e| e.into_inner()).push(s);
         return Ok(());
     }
