@@ -45,6 +45,7 @@ pub enum AmoWidth { I32, I64, F32, F64 }
 
 impl AmoWidth {
     /// Size of the operand in bytes (also its required alignment).
+    #[inline]
     pub fn bytes(self) -> usize {
         match self {
             AmoWidth::I32 | AmoWidth::F32 => 4,
@@ -80,7 +81,70 @@ pub enum AmoOp {
 ///
 /// # Safety
 /// `ptr` must be valid for reads and writes of the width for the duration of the call.
+#[inline(always)]
 pub unsafe fn apply(ptr: *mut u8, width: AmoWidth, op: AmoOp) -> Result<u64> {
+    // The plain integer operations (what NIC AMOs mostly are) inline in the caller: one
+    // locked instruction after the null and alignment tests; the rest out of line.
+    if !ptr.is_null() && (ptr as usize) & (width.bytes() - 1) == 0 {
+        // SAFETY: non-null and aligned (tested); validity is the caller's promise.
+        let quick = unsafe {
+            match width {
+                AmoWidth::I64 => int64_plain(ptr as *mut u64, op),
+                AmoWidth::I32 => int32_plain(ptr as *mut u32, op).map(u64::from),
+                _ => None,
+            }
+        };
+        if let Some(old) = quick {
+            return Ok(old);
+        }
+    }
+    // SAFETY: forwarded.
+    unsafe { apply_general(ptr, width, op) }
+}
+
+/// [`apply`]'s plain integer operations (None for the others).
+/// # Safety: `p` non-null, 8-aligned, valid for the call, only accessed atomically.
+#[inline(always)]
+unsafe fn int64_plain(p: *mut u64, op: AmoOp) -> Option<u64> {
+    // SAFETY: forwarded from the caller.
+    let a = unsafe { AtomicU64::from_ptr(p) };
+    Some(match op {
+        AmoOp::Add(v) => a.fetch_add(v, SeqCst),
+        AmoOp::And(v) => a.fetch_and(v, SeqCst),
+        AmoOp::Or(v) => a.fetch_or(v, SeqCst),
+        AmoOp::Xor(v) => a.fetch_xor(v, SeqCst),
+        AmoOp::Swap(v) => a.swap(v, SeqCst),
+        AmoOp::CompareSwap { compare, swap } => match a.compare_exchange(compare, swap, SeqCst, SeqCst) {
+            Ok(v) | Err(v) => v,
+        },
+        _ => return None,
+    })
+}
+
+/// [`int64_plain`] at 32 bits (the operands' low halves).
+/// # Safety: `p` non-null, 4-aligned, valid for the call, only accessed atomically.
+#[inline(always)]
+unsafe fn int32_plain(p: *mut u32, op: AmoOp) -> Option<u32> {
+    // SAFETY: forwarded from the caller.
+    let a = unsafe { AtomicU32::from_ptr(p) };
+    let lo = |v: u64| v as u32;
+    Some(match op {
+        AmoOp::Add(v) => a.fetch_add(lo(v), SeqCst),
+        AmoOp::And(v) => a.fetch_and(lo(v), SeqCst),
+        AmoOp::Or(v) => a.fetch_or(lo(v), SeqCst),
+        AmoOp::Xor(v) => a.fetch_xor(lo(v), SeqCst),
+        AmoOp::Swap(v) => a.swap(lo(v), SeqCst),
+        AmoOp::CompareSwap { compare, swap } => match a.compare_exchange(lo(compare), lo(swap), SeqCst, SeqCst) {
+            Ok(v) | Err(v) => v,
+        },
+        _ => return None,
+    })
+}
+
+/// [`apply`] in full, out of line.
+/// # Safety: as [`apply`].
+#[inline(never)]
+unsafe fn apply_general(ptr: *mut u8, width: AmoWidth, op: AmoOp) -> Result<u64> {
     if ptr.is_null() {
         return Err(Error::InvalidArg);
     }

@@ -970,6 +970,7 @@ impl Pinned {
 pub struct PinnedRef<'p>(&'p Pinned);
 
 impl PinnedRef<'_> {
+    #[inline(always)]
     fn at(&self, off: usize, n: usize, align: usize) -> Result<*mut u8> {
         match off.checked_add(n) {
             Some(end) if end <= self.0.len => {}
@@ -1026,8 +1027,10 @@ impl PinnedRef<'_> {
         self.atomic(self.offset_of(addr)?, width, op)
     }
 
-    /// [`PinnedRef::atomic_at`] at offset `off` of the pinned range.
-    #[inline]
+    /// [`PinnedRef::atomic_at`] at offset `off` of the pinned range.  Always inlined: a
+    /// bounds test and the atomic (see [`atomic::apply`]), so that a constant width and
+    /// operation fold.
+    #[inline(always)]
     pub fn atomic(&self, off: usize, width: AmoWidth, op: AmoOp) -> Result<u64> {
         let n = width.bytes();
         let p = self.at(off, n, n)?;

@@ -160,6 +160,7 @@ unsafe fn pb_bytes<'a>(p: *const c_void, len: usize) -> UResult<&'a [u8]> {
     Ok(unsafe { std::slice::from_raw_parts(p as *const u8, len) })
 }
 
+#[inline(always)]
 fn armw(kind: Kind, rmt: u64, op: i32, value: u64, old: u64, rmts: u64, edata: u64, flags: u64) -> UResult<Op> {
     let mut o = common(rmt, edata, flags, kind)?;
     if matches!(kind, Kind::Armw4 | Kind::Armw8) && !(UTOFU_ARMW_OP_SWAP..=UTOFU_ARMW_OP_OR).contains(&op) {
@@ -324,6 +325,7 @@ fn put_pinned(v: &Vcq, op: &Op, rid: u64, src: &[u8], pins: &[vcq::PutPin]) -> b
 
 /// The pin of `op`'s target region, checked for this use, and `op`'s offset in it; None
 /// when a remote notice is wanted (the full path queues it) or no valid pin is there.
+#[inline(always)]
 fn pin_for<'p>(op: &Op, rid: u64, pins: &'p [vcq::PutPin]) -> Option<(softnic_fabric::rma::PinnedRef<'p>, usize)> {
     if op.flags & UTOFU_ONESIDED_FLAG_REMOTE_MRQ_NOTICE != 0 {
         return None;
@@ -357,6 +359,7 @@ fn trace_name(k: Kind) -> &'static str {
 /// [`put_pinned`]): applied through the pin, its local notice carrying the old value.
 /// False when it does not apply (remote notice wanted, no pin, a failed check, misaligned
 /// or out of range): the full path then runs and reports the exact outcome.
+#[inline(always)]
 fn armw_pinned(v: &Vcq, op: &Op, rid: u64, pins: &[vcq::PutPin]) -> bool {
     let Some((r, off)) = pin_for(op, rid, pins) else { return false };
     let (width, a, mask) = armw_op(op);
@@ -372,6 +375,7 @@ fn armw_pinned(v: &Vcq, op: &Op, rid: u64, pins: &[vcq::PutPin]) -> bool {
 
 /// The fabric's form of an ARMW or compare-and-swap: width, operation, and the mask of
 /// the value it returns.
+#[inline(always)]
 fn armw_op(op: &Op) -> (AmoWidth, AmoOp, u64) {
     let (width, mask) = if op.len == 4 { (AmoWidth::I32, 0xffff_ffffu64) } else { (AmoWidth::I64, u64::MAX) };
     let (val, cmp) = (op.value & mask, op.old & mask);
@@ -891,6 +895,53 @@ fn start1(func: &'static str, h: usize, op: UResult<Op>, cbdata: *mut c_void) ->
     done(func, r)
 }
 
+/// The start of one ARMW or compare-and-swap: inlined into each of its four exports, so
+/// that the operation is built in registers and the quick path ([`armw_quick`]) makes no
+/// call but the fabric's atomic.
+#[inline(always)]
+fn start_armw(func: &'static str, h: usize, op: UResult<Op>, cbdata: *mut c_void) -> i32 {
+    let r = match &op {
+        Ok(o) => vcq::get(h).and_then(|v| armw_quick(v, o, cbdata as usize)),
+        // The handle is checked first, as in start1.
+        Err(rc) => vcq::get(h).and(Err(*rc)),
+    };
+    done(func, r)
+}
+
+/// [`exec`] of one ARMW, specialised: what `exec` and `run` do for it when no hook is on
+/// (no SOFTNIC_TRACE span, no SOFTNIC_FAULTS rule: each tested with one load) and it does
+/// not ask for a remote notice, through the pin of its region ([`armw_pinned`]), under the
+/// same TCQ lock and TOQ accounting.  Everything else (no pin yet, a failed pin check, a
+/// hook on) goes to `exec`, which carries the operation out from the start: nothing was
+/// done here then.  The Vcq is `&'static` (handle table: never deallocated) and its block
+/// stays mapped until RETIRE_AFTER more VCQs are freed, as for `exec`; `free` clears the
+/// pins under the lock taken here.
+#[inline(always)]
+fn armw_quick(v: &Vcq, op: &Op, cbdata: usize) -> UResult<()> {
+    if op.flags & UTOFU_ONESIDED_FLAG_REMOTE_MRQ_NOTICE != 0 || softnic_fabric::trace::enabled() || softnic_fabric::faults::any() {
+        return exec(v, std::slice::from_ref(op), cbdata);
+    }
+    let mut q = v.tcq.lock();
+    if q.tcq.len() + v.silent_pending() + 1 > TOQ_DEPTH {
+        return Err(UTOFU_ERR_BUSY);
+    }
+    if !armw_pinned(v, op, canonical(op.rmt), &q.pins) {
+        drop(q);
+        return exec(v, std::slice::from_ref(op), cbdata);
+    }
+    if op.flags & UTOFU_ONESIDED_FLAG_TCQ_NOTICE != 0 {
+        // As in exec (tracing is off here).
+        let check = if softnic_fabric::check::enabled() { follow(v, op) } else { 0 };
+        q.tcq.push_back(Tcq { cbdata, rc: UTOFU_SUCCESS, notify: true, check });
+        v.queued.store(q.tcq.len(), Ordering::Release);
+    } else {
+        // Only advanced under the lock (see exec).
+        let issued = v.silent_issued.load(Ordering::Relaxed);
+        v.silent_issued.store(issued.wrapping_add(1), Ordering::Release);
+    }
+    Ok(())
+}
+
 fn prepare(func: &'static str, h: usize, ops: UResult<Vec<Op>>, desc: *mut c_void, desc_size: *mut usize) -> i32 {
     let r = (|| {
         vcq::get(h)?;
@@ -977,22 +1028,22 @@ pub extern "C" fn utofu_get_stride_gap(h: usize, rmt: u64, lcl: u64, rmts: u64, 
 
 #[no_mangle]
 pub extern "C" fn utofu_armw4(h: usize, rmt: u64, op: i32, value: u32, rmts: u64, edata: u64, flags: u64, cbdata: *mut c_void) -> i32 {
-    start1("utofu_armw4", h, armw(Kind::Armw4, rmt, op, value as u64, 0, rmts, edata, flags), cbdata)
+    start_armw("utofu_armw4", h, armw(Kind::Armw4, rmt, op, value as u64, 0, rmts, edata, flags), cbdata)
 }
 
 #[no_mangle]
 pub extern "C" fn utofu_armw8(h: usize, rmt: u64, op: i32, value: u64, rmts: u64, edata: u64, flags: u64, cbdata: *mut c_void) -> i32 {
-    start1("utofu_armw8", h, armw(Kind::Armw8, rmt, op, value, 0, rmts, edata, flags), cbdata)
+    start_armw("utofu_armw8", h, armw(Kind::Armw8, rmt, op, value, 0, rmts, edata, flags), cbdata)
 }
 
 #[no_mangle]
 pub extern "C" fn utofu_cswap4(h: usize, rmt: u64, old: u32, new: u32, rmts: u64, edata: u64, flags: u64, cbdata: *mut c_void) -> i32 {
-    start1("utofu_cswap4", h, armw(Kind::Cswap4, rmt, 0, new as u64, old as u64, rmts, edata, flags), cbdata)
+    start_armw("utofu_cswap4", h, armw(Kind::Cswap4, rmt, 0, new as u64, old as u64, rmts, edata, flags), cbdata)
 }
 
 #[no_mangle]
 pub extern "C" fn utofu_cswap8(h: usize, rmt: u64, old: u64, new: u64, rmts: u64, edata: u64, flags: u64, cbdata: *mut c_void) -> i32 {
-    start1("utofu_cswap8", h, armw(Kind::Cswap8, rmt, 0, new, old, rmts, edata, flags), cbdata)
+    start_armw("utofu_cswap8", h, armw(Kind::Cswap8, rmt, 0, new, old, rmts, edata, flags), cbdata)
 }
 
 #[no_mangle]
