@@ -36,6 +36,7 @@ pub mod check;
 pub mod lent;
 pub mod sync;
 pub mod spin;
+pub mod copy;
 pub mod env;
 pub mod log;
 pub mod process;

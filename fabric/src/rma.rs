@@ -651,7 +651,7 @@ impl<'a> Live<'a> {
         self.0.for_chunks(t.backing, remote_addr, src.len(), |p, off, len| {
             // SAFETY: p..p+len is mapped (validated above); src has off+len bytes; distinct
             // mappings cannot overlap a Rust slice except for self-copies, hence `copy`.
-            unsafe { std::ptr::copy(src.as_ptr().add(off), p, len) }
+            unsafe { crate::copy::copy(src.as_ptr().add(off), p, len) }
         })
     }
 
@@ -670,7 +670,7 @@ impl<'a> Live<'a> {
         let d = dst.as_mut_ptr();
         self.0.for_chunks(t.backing, remote_addr, dst.len(), |p, off, len| {
             // SAFETY: as in put, reversed.
-            unsafe { std::ptr::copy(p, d.add(off), len) }
+            unsafe { crate::copy::copy(p, d.add(off), len) }
         })
     }
 
@@ -1060,7 +1060,7 @@ impl PinnedRef<'_> {
         let p = self.at(off, src.len(), 1)?;
         // SAFETY: inside the pinned range (checked), mapped for the life of the pin; `copy`
         // because a self-pin may overlap the source.
-        unsafe { std::ptr::copy(src.as_ptr(), p, src.len()) };
+        unsafe { crate::copy::copy(src.as_ptr(), p, src.len()) };
         Ok(())
     }
 
@@ -1071,7 +1071,7 @@ impl PinnedRef<'_> {
         let p = self.at(off, dst.len(), 1)?;
         // SAFETY: inside the pinned range (checked), mapped for the life of the pin; `copy`
         // because a self-pin may overlap the destination.
-        unsafe { std::ptr::copy(p, dst.as_mut_ptr(), dst.len()) };
+        unsafe { crate::copy::copy(p, dst.as_mut_ptr(), dst.len()) };
         Ok(())
     }
 
