@@ -249,7 +249,7 @@ impl Cq {
 
     /// Appends a locally produced entry; a full CQ records an overrun and drops it
     /// (never blocks the poster).
-    #[inline]
+    #[inline(always)]
     pub fn push(&self, e: CqEntry) {
         // SOFTNIC_FAULTS=cq_overrun: the event is lost as on a full CQ.
         if softnic_fabric::faults::hit(softnic_fabric::faults::Point::CqOverrun) {
@@ -261,7 +261,7 @@ impl Cq {
 
     /// Remembers a posted descriptor; its token goes into the CQE aux field.
     /// ERROR_RESOURCE when 2^22 descriptors are outstanding.
-    #[inline]
+    #[inline(always)]
     pub fn add_desc(&self, d: *mut gni_post_descriptor_t) -> GniResult<u32> {
         let mut s = self.descs.lock();
         let t = s.free;
@@ -272,6 +272,13 @@ impl Cq {
             s.free = next;
             return Ok(t);
         }
+        Self::add_desc_new(&mut s, d)
+    }
+
+    /// A token in a new slot (the free list is empty): out of line, rare once warm.
+    #[cold]
+    #[inline(never)]
+    fn add_desc_new(s: &mut Slab, d: *mut gni_post_descriptor_t) -> GniResult<u32> {
         let t = s.slots.len() as u64;
         if t > cqe::AUX_MASK {
             return Err(GNI_RC_ERROR_RESOURCE);
@@ -281,7 +288,7 @@ impl Cq {
     }
 
     /// Takes back the descriptor of `token` (GNI_GetCompleted).
-    #[inline]
+    #[inline(always)]
     pub fn take_desc(&self, token: u32) -> Option<*mut gni_post_descriptor_t> {
         let mut s = self.descs.lock();
         let free = s.free;
@@ -309,26 +316,48 @@ impl Cq {
     /// ERROR_RESOURCE once after an overrun, TRANSACTION_ERROR for an entry with an
     /// error status (entry still returned), the event handler called for SUCCESS and
     /// TRANSACTION_ERROR.
+    ///
+    /// Inlined into GNI_CqGetEvent: the common case (no overrun, an entry queued, no
+    /// overrun to flag, no trace, no handler) is a ring pop and three loads; everything
+    /// else runs out of line in the same order ([`Cq::get_event_empty`],
+    /// [`Cq::deliver_slow`]).
+    #[inline(always)]
     pub fn get_event(&self) -> (gni_return_t, CqEntry) {
         if self.ring.overrun() {
-            // Report the loss once, then carry on with what is queued.
-            self.ring.clear_overrun();
-            self.overrun_reported.store(1, Ordering::Relaxed);
-            return (GNI_RC_ERROR_RESOURCE, 0);
+            return self.report_overrun();
         }
-        let Some(mut e) = self.ring.pop().or_else(|| {
-            // Nothing here yet: serve network traffic now (it may carry our event) rather
-            // than when the progress thread wakes.
-            let served = if self.remote_dst.load(Ordering::Relaxed) { softnic_fabric::net::poll_for_events() } else { softnic_fabric::net::poll() };
-            if served {
-                self.ring.pop()
-            } else {
-                None
-            }
-        }) else {
-            return (GNI_RC_NOT_DONE, 0);
-        };
+        let Some(e) = self.ring.pop() else { return self.get_event_empty() };
         // Load first: the flag is almost never set, and a swap is a locked instruction.
+        if self.overrun_reported.load(Ordering::Relaxed) != 0 || softnic_fabric::trace::enabled() || self.handler.is_some() {
+            return self.deliver_slow(e);
+        }
+        (if cqe::status(e) == 0 { GNI_RC_SUCCESS } else { GNI_RC_TRANSACTION_ERROR }, e)
+    }
+
+    /// Reports the loss of an overrun once, then carries on with what is queued.
+    #[cold]
+    #[inline(never)]
+    fn report_overrun(&self) -> (gni_return_t, CqEntry) {
+        self.ring.clear_overrun();
+        self.overrun_reported.store(1, Ordering::Relaxed);
+        (GNI_RC_ERROR_RESOURCE, 0)
+    }
+
+    /// GNI_CqGetEvent found the ring empty: serve network traffic now (it may carry our
+    /// event) rather than when the progress thread wakes, and look again.
+    #[inline(never)]
+    fn get_event_empty(&self) -> (gni_return_t, CqEntry) {
+        let served = if self.remote_dst.load(Ordering::Relaxed) { softnic_fabric::net::poll_for_events() } else { softnic_fabric::net::poll() };
+        match served.then(|| self.ring.pop()).flatten() {
+            Some(e) => self.deliver_slow(e),
+            None => (GNI_RC_NOT_DONE, 0),
+        }
+    }
+
+    /// Delivers dequeued entry `e` with everything the quick path leaves out: the
+    /// overrun bit owed from an earlier report, the trace counter, the event handler.
+    #[inline(never)]
+    fn deliver_slow(&self, mut e: CqEntry) -> (gni_return_t, CqEntry) {
         if self.overrun_reported.load(Ordering::Relaxed) != 0 && self.overrun_reported.swap(0, Ordering::Relaxed) != 0 {
             e = cqe::with_overrun(e);
         }
