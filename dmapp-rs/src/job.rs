@@ -22,7 +22,7 @@ use softnic_fabric::mem::{self, Access, CrayHandle, MemKey, RingLoc, SharedMem};
 use softnic_fabric::node::{self, PeerRef};
 use softnic_fabric::registry::ProcId;
 use softnic_fabric::atomic::{AmoOp, AmoWidth};
-use softnic_fabric::rma::{self, Peer, Pinned, Region};
+use softnic_fabric::rma::{self, Peer, Pinned, PinnedRef, Region};
 use softnic_fabric::{env, sn_debug, sn_warn, Error};
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
@@ -190,6 +190,14 @@ pub fn live() -> Result<&'static Job, Rc> {
     }
     // SAFETY: LIVE only ever holds the leaked job of `init` (never freed, see LIVE).
     Ok(unsafe { &*p })
+}
+
+/// [`live`] for the quick paths: None (and no call) outside the window or while init or
+/// finalize runs; the general path then decides.
+#[inline(always)]
+pub fn live_quick() -> Option<&'static Job> {
+    // SAFETY: as in `live`.
+    unsafe { LIVE.load(Ordering::Acquire).as_ref() }
 }
 
 /// [`live`] outside the window, or while init or finalize runs: waits for them (PHASE).
@@ -634,6 +642,46 @@ impl Job {
             return self.symmetric(pe, DATA, off, extent);
         }
         self.resolve_other(h, pe, off, extent, sym_only)
+    }
+
+    /// The quick paths' [`Job::resolve`] and pin check in one, with no call: for one of our
+    /// own symmetric descriptors whose target segment is pinned already, the pin checked
+    /// for this access (the peer alive by the verdict that needs no probe, the
+    /// registration and backing still those pinned) and the target address.  The same
+    /// checks as `resolve` + `Remote::put`/`atomic` make, each still per access; None in
+    /// every other case (any check failing, a first use, another descriptor, a peer that
+    /// needs a probe), having changed nothing: the general path then runs the call from the
+    /// start and gives its exact outcome.
+    #[inline(always)]
+    pub fn pinned_quick(&self, addr: *const c_void, seg: *const SegDesc, pe: Pe, extent: u64) -> Option<(PinnedRef<'_>, u64)> {
+        if seg.is_null() {
+            return None;
+        }
+        // SAFETY: non-null; read unaligned since the user may pack it anywhere.
+        let d = unsafe { std::ptr::read_unaligned(seg) };
+        let pe = self.check_pe(pe).ok()?;
+        let off = (addr as u64).checked_sub(d.addr as u64)?;
+        if off.checked_add(extent)? > d.len as u64 {
+            return None;
+        }
+        let h = [d.memhndl.qword1, d.memhndl.qword2];
+        let own = |l: &SegDesc| l.len > 0 && [l.memhndl.qword1, l.memhndl.qword2] == h;
+        let kind = if own(&self.local[SHEAP]) {
+            SHEAP
+        } else if own(&self.local[DATA]) {
+            DATA
+        } else {
+            return None;
+        };
+        let info = self.pes.get(pe as usize)?;
+        let t = info.segs[kind];
+        if off + extent > t.len {
+            return None;
+        }
+        // The pin holds the PE's peer (the one `peer_ref` gives: it was pinned through it).
+        let pin = info.pins[kind].get()?.as_ref()?;
+        let p = pin.check(pin.peer().live_quick()?).ok()?;
+        Some((p, t.base + off))
     }
 
     /// [`Job::resolve`] into segment `kind` of PE `pe`.

@@ -53,6 +53,22 @@ pub fn run() {
     }
 }
 
+/// [`run`], then `rc`: for quick paths, whose one call (when a callback is registered) is
+/// then a tail call.
+#[inline(always)]
+pub fn run_then(rc: crate::types::Rc) -> crate::types::Rc {
+    if COUNT.load(Ordering::Acquire) != 0 || crate::queue::sync_delivery() {
+        return run_registered_then(rc);
+    }
+    rc
+}
+
+#[inline(never)]
+fn run_registered_then(rc: crate::types::Rc) -> crate::types::Rc {
+    run_registered();
+    rc
+}
+
 #[inline(never)]
 fn run_registered() {
     // The queue's messages are delivered at the same places (crate::queue).

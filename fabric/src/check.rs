@@ -55,6 +55,13 @@ pub fn enabled() -> bool {
     }
 }
 
+/// Is the checker decided and off?  One load and no call, for quick paths that leave
+/// every other case (on, or not decided yet) to their general path.
+#[inline(always)]
+pub fn surely_off() -> bool {
+    STATE.load(Ordering::Relaxed) == OFF
+}
+
 #[cold]
 fn decide() -> u8 {
     let s = match std::env::var("SOFTNIC_CHECK").as_deref().map(str::trim) {

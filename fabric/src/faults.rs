@@ -111,6 +111,13 @@ pub fn any() -> bool {
     !none()
 }
 
+/// Known to have no rules?  One load and no call (false also before the rules were first
+/// read), for quick paths that leave every other case to their general path.
+#[inline(always)]
+pub fn surely_none() -> bool {
+    NONE.load(Ordering::Relaxed) == YES
+}
+
 /// No faults to inject (the common case), decided without a call.
 #[inline(always)]
 fn none() -> bool {

@@ -391,6 +391,14 @@ impl Peer {
         Ok(Live(self))
     }
 
+    /// [`Peer::live`] when the verdict needs no probe (this process, or a local peer whose
+    /// life lock shows a live owner): a few loads and no call.  None proves nothing: the
+    /// caller's general path then calls [`Peer::live`].
+    #[inline(always)]
+    pub fn live_quick(&self) -> Option<Live<'_>> {
+        self.surely_alive().then_some(Live(self))
+    }
+
     /// The first verdicts of [`Peer::check_alive`] that are `Ok` without a probe: false
     /// proves nothing.
     #[inline(always)]

@@ -40,6 +40,13 @@ pub fn enabled() -> bool {
     }
 }
 
+/// Is tracing decided and off?  One load and no call, for quick paths that leave every
+/// other case (on, or not decided yet) to their general path.
+#[inline(always)]
+pub fn surely_off() -> bool {
+    STATE.load(Ordering::Relaxed) == OFF
+}
+
 #[cold]
 fn decide() -> bool {
     let dir = std::env::var_os("SOFTNIC_TRACE").filter(|d| !d.is_empty());
