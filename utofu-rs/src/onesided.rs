@@ -368,7 +368,7 @@ fn armw_pinned(v: &Vcq, op: &Op, rid: u64, pins: &[vcq::PutPin]) -> bool {
         check_race_pinned(v, *op, rid, pins);
     }
     if op.flags & UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE != 0 {
-        v.push_local(&notice(local_type(op.kind), 0, rid, op.edata, old & mask, 0, end_of(op, op.rmt_stadd)));
+        v.push_local_inline(&notice(local_type(op.kind), 0, rid, op.edata, old & mask, 0, end_of(op, op.rmt_stadd)));
     }
     true
 }

@@ -296,9 +296,16 @@ impl Vcq {
     }
 
     /// Pushes a notice into our own MRQ (a local notice); a full MRQ is an overflow.
-    /// Always inlined: a fault test and the ring's push, on every operation's notice.
-    #[inline(always)]
+    /// Out of line: the general path has many pushes; see [`Vcq::push_local_inline`].
+    #[inline(never)]
     pub fn push_local(&self, n: &Notice) {
+        self.push_local_inline(n)
+    }
+
+    /// [`Vcq::push_local`] always inlined, for the quick paths: a fault test and the
+    /// ring's push, the notice built in the ring slot.
+    #[inline(always)]
+    pub fn push_local_inline(&self, n: &Notice) {
         if mrq_overrun_injected() || self.ring.push(n).is_err() {
             mark_overflow(self.blk());
         }
