@@ -530,12 +530,14 @@ impl<T: Pod> Ring<T> {
     }
 
     /// Push step 1: claims a position.  `NoSpace` when full, `InvalidArg` when corrupt.
-    #[inline]
+    #[inline(always)]
     fn reserve(&self) -> Result<u64> {
         reserve_in(&self.hdr().tail.0, |pos| &self.slot(pos).seq)
     }
 
-    /// Appends `v`; `Err(NoSpace)` when full (nothing written).  Wakes sleepers.
+    /// Appends `v`; `Err(NoSpace)` when full (nothing written).  Wakes sleepers.  Always
+    /// inlined: a CAS and a few loads and stores, on the path of every notice.
+    #[inline(always)]
     pub fn push(&self, v: &T) -> Result<()> {
         let pos = self.reserve()?;
         let slot = self.slot(pos);
@@ -615,8 +617,20 @@ impl<T: Pod> Ring<T> {
         }
     }
 
-    /// Removes the oldest entry.
+    /// Removes the oldest entry.  Always inlined (see `push`).
+    #[inline(always)]
     pub fn pop(&self) -> Option<T> {
+        // SAFETY: `p` is the claimed slot's payload (see `pop_with`).  Volatile: the memory
+        // is shared with other processes.
+        self.pop_with(|p| unsafe { std::ptr::read_volatile(p) })
+    }
+
+    /// `pop` that hands `f` the oldest entry in place, a pointer to its payload valid
+    /// (and the slot this consumer's) until `f` returns, instead of copying it out: a
+    /// consumer that wants only some fields reads just those (with volatile reads: the
+    /// memory is shared with other processes).  Returns what `f` returned.
+    #[inline(always)]
+    pub fn pop_with<R>(&self, f: impl FnOnce(*const T) -> R) -> Option<R> {
         let head = &self.hdr().head.0;
         // Relaxed: a stale value only costs a retry; the slot sequence decides.
         let mut pos = head.load(Ordering::Relaxed);
@@ -643,12 +657,12 @@ impl<T: Pod> Ring<T> {
                 pos = cur;
             }
         };
-        // Step 2, read.  SAFETY: the reserve made this slot ours until step 4.
-        let v = slot.val.with(|p| unsafe { std::ptr::read_volatile(p) });
+        // Step 2, read: the slot is ours (step 1 claimed it) until step 4.
+        let r = slot.val.with(f);
         // Step 4, Release: hands the slot to the next lap's producer; pairs with the Acquire
         // in push step 1.
         slot.seq.store(pos.wrapping_add(self.cap), Ordering::Release);
-        Some(v)
+        Some(r)
     }
 
     /// `pop` for a consumer that the caller serialises with every other consumer of this

@@ -315,7 +315,7 @@ fn put_pinned(v: &Vcq, op: &Op, rid: u64, src: &[u8], pins: &[vcq::PutPin]) -> b
         r.put(off, src).is_ok()
     };
     if ok && op.flags & NOTICES_TRACKED != 0 && softnic_fabric::check::enabled() {
-        check_race_pinned(v, op, rid, pins);
+        check_race_pinned(v, *op, rid, pins);
     }
     if ok && op.flags & UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE != 0 {
         v.push_local(&notice(UTOFU_MRQ_TYPE_LCL_PUT, 0, rid, op.edata, 0, 0, op.rmt_stadd.wrapping_add(op.len as u64)));
@@ -365,10 +365,10 @@ fn armw_pinned(v: &Vcq, op: &Op, rid: u64, pins: &[vcq::PutPin]) -> bool {
     let (width, a, mask) = armw_op(op);
     let Ok(old) = r.atomic(off, width, a) else { return false };
     if op.flags & NOTICES_TRACKED != 0 && softnic_fabric::check::enabled() {
-        check_race_pinned(v, op, rid, pins);
+        check_race_pinned(v, *op, rid, pins);
     }
     if op.flags & UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE != 0 {
-        v.push_local(&notice(local_type(op.kind), 0, rid, op.edata, old & mask, 0, end_of(op, op.rmt_stadd)));
+        v.push_local_inline(&notice(local_type(op.kind), 0, rid, op.edata, old & mask, 0, end_of(op, op.rmt_stadd)));
     }
     true
 }
@@ -820,12 +820,13 @@ fn check_race(v: &Vcq, op: &Op, rid: u64, owner: &softnic_fabric::rma::Peer, add
 const NOTICES_TRACKED: u64 = UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE | UTOFU_ONESIDED_FLAG_TCQ_NOTICE;
 
 /// [`check_race`] of `op`, just carried out through the pin of its region (the put fast
-/// path), found again here to keep the fast path's own lookup lean.
+/// path), found again here to keep the fast path's own lookup lean.  `op` by value: a
+/// copy made on this cold path, so that the fast paths keep theirs in registers.
 #[cold]
 #[inline(never)]
-fn check_race_pinned(v: &Vcq, op: &Op, rid: u64, pins: &[vcq::PutPin]) {
-    if let Some((p, off)) = pin_of(op, rid, pins) {
-        check_race(v, op, rid, p.pin.peer(), p.base + off as u64);
+fn check_race_pinned(v: &Vcq, op: Op, rid: u64, pins: &[vcq::PutPin]) {
+    if let Some((p, off)) = pin_of(&op, rid, pins) {
+        check_race(v, &op, rid, p.pin.peer(), p.base + off as u64);
     }
 }
 
@@ -900,10 +901,10 @@ fn start1(func: &'static str, h: usize, op: UResult<Op>, cbdata: *mut c_void) ->
 /// call but the fabric's atomic.
 #[inline(always)]
 fn start_armw(func: &'static str, h: usize, op: UResult<Op>, cbdata: *mut c_void) -> i32 {
-    let r = match &op {
+    let r = match op {
         Ok(o) => vcq::get(h).and_then(|v| armw_quick(v, o, cbdata as usize)),
         // The handle is checked first, as in start1.
-        Err(rc) => vcq::get(h).and(Err(*rc)),
+        Err(rc) => vcq::get(h).and(Err(rc)),
     };
     done(func, r)
 }
@@ -915,23 +916,24 @@ fn start_armw(func: &'static str, h: usize, op: UResult<Op>, cbdata: *mut c_void
 /// hook on) goes to `exec`, which carries the operation out from the start: nothing was
 /// done here then.  The Vcq is `&'static` (handle table: never deallocated) and its block
 /// stays mapped until RETIRE_AFTER more VCQs are freed, as for `exec`; `free` clears the
-/// pins under the lock taken here.
+/// pins under the lock taken here.  `op` comes by value and only its copies for `exec`
+/// and the hooks have an address: on the quick path it lives in registers.
 #[inline(always)]
-fn armw_quick(v: &Vcq, op: &Op, cbdata: usize) -> UResult<()> {
+fn armw_quick(v: &Vcq, op: Op, cbdata: usize) -> UResult<()> {
     if op.flags & UTOFU_ONESIDED_FLAG_REMOTE_MRQ_NOTICE != 0 || softnic_fabric::trace::enabled() || softnic_fabric::faults::any() {
-        return exec(v, std::slice::from_ref(op), cbdata);
+        return exec1(v, op, cbdata);
     }
     let mut q = v.tcq.lock();
     if q.tcq.len() + v.silent_pending() + 1 > TOQ_DEPTH {
         return Err(UTOFU_ERR_BUSY);
     }
-    if !armw_pinned(v, op, canonical(op.rmt), &q.pins) {
+    if !armw_pinned(v, &op, canonical(op.rmt), &q.pins) {
         drop(q);
-        return exec(v, std::slice::from_ref(op), cbdata);
+        return exec1(v, op, cbdata);
     }
     if op.flags & UTOFU_ONESIDED_FLAG_TCQ_NOTICE != 0 {
         // As in exec (tracing is off here).
-        let check = if softnic_fabric::check::enabled() { follow(v, op) } else { 0 };
+        let check = if softnic_fabric::check::enabled() { follow_copy(v, op) } else { 0 };
         q.tcq.push_back(Tcq { cbdata, rc: UTOFU_SUCCESS, notify: true, check });
         v.queued.store(q.tcq.len(), Ordering::Release);
     } else {
@@ -940,6 +942,20 @@ fn armw_quick(v: &Vcq, op: &Op, cbdata: usize) -> UResult<()> {
         v.silent_issued.store(issued.wrapping_add(1), Ordering::Release);
     }
     Ok(())
+}
+
+/// [`exec`] of one operation passed by value (out of line: its copy is the only one
+/// with an address, see [`armw_quick`]).
+#[inline(never)]
+fn exec1(v: &Vcq, op: Op, cbdata: usize) -> UResult<()> {
+    exec(v, std::slice::from_ref(&op), cbdata)
+}
+
+/// [`follow`] of an operation passed by value (see [`exec1`]).
+#[cold]
+#[inline(never)]
+fn follow_copy(v: &Vcq, op: Op) -> usize {
+    follow(v, &op)
 }
 
 fn prepare(func: &'static str, h: usize, ops: UResult<Vec<Op>>, desc: *mut c_void, desc_size: *mut usize) -> i32 {
@@ -1212,7 +1228,10 @@ pub unsafe extern "C-unwind" fn utofu_poll_mrq(h: usize, flags: u64, notice_out:
             return Err(UTOFU_ERR_INVALID_POINTER);
         }
         v.check_overflow();
-        let Some(w) = v.ring.pop() else {
+        // The six words a notice uses, read from the ring's slot (not the whole entry
+        // copied out first).  SAFETY: `p` is the popped entry, readable in the closure.
+        let words = v.ring.pop_with(|p| unsafe { std::array::from_fn::<u64, 6, _>(|i| std::ptr::read_volatile((p as *const u64).add(i))) });
+        let Some(w) = words else {
             softnic_fabric::net::poll_for_events();
             return Err(UTOFU_ERR_NOT_FOUND);
         };

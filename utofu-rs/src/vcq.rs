@@ -296,9 +296,16 @@ impl Vcq {
     }
 
     /// Pushes a notice into our own MRQ (a local notice); a full MRQ is an overflow.
-    /// Always inlined: a fault test and the ring's push, on every operation's notice.
-    #[inline(always)]
+    /// Out of line: the general path has many pushes; see [`Vcq::push_local_inline`].
+    #[inline(never)]
     pub fn push_local(&self, n: &Notice) {
+        self.push_local_inline(n)
+    }
+
+    /// [`Vcq::push_local`] always inlined, for the quick paths: a fault test and the
+    /// ring's push, the notice built in the ring slot.
+    #[inline(always)]
+    pub fn push_local_inline(&self, n: &Notice) {
         if mrq_overrun_injected() || self.ring.push(n).is_err() {
             mark_overflow(self.blk());
         }
@@ -306,6 +313,8 @@ impl Vcq {
 }
 
 /// SOFTNIC_FAULTS=cq_overrun: a notice finds its MRQ full (counted per notice queued).
+/// Inlined (one load without rules), so that a notice is built where it is pushed.
+#[inline]
 pub fn mrq_overrun_injected() -> bool {
     softnic_fabric::faults::hit(softnic_fabric::faults::Point::CqOverrun)
 }
@@ -383,11 +392,16 @@ struct Table {
 /// Serialises create and free (slot allocation, retirement).
 static TABLE: Mutex<Table> = Mutex::new(Table { gens: Vec::new(), retired: VecDeque::new() });
 
+/// The VCQ of handle `h`.  Only the slot bits are tested before the table is read: the
+/// comparison with the slot's handle (always tagged, see `reserve`; 0 once freed) then
+/// refuses every other tag and generation.
+#[inline]
 pub fn get(h: usize) -> UResult<&'static Vcq> {
-    if h & !0xffff_ffff != HANDLE_TAG || h & 0xffff == 0 || (h & 0xffff) > MAX_VCQS {
+    let slot = (h & 0xffff).wrapping_sub(1);
+    if slot >= MAX_VCQS {
         return Err(UTOFU_ERR_INVALID_VCQ_HDL);
     }
-    let p = SLOTS[(h & 0xffff) - 1].load(Ordering::Acquire);
+    let p = SLOTS[slot].load(Ordering::Acquire);
     if p.is_null() {
         return Err(UTOFU_ERR_INVALID_VCQ_HDL);
     }
