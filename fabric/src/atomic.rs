@@ -192,19 +192,13 @@ fn rmw64(a: &AtomicU64, f: impl FnMut(u64) -> Option<u64>) -> u64 {
 /// # Safety: `p` non-null, 4-aligned, valid for the call, only accessed atomically.
 unsafe fn int32(p: *mut u32, op: AmoOp) -> u32 {
     // SAFETY: forwarded from the caller (see `apply`).
+    if let Some(old) = unsafe { int32_plain(p, op) } {
+        return old;
+    }
+    // SAFETY: as above.
     let a = unsafe { AtomicU32::from_ptr(p) };
     let lo = |v: u64| v as u32;
     match op {
-        AmoOp::Add(v) => a.fetch_add(lo(v), SeqCst),
-        AmoOp::And(v) => a.fetch_and(lo(v), SeqCst),
-        AmoOp::Or(v) => a.fetch_or(lo(v), SeqCst),
-        AmoOp::Xor(v) => a.fetch_xor(lo(v), SeqCst),
-        AmoOp::Swap(v) => a.swap(lo(v), SeqCst),
-        AmoOp::CompareSwap { compare, swap } => {
-            match a.compare_exchange(lo(compare), lo(swap), SeqCst, SeqCst) {
-                Ok(v) | Err(v) => v,
-            }
-        }
         AmoOp::MaskedSwap { mask, value } => {
             let (m, v) = (lo(mask), lo(value));
             rmw32(a, |old| Some((old & !m) | (v & m)))
@@ -220,22 +214,20 @@ unsafe fn int32(p: *mut u32, op: AmoOp) -> u32 {
             let old = if matches!(op, AmoOp::Min(_)) { s.fetch_min(v, SeqCst) } else { s.fetch_max(v, SeqCst) };
             old as u32
         }
+        // int32_plain did these.
+        AmoOp::Add(_) | AmoOp::And(_) | AmoOp::Or(_) | AmoOp::Xor(_) | AmoOp::Swap(_) | AmoOp::CompareSwap { .. } => unreachable!("plain operation"),
     }
 }
 
 /// # Safety: `p` non-null, 8-aligned, valid for the call, only accessed atomically.
 unsafe fn int64(p: *mut u64, op: AmoOp) -> u64 {
     // SAFETY: forwarded from the caller (see `apply`).
+    if let Some(old) = unsafe { int64_plain(p, op) } {
+        return old;
+    }
+    // SAFETY: as above.
     let a = unsafe { AtomicU64::from_ptr(p) };
     match op {
-        AmoOp::Add(v) => a.fetch_add(v, SeqCst),
-        AmoOp::And(v) => a.fetch_and(v, SeqCst),
-        AmoOp::Or(v) => a.fetch_or(v, SeqCst),
-        AmoOp::Xor(v) => a.fetch_xor(v, SeqCst),
-        AmoOp::Swap(v) => a.swap(v, SeqCst),
-        AmoOp::CompareSwap { compare, swap } => match a.compare_exchange(compare, swap, SeqCst, SeqCst) {
-            Ok(v) | Err(v) => v,
-        },
         AmoOp::MaskedSwap { mask, value } => rmw64(a, |old| Some((old & !mask) | (value & mask))),
         AmoOp::AndXor { and, xor } => rmw64(a, |old| Some((old & and) ^ xor)),
         AmoOp::Min(v) | AmoOp::Max(v) => {
@@ -244,6 +236,8 @@ unsafe fn int64(p: *mut u64, op: AmoOp) -> u64 {
             let old = if matches!(op, AmoOp::Min(_)) { s.fetch_min(v as i64, SeqCst) } else { s.fetch_max(v as i64, SeqCst) };
             old as u64
         }
+        // int64_plain did these.
+        AmoOp::Add(_) | AmoOp::And(_) | AmoOp::Or(_) | AmoOp::Xor(_) | AmoOp::Swap(_) | AmoOp::CompareSwap { .. } => unreachable!("plain operation"),
     }
 }
 
