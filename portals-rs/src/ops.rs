@@ -696,28 +696,35 @@ fn get_general(n: &Ni, g: Guard<'_>, mi: u32, link: u32, req: &Req, mem: &Mem, t
     }
 }
 
+/// The first checks of an operation on MD handle `md_h` (those of `Lib::with_of`):
+/// PtlInit done, an MD handle; its row index and generation bits.
+#[inline(always)]
+fn md_index(md_h: u32) -> PResult<(u32, u32)> {
+    Lib::check_init()?;
+    handle::index_of(md_h, handle::MD).ok_or(PTL_MD_INVALID)
+}
+
 /// The timeline's span of a put or get is built only when tracing may be on: the span's
 /// Option, built and dropped around the body, cost every call (a rejected one most:
-/// cost_rejected 92 -> NN instructions with this and the inlined `ret`) even when off.
+/// cost_rejected 92 -> 53 instructions with this and the inlined `ret`) even when off.
+/// The first checks are made here, where the frame is small: a rejected call returns
+/// without the body's prologue.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn put(md_h: u32, region: Option<(u64, u64)>, ack_req: u32, target: ptl_process_id_t, pt: u32, ac: u32, bits: u64, roff: u64, hdr: u64) -> PResult<()> {
     if softnic_fabric::trace::surely_off() {
-        // The first checks of `Lib::with_of` (no side effects, so repeating them there
-        // changes nothing), here where the frame is small: a rejected call returns
-        // without the body's prologue.
-        Lib::check_init()?;
-        handle::index_of(md_h, handle::MD).ok_or(PTL_MD_INVALID)?;
-        return put_body(md_h, region, ack_req, target, pt, ac, bits, roff, hdr);
+        let (idx, gen) = md_index(md_h)?;
+        return put_body(md_h, idx, gen, region, ack_req, target, pt, ac, bits, roff, hdr);
     }
     let _span = trace_span("PtlPut", target, region);
-    put_body(md_h, region, ack_req, target, pt, ac, bits, roff, hdr)
+    let (idx, gen) = md_index(md_h)?;
+    put_body(md_h, idx, gen, region, ack_req, target, pt, ac, bits, roff, hdr)
 }
 
 #[allow(clippy::too_many_arguments)]
 #[inline(never)]
-fn put_body(md_h: u32, region: Option<(u64, u64)>, ack_req: u32, target: ptl_process_id_t, pt: u32, ac: u32, bits: u64, roff: u64, hdr: u64) -> PResult<()> {
-    Lib::with_of(md_h, handle::MD, PTL_MD_INVALID, |n, idx, gen| {
+fn put_body(md_h: u32, idx: u32, gen: u32, region: Option<(u64, u64)>, ack_req: u32, target: ptl_process_id_t, pt: u32, ac: u32, bits: u64, roff: u64, hdr: u64) -> PResult<()> {
+    Lib::with_ni(PTL_MD_INVALID, |n| {
         if ack_req > PTL_NO_ACK_REQ {
             return Err(PTL_FAIL);
         }
@@ -811,18 +818,18 @@ fn get_end(seg: &Seg, g: &Guard<'_>, mi: u32, link: u32, req: &Req, mem: &Mem, t
 #[inline(always)]
 fn get(md_h: u32, region: Option<(u64, u64)>, target: ptl_process_id_t, pt: u32, ac: u32, bits: u64, roff: u64) -> PResult<()> {
     if softnic_fabric::trace::surely_off() {
-        Lib::check_init()?;
-        handle::index_of(md_h, handle::MD).ok_or(PTL_MD_INVALID)?;
-        return get_body(md_h, region, target, pt, ac, bits, roff);
+        let (idx, gen) = md_index(md_h)?;
+        return get_body(md_h, idx, gen, region, target, pt, ac, bits, roff);
     }
     let _span = trace_span("PtlGet", target, region);
-    get_body(md_h, region, target, pt, ac, bits, roff)
+    let (idx, gen) = md_index(md_h)?;
+    get_body(md_h, idx, gen, region, target, pt, ac, bits, roff)
 }
 
 #[allow(clippy::too_many_arguments)]
 #[inline(never)]
-fn get_body(md_h: u32, region: Option<(u64, u64)>, target: ptl_process_id_t, pt: u32, ac: u32, bits: u64, roff: u64) -> PResult<()> {
-    Lib::with_of(md_h, handle::MD, PTL_MD_INVALID, |n, idx, gen| {
+fn get_body(md_h: u32, idx: u32, gen: u32, region: Option<(u64, u64)>, target: ptl_process_id_t, pt: u32, ac: u32, bits: u64, roff: u64) -> PResult<()> {
+    Lib::with_ni(PTL_MD_INVALID, |n| {
         let t = target_for(n, target)?;
         let seg = &n.seg;
         prefetch_target(t);
