@@ -630,6 +630,10 @@ struct PutEnd<'a> {
     mem: &'a Mem,
     ack_wanted: bool,
     target: ptl_process_id_t,
+    /// The MD logs no SEND_END, as read in the critical section that ends the put (the
+    /// one-critical-section path): its row need not be read again for it after the
+    /// transfer, which may have pushed that line out of the cache.  False: look.
+    end_off: bool,
 }
 
 /// Phase B of a put (lock held): SEND_END, the ACK, the MD's bookkeeping; the events
@@ -641,7 +645,9 @@ fn put_end(seg: &Seg, g: &Guard<'_>, p: &PutEnd<'_>, outcome: &Outcome, mut own:
     if req.flags & service::F_CHECK != 0 {
         check_race(seg, g, mi, p.link, req, p.target, outcome, true);
     }
-    own_event(seg, g, mi, PTL_EVENT_SEND_END, ptl_process_id_t { nid: req.init_nid, pid: req.init_pid }, req, mem.len, mem.len, mem.off, p.link, failed, own.as_deref_mut());
+    if !p.end_off {
+        own_event(seg, g, mi, PTL_EVENT_SEND_END, ptl_process_id_t { nid: req.init_nid, pid: req.init_pid }, req, mem.len, mem.len, mem.off, p.link, failed, own.as_deref_mut());
+    }
     if let Outcome::Accepted(rep, _) = outcome {
         // A put whose data did not land (the target died under it) ends with
         // PTL_NI_FAIL and no ACK, even though the target had accepted it.
@@ -757,11 +763,14 @@ fn put_body(md_h: u32, idx: u32, gen: u32, region: Option<(u64, u64)>, ack_req: 
         let o = if lost_in_network() { Some(Outcome::Failed) } else { fast(n, t, &g, &mut req, &spans) };
         let gone = match o {
             Some(o) => {
-                let gone = put_end(seg, &g, &PutEnd { mi, link, req: &req, mem: &mem, ack_wanted, target }, &o, None);
+                // Our lock was held since `opts` was read: the options are the same.
+                let end_off = opts & PTL_MD_EVENT_END_DISABLE != 0;
+                let gone = put_end(seg, &g, &PutEnd { mi, link, req: &req, mem: &mem, ack_wanted, target, end_off }, &o, None);
                 drop(g);
                 gone
             }
-            None => put_general(n, g, eq_h, &PutEnd { mi, link, req: &req, mem: &mem, ack_wanted, target }),
+            // The lock is released meanwhile (PtlMDUpdate may change the options).
+            None => put_general(n, g, eq_h, &PutEnd { mi, link, req: &req, mem: &mem, ack_wanted, target, end_off: false }),
         };
         if gone {
             md::reap(n);
