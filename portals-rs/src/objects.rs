@@ -156,16 +156,23 @@ impl Lib {
     pub fn with_of<R>(h: u32, kind: u32, bad: i32, f: impl FnOnce(&Arc<Ni>, u32, u32) -> PResult<R>) -> PResult<R> {
         Self::check_init()?;
         let (idx, gen) = handle::index_of(h, kind).ok_or(bad)?;
+        Self::with_ni(bad, |n| f(n, idx, gen))
+    }
+
+    /// The rest of [`Lib::with_of`], for a caller that made its first checks (PtlInit
+    /// done, the handle of its kind): the current NI borrowed for `f`, `bad` when none.
+    #[inline]
+    pub fn with_ni<R>(bad: i32, f: impl FnOnce(&Arc<Ni>) -> PResult<R>) -> PResult<R> {
         CURRENT.with(|c| {
             let b = c.try_borrow();
             if let Ok(Some(n)) = b.as_deref() {
                 if !n.ended.load(Ordering::Acquire) {
-                    return f(n, idx, gen);
+                    return f(n);
                 }
             }
             drop(b);
             let n = Self::current_slow().map_err(|e| if e == PTL_NI_INVALID { bad } else { e })?;
-            f(&n, idx, gen)
+            f(&n)
         })
     }
 }

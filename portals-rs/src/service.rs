@@ -467,11 +467,18 @@ fn request(peer: &Arc<Peer>, target: Live<'_>, seg: &Seg, g: &Guard<'_>, req: &R
         m.local_offset = m.local_offset.saturating_add(mlength);
     }
     let ack = req.op == OP_PUT && req.flags & F_ACK != 0 && m.view.options & PTL_MD_ACK_DISABLE == 0;
+    // A contiguous MD's one piece, read from its row here: the local paths below use it
+    // as it is, without building the MD's `Pieces` (a copy through the stack, re-read
+    // wider: a store-forwarding stall per operation).
+    let gen = m.gen;
+    let one = (m.niov == 0).then_some((m.key, m.view.start, m.view.length));
+    let pieces = || md::pieces(seg, g, mi);
     let (start_kind, end_kind) = kinds(req.op);
-    target_event(seg, g, mi, start_kind, PTL_MD_EVENT_START_DISABLE, req, mlength, offset, link, false);
-    let pieces = md::pieces(seg, g, mi);
+    if m.view.options & PTL_MD_EVENT_START_DISABLE == 0 {
+        target_event(seg, g, mi, start_kind, PTL_MD_EVENT_START_DISABLE, req, mlength, offset, link, false);
+    }
     if req.flags & F_CHECK != 0 && local.is_some() {
-        note_landed(&pieces, offset, mlength);
+        note_landed(&pieces(), offset, mlength);
     }
     out.rep = Rep { status: ST_ACCEPTED, flags: if ack { R_ACK } else { 0 }, mlength, offset, link, ..Rep::default() };
     let inline_ok = local.is_some()
@@ -488,7 +495,7 @@ fn request(peer: &Arc<Peer>, target: Live<'_>, seg: &Seg, g: &Guard<'_>, req: &R
         out.rep.flags |= R_TWO_PHASE;
         out.rep.token = mi as u64 | (m.gen as u64) << 32;
         let mut n = 0u32;
-        each_piece(&pieces, offset, mlength, |key, addr, _at, len| {
+        each_piece(&pieces(), offset, mlength, |key, addr, _at, len| {
             for w in [key, addr, len] {
                 out.extra.extend_from_slice(&w.to_le_bytes());
             }
@@ -499,10 +506,9 @@ fn request(peer: &Arc<Peer>, target: Live<'_>, seg: &Seg, g: &Guard<'_>, req: &R
     }
     let ok = match (req.op, local) {
         (OP_PUT, Some(l)) => {
-            let gen = seg.md(g, mi).map_or(0, |m| m.gen);
-            match &*pieces {
+            let pinned = match one {
                 // A contiguous MD, written through its pin (the common small put).
-                &[piece] if offset.checked_add(mlength).is_some_and(|e| e <= piece.2) => seg.with_pin(g, peer, target, mi, gen, piece, |p| match l.src.one(mlength) {
+                Some(piece) if offset.checked_add(mlength).is_some_and(|e| e <= piece.2) => seg.with_pin(g, peer, target, mi, gen, piece, |p| match l.src.one(mlength) {
                     // From one piece of ours (a contiguous MD): one copy.
                     Some(s) => put_pinned(&p, offset as usize, s),
                     None => {
@@ -512,32 +518,31 @@ fn request(peer: &Arc<Peer>, target: Live<'_>, seg: &Seg, g: &Guard<'_>, req: &R
                     }
                 }),
                 _ => None,
-            }
-            .filter(|&ok| ok)
-            .map_or_else(|| copy_local_to_pieces(target, &l.src, &pieces, offset, mlength).is_ok(), |_| true)
+            };
+            // Anything but a pinned copy that worked: the general copy, which reports.
+            pinned == Some(true) || copy_local_to_pieces(target, &l.src, &pieces(), offset, mlength).is_ok()
         }
-        (OP_PUT, None) => data.len() as u64 >= mlength && write_pieces(target, &pieces, offset, &data[..mlength as usize]).is_ok(),
+        (OP_PUT, None) => data.len() as u64 >= mlength && write_pieces(target, &pieces(), offset, &data[..mlength as usize]).is_ok(),
         (OP_GET, Some(l)) => {
-            let gen = seg.md(g, mi).map_or(0, |m| m.gen);
-            match &*pieces {
+            let pinned = match one {
                 // A contiguous MD read through the pin its puts use (the common small get).
-                &[piece] if offset.checked_add(mlength).is_some_and(|e| e <= piece.2) => seg.with_pin(g, peer, target, mi, gen, piece, |p| {
+                Some(piece) if offset.checked_add(mlength).is_some_and(|e| e <= piece.2) => seg.with_pin(g, peer, target, mi, gen, piece, |p| {
                     let mut ok = true;
                     local_parts(&l.dst, 0, mlength, |d, s| ok &= p.get((offset + d) as usize, s).is_ok());
                     ok
                 }),
                 _ => None,
-            }
-            .filter(|&ok| ok)
-            .map_or_else(|| copy_pieces_to_local(target, &pieces, offset, mlength, &l.dst).is_ok(), |_| true)
+            };
+            pinned == Some(true) || copy_pieces_to_local(target, &pieces(), offset, mlength, &l.dst).is_ok()
         }
         (OP_GET, None) => {
             out.rep.flags |= R_DATA;
             out.extra = vec![0u8; mlength as usize];
-            read_pieces(target, &pieces, offset, &mut out.extra).is_ok()
+            read_pieces(target, &pieces(), offset, &mut out.extra).is_ok()
         }
         _ => {
             // GetPut: the old bytes out (into the reply), then the new ones in.
+            let pieces = pieces();
             let mut old = vec![0u8; mlength as usize];
             let ok = read_pieces(target, &pieces, offset, &mut old).is_ok() && data.len() as u64 >= mlength && write_pieces(target, &pieces, offset, &data[..mlength as usize]).is_ok();
             out.rep.flags |= R_DATA;
@@ -581,11 +586,15 @@ pub(crate) fn take_landed() -> Option<(u64, u64)> {
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn finish(seg: &Seg, g: &Guard<'_>, mi: u32, end_kind: u32, req: &Req, mlength: u64, offset: u64, link: u32, fail: bool) {
-    target_event(seg, g, mi, end_kind, PTL_MD_EVENT_END_DISABLE, req, mlength, offset, link, fail);
+    // The row once (an event's deposit changes no MD row).
+    let m = seg.md(g, mi);
+    if m.as_ref().is_some_and(|m| m.view.options & PTL_MD_EVENT_END_DISABLE == 0) {
+        target_event(seg, g, mi, end_kind, PTL_MD_EVENT_END_DISABLE, req, mlength, offset, link, fail);
+    }
     let st = &mut seg.state(g).hot;
     st.recv_count += 1;
     st.recv_length = st.recv_length.wrapping_add(mlength);
-    let Some(m) = seg.md(g, mi) else { return };
+    let Some(m) = m else { return };
     if m.flags & MDF_DOOMED != 0 {
         if m.pending == 0 {
             md::bury(seg, g, mi);
