@@ -4,8 +4,12 @@
  * peer's first start/end VBG, 8r, on its TNI, built in Fujitsu's layout), as
  * topology-file programs do.  Rank 0 retries until rank 1 exists, then keeps operating until rank 1's exit
  * shows: puts then fail with MRQ_PEER and barriers with BARRIER_OTHER, within seconds.
+ * The operation rank 0 keeps issuing after the peer left is argv[1]: "piggyback" (the
+ * default), "put" (8 bytes from a registered buffer) or "armw" (a fetch-add), the last two
+ * through the quick paths of the pinned region (the piggyback puts before pinned it).
  * Run with 2 ranks on one node (snrun -n 2). */
 #include "utest.h"
+#include <string.h>
 #include <unistd.h>
 #include <time.h>
 
@@ -18,8 +22,9 @@ static double now(void)
     return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    const char *how = argc > 1 ? argv[1] : "piggyback";
     const char *r = getenv("PMI_RANK");
     int rank = r ? atoi(r) : 0;
     sntest_rank = rank;
@@ -75,10 +80,18 @@ int main(void)
     UCHECK(utofu_barrier(vbg, 0));
     while ((rc = utofu_poll_barrier(vbg, 0)) == UTOFU_ERR_NOT_COMPLETED) ;
     UCHECK(rc);
+    static uint64_t src[4] __attribute__((aligned(64))) = { 2 };
+    utofu_stadd_t src_st;
+    UCHECK(utofu_reg_mem(h, src, sizeof src, 0, &src_st));
     /* Now rank 1 goes away: operations must fail, not hang. */
     double t0 = now();
     for (;;) {
-        UCHECK(utofu_put_piggyback8(h, peer, 1, peer_st, 8, 0, UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE, NULL));
+        if (!strcmp(how, "put"))
+            UCHECK(utofu_put(h, peer, src_st, peer_st, 8, 0, UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE, NULL));
+        else if (!strcmp(how, "armw"))
+            UCHECK(utofu_armw8(h, peer, UTOFU_ARMW_OP_ADD, 1, peer_st, 0, UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE, NULL));
+        else
+            UCHECK(utofu_put_piggyback8(h, peer, 1, peer_st, 8, 0, UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE, NULL));
         rc = wait_mrq(h, &n);
         while (utofu_poll_tcq(h, 0, &cb) != UTOFU_ERR_NOT_FOUND) ;
         if (rc == UTOFU_ERR_MRQ_PEER) break;
@@ -89,6 +102,6 @@ int main(void)
     UCHECK(utofu_barrier(vbg, 0));
     while ((rc = utofu_poll_barrier(vbg, 0)) == UTOFU_ERR_NOT_COMPLETED) CHECK(now() - t0 < 20);
     CHECK_EQ(rc, UTOFU_ERR_BARRIER_OTHER);
-    printf("utofu_death: rank 0 saw MRQ_PEER and BARRIER_OTHER %.2f s after the peer left (%d early attempts)\n", now() - t0, early);
+    printf("utofu_death: rank 0 saw MRQ_PEER and BARRIER_OTHER %.2f s after the peer left (%s, %d early attempts)\n", now() - t0, how, early);
     return 0;
 }

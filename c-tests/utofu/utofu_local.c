@@ -305,6 +305,17 @@ int main(void)
     CHECK_EQ(utofu_put(a, idb | 1ULL << 60, s1, sb, 8, 0, 0, NULL), UTOFU_ERR_INVALID_VCQ_ID);
     CHECK_EQ(utofu_put(a, (idb & ~0x3fULL) | 12, s1, sb, 8, 0, 0, NULL), UTOFU_ERR_INVALID_VCQ_ID);
     CHECK_EQ(utofu_query_vcq_info((idb & ~(7ULL << 61)) | 6ULL << 61, co, &t, &q, NULL), UTOFU_ERR_INVALID_VCQ_ID);
+    /* The quick paths remember the last remote id found well-formed: malformed ids between
+     * uses of it are still refused (puts and ARMWs), it still works after them, and a bad
+     * handle is reported before bad arguments. */
+    UCHECK(utofu_armw8(a, idb, UTOFU_ARMW_OP_ADD, 0, sb + 8 * 400, 0, 0, NULL));
+    CHECK_EQ(utofu_armw8(a, idb | 1ULL << 10, UTOFU_ARMW_OP_ADD, 0, sb + 8 * 400, 0, 0, NULL), UTOFU_ERR_INVALID_VCQ_ID);
+    CHECK_EQ(utofu_cswap4(a, idb | 1ULL << 60, 0, 0, sb + 8 * 500, 0, 0, NULL), UTOFU_ERR_INVALID_VCQ_ID);
+    UCHECK(utofu_put(a, idb, s1, sb, 8, 0, 0, NULL));
+    CHECK_EQ(utofu_put(a, (idb & ~0x3fULL) | 12, s1, sb, 8, 0, 0, NULL), UTOFU_ERR_INVALID_VCQ_ID);
+    UCHECK(utofu_put(a, idb, s1, sb, 8, 0, 0, NULL));
+    CHECK_EQ(utofu_put(a ^ 1ULL << 40, idb | 1ULL << 10, s1, sb, 8, 0, 0, NULL), UTOFU_ERR_INVALID_VCQ_HDL);
+    CHECK_EQ(utofu_armw8(a ^ 1ULL << 40, idb, 0, 1, sb, 0, 0, NULL), UTOFU_ERR_INVALID_VCQ_HDL);
     while (utofu_poll_tcq(a, 0, &cb) != UTOFU_ERR_NOT_FOUND) ;
     while (utofu_poll_tcq(b, 0, &cb) != UTOFU_ERR_NOT_FOUND) ;
 

@@ -553,6 +553,24 @@ impl<T: Pod> Ring<T> {
         Ok(())
     }
 
+    /// [`Ring::push`] of an entry that `fill` writes into its slot (given a pointer to it;
+    /// volatile writes, the memory is shared), for a producer that builds the entry from
+    /// values in registers: no copy of it on the stack first.  `fill` must write the whole
+    /// entry (a slot holds the previous lap's entry before).  Always inlined.
+    #[inline(always)]
+    pub fn push_with(&self, fill: impl FnOnce(*mut T)) -> Result<()> {
+        let pos = self.reserve()?;
+        let slot = self.slot(pos);
+        // Step 2, fill: the reserve made this slot ours until step 3.
+        slot.val.with_mut(fill);
+        // Steps 3 and 4 as in `push`.
+        slot.seq.store(pos.wrapping_add(1), Ordering::Release);
+        if self.hdr().ctl.0.unwaited.load(Ordering::Relaxed) == 0 {
+            self.hdr().ctl.0.wake.notify();
+        }
+        Ok(())
+    }
+
     /// Push steps 1-3 for a producer that the caller serialises with every other producer
     /// of this ring (a lock they all hold while pushing, which also orders their stores
     /// to `tail`): the position is claimed with a plain store instead of a

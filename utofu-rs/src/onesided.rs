@@ -100,11 +100,18 @@ fn check_flags(flags: u64) -> UResult<()> {
 
 #[inline(always)]
 fn common(rmt: u64, edata: u64, flags: u64, kind: Kind) -> UResult<Op> {
+    common_with(rmt, edata, flags, kind, |id| VcqAddr::decode(id).is_some())
+}
+
+/// [`common`] with the test of the remote VCQ id given (the quick paths pass
+/// [`Vcq::valid_remote_id`], which remembers its last verdict).
+#[inline(always)]
+fn common_with(rmt: u64, edata: u64, flags: u64, kind: Kind, id_ok: impl FnOnce(u64) -> bool) -> UResult<Op> {
     check_flags(flags)?;
     if edata > MAX_EDATA {
         return Err(UTOFU_ERR_INVALID_EDATA);
     }
-    if VcqAddr::decode(rmt).is_none() {
+    if !id_ok(rmt) {
         return Err(UTOFU_ERR_INVALID_VCQ_ID);
     }
     Ok(Op { kind, flags, edata: edata as u8, rmt, ..Op::nop(flags) })
@@ -162,7 +169,14 @@ unsafe fn pb_bytes<'a>(p: *const c_void, len: usize) -> UResult<&'a [u8]> {
 
 #[inline(always)]
 fn armw(kind: Kind, rmt: u64, op: i32, value: u64, old: u64, rmts: u64, edata: u64, flags: u64) -> UResult<Op> {
-    let mut o = common(rmt, edata, flags, kind)?;
+    armw_with(kind, rmt, op, value, old, rmts, edata, flags, |id| VcqAddr::decode(id).is_some())
+}
+
+/// [`armw`] with the test of the remote VCQ id given (see [`common_with`]).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn armw_with(kind: Kind, rmt: u64, op: i32, value: u64, old: u64, rmts: u64, edata: u64, flags: u64, id_ok: impl FnOnce(u64) -> bool) -> UResult<Op> {
+    let mut o = common_with(rmt, edata, flags, kind, id_ok)?;
     if matches!(kind, Kind::Armw4 | Kind::Armw8) && !(UTOFU_ARMW_OP_SWAP..=UTOFU_ARMW_OP_OR).contains(&op) {
         return Err(UTOFU_ERR_INVALID_OP);
     }
@@ -359,8 +373,10 @@ fn trace_name(k: Kind) -> &'static str {
 /// [`put_pinned`]): applied through the pin, its local notice carrying the old value.
 /// False when it does not apply (remote notice wanted, no pin, a failed check, misaligned
 /// or out of range): the full path then runs and reports the exact outcome.
+/// `quick`: called from [`armw_quick`], which runs only without SOFTNIC_FAULTS rules, so
+/// the notice is pushed without the fault test.
 #[inline(always)]
-fn armw_pinned(v: &Vcq, op: &Op, rid: u64, pins: &[vcq::PutPin]) -> bool {
+fn armw_pinned(v: &Vcq, op: &Op, rid: u64, pins: &[vcq::PutPin], quick: bool) -> bool {
     let Some((r, off)) = pin_for(op, rid, pins) else { return false };
     let (width, a, mask) = armw_op(op);
     let Ok(old) = r.atomic(off, width, a) else { return false };
@@ -368,7 +384,12 @@ fn armw_pinned(v: &Vcq, op: &Op, rid: u64, pins: &[vcq::PutPin]) -> bool {
         check_race_pinned(v, *op, rid, pins);
     }
     if op.flags & UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE != 0 {
-        v.push_local_inline(&notice(local_type(op.kind), 0, rid, op.edata, old & mask, 0, end_of(op, op.rmt_stadd)));
+        let n = notice(local_type(op.kind), 0, rid, op.edata, old & mask, 0, end_of(op, op.rmt_stadd));
+        if quick {
+            v.push_local_unhooked(&n);
+        } else {
+            v.push_local_inline(&n);
+        }
     }
     true
 }
@@ -431,7 +452,7 @@ fn run(v: &Vcq, op: &Op, q: &mut vcq::Queue) -> i32 {
     if matches!(op.kind, Kind::Put | Kind::PutPb) && op.len > 0 && put_pinned(v, op, rid, src, &q.pins) {
         return UTOFU_SUCCESS;
     }
-    if op.kind.is_armw() && armw_pinned(v, op, rid, &q.pins) {
+    if op.kind.is_armw() && armw_pinned(v, op, rid, &q.pins, false) {
         return UTOFU_SUCCESS;
     }
     let t = match vcq::target_cached(&mut q.last, rid) {
@@ -899,13 +920,11 @@ fn start1(func: &'static str, h: usize, op: UResult<Op>, cbdata: *mut c_void) ->
 /// The start of one ARMW or compare-and-swap: inlined into each of its four exports, so
 /// that the operation is built in registers and the quick path ([`armw_quick`]) makes no
 /// call but the fabric's atomic.
+/// The handle is checked first, as in start1; `build` validates the arguments and makes
+/// the operation (given the VCQ, whose [`Vcq::valid_remote_id`] it uses).
 #[inline(always)]
-fn start_armw(func: &'static str, h: usize, op: UResult<Op>, cbdata: *mut c_void) -> i32 {
-    let r = match op {
-        Ok(o) => vcq::get(h).and_then(|v| armw_quick(v, o, cbdata as usize)),
-        // The handle is checked first, as in start1.
-        Err(rc) => vcq::get(h).and(Err(rc)),
-    };
+fn start_armw(func: &'static str, h: usize, build: impl FnOnce(&Vcq) -> UResult<Op>, cbdata: *mut c_void) -> i32 {
+    let r = vcq::get(h).and_then(|v| armw_quick(v, build(v)?, cbdata as usize));
     done(func, r)
 }
 
@@ -927,13 +946,21 @@ fn armw_quick(v: &Vcq, op: Op, cbdata: usize) -> UResult<()> {
     if q.tcq.len() + v.silent_pending() + 1 > TOQ_DEPTH {
         return Err(UTOFU_ERR_BUSY);
     }
-    if !armw_pinned(v, &op, canonical(op.rmt), &q.pins) {
+    if !armw_pinned(v, &op, canonical(op.rmt), &q.pins, true) {
         drop(q);
         return exec1(v, op, cbdata);
     }
+    complete_quick(v, &mut q, op, cbdata);
+    Ok(())
+}
+
+/// The end of a quick path's operation, done under its TCQ lock: its TCQ entry, or its
+/// silent completion counted, as `exec` does after a successful `run` (tracing is off on
+/// the quick paths, so `follow` is only for the checker).
+#[inline(always)]
+fn complete_quick(v: &Vcq, q: &mut vcq::Queue, op: Op, cbdata: usize) {
     if op.flags & UTOFU_ONESIDED_FLAG_TCQ_NOTICE != 0 {
-        // As in exec (tracing is off here).
-        let check = if softnic_fabric::check::enabled() { follow_copy(v, op) } else { 0 };
+        let check = if softnic_fabric::check::enabled() { follow_parts(v, op.kind, op.rmt, op.lcl_stadd, op.len) } else { 0 };
         q.tcq.push_back(Tcq { cbdata, rc: UTOFU_SUCCESS, notify: true, check });
         v.queued.store(q.tcq.len(), Ordering::Release);
     } else {
@@ -941,7 +968,70 @@ fn armw_quick(v: &Vcq, op: Op, cbdata: usize) -> UResult<()> {
         let issued = v.silent_issued.load(Ordering::Relaxed);
         v.silent_issued.store(issued.wrapping_add(1), Ordering::Release);
     }
+}
+
+/// The start of one put: the quick path ([`put_quick`]) inlined into `utofu_put`; the
+/// handle is checked first, then the arguments (as in [`start_armw`]).
+#[inline(always)]
+fn start_put(h: usize, build: impl FnOnce(&Vcq) -> UResult<Op>, cbdata: *mut c_void) -> i32 {
+    let r = vcq::get(h).and_then(|v| put_quick(v, build(v)?, cbdata as usize));
+    done("utofu_put", r)
+}
+
+/// [`exec`] of one put, specialised as [`armw_quick`] is for ARMWs: with no trace or
+/// faults hook on, no remote notice and a non-empty length, the local STADD is resolved
+/// (as `run` does) and the data copied through the pin of the target region
+/// ([`put_pinned_quick`]), under the same TCQ lock and TOQ accounting.  A local STADD
+/// that does not resolve, no pin, a failed pin check: `exec` carries the operation out
+/// from the start and reports the exact outcome (nothing was done here then).
+#[inline(always)]
+fn put_quick(v: &Vcq, op: Op, cbdata: usize) -> UResult<()> {
+    if op.len == 0 || op.flags & UTOFU_ONESIDED_FLAG_REMOTE_MRQ_NOTICE != 0 || softnic_fabric::trace::enabled() || softnic_fabric::faults::any() {
+        return exec1(v, op, cbdata);
+    }
+    let mut q = v.tcq.lock();
+    if q.tcq.len() + v.silent_pending() + 1 > TOQ_DEPTH {
+        return Err(UTOFU_ERR_BUSY);
+    }
+    let Ok((_, a)) = stadd::resolve_inline(v.blk(), op.lcl_stadd, op.len) else {
+        drop(q);
+        return exec1(v, op, cbdata);
+    };
+    // SAFETY: inside a live registration of ours (checked), which stays mapped (as in run).
+    let src = unsafe { std::slice::from_raw_parts(a as *const u8, op.len) };
+    if !put_pinned_quick(v, &op, canonical(op.rmt), src, &q.pins) {
+        drop(q);
+        return exec1(v, op, cbdata);
+    }
+    complete_quick(v, &mut q, op, cbdata);
     Ok(())
+}
+
+/// [`put_pinned`] for [`put_quick`]: inlined, and its local notice pushed without the
+/// SOFTNIC_FAULTS test (the quick path runs only without fault rules).
+#[inline(always)]
+fn put_pinned_quick(v: &Vcq, op: &Op, rid: u64, src: &[u8], pins: &[vcq::PutPin]) -> bool {
+    let Some((r, off)) = pin_for(op, rid, pins) else { return false };
+    let ok = if let Ok(word) = <[u8; 8]>::try_from(src) {
+        // 8 bytes to an aligned place: one store (a copy of a length known only at run
+        // time is a call to memmove); elsewhere the copy.
+        r.store_u64(off, u64::from_ne_bytes(word)).or_else(|_| r.put(off, src)).is_ok()
+    } else if src.len() > 8 {
+        let cut = src.len() - 8;
+        r.put(off, &src[..cut]).and_then(|_| r.put(off + cut, &src[cut..])).is_ok()
+    } else {
+        r.put(off, src).is_ok()
+    };
+    if !ok {
+        return false;
+    }
+    if op.flags & NOTICES_TRACKED != 0 && softnic_fabric::check::enabled() {
+        check_race_pinned(v, *op, rid, pins);
+    }
+    if op.flags & UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE != 0 {
+        v.push_local_unhooked(&notice(UTOFU_MRQ_TYPE_LCL_PUT, 0, rid, op.edata, 0, 0, op.rmt_stadd.wrapping_add(op.len as u64)));
+    }
+    true
 }
 
 /// [`exec`] of one operation passed by value (out of line: its copy is the only one
@@ -951,11 +1041,13 @@ fn exec1(v: &Vcq, op: Op, cbdata: usize) -> UResult<()> {
     exec(v, std::slice::from_ref(&op), cbdata)
 }
 
-/// [`follow`] of an operation passed by value (see [`exec1`]).
+/// [`follow`] of an operation given by the fields it reads (kind, remote VCQ, local
+/// STADD, length): with the whole `Op` passed, the quick paths built its copy on the
+/// stack before testing whether this call is made.
 #[cold]
 #[inline(never)]
-fn follow_copy(v: &Vcq, op: Op) -> usize {
-    follow(v, &op)
+fn follow_parts(v: &Vcq, kind: Kind, rmt: u64, lcl_stadd: u64, len: usize) -> usize {
+    follow(v, &Op { kind, rmt, lcl_stadd, len, ..Op::nop(0) })
 }
 
 fn prepare(func: &'static str, h: usize, ops: UResult<Vec<Op>>, desc: *mut c_void, desc_size: *mut usize) -> i32 {
@@ -981,7 +1073,14 @@ fn prepare(func: &'static str, h: usize, ops: UResult<Vec<Op>>, desc: *mut c_voi
 /// One block of a put or get (the common case, without a Vec).
 #[inline(always)]
 fn transfer1(kind: Kind, rmt: u64, lcl: u64, rmts: u64, len: usize, edata: u64, flags: u64) -> UResult<Op> {
-    let base = common(rmt, edata, flags, kind)?;
+    transfer1_with(kind, rmt, lcl, rmts, len, edata, flags, |id| VcqAddr::decode(id).is_some())
+}
+
+/// [`transfer1`] with the test of the remote VCQ id given (see [`common_with`]).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn transfer1_with(kind: Kind, rmt: u64, lcl: u64, rmts: u64, len: usize, edata: u64, flags: u64, id_ok: impl FnOnce(u64) -> bool) -> UResult<Op> {
+    let base = common_with(rmt, edata, flags, kind, id_ok)?;
     if len > MAX_PUTGET {
         return Err(UTOFU_ERR_INVALID_SIZE);
     }
@@ -990,7 +1089,7 @@ fn transfer1(kind: Kind, rmt: u64, lcl: u64, rmts: u64, len: usize, edata: u64, 
 
 #[no_mangle]
 pub extern "C" fn utofu_put(h: usize, rmt: u64, lcl: u64, rmts: u64, len: usize, edata: u64, flags: u64, cbdata: *mut c_void) -> i32 {
-    start1("utofu_put", h, transfer1(Kind::Put, rmt, lcl, rmts, len, edata, flags), cbdata)
+    start_put(h, |v| transfer1_with(Kind::Put, rmt, lcl, rmts, len, edata, flags, |id| v.valid_remote_id(id)), cbdata)
 }
 
 #[no_mangle]
@@ -1044,22 +1143,22 @@ pub extern "C" fn utofu_get_stride_gap(h: usize, rmt: u64, lcl: u64, rmts: u64, 
 
 #[no_mangle]
 pub extern "C" fn utofu_armw4(h: usize, rmt: u64, op: i32, value: u32, rmts: u64, edata: u64, flags: u64, cbdata: *mut c_void) -> i32 {
-    start_armw("utofu_armw4", h, armw(Kind::Armw4, rmt, op, value as u64, 0, rmts, edata, flags), cbdata)
+    start_armw("utofu_armw4", h, |v| armw_with(Kind::Armw4, rmt, op, value as u64, 0, rmts, edata, flags, |id| v.valid_remote_id(id)), cbdata)
 }
 
 #[no_mangle]
 pub extern "C" fn utofu_armw8(h: usize, rmt: u64, op: i32, value: u64, rmts: u64, edata: u64, flags: u64, cbdata: *mut c_void) -> i32 {
-    start_armw("utofu_armw8", h, armw(Kind::Armw8, rmt, op, value, 0, rmts, edata, flags), cbdata)
+    start_armw("utofu_armw8", h, |v| armw_with(Kind::Armw8, rmt, op, value, 0, rmts, edata, flags, |id| v.valid_remote_id(id)), cbdata)
 }
 
 #[no_mangle]
 pub extern "C" fn utofu_cswap4(h: usize, rmt: u64, old: u32, new: u32, rmts: u64, edata: u64, flags: u64, cbdata: *mut c_void) -> i32 {
-    start_armw("utofu_cswap4", h, armw(Kind::Cswap4, rmt, 0, new as u64, old as u64, rmts, edata, flags), cbdata)
+    start_armw("utofu_cswap4", h, |v| armw_with(Kind::Cswap4, rmt, 0, new as u64, old as u64, rmts, edata, flags, |id| v.valid_remote_id(id)), cbdata)
 }
 
 #[no_mangle]
 pub extern "C" fn utofu_cswap8(h: usize, rmt: u64, old: u64, new: u64, rmts: u64, edata: u64, flags: u64, cbdata: *mut c_void) -> i32 {
-    start_armw("utofu_cswap8", h, armw(Kind::Cswap8, rmt, 0, new, old, rmts, edata, flags), cbdata)
+    start_armw("utofu_cswap8", h, |v| armw_with(Kind::Cswap8, rmt, 0, new, old, rmts, edata, flags, |id| v.valid_remote_id(id)), cbdata)
 }
 
 #[no_mangle]
@@ -1228,19 +1327,35 @@ pub unsafe extern "C-unwind" fn utofu_poll_mrq(h: usize, flags: u64, notice_out:
             return Err(UTOFU_ERR_INVALID_POINTER);
         }
         v.check_overflow();
-        // The six words a notice uses, read from the ring's slot (not the whole entry
-        // copied out first).  SAFETY: `p` is the popped entry, readable in the closure.
-        let words = v.ring.pop_with(|p| unsafe { std::array::from_fn::<u64, 6, _>(|i| std::ptr::read_volatile((p as *const u64).add(i))) });
-        let Some(w) = words else {
+        // The notice is written word by word from the ring's slot into the caller's
+        // struct (64 bytes: the type byte and its padding are word 0, the reserved words
+        // 6 and 7 zero), with no copy on our stack: a struct built there and copied out
+        // cost a store-forwarding stall on the type's padding.  SAFETY: `p` is the
+        // popped entry, readable in the closure; `notice_out` is non-NULL (checked) and
+        // the caller's utofu_mrq_notice (64 bytes, any alignment: unaligned writes).
+        const _: () = assert!(std::mem::size_of::<utofu_mrq_notice>() == 64);
+        let to = notice_out as *mut u64;
+        let w0 = v.ring.pop_with(|p| unsafe {
+            let p = p as *const u64;
+            let w0 = std::ptr::read_volatile(p);
+            to.write_unaligned(w0 & 0xff);
+            for i in 1..6 {
+                to.add(i).write_unaligned(std::ptr::read_volatile(p.add(i)));
+            }
+            to.add(6).write_unaligned(0);
+            to.add(7).write_unaligned(0);
+            w0
+        });
+        let Some(w0) = w0 else {
             softnic_fabric::net::poll_for_events();
             return Err(UTOFU_ERR_NOT_FOUND);
         };
-        let n = utofu_mrq_notice { notice_type: w[0] as u8, padding1: [0; 7], vcq_id: w[1], edata: w[2], rmt_value: w[3], lcl_stadd: w[4], rmt_stadd: w[5], reserved: [0; 2] };
-        if n.notice_type & 1 == 0 && softnic_fabric::check::enabled() {
+        if w0 & 1 == 0 && softnic_fabric::check::enabled() {
+            // SAFETY: the notice just written above.
+            let n = unsafe { notice_out.read_unaligned() };
             check_mrq_release(v, n.notice_type, n.vcq_id, n.lcl_stadd, n.rmt_stadd);
         }
-        out(notice_out, n)?;
-        let rc = (w[0] >> 32) as u32 as i32;
+        let rc = (w0 >> 32) as u32 as i32;
         if rc == UTOFU_SUCCESS { Ok(()) } else { Err(rc) }
     })();
     done("utofu_poll_mrq", r)

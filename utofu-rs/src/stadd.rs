@@ -86,6 +86,13 @@ pub enum Fault {
 /// and the address.
 #[inline]
 pub fn resolve(blk: *const u8, stadd: u64, len: usize) -> Result<(Row, u64), Fault> {
+    resolve_inline(blk, stadd, len)
+}
+
+/// [`resolve`] always inlined, for the put quick path (out of line, its result comes back
+/// through memory).
+#[inline(always)]
+pub fn resolve_inline(blk: *const u8, stadd: u64, len: usize) -> Result<(Row, u64), Fault> {
     let (row, off, check) = split(stadd).ok_or(Fault::Memory)?;
     let r = read_row(blk, row).ok_or(Fault::Memory)?;
     // The row holds the check its STADDs carry (0 for a STag).
