@@ -180,6 +180,38 @@ impl RemoteSeg {
         softnic_fabric::rma::put(&self.data_owner, self.data_key, addr, src, pool::pd())
     }
 
+    /// A quick DMA transfer that a map's use covers (crate::dma, `start_now`, which saw
+    /// `maps` above zero under its handle guard): is the connection still one that
+    /// [`RemoteSeg::try_begin_use`] would accept (the owner's block registered and alive as
+    /// far as known, our record live, the segment neither removed nor closing)?  Loads
+    /// only: no use is counted; [`RemoteSeg::map_end`] keeps the map's use until the
+    /// transfer is over.
+    #[inline]
+    pub fn covered_use_ok(&self) -> bool {
+        let Some(v) = &self.blk_view else { return false };
+        let Ok(live) = self.owner.live_probed() else { return false };
+        live.check(self.blk_key, self.blk_addr, pool::BLOCK, true, pool::pd()).is_ok() && service::use_covered(&MappedBlock(v), self.rec as usize, self.rec_gen).is_ok()
+    }
+
+    /// A map of the segment begins: its use at the owner, then the map count that quick
+    /// DMA transfers read (a count above zero always stands for a use held).
+    pub fn map_begin(&self) -> R<()> {
+        self.begin_use()?;
+        self.maps.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// A map of the segment ends, in the reverse order of [`RemoteSeg::map_begin`]: the
+    /// count first, then (once every handle guard that may have seen the old count has
+    /// ended: crate::handles::wait_for_guards) the use.  A quick DMA transfer that saw the
+    /// count runs inside its guard, so the use outlives it; one whose guard begins later
+    /// reads the lower count and, at zero, counts a use of its own.
+    pub fn map_end(&self) {
+        self.maps.fetch_sub(1, Ordering::SeqCst);
+        crate::handles::wait_for_guards();
+        self.end_use();
+    }
+
     /// The map or transfer that [`RemoteSeg::begin_use`] counted ended.
     pub fn end_use(&self) {
         if self.flags & SCI_FLAG_BROADCAST != 0 {

@@ -455,6 +455,27 @@ pub fn use_step(w: &impl BlockWords, rec: usize, gen: u64, begins: bool) -> std:
     Ok(())
 }
 
+/// The checks of a [`use_step`] that begins, without counting a use: for a transfer
+/// covered by a use its importer already holds (a map of the segment: crate::dma,
+/// `start_now`).  Loads only; the same verdicts (SCI_ERR_NOT_CONNECTED for a dropped
+/// record or a removed segment, SCI_ERR_EWOULD_BLOCK while the owner decides).
+#[inline]
+pub fn use_covered(w: &impl BlockWords, rec: usize, gen: u64) -> std::result::Result<(), Fail> {
+    if rec >= NREC {
+        return Err(Fail::Sci(SCI_ERR_NOT_CONNECTED));
+    }
+    let tag = w.load(REC_OFF + rec * REC_LEN + REC_USES)?;
+    let live = w.load(REC_OFF + rec * REC_LEN)? == gen << 8 | REC_LIVE;
+    if tag & (0xffff << 16) != rec_tag(gen) || !live {
+        return Err(Fail::Sci(SCI_ERR_NOT_CONNECTED));
+    }
+    let state = w.load(H_STATE)?;
+    if state & (SEG_REMOVED | SEG_CLOSING) != 0 {
+        return Err(Fail::Sci(if state & SEG_REMOVED == 0 { SCI_ERR_EWOULD_BLOCK } else { SCI_ERR_NOT_CONNECTED }));
+    }
+    Ok(())
+}
+
 /// SEG_USE (see "Uses" in the module doc).
 fn seg_use(t: &Target, r: &mut Rd) -> Out {
     let rec = r.u32()? as usize;
