@@ -231,8 +231,9 @@ impl<T> Table<T> {
         Some((h, obj))
     }
 
-    /// The live object of handle `h`, borrowed for the life of guard `_g`.
-    #[inline]
+    /// The live object of handle `h`, borrowed for the life of guard `_g`.  (Always
+    /// inlined: a quick path looks up several handles per call.)
+    #[inline(always)]
     pub fn get_in<'g>(&self, _g: &'g Guard, h: usize) -> Option<&'g T> {
         let (slot, gen) = self.decode(h)?;
         let s = self.slot(slot)?;
