@@ -33,7 +33,9 @@
 //! SCIRemoveSegment is SCI_ERR_BUSY meanwhile); a connection with neither does not.  Each
 //! is counted in the connection record's word [`REC_USES`] (SEG_USE), next to the
 //! adapter and a tag of the record's generation, so a count never lands in a record that
-//! was reused for another connection.  Removal sets "closing", then looks at the counts:
+//! was reused for another connection.  (A quick DMA transfer of an importer that maps the
+//! segment is covered by the map's use instead of counting its own: see
+//! crate::remote, `RemoteSeg::map_end`, and [`use_covered`].)  Removal sets "closing", then looks at the counts:
 //! a use that begins meanwhile sees "closing" and waits until the owner decided (it
 //! answers SCI_ERR_EWOULD_BLOCK, the importer asks again), so of the two one always sees
 //! the other.
