@@ -89,25 +89,35 @@ unsafe fn copy_avx2_lagged(src: *const u8, dst: *mut u8, n: usize) {
     // lie inside both ranges (unaligned loads and stores); the rest by copy_nonoverlapping
     // (the ranges are disjoint).
     unsafe {
-        let s = src as *const __m256i;
-        let (mut a, mut b, mut c, mut e) = (_mm256_loadu_si256(s), _mm256_loadu_si256(s.add(1)), _mm256_loadu_si256(s.add(2)), _mm256_loadu_si256(s.add(3)));
-        let mut i = 128;
-        while i + 128 <= n {
+        let ld = |i: usize| {
             let s = src.add(i) as *const __m256i;
-            let (a2, b2, c2, e2) = (_mm256_loadu_si256(s), _mm256_loadu_si256(s.add(1)), _mm256_loadu_si256(s.add(2)), _mm256_loadu_si256(s.add(3)));
-            let d = dst.add(i - 128) as *mut __m256i;
-            _mm256_storeu_si256(d, a);
-            _mm256_storeu_si256(d.add(1), b);
-            _mm256_storeu_si256(d.add(2), c);
-            _mm256_storeu_si256(d.add(3), e);
-            (a, b, c, e) = (a2, b2, c2, e2);
-            i += 128;
+            [_mm256_loadu_si256(s), _mm256_loadu_si256(s.add(1)), _mm256_loadu_si256(s.add(2)), _mm256_loadu_si256(s.add(3))]
+        };
+        let st = |i: usize, v: [__m256i; 4]| {
+            let d = dst.add(i) as *mut __m256i;
+            _mm256_storeu_si256(d, v[0]);
+            _mm256_storeu_si256(d.add(1), v[1]);
+            _mm256_storeu_si256(d.add(2), v[2]);
+            _mm256_storeu_si256(d.add(3), v[3]);
+        };
+        // Two steps in flight, in two register sets that take turns (no moves).
+        let mut a = ld(0);
+        let mut i = 128;
+        while i + 256 <= n {
+            let b = ld(i);
+            st(i - 128, a);
+            a = ld(i + 128);
+            st(i, b);
+            i += 256;
         }
-        let d = dst.add(i - 128) as *mut __m256i;
-        _mm256_storeu_si256(d, a);
-        _mm256_storeu_si256(d.add(1), b);
-        _mm256_storeu_si256(d.add(2), c);
-        _mm256_storeu_si256(d.add(3), e);
+        if i + 128 <= n {
+            let b = ld(i);
+            st(i - 128, a);
+            st(i, b);
+            i += 128;
+        } else {
+            st(i - 128, a);
+        }
         if i < n {
             std::ptr::copy_nonoverlapping(src.add(i), dst.add(i), n - i);
         }
