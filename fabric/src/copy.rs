@@ -21,6 +21,11 @@ pub const LOOP_MAX: usize = 16384;
 pub unsafe fn copy(src: *const u8, dst: *mut u8, n: usize) {
     #[cfg(target_arch = "x86_64")]
     if (LOOP_MIN..=LOOP_MAX).contains(&n) && apart(src, dst, n) && std::arch::is_x86_feature_detected!("avx2") {
+        if n > LAGGED_MIN && (dst as usize).wrapping_sub(src as usize) % 4096 < 64 {
+            // SAFETY: as below.
+            unsafe { copy_avx2_lagged(src, dst, n) };
+            return;
+        }
         // SAFETY: the CPU has AVX2 (checked); the ranges are valid (caller) and disjoint.
         unsafe { copy_avx2(src, dst, n) };
         return;
@@ -64,6 +69,61 @@ unsafe fn copy_avx2(src: *const u8, dst: *mut u8, n: usize) {
     }
 }
 
+/// Blocks above this size whose target sits at the same place in its 4 KiB page as the
+/// source, or up to 63 bytes after it, take [`copy_avx2_lagged`].
+pub const LAGGED_MIN: usize = 4096;
+
+/// [`copy_avx2`] with the stores one 128-byte step behind the loads.  When the target is
+/// at (nearly) the same offset in its page as the source (two page-aligned buffers: a put
+/// from the start of one segment to the start of another), the plain loop's loads run
+/// just ahead of its stores at the same page offsets, and a 16 KiB copy took ~10% longer
+/// (a C loop on this machine: 155 vs 140 ns; a SISCI 16 KiB DMA from offset 0 to offset 0,
+/// best of 9 in 6 alternating runs: ~290 vs ~257 ns with this loop); with the stores a
+/// step behind, the offsets the two streams touch at once differ.  (Measured at other
+/// distances the lag is no better or worse, and at 4 KiB no better: hence the bounds.)
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn copy_avx2_lagged(src: *const u8, dst: *mut u8, n: usize) {
+    use std::arch::x86_64::{__m256i, _mm256_loadu_si256, _mm256_storeu_si256};
+    // SAFETY: n > 128 (the caller's bound): the first step and every step with i + 128 <= n
+    // lie inside both ranges (unaligned loads and stores); the rest by copy_nonoverlapping
+    // (the ranges are disjoint).
+    unsafe {
+        let ld = |i: usize| {
+            let s = src.add(i) as *const __m256i;
+            [_mm256_loadu_si256(s), _mm256_loadu_si256(s.add(1)), _mm256_loadu_si256(s.add(2)), _mm256_loadu_si256(s.add(3))]
+        };
+        let st = |i: usize, v: [__m256i; 4]| {
+            let d = dst.add(i) as *mut __m256i;
+            _mm256_storeu_si256(d, v[0]);
+            _mm256_storeu_si256(d.add(1), v[1]);
+            _mm256_storeu_si256(d.add(2), v[2]);
+            _mm256_storeu_si256(d.add(3), v[3]);
+        };
+        // Two steps in flight, in two register sets that take turns (no moves).
+        let mut a = ld(0);
+        let mut i = 128;
+        while i + 256 <= n {
+            let b = ld(i);
+            st(i - 128, a);
+            a = ld(i + 128);
+            st(i, b);
+            i += 256;
+        }
+        if i + 128 <= n {
+            let b = ld(i);
+            st(i - 128, a);
+            st(i, b);
+            i += 128;
+        } else {
+            st(i - 128, a);
+        }
+        if i < n {
+            std::ptr::copy_nonoverlapping(src.add(i), dst.add(i), n - i);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -80,6 +140,22 @@ mod tests {
                 unsafe { copy(pattern.as_ptr().add(so), dst.as_mut_ptr().add(dof), n) };
                 assert_eq!(&dst[dof..dof + n], &pattern[so..so + n], "n {n} offsets {so} {dof}");
                 assert!(dst[..dof].iter().all(|&b| b == 0) && dst[dof + n..].iter().all(|&b| b == 0));
+            }
+        }
+        // The lagged loop: targets at 0..63 bytes after the source's page offset.
+        let mut buf = vec![0u8; 3 * 16384 + 8192];
+        let base = buf.as_ptr() as usize;
+        let src_off = (4096 - base % 4096) % 4096;
+        for &n in &[4097usize, 4223, 8191, 8192, 16383, 16384] {
+            for &delta in &[0usize, 1, 63, 64] {
+                let dst_off = src_off + 16384 + 4096 + delta;
+                buf[src_off..src_off + n].copy_from_slice(&pattern[..n]);
+                buf[dst_off - 1..dst_off + n + 1].fill(0);
+                let p = buf.as_mut_ptr();
+                // SAFETY: both ranges inside `buf`, disjoint.
+                unsafe { copy(p.add(src_off), p.add(dst_off), n) };
+                assert_eq!(&buf[dst_off..dst_off + n], &pattern[..n], "lagged n {n} delta {delta}");
+                assert!(buf[dst_off - 1] == 0 && buf[dst_off + n] == 0, "lagged n {n} delta {delta}: outside");
             }
         }
         for &shift in &[1usize, 31, 2048, 4095] {

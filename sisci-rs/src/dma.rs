@@ -543,10 +543,25 @@ fn start_now(dq: usize, lseg: usize, rseg: usize, loff: usize, size: usize, roff
         return None;
     }
     // The transfer's use of the segment at its owner (Job::new), then the queue (launch);
-    // a queue that cannot start gives its use back.
-    rs.try_begin_use().ok()?;
+    // a queue that cannot start gives its use back.  While this process maps the segment
+    // the map's use covers the transfer (as the hardware's mapping keeps the segment): a
+    // map ends by uncounting itself from `maps` and then waiting for every guard that may
+    // have seen it before giving its use back (RemoteSeg::map_end), so a count above zero
+    // read here stands for a use held until this guard ends.  Only the verdicts of a
+    // beginning use are taken then (loads: removed, closing or withdrawn sends the call to
+    // the general path), not its two locked updates of the owner's shared record.
+    let covered = rs.maps.load(Ordering::SeqCst) > 0;
+    if covered {
+        if !rs.covered_use_ok() {
+            return None;
+        }
+    } else {
+        rs.try_begin_use().ok()?;
+    }
     if q.post(false).is_err() {
-        rs.end_use();
+        if !covered {
+            rs.end_use();
+        }
         return None;
     }
     q.with_cb.store(false, Ordering::Release);
@@ -567,7 +582,9 @@ fn start_now(dq: usize, lseg: usize, rseg: usize, loff: usize, size: usize, roff
         }
         done += n;
     }
-    rs.end_use();
+    if !covered {
+        rs.end_use();
+    }
     q.set(state);
     drop(g);
     Some(())

@@ -126,6 +126,18 @@ fn synchronize() {
     }
 }
 
+/// Waits until every guard that began before this call has ended (see [`synchronize`]).
+/// For a release of something that guarded quick paths rely on without counting
+/// themselves in it, made after the release has been published (SeqCst) where those
+/// paths look: a map's use of a remote segment (crate::remote, `RemoteSeg::map_end`).
+/// Why that suffices is the argument of [`Removal`], with the map count in the place of
+/// `removing`: a guard that read the count before its decrement had counted itself
+/// before the epoch moved here, and is waited for; a later one reads the decrement.
+/// The caller must not hold a guard.
+pub fn wait_for_guards() {
+    synchronize();
+}
+
 /// A removal in progress of an object that guarded quick paths use without counting
 /// themselves in it (SCIRemoveSegment and SCIDisconnectSegment against the quick DMA path):
 /// [`Removal::begin`] counts itself in the object's `removing` word, then waits until every
@@ -219,8 +231,9 @@ impl<T> Table<T> {
         Some((h, obj))
     }
 
-    /// The live object of handle `h`, borrowed for the life of guard `_g`.
-    #[inline]
+    /// The live object of handle `h`, borrowed for the life of guard `_g`.  (Always
+    /// inlined: a quick path looks up several handles per call.)
+    #[inline(always)]
     pub fn get_in<'g>(&self, _g: &'g Guard, h: usize) -> Option<&'g T> {
         let (slot, gen) = self.decode(h)?;
         let s = self.slot(slot)?;

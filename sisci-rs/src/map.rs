@@ -186,10 +186,7 @@ impl Map {
             Of::Local(s) => {
                 s.maps.fetch_sub(1, Ordering::AcqRel);
             }
-            Of::Remote(s) => {
-                s.end_use();
-                s.maps.fetch_sub(1, Ordering::AcqRel);
-            }
+            Of::Remote(s) => s.map_end(),
         }
     }
 }
@@ -277,8 +274,7 @@ fn map_remote(h: usize, out_map: *mut usize, offset: usize, size: usize, flags: 
         return Err(SCI_ERR_NOT_CONNECTED);
     }
     // The owner's segment is not removed while mapped (crate::service, "Uses").
-    s.begin_use()?;
-    s.maps.fetch_add(1, Ordering::AcqRel);
+    s.map_begin()?;
     // Until the map is made, a failure gives the use back here; after, the map does.
     let mut made = false;
     let r = (|| {
@@ -317,8 +313,7 @@ fn map_remote(h: usize, out_map: *mut usize, offset: usize, size: usize, flags: 
         publish(m, out_map)
     })();
     if r.is_err() && !made {
-        s.maps.fetch_sub(1, Ordering::AcqRel);
-        s.end_use();
+        s.map_end();
     }
     r
 }

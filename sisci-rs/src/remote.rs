@@ -74,6 +74,9 @@ pub struct RemoteSeg {
     /// The segment's memory pinned for DMA writes, made at the first one (None when the
     /// fabric cannot pin it: the per-transfer path serves it).
     data_pin: OnceLock<Option<Pinned>>,
+    /// The owner's block pinned, made at the first quick transfer a map covers (None when
+    /// the fabric cannot pin it: [`Live::check`](softnic_fabric::rma::Live::check) then).
+    blk_pin: OnceLock<Option<Pinned>>,
 }
 
 pub static RSEGS: Table<RemoteSeg> = Table::new(3);
@@ -178,6 +181,45 @@ impl RemoteSeg {
             }
         }
         softnic_fabric::rma::put(&self.data_owner, self.data_key, addr, src, pool::pd())
+    }
+
+    /// A quick DMA transfer that a map's use covers (crate::dma, `start_now`, which saw
+    /// `maps` above zero under its handle guard): is the connection still one that
+    /// [`RemoteSeg::try_begin_use`] would accept (the owner's block registered and alive as
+    /// far as known, our record live, the segment neither removed nor closing)?  Loads
+    /// only: no use is counted; [`RemoteSeg::map_end`] keeps the map's use until the
+    /// transfer is over.
+    #[inline]
+    pub fn covered_use_ok(&self) -> bool {
+        let Some(v) = &self.blk_view else { return false };
+        let Ok(live) = self.owner.live_probed() else { return false };
+        // The block still the segment's (as in use_step): through its pin, a few inlined
+        // loads, the same verdict as a Live::check of the range for as long as the pin holds.
+        let pin = self.blk_pin.get_or_init(|| Pinned::new(&self.owner, self.blk_key, self.blk_addr, pool::BLOCK, true, pool::pd()).ok());
+        let registered = match pin {
+            Some(p) => p.check(live).is_ok(),
+            None => live.check(self.blk_key, self.blk_addr, pool::BLOCK, true, pool::pd()).is_ok(),
+        };
+        registered && service::use_covered(&MappedBlock(v), self.rec as usize, self.rec_gen).is_ok()
+    }
+
+    /// A map of the segment begins: its use at the owner, then the map count that quick
+    /// DMA transfers read (a count above zero always stands for a use held).
+    pub fn map_begin(&self) -> R<()> {
+        self.begin_use()?;
+        self.maps.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// A map of the segment ends, in the reverse order of [`RemoteSeg::map_begin`]: the
+    /// count first, then (once every handle guard that may have seen the old count has
+    /// ended: crate::handles::wait_for_guards) the use.  A quick DMA transfer that saw the
+    /// count runs inside its guard, so the use outlives it; one whose guard begins later
+    /// reads the lower count and, at zero, counts a use of its own.
+    pub fn map_end(&self) {
+        self.maps.fetch_sub(1, Ordering::SeqCst);
+        crate::handles::wait_for_guards();
+        self.end_use();
     }
 
     /// The map or transfer that [`RemoteSeg::begin_use`] counted ended.
@@ -364,6 +406,7 @@ fn connect_in(d: &Arc<Desc>, segment: *mut usize, node_id: u32, at: u32, id: u32
         removed: AtomicBool::new(false),
         cb: Mutex::new(None),
         data_pin: OnceLock::new(),
+        blk_pin: OnceLock::new(),
     };
     if flags & SCI_FLAG_USE_CALLBACK != 0 {
         *obj.cb.get_mut().unwrap_or_else(|e| e.into_inner()) = Some((cb, arg as usize));

@@ -89,6 +89,10 @@ pub struct LocalSeg {
     pub removing: AtomicU32,
     pub removed: AtomicBool,
     cb: Mutex<Option<(CbLocalSegment, usize)>>,
+    /// SEG_PREPARED was seen in the block's state word (never cleared there): kept here so
+    /// that a DMA source's check reads this object, not the shared block's line (which a
+    /// 16 KiB copy has evicted from the first-level cache by the next transfer).
+    prepared_seen: AtomicBool,
 }
 
 pub static SEGS: Table<LocalSeg> = Table::new(2);
@@ -135,6 +139,7 @@ impl LocalSeg {
             maps: AtomicU32::new(0),
             dma: AtomicU32::new(0),
             removing: AtomicU32::new(0),
+            prepared_seen: AtomicBool::new(false),
             removed: AtomicBool::new(false),
             cb: Mutex::new(cb),
         }
@@ -147,7 +152,14 @@ impl LocalSeg {
         (self.state() & SEG_CONN_MASK) >> 32
     }
     pub fn prepared(&self) -> bool {
-        self.state() & SEG_PREPARED != 0
+        if self.prepared_seen.load(Ordering::Acquire) {
+            return true;
+        }
+        let p = self.state() & SEG_PREPARED != 0;
+        if p {
+            self.prepared_seen.store(true, Ordering::Release);
+        }
+        p
     }
     /// The memory, once the segment has some.
     pub fn mem(&self) -> R<&Data> {

@@ -33,7 +33,9 @@
 //! SCIRemoveSegment is SCI_ERR_BUSY meanwhile); a connection with neither does not.  Each
 //! is counted in the connection record's word [`REC_USES`] (SEG_USE), next to the
 //! adapter and a tag of the record's generation, so a count never lands in a record that
-//! was reused for another connection.  Removal sets "closing", then looks at the counts:
+//! was reused for another connection.  (A quick DMA transfer of an importer that maps the
+//! segment is covered by the map's use instead of counting its own: see
+//! crate::remote, `RemoteSeg::map_end`, and [`use_covered`].)  Removal sets "closing", then looks at the counts:
 //! a use that begins meanwhile sees "closing" and waits until the owner decided (it
 //! answers SCI_ERR_EWOULD_BLOCK, the importer asks again), so of the two one always sees
 //! the other.
@@ -451,6 +453,27 @@ pub fn use_step(w: &impl BlockWords, rec: usize, gen: u64, begins: bool) -> std:
     if !live || state & (SEG_REMOVED | SEG_CLOSING) != 0 {
         w.add(at, -one)?;
         return Err(Fail::Sci(if live && state & SEG_REMOVED == 0 { SCI_ERR_EWOULD_BLOCK } else { SCI_ERR_NOT_CONNECTED }));
+    }
+    Ok(())
+}
+
+/// The checks of a [`use_step`] that begins, without counting a use: for a transfer
+/// covered by a use its importer already holds (a map of the segment: crate::dma,
+/// `start_now`).  Loads only; the same verdicts (SCI_ERR_NOT_CONNECTED for a dropped
+/// record or a removed segment, SCI_ERR_EWOULD_BLOCK while the owner decides).
+#[inline]
+pub fn use_covered(w: &impl BlockWords, rec: usize, gen: u64) -> std::result::Result<(), Fail> {
+    if rec >= NREC {
+        return Err(Fail::Sci(SCI_ERR_NOT_CONNECTED));
+    }
+    let tag = w.load(REC_OFF + rec * REC_LEN + REC_USES)?;
+    let live = w.load(REC_OFF + rec * REC_LEN)? == gen << 8 | REC_LIVE;
+    if tag & (0xffff << 16) != rec_tag(gen) || !live {
+        return Err(Fail::Sci(SCI_ERR_NOT_CONNECTED));
+    }
+    let state = w.load(H_STATE)?;
+    if state & (SEG_REMOVED | SEG_CLOSING) != 0 {
+        return Err(Fail::Sci(if state & SEG_REMOVED == 0 { SCI_ERR_EWOULD_BLOCK } else { SCI_ERR_NOT_CONNECTED }));
     }
     Ok(())
 }
