@@ -539,11 +539,22 @@ impl<T: Pod> Ring<T> {
     /// inlined: a CAS and a few loads and stores, on the path of every notice.
     #[inline(always)]
     pub fn push(&self, v: &T) -> Result<()> {
+        self.push_with(|_| *v)
+    }
+
+    /// `push` of the entry `make(pos)` builds once position `pos` is claimed (and before
+    /// it is published): a producer whose entry names where it lands (an index into a
+    /// table of its own beside the ring, by `pos`) builds it there.  `Err(NoSpace)` when
+    /// full (`make` is not run).  `make` must be short: the consumers of later entries
+    /// wait for it.
+    #[inline(always)]
+    pub fn push_with(&self, make: impl FnOnce(u64) -> T) -> Result<()> {
         let pos = self.reserve()?;
         let slot = self.slot(pos);
+        let v = make(pos);
         // Step 2, fill.  SAFETY: the reserve made this slot ours until step 3.  Volatile:
         // the memory is shared with other processes.
-        slot.val.with_mut(|p| unsafe { std::ptr::write_volatile(p, *v) });
+        slot.val.with_mut(|p| unsafe { std::ptr::write_volatile(p, v) });
         // Step 3, Release: publishes the payload; pairs with the Acquire in pop step 1.
         slot.seq.store(pos.wrapping_add(1), Ordering::Release);
         // Step 4 (Relaxed: the flag is fixed before the ring is shared).
