@@ -272,26 +272,6 @@ fn decode(engine: Engine, d: &gni_post_descriptor_t, nic: &Nic) -> Result<(Op, L
     }
 }
 
-/// Descriptor tokens of one post: at most a LOCAL and a GLOBAL event (no allocation).
-#[derive(Default, Clone, Copy)]
-struct Tokens {
-    t: [(u32, bool); 2],
-    n: usize,
-}
-
-impl Tokens {
-    fn push(&mut self, v: (u32, bool)) {
-        self.t[self.n] = v;
-        self.n += 1;
-    }
-    fn iter(&self) -> impl Iterator<Item = (u32, bool)> + '_ {
-        self.t[..self.n].iter().copied()
-    }
-    fn is_empty(&self) -> bool {
-        self.n == 0
-    }
-}
-
 /// Runs a validated operation against the target.  `local`: where `local_addr` points.
 /// `notify`: the REMOTE event entry, when one is wanted; a put delivers it itself (after
 /// its data, in the same request on the network engine), and then `Ok(true)` says so;
@@ -562,10 +542,10 @@ fn pinned_post(engine: Engine, ep: &Ep, desc: *mut gni_post_descriptor_t) -> Opt
             }
         }
     };
-    let token = match (want_event, cq) {
-        (true, Some(cq)) => Some(cq.add_desc(desc).ok()?),
-        _ => None,
-    };
+    // Too many descriptors outstanding: the general path answers ERROR_RESOURCE.
+    if want_event && cq.is_some_and(|cq| cq.slab_exhausted()) {
+        return None;
+    }
     // SAFETY: GNI-owned fields of the caller's descriptor.
     unsafe {
         (*desc).status = 0;
@@ -583,9 +563,6 @@ fn pinned_post(engine: Engine, ep: &Ep, desc: *mut gni_post_descriptor_t) -> Opt
             let Ok(old) = r.atomic_at(raddr, amo.width, amo.op) else {
                 // Not an operation the fabric applies (none that decode_amo makes): the
                 // general path gives the exact outcome.
-                if let (Some(t), Some(cq)) = (token, cq) {
-                    cq.drop_desc(t);
-                }
                 return None;
             };
             if let Some(l) = local {
@@ -599,8 +576,8 @@ fn pinned_post(engine: Engine, ep: &Ep, desc: *mut gni_post_descriptor_t) -> Opt
     }
     let local_data = Ep::local_event(&st);
     drop(st);
-    if let (Some(t), Some(cq)) = (token, cq) {
-        cq.push(cqe::make(cqe::SRC_LOCAL, cqe::TYPE_POST, Status::Ok, t as u64, local_data as u64));
+    if let (true, Some(cq)) = (want_event, cq) {
+        cq.push_post(desc, Status::Ok, local_data);
     }
     Some(GNI_RC_SUCCESS)
 }
@@ -670,22 +647,11 @@ fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_d
         Err(rc) => return rc,
     };
 
-    // Descriptor tokens, one per local event (before anything moves).
-    let mut tokens = Tokens::default();
-    if let Some(cq) = cq {
-        for (want, is_local) in [(want_local, true), (want_global, false)] {
-            if want {
-                match cq.add_desc(desc) {
-                    Ok(t) => tokens.push((t, is_local)),
-                    Err(rc) => {
-                        for (t, _) in tokens.iter() {
-                            cq.drop_desc(t);
-                        }
-                        return rc;
-                    }
-                }
-            }
-        }
+    // One local event per wanted kind, each naming the descriptor (its token is taken
+    // when the event is queued); none can be taken while the CQ's slab is full.
+    let events = want_local as u8 + want_global as u8;
+    if events > 0 && cq.is_some_and(|cq| cq.slab_exhausted()) {
+        return GNI_RC_ERROR_RESOURCE;
     }
     // SAFETY: GNI-owned fields of the caller's descriptor.
     unsafe {
@@ -699,15 +665,7 @@ fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_d
     let mut guard = Some(st);
     let peer_arc: Arc<softnic_fabric::rma::Peer>;
     let target = match ep.route(guard.as_mut().expect("held"), &d.remote_mem_hndl) {
-        Err(None) => {
-            drop(guard);
-            if let Some(cq) = cq {
-                for (t, _) in tokens.iter() {
-                    cq.drop_desc(t);
-                }
-            }
-            return GNI_RC_INVALID_PARAM;
-        }
+        Err(None) => return GNI_RC_INVALID_PARAM,
         Err(Some(status)) => {
             guard = None;
             Err(status)
@@ -749,7 +707,7 @@ fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_d
             };
             if unlocked && engine == Engine::Rdma && !want_remote && peer.is_remote() && !local.is_segmented() {
                 let cq = if d.src_cq_hndl.is_null() { ep.cq.clone() } else { CQS.get(d.src_cq_hndl as *const _).ok() };
-                if let Some(rc) = post_async(api, ep_h, peer, words, &d, &op, pd, desc, cq, tokens, local_data) {
+                if let Some(rc) = post_async(api, ep_h, peer, words, &d, &op, pd, desc, cq, events, local_data) {
                     return rc;
                 }
             }
@@ -825,7 +783,7 @@ fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_d
         }
     };
     drop(guard);
-    complete(api, &ep.nic, cq, desc, tokens, local_data, error_words(&d), result);
+    complete(api, &ep.nic, cq, desc, events, local_data, error_words(&d), result);
     GNI_RC_SUCCESS
 }
 
@@ -928,18 +886,19 @@ fn error_words(d: &gni_post_descriptor_t) -> [u64; 4] {
     [d.remote_addr, d.length, rh.qword1, rh.qword2]
 }
 
-/// Queues a finished post's local events: one per token, or, after a transaction error,
-/// the error event (on the CQ a GLOBAL event would use, even for a SILENT post).
+/// Queues a finished post's `events` local events or, after a transaction error, as
+/// many error events, at least one (on the CQ a GLOBAL event would use, even for a
+/// SILENT post).
 #[allow(clippy::too_many_arguments)]
-fn complete(api: &str, nic: &Nic, cq: Option<&Cq>, desc: *mut gni_post_descriptor_t, mut tokens: Tokens, local_data: u32, error_words: [u64; 4], result: Result<(), Status>) {
+fn complete(api: &str, nic: &Nic, cq: Option<&Cq>, desc: *mut gni_post_descriptor_t, events: u8, local_data: u32, error_words: [u64; 4], result: Result<(), Status>) {
     match result {
         Ok(()) => {
             if cq.is_some() && softnic_fabric::check::enabled() {
                 check_watch_filled(desc);
             }
             if let Some(cq) = cq {
-                for (t, _) in tokens.iter() {
-                    cq.push(cqe::make(cqe::SRC_LOCAL, cqe::TYPE_POST, Status::Ok, t as u64, local_data as u64));
+                for _ in 0..events {
+                    cq.push_post(desc, Status::Ok, local_data);
                 }
             }
         }
@@ -948,14 +907,8 @@ fn complete(api: &str, nic: &Nic, cq: Option<&Cq>, desc: *mut gni_post_descripto
             crate::errors::report_transaction_error(nic, status, error_words);
             match cq {
                 Some(cq) => {
-                    if tokens.is_empty() {
-                        match cq.add_desc(desc) {
-                            Ok(t) => tokens.push((t, false)),
-                            Err(_) => softnic_fabric::sn_warn!(api, "transaction error lost: {}", status.describe()),
-                        }
-                    }
-                    for (t, _) in tokens.iter() {
-                        cq.push(cqe::make(cqe::SRC_LOCAL, cqe::TYPE_POST, status, t as u64, local_data as u64));
+                    for _ in 0..events.max(1) {
+                        cq.push_post(desc, status, local_data);
                     }
                 }
                 None => softnic_fabric::sn_warn!(api, "transaction error with no CQ to report it: {}", status.describe()),
@@ -974,7 +927,7 @@ fn complete(api: &str, nic: &Nic, cq: Option<&Cq>, desc: *mut gni_post_descripto
 /// REMOTE events and anything RMA cannot carry take the synchronous path (None is
 /// returned then).
 #[allow(clippy::too_many_arguments)]
-fn post_async(api: &'static str, ep_h: gni_ep_handle_t, peer: &softnic_fabric::rma::Peer, words: [u64; 2], d: &gni_post_descriptor_t, op: &Op, pd: u64, desc: *mut gni_post_descriptor_t, cq: Option<Arc<Cq>>, tokens: Tokens, local_data: u32) -> Option<gni_return_t> {
+fn post_async(api: &'static str, ep_h: gni_ep_handle_t, peer: &softnic_fabric::rma::Peer, words: [u64; 2], d: &gni_post_descriptor_t, op: &Op, pd: u64, desc: *mut gni_post_descriptor_t, cq: Option<Arc<Cq>>, events: u8, local_data: u32) -> Option<gni_return_t> {
     let rm = RemoteMem::open(peer, words, pd).ok().filter(|rm| rm.is_plain())?;
     let ep = EPS.get(ep_h as *const _).ok()?;
     let words4 = error_words(d);
@@ -984,7 +937,7 @@ fn post_async(api: &'static str, ep_h: gni_ep_handle_t, peer: &softnic_fabric::r
             let mut st = ep.state();
             st.in_flight = st.in_flight.saturating_sub(1);
         }
-        complete(api, &ep.nic, cq.as_deref(), desc_addr as *mut gni_post_descriptor_t, tokens, local_data, words4, r.map_err(Status::from_fabric));
+        complete(api, &ep.nic, cq.as_deref(), desc_addr as *mut gni_post_descriptor_t, events, local_data, words4, r.map_err(Status::from_fabric));
     };
     let started = match *op {
         // SAFETY: the caller's registered source of `length` bytes (checked at post
