@@ -297,22 +297,27 @@ impl Cq {
             self.ring.mark_overrun();
             return;
         }
-        let pushed = self.ring.push_with(|pos| {
-            // The ring's slot index (its capacity is a power of two, the table's length).
-            let i = (pos & (self.by_slot.len() as u64).wrapping_sub(1)) as usize;
-            let token = match self.by_slot.get(i) {
-                // Acquire: pairs with take_desc's Release (its reads of the slot are done).
-                Some(slot) if slot.load(Ordering::Acquire) == 0 => {
-                    // Relaxed: published with the entry (the ring's Release).
-                    slot.store(d as u64, Ordering::Relaxed);
-                    Cq::SLOT_TOKEN | i as u32
-                }
-                _ => self.add_desc_slab(d),
-            };
-            cqe::make(cqe::SRC_LOCAL, cqe::TYPE_POST, status, token as u64, data as u64)
-        });
+        let pushed = self.ring.push_with(|pos| cqe::make(cqe::SRC_LOCAL, cqe::TYPE_POST, status, self.token_at(pos, d) as u64, data as u64));
         if pushed.is_err() {
             self.ring.mark_overrun();
+        }
+    }
+
+    /// The token of descriptor `d` in an entry landing at ring position `pos` (claimed by
+    /// this producer, not yet published): the slot's, if its last descriptor was taken
+    /// back, else a slab token (see [`Cq::push_post`]).
+    #[inline(always)]
+    fn token_at(&self, pos: u64, d: *mut gni_post_descriptor_t) -> u32 {
+        // The ring's slot index (its capacity is a power of two, the table's length).
+        let i = (pos & (self.by_slot.len() as u64).wrapping_sub(1)) as usize;
+        match self.by_slot.get(i) {
+            // Acquire: pairs with take_desc's Release (its reads of the slot are done).
+            Some(slot) if slot.load(Ordering::Acquire) == 0 => {
+                // Relaxed: published with the entry (the ring's Release).
+                slot.store(d as u64, Ordering::Relaxed);
+                Cq::SLOT_TOKEN | i as u32
+            }
+            _ => self.add_desc_slab(d),
         }
     }
 
