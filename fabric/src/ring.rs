@@ -860,6 +860,28 @@ mod tests {
         assert!(!r.overrun(), "push() never sets the overrun flag");
     }
 
+    /// `push_with` hands its builder the claimed position, one per push in order, and on a
+    /// full ring does not run it.
+    #[test]
+    fn push_with_builds_from_the_claimed_position() {
+        let r = Ring::<u64>::new_boxed(4).unwrap();
+        let mut seen = Vec::new();
+        for round in 0..3u64 {
+            for _ in 0..4 {
+                r.push_with(|pos| {
+                    seen.push(pos);
+                    pos * 10
+                })
+                .unwrap();
+            }
+            assert_eq!(r.push_with(|_| panic!("built for a full ring")), Err(Error::NoSpace));
+            for i in 0..4 {
+                assert_eq!(r.pop(), Some((round * 4 + i) * 10));
+            }
+        }
+        assert_eq!(seen, (0..12).collect::<Vec<u64>>());
+    }
+
     #[test]
     fn overrun_is_sticky() {
         let r = Ring::<[u64; 2]>::new_boxed(2).unwrap();
