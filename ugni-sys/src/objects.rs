@@ -577,12 +577,24 @@ pub struct Pins {
     next_refused: usize,
 }
 
-/// A pinned registration, and its notify ring (where REMOTE events go) once looked up:
-/// `Some(None)` when the registration has none.
+/// A pinned registration (or the block of it that a post used, when the whole spans
+/// several backings: see `post::pin_after`), the owner's address range it covers, and its
+/// notify ring (where REMOTE events go) once looked up: `Some(None)` when the
+/// registration has none.
 struct PinEntry {
     words: [u64; 2],
     pin: softnic_fabric::rma::Pinned,
+    /// [start, end) of the pinned range (owner's addresses).
+    range: (u64, u64),
     ring: Option<Option<softnic_fabric::rma::PinnedRing<u64>>>,
+}
+
+impl PinEntry {
+    /// Handle words `w`, and `[addr, addr+len)` inside the pinned range?
+    #[inline]
+    fn serves(&self, w: [u64; 2], addr: u64, len: u64) -> bool {
+        self.words == w && addr >= self.range.0 && addr.checked_add(len).is_some_and(|end| end <= self.range.1)
+    }
 }
 
 /// A copy of a binding starts with no pins (they are a cache).
@@ -596,29 +608,31 @@ impl Pins {
     /// Pins kept per endpoint (the oldest is replaced).
     const MAX: usize = 4;
 
-    /// The pin of handle words `w`.
+    /// The pin of handle words `w` that covers the owner's `[addr, addr+len)`.
     #[inline]
-    pub fn find(&self, w: [u64; 2]) -> Option<&softnic_fabric::rma::Pinned> {
-        self.pins.iter().find(|e| e.words == w).map(|e| &e.pin)
+    pub fn find(&self, w: [u64; 2], addr: u64, len: u64) -> Option<&softnic_fabric::rma::Pinned> {
+        self.pins.iter().find(|e| e.serves(w, addr, len)).map(|e| &e.pin)
     }
 
-    /// The pin of handle words `w` and its notify ring (as [`Pins::ring`]), found in one
-    /// search.
+    /// The pin of handle words `w` that covers `[addr, addr+len)` and its notify ring (as
+    /// [`Pins::ring`]), found in one search.
     #[inline]
-    pub fn find_with_ring(&self, w: [u64; 2]) -> Option<(&softnic_fabric::rma::Pinned, Option<&Option<softnic_fabric::rma::PinnedRing<u64>>>)> {
-        self.pins.iter().find(|e| e.words == w).map(|e| (&e.pin, e.ring.as_ref()))
+    pub fn find_with_ring(&self, w: [u64; 2], addr: u64, len: u64) -> Option<(&softnic_fabric::rma::Pinned, Option<&Option<softnic_fabric::rma::PinnedRing<u64>>>)> {
+        self.pins.iter().find(|e| e.serves(w, addr, len)).map(|e| (&e.pin, e.ring.as_ref()))
     }
 
-    /// The notify ring of the registration pinned for handle words `w`: None when not
-    /// looked up yet, `Some(None)` when it has none.
+    /// The notify ring of the registration in its pin for handle words `w` that covers
+    /// `[addr, addr+len)`: None when there is no such pin or the ring was not looked up
+    /// yet, `Some(None)` when the registration has none.
     #[inline]
-    pub fn ring(&self, w: [u64; 2]) -> Option<&Option<softnic_fabric::rma::PinnedRing<u64>>> {
-        self.pins.iter().find(|e| e.words == w).and_then(|e| e.ring.as_ref())
+    pub fn ring(&self, w: [u64; 2], addr: u64, len: u64) -> Option<&Option<softnic_fabric::rma::PinnedRing<u64>>> {
+        self.pins.iter().find(|e| e.serves(w, addr, len)).and_then(|e| e.ring.as_ref())
     }
 
-    /// Records the notify ring of the registration pinned for handle words `w`.
-    pub fn set_ring(&mut self, w: [u64; 2], ring: Option<softnic_fabric::rma::PinnedRing<u64>>) {
-        if let Some(e) = self.pins.iter_mut().find(|e| e.words == w) {
+    /// Records the notify ring of the registration in its pin for handle words `w` that
+    /// covers `[addr, addr+len)` (each block's pin keeps its own).
+    pub fn set_ring(&mut self, w: [u64; 2], addr: u64, len: u64, ring: Option<softnic_fabric::rma::PinnedRing<u64>>) {
+        if let Some(e) = self.pins.iter_mut().find(|e| e.serves(w, addr, len)) {
             e.ring = Some(ring);
         }
     }
@@ -652,9 +666,11 @@ impl Pins {
         for m in self.misses.iter_mut().filter(|m| **m == Some(w)) {
             *m = None;
         }
-        let e = PinEntry { words: w, pin, ring: None };
-        if let Some(old) = self.pins.iter_mut().find(|e| e.words == w) {
-            *old = e; // a stale pin of the same handle
+        let (start, len) = pin.range();
+        let range = (start, start.saturating_add(len as u64));
+        let e = PinEntry { words: w, pin, range, ring: None };
+        if let Some(old) = self.pins.iter_mut().find(|e| e.words == w && e.range.0 == range.0) {
+            *old = e; // a stale pin of the same handle (and block)
         } else if self.pins.len() < Self::MAX {
             self.pins.push(e);
         } else {

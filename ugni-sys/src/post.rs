@@ -503,7 +503,7 @@ fn pinned_post(engine: Engine, ep: &Ep, desc: *mut gni_post_descriptor_t) -> Opt
     }
     // One search for the target's pin and its notify ring; a REMOTE event needs the ring
     // looked up already (the general path does that).
-    let (pin, ring) = b.pins.find_with_ring(words)?;
+    let (pin, ring) = b.pins.find_with_ring(words, d.remote_addr, d.length)?;
     let ring = if want_remote { Some(ring?) } else { None };
     let live = peer.live_probed().ok()?;
     let r = pin.check(live).ok()?;
@@ -517,7 +517,7 @@ fn pinned_post(engine: Engine, ep: &Ep, desc: *mut gni_post_descriptor_t) -> Opt
             }
             if engine == Engine::Rdma {
                 // An RDMA source is a registration of ours, pinned too.
-                let lpin = b.pins.find([lh.qword1, lh.qword2])?;
+                let lpin = b.pins.find([lh.qword1, lh.qword2], d.local_addr, len)?;
                 if !lpin.check(lpin.peer().live().ok()?).ok()?.covers(d.local_addr, len) {
                     return None;
                 }
@@ -531,7 +531,7 @@ fn pinned_post(engine: Engine, ep: &Ep, desc: *mut gni_post_descriptor_t) -> Opt
             }
             if amo.fetch {
                 // The fetched value lands in a registration of ours, pinned too.
-                let lpin = b.pins.find([lh.qword1, lh.qword2])?;
+                let lpin = b.pins.find([lh.qword1, lh.qword2], d.local_addr, n as u64)?;
                 let l = lpin.check(lpin.peer().live().ok()?).ok()?;
                 if !l.can_store_at(d.local_addr, n) {
                     return None;
@@ -720,7 +720,7 @@ fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_d
             let binding = || guard.as_ref().expect("held").binding.as_ref().expect("routed");
             // A REMOTE event needs the pinned ring looked up (the general path does that).
             let via_pin = match op {
-                _ if event.is_some() && binding().pins.ring(words).is_none() => None,
+                _ if event.is_some() && binding().pins.ring(words, d.remote_addr, d.length).is_none() => None,
                 Op::Put { len, sync } if pinnable => put_pinned(binding(), words, &d, len, sync),
                 Op::Amo { amo, .. } if pinnable => amo_pinned(binding(), words, &d, amo),
                 _ => None,
@@ -729,7 +729,7 @@ fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_d
                 if event.is_some() {
                     // put_pinned found the pin and the route, and the ring was looked up.
                     let b = binding();
-                    if let (Some((pin, Some(ring))), Some((_, peer))) = (b.pins.find_with_ring(words), b.route.as_ref()) {
+                    if let (Some((pin, Some(ring))), Some((_, peer))) = (b.pins.find_with_ring(words, d.remote_addr, d.length), b.route.as_ref()) {
                         if let Ok(live) = peer.live_probed() {
                             remote_event_pinned(ring, pin, live, remote_data, pd);
                         }
@@ -753,20 +753,21 @@ fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_d
                             // asking its engine would cost a round trip per post).
                             let ring_loc = if event.is_some() && !peer.is_remote() { live.notify_ring(key, pd).ok() } else { None };
                             let b = guard.as_mut().expect("held").binding.as_mut().expect("routed");
-                            pin_after(b, words, key, false, pd);
-                            if let (Some(loc), Some(_), None) = (ring_loc, b.pins.find(words), b.pins.ring(words)) {
+                            let at = (d.remote_addr, d.length);
+                            pin_after(b, words, key, false, at, pd);
+                            if let (Some(loc), Some(_), None) = (ring_loc, b.pins.find(words, at.0, at.1), b.pins.ring(words, at.0, at.1)) {
                                 // No ring: no REMOTE events (Some(None)); a ring the fabric
                                 // cannot pin: left to the general path.
                                 match loc.map(|loc| softnic_fabric::rma::PinnedRing::new(live_arc(b), &loc)) {
-                                    None => b.pins.set_ring(words, None),
-                                    Some(Ok(r)) => b.pins.set_ring(words, Some(r)),
+                                    None => b.pins.set_ring(words, at.0, at.1, None),
+                                    Some(Ok(r)) => b.pins.set_ring(words, at.0, at.1, Some(r)),
                                     Some(Err(_)) => {}
                                 }
                             }
                             if let LocalMem::Virtual(Some(lkey)) = local {
                                 let lw = [d.local_mem_hndl.qword1, d.local_mem_hndl.qword2];
                                 if lw[0] & (memhandle::SEG_FLAG | memhandle::VMDH_FLAG) == 0 {
-                                    pin_after(b, lw, lkey, true, pd);
+                                    pin_after(b, lw, lkey, true, (d.local_addr, d.length), pd);
                                 }
                             }
                         }
@@ -794,7 +795,7 @@ fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_d
 /// path gives the exact outcome.  None: no usable pin (none yet, or gone stale).
 #[inline]
 fn put_pinned(b: &Binding, words: [u64; 2], d: &gni_post_descriptor_t, len: u64, sync: Option<(u64, u64)>) -> Option<bool> {
-    let pin = b.pins.find(words)?;
+    let pin = b.pins.find(words, d.remote_addr, len)?;
     let (_, peer) = b.route.as_ref()?;
     let r = pin.check(peer.live_probed().ok()?).ok()?;
     if sync.is_some_and(|(faddr, _)| !r.can_store_u64_at(faddr)) {
@@ -815,12 +816,12 @@ fn put_pinned(b: &Binding, words: [u64; 2], d: &gni_post_descriptor_t, len: u64,
 /// `local_mem_hndl` names.  Outcomes as [`put_pinned`]'s.
 #[inline]
 fn amo_pinned(b: &Binding, words: [u64; 2], d: &gni_post_descriptor_t, amo: Amo) -> Option<bool> {
-    let pin = b.pins.find(words)?;
+    let pin = b.pins.find(words, d.remote_addr, amo.width.bytes() as u64)?;
     let (_, peer) = b.route.as_ref()?;
     let r = pin.check(peer.live_probed().ok()?).ok()?;
     let n = amo.width.bytes();
     let local = if amo.fetch {
-        let lpin = b.pins.find([d.local_mem_hndl.qword1, d.local_mem_hndl.qword2])?;
+        let lpin = b.pins.find([d.local_mem_hndl.qword1, d.local_mem_hndl.qword2], d.local_addr, n as u64)?;
         let l = lpin.check(lpin.peer().live().ok()?).ok()?;
         if !l.can_store_at(d.local_addr, n) {
             return Some(false);
@@ -859,11 +860,19 @@ fn remote_event_pinned(ring: &Option<softnic_fabric::rma::PinnedRing<u64>>, pin:
     }
 }
 
+/// Block pinned of a registration that spans several backings (see `pin_after`).
+const PIN_BLOCK: u64 = 2 << 20;
+
 /// After a post through plain handle words `words` (registration `key`, ours when `own`)
-/// that found no pin: pins the registration when the same handle missed recently too.
+/// at the owner's `at` = (address, length) that found no pin: pins the registration when
+/// the same handle missed recently too.  A registration over several backings (a large
+/// buffer that crosses a boundary of the fabric's backing blocks, which depends on where
+/// the allocator placed it) cannot be pinned whole: then the [`PIN_BLOCK`]-aligned block
+/// of it that holds the access is, so that where a buffer lands does not decide whether
+/// its small posts cost once or twice the usual (amo_fadd_lat 68 or 112+ ns).
 #[cold]
-fn pin_after(b: &mut Binding, words: [u64; 2], key: MemKey, own: bool, pd: u64) {
-    if own && b.pins.find(words).is_some_and(|p| p.key() == key) {
+fn pin_after(b: &mut Binding, words: [u64; 2], key: MemKey, own: bool, at: (u64, u64), pd: u64) {
+    if own && b.pins.find(words, at.0, at.1).is_some_and(|p| p.key() == key) {
         return; // our registration, pinned and fine (only the target's was missing)
     }
     if !b.pins.missed(words) {
@@ -873,9 +882,17 @@ fn pin_after(b: &mut Binding, words: [u64; 2], key: MemKey, own: bool, pd: u64) 
     // Registrations the fabric cannot pin (several backings, the network engine) are not,
     // and are not tried again at each miss (a failed try costs a validation and a
     // backing lookup on top of the general path).
-    match peer.map(|p| softnic_fabric::rma::Pinned::registration(&p, key, true, pd)) {
+    let pinned = peer.map(|p| match softnic_fabric::rma::Pinned::registration(&p, key, true, pd) {
+        Err(softnic_fabric::Error::Unsupported) => softnic_fabric::rma::Pinned::registration_block(&p, key, at.0, PIN_BLOCK, true, pd),
+        r => r,
+    });
+    match pinned {
         Some(Ok(pin)) => b.pins.add(words, pin),
-        Some(Err(softnic_fabric::Error::Unsupported)) => b.pins.refuse(words),
+        Some(Err(softnic_fabric::Error::Unsupported)) => {
+            // Worth knowing when a program's small posts run at twice their usual cost.
+            softnic_fabric::sn_debug!("uGNI", "{} registration {:?} cannot be pinned at {:#x} (fallback memory or several backings in one block): its small posts take the general path", if own { "our" } else { "the target's" }, key, at.0);
+            b.pins.refuse(words)
+        }
         _ => {}
     }
 }
