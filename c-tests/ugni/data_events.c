@@ -1,7 +1,10 @@
 /* Event routing: REMOTE events at the target registration's dst CQ carry the initiator's
  * EpSetEventData remote value (GNI_CQ_GET_INST_ID); every event at the initiator (GLOBAL,
  * and LOCAL on RDMA) carries the local value; a descriptor's src_cq_hndl overrides the
- * EP's CQ; several outstanding posts each come back with their own descriptor;
+ * EP's CQ; several outstanding posts each come back with their own descriptor, also when
+ * their events were reaped long before (the CQ's ring lapped several times meanwhile) and
+ * after an overrun (ERROR_RESOURCE once, the queued events flagged and each giving back its
+ * descriptor, the dropped ones never);
  * GNI_PostCqWrite delivers its 48-bit value to the dst CQ of the remote registration. */
 #include "data_util.h"
 
@@ -75,6 +78,47 @@ int main(void)
         GNI_OK(i & 1 ? GNI_PostFma(t.eps[right], &d[i]) : GNI_PostRdma(t.eps[right], &d[i]));
     }
     for (int i = 0; i < 8; i++) dt_complete(t.cq, &d[i], GNI_RC_SUCCESS);
+    dt_barrier();
+
+    /* A CQ of 4 entries: 5 laps of 4 puts, each event reaped at once but its descriptor
+     * taken back only after all 20 (in reverse order); then an overrun. */
+    {
+        gni_cq_handle_t small;
+        gni_ep_handle_t sep;
+        gni_post_descriptor_t dl[20], *got;
+        gni_cq_entry_t evs[20];
+        GNI_OK(GNI_CqCreate(t.nic, 4, 0, GNI_CQ_BLOCKING, NULL, NULL, &small));
+        GNI_OK(GNI_EpCreate(t.nic, small, &sep));
+        GNI_OK(GNI_EpBind(sep, t.addrs[right], right));
+        for (int k = 0; k < 20; k++) {
+            dt_desc(&dl[k], GNI_POST_FMA_PUT, GNI_CQMODE_GLOBAL_EVENT, loc + (k % 8), lmh, base[right] + 1024 + 8 * k, mh[right], 8);
+            GNI_OK(GNI_PostFma(sep, &dl[k]));
+            if (k % 4 == 3)
+                for (int j = k - 3; j <= k; j++) GNI_OK(GNI_CqGetEvent(small, &evs[j]));
+        }
+        GNI_EXPECT(GNI_RC_NOT_DONE, GNI_CqGetEvent(small, &ev));
+        for (int k = 19; k >= 0; k--) {
+            GNI_OK(GNI_GetCompleted(small, evs[k], &got));
+            CHECK(got == &dl[k]);
+        }
+        GNI_EXPECT(GNI_RC_DESCRIPTOR_ERROR, GNI_GetCompleted(small, evs[7], &got));
+        CHECK(got == NULL);
+        /* Six posts into four entries: the last two events are lost. */
+        for (int k = 0; k < 6; k++) GNI_OK(GNI_PostFma(sep, &dl[k]));
+        GNI_EXPECT(GNI_RC_ERROR_RESOURCE, GNI_CqGetEvent(small, &ev));
+        for (int k = 0; k < 4; k++) {
+            GNI_OK(GNI_CqGetEvent(small, &ev));
+            CHECK_EQ(!!GNI_CQ_OVERRUN(ev), k == 0);
+            GNI_OK(GNI_GetCompleted(small, ev, &got));
+            CHECK(got == &dl[k]);
+        }
+        GNI_EXPECT(GNI_RC_NOT_DONE, GNI_CqGetEvent(small, &ev));
+        GNI_OK(GNI_PostFma(sep, &dl[6]));   /* and the CQ works on */
+        dt_complete(small, &dl[6], GNI_RC_SUCCESS);
+        GNI_OK(GNI_EpUnbind(sep));
+        GNI_OK(GNI_EpDestroy(sep));
+        GNI_OK(GNI_CqDestroy(small));
+    }
     dt_barrier();
 
     /* CQ write: every rank writes a 48-bit value into rank 0's window CQ. */

@@ -13,6 +13,12 @@
  *   E. NT threads, each with its own EP and CQ: RDMA PUT of 192 KiB of a private pattern
  *      into its own slot of a second window, RDMA GET back (on the network engine:
  *      concurrent libfabric RMA through one cached window).
+ *   F. A CQ destroyed under its pollers, round after round: two threads poll the
+ *      current CQ with GNI_CqGetEvent and hand each event to GNI_GetCompleted while the
+ *      main thread posts puts with events on it and then destroys the EP and the CQ,
+ *      events still queued or being reaped.  Every call answers SUCCESS (the descriptor
+ *      one of the round's), NOT_DONE, ERROR_RESOURCE (overrun) or, once the CQ is gone,
+ *      INVALID_PARAM; nothing crashes; the rounds leave no mappings behind.
  * Counters are checked exactly at the end. */
 #include <pthread.h>
 #include <sched.h>
@@ -139,6 +145,93 @@ static void *churn(void *arg)
         rounds++;
     }
     return (void *)rounds;
+}
+
+/* ---- F: a CQ destroyed under its pollers ------------------------------------------- */
+
+#define ROUNDS_F 300
+#define POSTS_F 24                          /* more than the CQ holds: overruns too */
+static _Atomic(gni_cq_handle_t) cq_f;
+static atomic_int stop_f;
+static atomic_long reaped_f, gone_f;
+static gni_post_descriptor_t desc_f[POSTS_F];
+
+/* After INVALID_PARAM: waits for the next round's CQ. */
+static void next_cq_f(gni_cq_handle_t gone)
+{
+    atomic_fetch_add(&gone_f, 1);
+    while (atomic_load(&cq_f) == gone && !atomic_load(&stop_f)) sched_yield();
+}
+
+static void *poll_f(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&stop_f)) {
+        gni_cq_handle_t cq = atomic_load(&cq_f);
+        if (cq == NULL) continue;
+        gni_cq_entry_t ev;
+        gni_return_t rc = GNI_CqGetEvent(cq, &ev);
+        if (rc == GNI_RC_INVALID_PARAM) { next_cq_f(cq); continue; }
+        if (rc == GNI_RC_NOT_DONE || rc == GNI_RC_ERROR_RESOURCE) continue;
+        if (rc != GNI_RC_SUCCESS) SN_FAIL("F: GNI_CqGetEvent returned %s", gnit_rc(rc));
+        gni_post_descriptor_t *d = NULL;
+        rc = GNI_GetCompleted(cq, ev, &d);
+        if (rc == GNI_RC_INVALID_PARAM) { next_cq_f(cq); continue; }
+        if (rc != GNI_RC_SUCCESS) SN_FAIL("F: GNI_GetCompleted returned %s", gnit_rc(rc));
+        CHECK(d >= desc_f && d < desc_f + POSTS_F);
+        atomic_fetch_add(&reaped_f, 1);
+    }
+    return NULL;
+}
+
+static long count_mappings(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f) return 0;
+    long lines = 0;
+    for (int c; (c = fgetc(f)) != EOF;) lines += c == '\n';
+    fclose(f);
+    return lines;
+}
+
+static void phase_f(void)
+{
+    uint8_t *src = dt_alloc(64);
+    gni_mem_handle_t src_mh = dt_reg(&t, src, 64, NULL, GNI_MEM_READWRITE);
+    pthread_t pollers[2];
+    for (int i = 0; i < 2; i++) CHECK(pthread_create(&pollers[i], NULL, poll_f, NULL) == 0);
+    long maps_before = 0;
+    for (int r = 0; r < ROUNDS_F; r++) {
+        if (r == 20) maps_before = count_mappings();   /* warm: pins, caches, TLS */
+        gni_cq_handle_t cq;
+        gni_ep_handle_t ep;
+        GNI_OK(GNI_CqCreate(t.nic, 8, 0, GNI_CQ_NOBLOCK, NULL, NULL, &cq));
+        GNI_OK(GNI_EpCreate(t.nic, cq, &ep));
+        GNI_OK(GNI_EpBind(ep, t.addrs[right], right));
+        atomic_store(&cq_f, cq);
+        long reaped = atomic_load(&reaped_f);
+        int posts = r % (POSTS_F + 1);
+        for (int i = 0; i < posts; i++) {
+            dt_desc(&desc_f[i], GNI_POST_FMA_PUT, GNI_CQMODE_GLOBAL_EVENT, src, src_mh, base[right] + 4096 + 8 * (uint64_t)i, mh[right], 8);
+            GNI_OK(GNI_PostFma(ep, &desc_f[i]));
+        }
+        /* Let the pollers reap some (at most what the CQ holds), then pull the CQ away
+         * from under them, the rest still queued. */
+        double t0 = dt_now();
+        while (atomic_load(&reaped_f) < reaped + (posts < 4 ? posts : 4) && dt_now() - t0 < 0.05) sched_yield();
+        GNI_OK(GNI_EpUnbind(ep));
+        GNI_OK(GNI_EpDestroy(ep));
+        GNI_OK(GNI_CqDestroy(cq));                  /* the pollers may be inside it */
+        GNI_EXPECT(GNI_RC_INVALID_PARAM, GNI_CqDestroy(cq));
+    }
+    long maps_after = count_mappings();
+    atomic_store(&stop_f, 1);
+    for (int i = 0; i < 2; i++) CHECK(pthread_join(pollers[i], NULL) == 0);
+    GNI_OK(GNI_MemDeregister(t.nic, &src_mh));
+    free(src);
+    if (maps_after > maps_before + 8) SN_FAIL("F: %ld mappings before, %ld after %d CQ create/destroy rounds", maps_before, maps_after, ROUNDS_F - 20);
+    printf("data_threads: rank %d: %d CQs destroyed under 2 pollers: %ld events reaped, %ld calls on destroyed CQs\n",
+           me, ROUNDS_F, (long)atomic_load(&reaped_f), (long)atomic_load(&gone_f));
 }
 
 /* ---- B: shared EP, progress thread --------------------------------------------------- */
@@ -274,6 +367,10 @@ int main(void)
     dt_barrier();
     GNI_OK(GNI_MemDeregister(t.nic, &bwin_mh));
     printf("data_threads: rank %d: %d threads x %d RDMA PUT/GET of %d KiB ok\n", me, NT, ITERS_E, BIG >> 10);
+
+    /* F */
+    phase_f();
+    dt_barrier();
 
     /* B */
     GNI_OK(GNI_CqCreate(t.nic, 4 * NT, 0, GNI_CQ_BLOCKING, NULL, NULL, &shared_cq));

@@ -539,11 +539,22 @@ impl<T: Pod> Ring<T> {
     /// inlined: a CAS and a few loads and stores, on the path of every notice.
     #[inline(always)]
     pub fn push(&self, v: &T) -> Result<()> {
+        self.push_with(|_| *v)
+    }
+
+    /// `push` of the entry `make(pos)` builds once position `pos` is claimed (and before
+    /// it is published): a producer whose entry names where it lands (an index into a
+    /// table of its own beside the ring, by `pos`) builds it there.  `Err(NoSpace)` when
+    /// full (`make` is not run).  `make` must be short: the consumers of later entries
+    /// wait for it.
+    #[inline(always)]
+    pub fn push_with(&self, make: impl FnOnce(u64) -> T) -> Result<()> {
         let pos = self.reserve()?;
         let slot = self.slot(pos);
+        let v = make(pos);
         // Step 2, fill.  SAFETY: the reserve made this slot ours until step 3.  Volatile:
         // the memory is shared with other processes.
-        slot.val.with_mut(|p| unsafe { std::ptr::write_volatile(p, *v) });
+        slot.val.with_mut(|p| unsafe { std::ptr::write_volatile(p, v) });
         // Step 3, Release: publishes the payload; pairs with the Acquire in pop step 1.
         slot.seq.store(pos.wrapping_add(1), Ordering::Release);
         // Step 4 (Relaxed: the flag is fixed before the ring is shared).
@@ -865,6 +876,28 @@ mod tests {
             assert!(r.is_empty());
         }
         assert!(!r.overrun(), "push() never sets the overrun flag");
+    }
+
+    /// `push_with` hands its builder the claimed position, one per push in order, and on a
+    /// full ring does not run it.
+    #[test]
+    fn push_with_builds_from_the_claimed_position() {
+        let r = Ring::<u64>::new_boxed(4).unwrap();
+        let mut seen = Vec::new();
+        for round in 0..3u64 {
+            for _ in 0..4 {
+                r.push_with(|pos| {
+                    seen.push(pos);
+                    pos * 10
+                })
+                .unwrap();
+            }
+            assert_eq!(r.push_with(|_| panic!("built for a full ring")), Err(Error::NoSpace));
+            for i in 0..4 {
+                assert_eq!(r.pop(), Some((round * 4 + i) * 10));
+            }
+        }
+        assert_eq!(seen, (0..12).collect::<Vec<u64>>());
     }
 
     #[test]

@@ -914,6 +914,13 @@ impl Pinned {
     /// reading.  Errors as [`Live::put`] / [`Live::get`]; `Unsupported` for ranges the
     /// per-operation path must serve (process_vm fallback memory, several backings).
     pub fn new(peer: &Arc<Peer>, key: MemKey, addr: u64, len: usize, write: bool, pd: u64) -> Result<Pinned> {
+        Pinned::new_in(peer, key, addr, len, write, pd, false)
+    }
+
+    /// [`Pinned::new`]; with `any_backing`, a range inside one backing of a registration
+    /// that has several is pinned in the backing that holds it (not only in the
+    /// registration's first).
+    fn new_in(peer: &Arc<Peer>, key: MemKey, addr: u64, len: usize, write: bool, pd: u64, any_backing: bool) -> Result<Pinned> {
         if peer.net.is_some() {
             return Err(Error::Unsupported); // nothing to map: the per-operation path serves it
         }
@@ -925,7 +932,11 @@ impl Pinned {
         if t.backing == NO_BACKING {
             return Err(Error::Unsupported);
         }
-        let (site, ptr) = match peer.pin_site(t.backing, addr, len as u64) {
+        let site = match peer.pin_site(t.backing, addr, len as u64) {
+            Err(Error::OutOfBounds) if any_backing => peer.find_backing(addr).and_then(|b| peer.pin_site(b, addr, len as u64)),
+            r => r,
+        };
+        let (site, ptr) = match site {
             Err(Error::OutOfBounds) => return Err(Error::Unsupported),
             r => r?,
         };
@@ -941,6 +952,31 @@ impl Pinned {
         }
         let (base, len) = peer.registration_range(key)?;
         Pinned::new(peer, key, base, usize::try_from(len).map_err(|_| Error::Unsupported)?, write, pd)
+    }
+
+    /// Pins the part of registration `key` at `peer` that lies in the `block`-aligned
+    /// block (`block` a power of two) holding the owner's address `addr`: for a
+    /// registration that [`Pinned::registration`] refuses because it spans several
+    /// backings, the block its accesses fall in usually lies in one.  `OutOfBounds` when
+    /// `addr` is outside the registration; other errors as [`Pinned::new`].
+    pub fn registration_block(peer: &Arc<Peer>, key: MemKey, addr: u64, block: u64, write: bool, pd: u64) -> Result<Pinned> {
+        if peer.net.is_some() {
+            return Err(Error::Unsupported);
+        }
+        let (base, len) = peer.registration_range(key)?;
+        let start = addr & !(block.wrapping_sub(1));
+        let lo = start.max(base);
+        let hi = start.saturating_add(block).min(base.saturating_add(len));
+        if addr < base || addr >= hi {
+            return Err(Error::OutOfBounds);
+        }
+        Pinned::new_in(peer, key, lo, usize::try_from(hi - lo).map_err(|_| Error::Unsupported)?, write, pd, true)
+    }
+
+    /// The pinned range: the owner's start address and length.
+    #[inline]
+    pub fn range(&self) -> (u64, usize) {
+        (self.start, self.len)
     }
 
     /// The pinned registration.

@@ -21,7 +21,8 @@
 //!   return with SUCCESS or TRANSACTION_ERROR, before they return.
 //! - GNI_CqDestroy while endpoints or registrations (dst_cq) use the CQ: ERROR_RESOURCE.
 //! - GNI_GetCompleted: the POST entry's aux field is the descriptor token of the CQ the
-//!   descriptor was posted on; the exact descriptor is returned (any completion order).
+//!   descriptor was posted on (the ring slot the entry landed in, or a slab token: see
+//!   `Cq::push_post`); the exact descriptor is returned (any completion order).
 //!   An entry that names no outstanding descriptor (not a local POST entry, token
 //!   already taken, another CQ's token): `*post_descr = NULL`, DESCRIPTOR_ERROR.  An entry
 //!   with an error status: the descriptor is returned with `status` = the entry's
@@ -85,6 +86,16 @@ pub unsafe extern "C" fn GNI_CqCreate(
     }
 }
 
+/// Memory safety against another thread's GNI_CqGetEvent / GNI_GetCompleted / post on
+/// the CQ at the same time (a program error, but it must not crash): those calls reach
+/// the `Cq` through `Table::with`, which holds a strong reference for the whole call (this
+/// thread's pinned cache entry, or one taken from the table on a miss).  Removing the
+/// handle here only stops new lookups (and empties every thread's cache before its next
+/// lookup); the `Cq`, its ring memory and the descriptor table beside the ring
+/// (`Cq::push_post`) are freed when the last reference goes, after every call in flight
+/// has returned.  Such a call sees the CQ as it was (it may still pop an entry or take a
+/// descriptor back); calls that start after the removal answer INVALID_PARAM.  Test:
+/// c-tests/ugni/data_threads.c, part F.
 #[no_mangle]
 pub unsafe extern "C" fn GNI_CqDestroy(cq_hndl: gni_cq_handle_t) -> gni_return_t {
     let Ok(cq) = cq_of(cq_hndl) else { return GNI_RC_INVALID_PARAM };

@@ -10,7 +10,8 @@
 //! - [`Cq`]: a completion queue: a fabric ring of [`crate::cqe`] entries in library-owned
 //!   shared memory, so peers can post remote events into it directly; plus a table of
 //!   outstanding post descriptors (the CQE's aux field is the token `GNI_GetCompleted`
-//!   uses to find the exact descriptor).
+//!   uses to find the exact descriptor: the ring slot the entry landed in, whose
+//!   descriptor sits in a table beside the ring, or a token of a slab).
 //! - [`Ep`]: an endpoint; bound to (remote NIC address, remote_id).  Transactions go to
 //!   the process their remote memory handle names ([`Ep::route`]), cached per endpoint.
 //!
@@ -35,7 +36,7 @@ use softnic_fabric::rma::Peer;
 use std::collections::{HashMap, HashSet};
 use std::ffi::c_void;
 use std::mem::ManuallyDrop;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -168,8 +169,15 @@ pub struct Cq {
     pub entry_count: u32,
     pub handler: Option<EventHandler>,
     pub context: usize,
-    /// Outstanding post descriptors by token (the CQE aux field).
+    /// The descriptor of the local POST entry pushed into each ring slot (0: none), by
+    /// slot index; the entry's aux is [`Cq::SLOT_TOKEN`] | the index.  Empty when the
+    /// ring has more than [`Cq::SLOT_TOKEN`] slots.  See [`Cq::push_post`].
+    by_slot: Box<[AtomicU64]>,
+    /// Outstanding post descriptors by token (the CQE aux field) for the entries whose
+    /// ring slot's descriptor was still outstanding, and for the collective engine.
     descs: SpinLock<Slab>,
+    /// The slab refused a token (see [`Cq::slab_exhausted`]); cleared when one is freed.
+    slab_full: AtomicBool,
     /// Endpoints and registrations using this CQ (CqDestroy refuses while non-zero).
     pub users: AtomicU32,
     /// Set when the ring overran: reported once as ERROR_RESOURCE, then cleared.
@@ -231,7 +239,9 @@ impl Cq {
         }
         .map_err(|_| GNI_RC_ERROR_RESOURCE)?;
         let loc = mem.ring_loc(0, len).map_err(|_| GNI_RC_ERROR_RESOURCE)?;
+        let slots = if cap <= Cq::SLOT_TOKEN { cap } else { 0 };
         Ok(Arc::new(Cq {
+            by_slot: (0..slots).map(|_| AtomicU64::new(0)).collect(),
             nic,
             mem: ManuallyDrop::new(mem),
             ring,
@@ -241,6 +251,7 @@ impl Cq {
             handler,
             context,
             descs: SpinLock::new(Slab::default()),
+            slab_full: AtomicBool::new(false),
             users: AtomicU32::new(0),
             overrun_reported: AtomicU32::new(0),
             remote_dst: AtomicBool::new(false),
@@ -259,8 +270,79 @@ impl Cq {
         self.ring.push_or_overrun(&e);
     }
 
-    /// Remembers a posted descriptor; its token goes into the CQE aux field.
-    /// ERROR_RESOURCE when 2^22 descriptors are outstanding.
+    /// Tokens with this bit name a ring slot (`by_slot`), the others a slab entry.
+    pub const SLOT_TOKEN: u32 = 1 << 21;
+
+    /// Queues the local POST entry of descriptor `d` (`status`, event data `data`); the
+    /// descriptor is handed back by [`Cq::take_desc`] of the entry's aux.  A full CQ
+    /// records an overrun and drops the entry (never blocks the poster).
+    ///
+    /// No lock and no read-modify-write beyond the ring's own: the descriptor goes into
+    /// the table slot of the ring position the entry lands in (`Ring::push_with`), which
+    /// only the producer that claimed that position writes, while it owns it:
+    /// - that producer's store happens before the entry is published, and so before the
+    ///   pop that returns it and the GNI_GetCompleted the program makes of it;
+    /// - the producer of the next lap of that position (which claims it only after the
+    ///   entry was popped, so after this store) finds the slot 0 once GetCompleted took the
+    ///   descriptor (Release/Acquire on the slot); if it was not taken yet, that producer
+    ///   leaves it alone and takes a slab token instead (locked, rare).
+    ///
+    /// Callers check [`Cq::slab_exhausted`] before moving data (ERROR_RESOURCE); a slab
+    /// that fills between that check and the push loses the descriptor (the entry's aux
+    /// then names none: GetCompleted answers DESCRIPTOR_ERROR) with a warning.
+    #[inline(always)]
+    pub fn push_post(&self, d: *mut gni_post_descriptor_t, status: cqe::Status, data: u32) {
+        // SOFTNIC_FAULTS=cq_overrun: the event is lost as on a full CQ.
+        if softnic_fabric::faults::hit(softnic_fabric::faults::Point::CqOverrun) {
+            self.ring.mark_overrun();
+            return;
+        }
+        let pushed = self.ring.push_with(|pos| cqe::make(cqe::SRC_LOCAL, cqe::TYPE_POST, status, self.token_at(pos, d) as u64, data as u64));
+        if pushed.is_err() {
+            self.ring.mark_overrun();
+        }
+    }
+
+    /// The token of descriptor `d` in an entry landing at ring position `pos` (claimed by
+    /// this producer, not yet published): the slot's, if its last descriptor was taken
+    /// back, else a slab token (see [`Cq::push_post`]).
+    #[inline(always)]
+    fn token_at(&self, pos: u64, d: *mut gni_post_descriptor_t) -> u32 {
+        // The ring's slot index (its capacity is a power of two, the table's length).
+        let i = (pos & (self.by_slot.len() as u64).wrapping_sub(1)) as usize;
+        match self.by_slot.get(i) {
+            // Acquire: pairs with take_desc's Release (its reads of the slot are done).
+            Some(slot) if slot.load(Ordering::Acquire) == 0 => {
+                // Relaxed: published with the entry (the ring's Release).
+                slot.store(d as u64, Ordering::Relaxed);
+                Cq::SLOT_TOKEN | i as u32
+            }
+            _ => self.add_desc_slab(d),
+        }
+    }
+
+    /// A slab token for `d` from inside a push (see [`Cq::push_post`]): out of line.
+    #[cold]
+    #[inline(never)]
+    fn add_desc_slab(&self, d: *mut gni_post_descriptor_t) -> u32 {
+        self.add_desc(d).unwrap_or_else(|_| {
+            softnic_fabric::sn_warn!("GNI_PostFma", "{} descriptors outstanding: descriptor {:p} cannot be given back by GNI_GetCompleted", Cq::SLOT_TOKEN, d);
+            Cq::NO_TOKEN
+        })
+    }
+
+    /// A token naming no descriptor (the slab's last, never handed out).
+    const NO_TOKEN: u32 = Cq::SLOT_TOKEN - 1;
+
+    /// True while the slab is full: a post asking for an event answers ERROR_RESOURCE
+    /// (2^21 - 1 descriptors outstanding besides those in `by_slot`).  One load.
+    #[inline(always)]
+    pub fn slab_exhausted(&self) -> bool {
+        self.slab_full.load(Ordering::Relaxed)
+    }
+
+    /// Remembers a posted descriptor in the slab; its token goes into the CQE aux field.
+    /// ERROR_RESOURCE when 2^21 - 1 descriptors are outstanding there.
     #[inline(always)]
     pub fn add_desc(&self, d: *mut gni_post_descriptor_t) -> GniResult<u32> {
         let mut s = self.descs.lock();
@@ -272,15 +354,16 @@ impl Cq {
             s.free = next;
             return Ok(t);
         }
-        Self::add_desc_new(&mut s, d)
+        Self::add_desc_new(&mut s, &self.slab_full, d)
     }
 
     /// A token in a new slot (the free list is empty): out of line, rare once warm.
     #[cold]
     #[inline(never)]
-    fn add_desc_new(s: &mut Slab, d: *mut gni_post_descriptor_t) -> GniResult<u32> {
-        let t = s.slots.len() as u64;
-        if t > cqe::AUX_MASK {
+    fn add_desc_new(s: &mut Slab, full: &AtomicBool, d: *mut gni_post_descriptor_t) -> GniResult<u32> {
+        let t = s.slots.len() as u32;
+        if t >= Cq::NO_TOKEN {
+            full.store(true, Ordering::Relaxed);
             return Err(GNI_RC_ERROR_RESOURCE);
         }
         s.slots.push(d as u64);
@@ -288,8 +371,34 @@ impl Cq {
     }
 
     /// Takes back the descriptor of `token` (GNI_GetCompleted).
+    ///
+    /// A ring slot's descriptor is taken with a load and a store, no read-modify-write
+    /// (see [`Cq::push_post`]): an entry given to GetCompleted twice at the same time by
+    /// two threads (a program error) may hand its descriptor to both, as a token reused
+    /// by a later post hands the later descriptor to a second, late GetCompleted of an
+    /// entry (with slab tokens too); descriptors are values here, never dereferenced by
+    /// this function, so either is memory-safe.
     #[inline(always)]
     pub fn take_desc(&self, token: u32) -> Option<*mut gni_post_descriptor_t> {
+        if token & Cq::SLOT_TOKEN != 0 {
+            let slot = self.by_slot.get((token & (Cq::SLOT_TOKEN - 1)) as usize)?;
+            // Acquire: the descriptor was stored by the producer before it published the
+            // entry, which the program popped before this call; Acquire also keeps a
+            // descriptor stored by a later lap from being read before the check below.
+            let d = slot.load(Ordering::Acquire);
+            if d == 0 {
+                return None;
+            }
+            // Release: the next producer of this slot stores after our reads.
+            slot.store(0, Ordering::Release);
+            return Some(d as *mut gni_post_descriptor_t);
+        }
+        self.take_desc_slab(token)
+    }
+
+    /// `take_desc` of a slab token: out of line (rare).
+    #[inline(never)]
+    fn take_desc_slab(&self, token: u32) -> Option<*mut gni_post_descriptor_t> {
         let mut s = self.descs.lock();
         let free = s.free;
         let slot = s.slots.get_mut(token as usize)?;
@@ -299,12 +408,14 @@ impl Cq {
         }
         *slot = Slab::FREE | free as u64;
         s.free = token;
+        self.slab_full.store(false, Ordering::Relaxed);
         Some(d as *mut gni_post_descriptor_t)
     }
 
     /// Descriptors posted with an event and not yet returned by GNI_GetCompleted.
     pub fn outstanding_descs(&self) -> usize {
-        self.descs.lock().slots.iter().filter(|&&d| d & Slab::FREE == 0).count()
+        let in_slots = self.by_slot.iter().filter(|d| d.load(Ordering::Relaxed) != 0).count();
+        in_slots + self.descs.lock().slots.iter().filter(|&&d| d & Slab::FREE == 0).count()
     }
 
     /// Returns a descriptor token unused (the post failed before producing an event).
@@ -466,12 +577,24 @@ pub struct Pins {
     next_refused: usize,
 }
 
-/// A pinned registration, and its notify ring (where REMOTE events go) once looked up:
-/// `Some(None)` when the registration has none.
+/// A pinned registration (or the block of it that a post used, when the whole spans
+/// several backings: see `post::pin_after`), the owner's address range it covers, and its
+/// notify ring (where REMOTE events go) once looked up: `Some(None)` when the
+/// registration has none.
 struct PinEntry {
     words: [u64; 2],
     pin: softnic_fabric::rma::Pinned,
+    /// [start, end) of the pinned range (owner's addresses).
+    range: (u64, u64),
     ring: Option<Option<softnic_fabric::rma::PinnedRing<u64>>>,
+}
+
+impl PinEntry {
+    /// Handle words `w`, and `[addr, addr+len)` inside the pinned range?
+    #[inline]
+    fn serves(&self, w: [u64; 2], addr: u64, len: u64) -> bool {
+        self.words == w && addr >= self.range.0 && addr.checked_add(len).is_some_and(|end| end <= self.range.1)
+    }
 }
 
 /// A copy of a binding starts with no pins (they are a cache).
@@ -485,29 +608,31 @@ impl Pins {
     /// Pins kept per endpoint (the oldest is replaced).
     const MAX: usize = 4;
 
-    /// The pin of handle words `w`.
+    /// The pin of handle words `w` that covers the owner's `[addr, addr+len)`.
     #[inline]
-    pub fn find(&self, w: [u64; 2]) -> Option<&softnic_fabric::rma::Pinned> {
-        self.pins.iter().find(|e| e.words == w).map(|e| &e.pin)
+    pub fn find(&self, w: [u64; 2], addr: u64, len: u64) -> Option<&softnic_fabric::rma::Pinned> {
+        self.pins.iter().find(|e| e.serves(w, addr, len)).map(|e| &e.pin)
     }
 
-    /// The pin of handle words `w` and its notify ring (as [`Pins::ring`]), found in one
-    /// search.
+    /// The pin of handle words `w` that covers `[addr, addr+len)` and its notify ring (as
+    /// [`Pins::ring`]), found in one search.
     #[inline]
-    pub fn find_with_ring(&self, w: [u64; 2]) -> Option<(&softnic_fabric::rma::Pinned, Option<&Option<softnic_fabric::rma::PinnedRing<u64>>>)> {
-        self.pins.iter().find(|e| e.words == w).map(|e| (&e.pin, e.ring.as_ref()))
+    pub fn find_with_ring(&self, w: [u64; 2], addr: u64, len: u64) -> Option<(&softnic_fabric::rma::Pinned, Option<&Option<softnic_fabric::rma::PinnedRing<u64>>>)> {
+        self.pins.iter().find(|e| e.serves(w, addr, len)).map(|e| (&e.pin, e.ring.as_ref()))
     }
 
-    /// The notify ring of the registration pinned for handle words `w`: None when not
-    /// looked up yet, `Some(None)` when it has none.
+    /// The notify ring of the registration in its pin for handle words `w` that covers
+    /// `[addr, addr+len)`: None when there is no such pin or the ring was not looked up
+    /// yet, `Some(None)` when the registration has none.
     #[inline]
-    pub fn ring(&self, w: [u64; 2]) -> Option<&Option<softnic_fabric::rma::PinnedRing<u64>>> {
-        self.pins.iter().find(|e| e.words == w).and_then(|e| e.ring.as_ref())
+    pub fn ring(&self, w: [u64; 2], addr: u64, len: u64) -> Option<&Option<softnic_fabric::rma::PinnedRing<u64>>> {
+        self.pins.iter().find(|e| e.serves(w, addr, len)).and_then(|e| e.ring.as_ref())
     }
 
-    /// Records the notify ring of the registration pinned for handle words `w`.
-    pub fn set_ring(&mut self, w: [u64; 2], ring: Option<softnic_fabric::rma::PinnedRing<u64>>) {
-        if let Some(e) = self.pins.iter_mut().find(|e| e.words == w) {
+    /// Records the notify ring of the registration in its pin for handle words `w` that
+    /// covers `[addr, addr+len)` (each block's pin keeps its own).
+    pub fn set_ring(&mut self, w: [u64; 2], addr: u64, len: u64, ring: Option<softnic_fabric::rma::PinnedRing<u64>>) {
+        if let Some(e) = self.pins.iter_mut().find(|e| e.serves(w, addr, len)) {
             e.ring = Some(ring);
         }
     }
@@ -541,9 +666,11 @@ impl Pins {
         for m in self.misses.iter_mut().filter(|m| **m == Some(w)) {
             *m = None;
         }
-        let e = PinEntry { words: w, pin, ring: None };
-        if let Some(old) = self.pins.iter_mut().find(|e| e.words == w) {
-            *old = e; // a stale pin of the same handle
+        let (start, len) = pin.range();
+        let range = (start, start.saturating_add(len as u64));
+        let e = PinEntry { words: w, pin, range, ring: None };
+        if let Some(old) = self.pins.iter_mut().find(|e| e.words == w && e.range.0 == range.0) {
+            *old = e; // a stale pin of the same handle (and block)
         } else if self.pins.len() < Self::MAX {
             self.pins.push(e);
         } else {

@@ -272,26 +272,6 @@ fn decode(engine: Engine, d: &gni_post_descriptor_t, nic: &Nic) -> Result<(Op, L
     }
 }
 
-/// Descriptor tokens of one post: at most a LOCAL and a GLOBAL event (no allocation).
-#[derive(Default, Clone, Copy)]
-struct Tokens {
-    t: [(u32, bool); 2],
-    n: usize,
-}
-
-impl Tokens {
-    fn push(&mut self, v: (u32, bool)) {
-        self.t[self.n] = v;
-        self.n += 1;
-    }
-    fn iter(&self) -> impl Iterator<Item = (u32, bool)> + '_ {
-        self.t[..self.n].iter().copied()
-    }
-    fn is_empty(&self) -> bool {
-        self.n == 0
-    }
-}
-
 /// Runs a validated operation against the target.  `local`: where `local_addr` points.
 /// `notify`: the REMOTE event entry, when one is wanted; a put delivers it itself (after
 /// its data, in the same request on the network engine), and then `Ok(true)` says so;
@@ -523,7 +503,7 @@ fn pinned_post(engine: Engine, ep: &Ep, desc: *mut gni_post_descriptor_t) -> Opt
     }
     // One search for the target's pin and its notify ring; a REMOTE event needs the ring
     // looked up already (the general path does that).
-    let (pin, ring) = b.pins.find_with_ring(words)?;
+    let (pin, ring) = b.pins.find_with_ring(words, d.remote_addr, d.length)?;
     let ring = if want_remote { Some(ring?) } else { None };
     let live = peer.live_probed().ok()?;
     let r = pin.check(live).ok()?;
@@ -537,7 +517,7 @@ fn pinned_post(engine: Engine, ep: &Ep, desc: *mut gni_post_descriptor_t) -> Opt
             }
             if engine == Engine::Rdma {
                 // An RDMA source is a registration of ours, pinned too.
-                let lpin = b.pins.find([lh.qword1, lh.qword2])?;
+                let lpin = b.pins.find([lh.qword1, lh.qword2], d.local_addr, len)?;
                 if !lpin.check(lpin.peer().live().ok()?).ok()?.covers(d.local_addr, len) {
                     return None;
                 }
@@ -551,7 +531,7 @@ fn pinned_post(engine: Engine, ep: &Ep, desc: *mut gni_post_descriptor_t) -> Opt
             }
             if amo.fetch {
                 // The fetched value lands in a registration of ours, pinned too.
-                let lpin = b.pins.find([lh.qword1, lh.qword2])?;
+                let lpin = b.pins.find([lh.qword1, lh.qword2], d.local_addr, n as u64)?;
                 let l = lpin.check(lpin.peer().live().ok()?).ok()?;
                 if !l.can_store_at(d.local_addr, n) {
                     return None;
@@ -562,10 +542,10 @@ fn pinned_post(engine: Engine, ep: &Ep, desc: *mut gni_post_descriptor_t) -> Opt
             }
         }
     };
-    let token = match (want_event, cq) {
-        (true, Some(cq)) => Some(cq.add_desc(desc).ok()?),
-        _ => None,
-    };
+    // Too many descriptors outstanding: the general path answers ERROR_RESOURCE.
+    if want_event && cq.is_some_and(|cq| cq.slab_exhausted()) {
+        return None;
+    }
     // SAFETY: GNI-owned fields of the caller's descriptor.
     unsafe {
         (*desc).status = 0;
@@ -583,9 +563,6 @@ fn pinned_post(engine: Engine, ep: &Ep, desc: *mut gni_post_descriptor_t) -> Opt
             let Ok(old) = r.atomic_at(raddr, amo.width, amo.op) else {
                 // Not an operation the fabric applies (none that decode_amo makes): the
                 // general path gives the exact outcome.
-                if let (Some(t), Some(cq)) = (token, cq) {
-                    cq.drop_desc(t);
-                }
                 return None;
             };
             if let Some(l) = local {
@@ -599,8 +576,8 @@ fn pinned_post(engine: Engine, ep: &Ep, desc: *mut gni_post_descriptor_t) -> Opt
     }
     let local_data = Ep::local_event(&st);
     drop(st);
-    if let (Some(t), Some(cq)) = (token, cq) {
-        cq.push(cqe::make(cqe::SRC_LOCAL, cqe::TYPE_POST, Status::Ok, t as u64, local_data as u64));
+    if let (true, Some(cq)) = (want_event, cq) {
+        cq.push_post(desc, Status::Ok, local_data);
     }
     Some(GNI_RC_SUCCESS)
 }
@@ -670,22 +647,11 @@ fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_d
         Err(rc) => return rc,
     };
 
-    // Descriptor tokens, one per local event (before anything moves).
-    let mut tokens = Tokens::default();
-    if let Some(cq) = cq {
-        for (want, is_local) in [(want_local, true), (want_global, false)] {
-            if want {
-                match cq.add_desc(desc) {
-                    Ok(t) => tokens.push((t, is_local)),
-                    Err(rc) => {
-                        for (t, _) in tokens.iter() {
-                            cq.drop_desc(t);
-                        }
-                        return rc;
-                    }
-                }
-            }
-        }
+    // One local event per wanted kind, each naming the descriptor (its token is taken
+    // when the event is queued); none can be taken while the CQ's slab is full.
+    let events = want_local as u8 + want_global as u8;
+    if events > 0 && cq.is_some_and(|cq| cq.slab_exhausted()) {
+        return GNI_RC_ERROR_RESOURCE;
     }
     // SAFETY: GNI-owned fields of the caller's descriptor.
     unsafe {
@@ -699,15 +665,7 @@ fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_d
     let mut guard = Some(st);
     let peer_arc: Arc<softnic_fabric::rma::Peer>;
     let target = match ep.route(guard.as_mut().expect("held"), &d.remote_mem_hndl) {
-        Err(None) => {
-            drop(guard);
-            if let Some(cq) = cq {
-                for (t, _) in tokens.iter() {
-                    cq.drop_desc(t);
-                }
-            }
-            return GNI_RC_INVALID_PARAM;
-        }
+        Err(None) => return GNI_RC_INVALID_PARAM,
         Err(Some(status)) => {
             guard = None;
             Err(status)
@@ -749,7 +707,7 @@ fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_d
             };
             if unlocked && engine == Engine::Rdma && !want_remote && peer.is_remote() && !local.is_segmented() {
                 let cq = if d.src_cq_hndl.is_null() { ep.cq.clone() } else { CQS.get(d.src_cq_hndl as *const _).ok() };
-                if let Some(rc) = post_async(api, ep_h, peer, words, &d, &op, pd, desc, cq, tokens, local_data) {
+                if let Some(rc) = post_async(api, ep_h, peer, words, &d, &op, pd, desc, cq, events, local_data) {
                     return rc;
                 }
             }
@@ -762,7 +720,7 @@ fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_d
             let binding = || guard.as_ref().expect("held").binding.as_ref().expect("routed");
             // A REMOTE event needs the pinned ring looked up (the general path does that).
             let via_pin = match op {
-                _ if event.is_some() && binding().pins.ring(words).is_none() => None,
+                _ if event.is_some() && binding().pins.ring(words, d.remote_addr, d.length).is_none() => None,
                 Op::Put { len, sync } if pinnable => put_pinned(binding(), words, &d, len, sync),
                 Op::Amo { amo, .. } if pinnable => amo_pinned(binding(), words, &d, amo),
                 _ => None,
@@ -771,7 +729,7 @@ fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_d
                 if event.is_some() {
                     // put_pinned found the pin and the route, and the ring was looked up.
                     let b = binding();
-                    if let (Some((pin, Some(ring))), Some((_, peer))) = (b.pins.find_with_ring(words), b.route.as_ref()) {
+                    if let (Some((pin, Some(ring))), Some((_, peer))) = (b.pins.find_with_ring(words, d.remote_addr, d.length), b.route.as_ref()) {
                         if let Ok(live) = peer.live_probed() {
                             remote_event_pinned(ring, pin, live, remote_data, pd);
                         }
@@ -795,20 +753,21 @@ fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_d
                             // asking its engine would cost a round trip per post).
                             let ring_loc = if event.is_some() && !peer.is_remote() { live.notify_ring(key, pd).ok() } else { None };
                             let b = guard.as_mut().expect("held").binding.as_mut().expect("routed");
-                            pin_after(b, words, key, false, pd);
-                            if let (Some(loc), Some(_), None) = (ring_loc, b.pins.find(words), b.pins.ring(words)) {
+                            let at = (d.remote_addr, d.length);
+                            pin_after(b, words, key, false, at, pd);
+                            if let (Some(loc), Some(_), None) = (ring_loc, b.pins.find(words, at.0, at.1), b.pins.ring(words, at.0, at.1)) {
                                 // No ring: no REMOTE events (Some(None)); a ring the fabric
                                 // cannot pin: left to the general path.
                                 match loc.map(|loc| softnic_fabric::rma::PinnedRing::new(live_arc(b), &loc)) {
-                                    None => b.pins.set_ring(words, None),
-                                    Some(Ok(r)) => b.pins.set_ring(words, Some(r)),
+                                    None => b.pins.set_ring(words, at.0, at.1, None),
+                                    Some(Ok(r)) => b.pins.set_ring(words, at.0, at.1, Some(r)),
                                     Some(Err(_)) => {}
                                 }
                             }
                             if let LocalMem::Virtual(Some(lkey)) = local {
                                 let lw = [d.local_mem_hndl.qword1, d.local_mem_hndl.qword2];
                                 if lw[0] & (memhandle::SEG_FLAG | memhandle::VMDH_FLAG) == 0 {
-                                    pin_after(b, lw, lkey, true, pd);
+                                    pin_after(b, lw, lkey, true, (d.local_addr, d.length), pd);
                                 }
                             }
                         }
@@ -825,7 +784,7 @@ fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_d
         }
     };
     drop(guard);
-    complete(api, &ep.nic, cq, desc, tokens, local_data, error_words(&d), result);
+    complete(api, &ep.nic, cq, desc, events, local_data, error_words(&d), result);
     GNI_RC_SUCCESS
 }
 
@@ -836,7 +795,7 @@ fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_d
 /// path gives the exact outcome.  None: no usable pin (none yet, or gone stale).
 #[inline]
 fn put_pinned(b: &Binding, words: [u64; 2], d: &gni_post_descriptor_t, len: u64, sync: Option<(u64, u64)>) -> Option<bool> {
-    let pin = b.pins.find(words)?;
+    let pin = b.pins.find(words, d.remote_addr, len)?;
     let (_, peer) = b.route.as_ref()?;
     let r = pin.check(peer.live_probed().ok()?).ok()?;
     if sync.is_some_and(|(faddr, _)| !r.can_store_u64_at(faddr)) {
@@ -857,12 +816,12 @@ fn put_pinned(b: &Binding, words: [u64; 2], d: &gni_post_descriptor_t, len: u64,
 /// `local_mem_hndl` names.  Outcomes as [`put_pinned`]'s.
 #[inline]
 fn amo_pinned(b: &Binding, words: [u64; 2], d: &gni_post_descriptor_t, amo: Amo) -> Option<bool> {
-    let pin = b.pins.find(words)?;
+    let pin = b.pins.find(words, d.remote_addr, amo.width.bytes() as u64)?;
     let (_, peer) = b.route.as_ref()?;
     let r = pin.check(peer.live_probed().ok()?).ok()?;
     let n = amo.width.bytes();
     let local = if amo.fetch {
-        let lpin = b.pins.find([d.local_mem_hndl.qword1, d.local_mem_hndl.qword2])?;
+        let lpin = b.pins.find([d.local_mem_hndl.qword1, d.local_mem_hndl.qword2], d.local_addr, n as u64)?;
         let l = lpin.check(lpin.peer().live().ok()?).ok()?;
         if !l.can_store_at(d.local_addr, n) {
             return Some(false);
@@ -901,11 +860,19 @@ fn remote_event_pinned(ring: &Option<softnic_fabric::rma::PinnedRing<u64>>, pin:
     }
 }
 
+/// Block pinned of a registration that spans several backings (see `pin_after`).
+const PIN_BLOCK: u64 = 2 << 20;
+
 /// After a post through plain handle words `words` (registration `key`, ours when `own`)
-/// that found no pin: pins the registration when the same handle missed recently too.
+/// at the owner's `at` = (address, length) that found no pin: pins the registration when
+/// the same handle missed recently too.  A registration over several backings (a large
+/// buffer that crosses a boundary of the fabric's backing blocks, which depends on where
+/// the allocator placed it) cannot be pinned whole: then the [`PIN_BLOCK`]-aligned block
+/// of it that holds the access is, so that where a buffer lands does not decide whether
+/// its small posts cost once or twice the usual (amo_fadd_lat 68 or 112+ ns).
 #[cold]
-fn pin_after(b: &mut Binding, words: [u64; 2], key: MemKey, own: bool, pd: u64) {
-    if own && b.pins.find(words).is_some_and(|p| p.key() == key) {
+fn pin_after(b: &mut Binding, words: [u64; 2], key: MemKey, own: bool, at: (u64, u64), pd: u64) {
+    if own && b.pins.find(words, at.0, at.1).is_some_and(|p| p.key() == key) {
         return; // our registration, pinned and fine (only the target's was missing)
     }
     if !b.pins.missed(words) {
@@ -915,9 +882,17 @@ fn pin_after(b: &mut Binding, words: [u64; 2], key: MemKey, own: bool, pd: u64) 
     // Registrations the fabric cannot pin (several backings, the network engine) are not,
     // and are not tried again at each miss (a failed try costs a validation and a
     // backing lookup on top of the general path).
-    match peer.map(|p| softnic_fabric::rma::Pinned::registration(&p, key, true, pd)) {
+    let pinned = peer.map(|p| match softnic_fabric::rma::Pinned::registration(&p, key, true, pd) {
+        Err(softnic_fabric::Error::Unsupported) => softnic_fabric::rma::Pinned::registration_block(&p, key, at.0, PIN_BLOCK, true, pd),
+        r => r,
+    });
+    match pinned {
         Some(Ok(pin)) => b.pins.add(words, pin),
-        Some(Err(softnic_fabric::Error::Unsupported)) => b.pins.refuse(words),
+        Some(Err(softnic_fabric::Error::Unsupported)) => {
+            // Worth knowing when a program's small posts run at twice their usual cost.
+            softnic_fabric::sn_debug!("uGNI", "{} registration {:?} cannot be pinned at {:#x} (fallback memory or several backings in one block): its small posts take the general path", if own { "our" } else { "the target's" }, key, at.0);
+            b.pins.refuse(words)
+        }
         _ => {}
     }
 }
@@ -928,18 +903,19 @@ fn error_words(d: &gni_post_descriptor_t) -> [u64; 4] {
     [d.remote_addr, d.length, rh.qword1, rh.qword2]
 }
 
-/// Queues a finished post's local events: one per token, or, after a transaction error,
-/// the error event (on the CQ a GLOBAL event would use, even for a SILENT post).
+/// Queues a finished post's `events` local events or, after a transaction error, as
+/// many error events, at least one (on the CQ a GLOBAL event would use, even for a
+/// SILENT post).
 #[allow(clippy::too_many_arguments)]
-fn complete(api: &str, nic: &Nic, cq: Option<&Cq>, desc: *mut gni_post_descriptor_t, mut tokens: Tokens, local_data: u32, error_words: [u64; 4], result: Result<(), Status>) {
+fn complete(api: &str, nic: &Nic, cq: Option<&Cq>, desc: *mut gni_post_descriptor_t, events: u8, local_data: u32, error_words: [u64; 4], result: Result<(), Status>) {
     match result {
         Ok(()) => {
             if cq.is_some() && softnic_fabric::check::enabled() {
                 check_watch_filled(desc);
             }
             if let Some(cq) = cq {
-                for (t, _) in tokens.iter() {
-                    cq.push(cqe::make(cqe::SRC_LOCAL, cqe::TYPE_POST, Status::Ok, t as u64, local_data as u64));
+                for _ in 0..events {
+                    cq.push_post(desc, Status::Ok, local_data);
                 }
             }
         }
@@ -948,14 +924,8 @@ fn complete(api: &str, nic: &Nic, cq: Option<&Cq>, desc: *mut gni_post_descripto
             crate::errors::report_transaction_error(nic, status, error_words);
             match cq {
                 Some(cq) => {
-                    if tokens.is_empty() {
-                        match cq.add_desc(desc) {
-                            Ok(t) => tokens.push((t, false)),
-                            Err(_) => softnic_fabric::sn_warn!(api, "transaction error lost: {}", status.describe()),
-                        }
-                    }
-                    for (t, _) in tokens.iter() {
-                        cq.push(cqe::make(cqe::SRC_LOCAL, cqe::TYPE_POST, status, t as u64, local_data as u64));
+                    for _ in 0..events.max(1) {
+                        cq.push_post(desc, status, local_data);
                     }
                 }
                 None => softnic_fabric::sn_warn!(api, "transaction error with no CQ to report it: {}", status.describe()),
@@ -974,7 +944,7 @@ fn complete(api: &str, nic: &Nic, cq: Option<&Cq>, desc: *mut gni_post_descripto
 /// REMOTE events and anything RMA cannot carry take the synchronous path (None is
 /// returned then).
 #[allow(clippy::too_many_arguments)]
-fn post_async(api: &'static str, ep_h: gni_ep_handle_t, peer: &softnic_fabric::rma::Peer, words: [u64; 2], d: &gni_post_descriptor_t, op: &Op, pd: u64, desc: *mut gni_post_descriptor_t, cq: Option<Arc<Cq>>, tokens: Tokens, local_data: u32) -> Option<gni_return_t> {
+fn post_async(api: &'static str, ep_h: gni_ep_handle_t, peer: &softnic_fabric::rma::Peer, words: [u64; 2], d: &gni_post_descriptor_t, op: &Op, pd: u64, desc: *mut gni_post_descriptor_t, cq: Option<Arc<Cq>>, events: u8, local_data: u32) -> Option<gni_return_t> {
     let rm = RemoteMem::open(peer, words, pd).ok().filter(|rm| rm.is_plain())?;
     let ep = EPS.get(ep_h as *const _).ok()?;
     let words4 = error_words(d);
@@ -984,7 +954,7 @@ fn post_async(api: &'static str, ep_h: gni_ep_handle_t, peer: &softnic_fabric::r
             let mut st = ep.state();
             st.in_flight = st.in_flight.saturating_sub(1);
         }
-        complete(api, &ep.nic, cq.as_deref(), desc_addr as *mut gni_post_descriptor_t, tokens, local_data, words4, r.map_err(Status::from_fabric));
+        complete(api, &ep.nic, cq.as_deref(), desc_addr as *mut gni_post_descriptor_t, events, local_data, words4, r.map_err(Status::from_fabric));
     };
     let started = match *op {
         // SAFETY: the caller's registered source of `length` bytes (checked at post
