@@ -539,7 +539,8 @@ impl<T: Pod> Ring<T> {
     /// inlined: a CAS and a few loads and stores, on the path of every notice.
     #[inline(always)]
     pub fn push(&self, v: &T) -> Result<()> {
-        self.push_with(|_| *v)
+        // SAFETY: the whole entry is written into the slot the push reserved.
+        self.push_in_place(|_, p| unsafe { std::ptr::write_volatile(p, *v) })
     }
 
     /// `push` of the entry `make(pos)` builds once position `pos` is claimed (and before
@@ -549,33 +550,29 @@ impl<T: Pod> Ring<T> {
     /// wait for it.
     #[inline(always)]
     pub fn push_with(&self, make: impl FnOnce(u64) -> T) -> Result<()> {
-        let pos = self.reserve()?;
-        let slot = self.slot(pos);
-        let v = make(pos);
-        // Step 2, fill.  SAFETY: the reserve made this slot ours until step 3.  Volatile:
-        // the memory is shared with other processes.
-        slot.val.with_mut(|p| unsafe { std::ptr::write_volatile(p, v) });
-        // Step 3, Release: publishes the payload; pairs with the Acquire in pop step 1.
-        slot.seq.store(pos.wrapping_add(1), Ordering::Release);
-        // Step 4 (Relaxed: the flag is fixed before the ring is shared).
-        if self.hdr().ctl.0.unwaited.load(Ordering::Relaxed) == 0 {
-            self.hdr().ctl.0.wake.notify();
-        }
-        Ok(())
+        self.push_in_place(|pos, p| {
+            let v = make(pos);
+            // SAFETY: the whole entry is written into the slot the push reserved.
+            unsafe { std::ptr::write_volatile(p, v) }
+        })
     }
 
-    /// [`Ring::push`] of an entry that `fill` writes into its slot (given a pointer to it;
-    /// volatile writes, the memory is shared), for a producer that builds the entry from
-    /// values in registers: no copy of it on the stack first.  `fill` must write the whole
-    /// entry (a slot holds the previous lap's entry before).  Always inlined.
+    /// The one push: claims position `pos`, lets `fill(pos, slot)` write the entry into
+    /// its slot (volatile writes: the memory is shared with other processes), publishes
+    /// it and wakes sleepers.  For a producer that builds the entry from values in
+    /// registers, so that it is not first built on the stack and copied.  `fill` must
+    /// write the whole entry (the slot holds the previous lap's before) and be short (the
+    /// consumers of later entries wait for it).  `Err(NoSpace)` when full (`fill` is not
+    /// run).  Always inlined.
     #[inline(always)]
-    pub fn push_with(&self, fill: impl FnOnce(*mut T)) -> Result<()> {
+    pub fn push_in_place(&self, fill: impl FnOnce(u64, *mut T)) -> Result<()> {
         let pos = self.reserve()?;
         let slot = self.slot(pos);
         // Step 2, fill: the reserve made this slot ours until step 3.
-        slot.val.with_mut(fill);
-        // Steps 3 and 4 as in `push`.
+        slot.val.with_mut(|p| fill(pos, p));
+        // Step 3, Release: publishes the payload; pairs with the Acquire in pop step 1.
         slot.seq.store(pos.wrapping_add(1), Ordering::Release);
+        // Step 4 (Relaxed: the flag is fixed before the ring is shared).
         if self.hdr().ctl.0.unwaited.load(Ordering::Relaxed) == 0 {
             self.hdr().ctl.0.wake.notify();
         }

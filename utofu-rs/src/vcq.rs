@@ -341,7 +341,7 @@ impl Vcq {
     pub fn push_local_unhooked(&self, n: &Notice) {
         // SAFETY: `p` is the reserved slot, ours until the push publishes it; all eight
         // words are written (volatile: the ring is shared memory).
-        let pushed = self.ring.push_with(|p| unsafe {
+        let pushed = self.ring.push_in_place(|_, p| unsafe {
             for (i, w) in n.iter().enumerate() {
                 std::ptr::write_volatile((p as *mut u64).add(i), *w);
             }
