@@ -983,10 +983,11 @@ pub struct QuickPinned {
     pin: Pinned,
     /// The peer's control segment (its life lock; unused when the peer is this process).
     ctl: Ctl,
-    /// The pinned registration's row; null when its index is outside the table or the
-    /// site's backing is (a pin that can never be valid).
+    /// The pinned registration's row; null when its index is outside the table (a pin
+    /// that can never be valid: `InvalidHandle`, as `Pinned::check` says).
     reg: *const node::RegEntry,
-    /// The row and the mapping slot of the site's backing (null without a site).
+    /// The row and the mapping slot of the site's backing (null without a site, or when
+    /// its index is outside the tables: `StaleHandle`, as `Peer::site_valid` says).
     back: *const node::BackEntry,
     fast: *const AtomicPtr<Cached>,
 }
@@ -999,12 +1000,11 @@ unsafe impl Sync for QuickPinned {}
 impl QuickPinned {
     pub fn new(pin: Pinned) -> QuickPinned {
         let peer = &*pin.peer;
-        let mut reg = peer.ctl.reg(pin.key.index as usize).map_or(std::ptr::null(), |e| e as *const node::RegEntry);
+        let reg = peer.ctl.reg(pin.key.index as usize).map_or(std::ptr::null(), |e| e as *const node::RegEntry);
         let (mut back, mut fast) = (std::ptr::null(), std::ptr::null());
         if let Some(s) = &pin.site {
-            match (peer.ctl.back(s.backing as usize), peer.fast.get(s.backing as usize)) {
-                (Some(b), Some(f)) => (back, fast) = (b as *const node::BackEntry, f as *const AtomicPtr<Cached>),
-                _ => reg = std::ptr::null(),
+            if let (Some(b), Some(f)) = (peer.ctl.back(s.backing as usize), peer.fast.get(s.backing as usize)) {
+                (back, fast) = (b as *const node::BackEntry, f as *const AtomicPtr<Cached>);
             }
         }
         QuickPinned { ctl: peer.ctl, pin, reg, back, fast }
@@ -1050,7 +1050,10 @@ impl QuickPinned {
             return Err(Error::StaleHandle);
         }
         if let Some(s) = &self.pin.site {
-            // SAFETY: with a site and a non-null `reg`, `back` and `fast` are its rows.
+            if self.back.is_null() {
+                return Err(Error::StaleHandle);
+            }
+            // SAFETY: with a site and a non-null `back`, `back` and `fast` are its rows.
             let (b, f) = unsafe { (&*self.back, &*self.fast) };
             if b.state.load(Ordering::Acquire) == FREE || b.gen.load(Ordering::Acquire) != s.backing_gen || f.load(Ordering::Acquire) as *const Cached != s.cached {
                 return Err(Error::StaleHandle);
