@@ -986,14 +986,23 @@ pub struct QuickPinned {
     /// The pinned registration's row; null when its index is outside the table (a pin
     /// that can never be valid: `InvalidHandle`, as `Pinned::check` says).
     reg: *const node::RegEntry,
-    /// The row and the mapping slot of the site's backing (null without a site, or when
-    /// its index is outside the tables: `StaleHandle`, as `Peer::site_valid` says).
+    /// The row and the mapping slot of the site's backing (null without a site; a FREE
+    /// row, [`NO_BACK`], when its index is outside the tables: `StaleHandle`, as
+    /// `Peer::site_valid` says).
     back: *const node::BackEntry,
     fast: *const AtomicPtr<Cached>,
 }
 
+/// The backing row of a [`QuickPinned`] whose site's index is outside the tables: all
+/// zero, so FREE (a `BackEntry` is 64 bytes of atomics, `repr(C)`).
+#[repr(C, align(64))]
+struct NoBack([AtomicU64; 8]);
+static NO_BACK: NoBack = NoBack([const { AtomicU64::new(0) }; 8]);
+static NO_FAST: AtomicPtr<Cached> = AtomicPtr::new(std::ptr::null_mut());
+
 // SAFETY: the pointers are into the control segment and mapping table of the pin's peer,
-// which the pin's `Arc<Peer>` keeps alive; they are only read, atomically.
+// which the pin's `Arc<Peer>` keeps alive, or to the statics above; they are only read,
+// atomically.
 unsafe impl Send for QuickPinned {}
 unsafe impl Sync for QuickPinned {}
 
@@ -1003,9 +1012,10 @@ impl QuickPinned {
         let reg = peer.ctl.reg(pin.key.index as usize).map_or(std::ptr::null(), |e| e as *const node::RegEntry);
         let (mut back, mut fast) = (std::ptr::null(), std::ptr::null());
         if let Some(s) = &pin.site {
-            if let (Some(b), Some(f)) = (peer.ctl.back(s.backing as usize), peer.fast.get(s.backing as usize)) {
-                (back, fast) = (b as *const node::BackEntry, f as *const AtomicPtr<Cached>);
-            }
+            (back, fast) = match (peer.ctl.back(s.backing as usize), peer.fast.get(s.backing as usize)) {
+                (Some(b), Some(f)) => (b as *const node::BackEntry, f as *const AtomicPtr<Cached>),
+                _ => (NO_BACK.0.as_ptr() as *const node::BackEntry, &NO_FAST as *const AtomicPtr<Cached>),
+            };
         }
         QuickPinned { ctl: peer.ctl, pin, reg, back, fast }
     }
@@ -1050,10 +1060,7 @@ impl QuickPinned {
             return Err(Error::StaleHandle);
         }
         if let Some(s) = &self.pin.site {
-            if self.back.is_null() {
-                return Err(Error::StaleHandle);
-            }
-            // SAFETY: with a site and a non-null `back`, `back` and `fast` are its rows.
+            // SAFETY: with a site, `back` and `fast` are its rows (or the FREE stand-ins).
             let (b, f) = unsafe { (&*self.back, &*self.fast) };
             if b.state.load(Ordering::Acquire) == FREE || b.gen.load(Ordering::Acquire) != s.backing_gen || f.load(Ordering::Acquire) as *const Cached != s.cached {
                 return Err(Error::StaleHandle);
