@@ -1009,6 +1009,103 @@ impl Pinned {
     }
 }
 
+/// A [`Pinned`] range for a path that uses it on every call (the uTofu quick paths): the
+/// words that [`Peer::live`] and [`Pinned::check`] read are resolved to their addresses
+/// once, so a use loads each word straight from this record instead of walking peer ->
+/// control segment -> row with a bound test per step.  Only addresses are kept, of rows
+/// inside the mappings of the pin's peer (which the pin holds): every value is read again
+/// on each use, so nothing here can go stale unchecked.
+pub struct QuickPinned {
+    pin: Pinned,
+    /// The peer's control segment (its life lock; unused when the peer is this process).
+    ctl: Ctl,
+    /// The pinned registration's row; null when its index is outside the table (a pin
+    /// that can never be valid: `InvalidHandle`, as `Pinned::check` says).
+    reg: *const node::RegEntry,
+    /// The row and the mapping slot of the site's backing (null without a site; a FREE
+    /// row, [`NO_BACK`], when its index is outside the tables: `StaleHandle`, as
+    /// `Peer::site_valid` says).
+    back: *const node::BackEntry,
+    fast: *const AtomicPtr<Cached>,
+}
+
+/// The backing row of a [`QuickPinned`] whose site's index is outside the tables: all
+/// zero, so FREE (a `BackEntry` is 64 bytes of atomics, `repr(C)`).
+#[repr(C, align(64))]
+struct NoBack([AtomicU64; 8]);
+static NO_BACK: NoBack = NoBack([const { AtomicU64::new(0) }; 8]);
+static NO_FAST: AtomicPtr<Cached> = AtomicPtr::new(std::ptr::null_mut());
+
+// SAFETY: the pointers are into the control segment and mapping table of the pin's peer,
+// which the pin's `Arc<Peer>` keeps alive, or to the statics above; they are only read,
+// atomically.
+unsafe impl Send for QuickPinned {}
+unsafe impl Sync for QuickPinned {}
+
+impl QuickPinned {
+    pub fn new(pin: Pinned) -> QuickPinned {
+        let peer = &*pin.peer;
+        let reg = peer.ctl.reg(pin.key.index as usize).map_or(std::ptr::null(), |e| e as *const node::RegEntry);
+        let (mut back, mut fast) = (std::ptr::null(), std::ptr::null());
+        if let Some(s) = &pin.site {
+            (back, fast) = match (peer.ctl.back(s.backing as usize), peer.fast.get(s.backing as usize)) {
+                (Some(b), Some(f)) => (b as *const node::BackEntry, f as *const AtomicPtr<Cached>),
+                _ => (NO_BACK.0.as_ptr() as *const node::BackEntry, &NO_FAST as *const AtomicPtr<Cached>),
+            };
+        }
+        QuickPinned { ctl: peer.ctl, pin, reg, back, fast }
+    }
+
+    pub fn pinned(&self) -> &Pinned {
+        &self.pin
+    }
+
+    /// [`Peer::live`] of the pinned peer and [`Pinned::check`] by it, in one: the same
+    /// words read in the same order, the same errors.
+    #[inline(always)]
+    pub fn check(&self) -> Result<PinnedRef<'_>> {
+        if !self.surely_alive() {
+            self.pin.peer.check_alive_slow()?;
+        }
+        self.rows_valid()?;
+        Ok(PinnedRef(&self.pin))
+    }
+
+    /// [`QuickPinned::check`] when the liveness verdict needs no probe; None proves
+    /// nothing (the caller's general path then makes the full check).  No call: a hot
+    /// path keeps its values in registers around it.
+    #[inline(always)]
+    pub fn check_quick(&self) -> Option<PinnedRef<'_>> {
+        (self.surely_alive() && self.rows_valid().is_ok()).then_some(PinnedRef(&self.pin))
+    }
+
+    /// [`Peer::surely_alive`] of the pinned peer.  A pin's peer is never reached through
+    /// the network ([`Pinned::new`] refuses one), so `net` needs no test.
+    #[inline(always)]
+    fn surely_alive(&self) -> bool {
+        let peer = &*self.pin.peer;
+        peer.is_self || (!peer.dead.load(Ordering::Relaxed) && !peer.life_lock_useless.load(Ordering::Relaxed) && self.ctl.surely_alive())
+    }
+
+    /// The row tests of [`Pinned::check`] (registration, then the site's backing).
+    #[inline(always)]
+    fn rows_valid(&self) -> Result<()> {
+        // SAFETY: null or a row of the peer's control segment (see the type).
+        let Some(e) = (unsafe { self.reg.as_ref() }) else { return Err(Error::InvalidHandle) };
+        if e.gen.load(Ordering::Acquire) != self.pin.key.generation || e.state.load(Ordering::Acquire) != LIVE {
+            return Err(Error::StaleHandle);
+        }
+        if let Some(s) = &self.pin.site {
+            // SAFETY: with a site, `back` and `fast` are its rows (or the FREE stand-ins).
+            let (b, f) = unsafe { (&*self.back, &*self.fast) };
+            if b.state.load(Ordering::Acquire) == FREE || b.gen.load(Ordering::Acquire) != s.backing_gen || f.load(Ordering::Acquire) as *const Cached != s.cached {
+                return Err(Error::StaleHandle);
+            }
+        }
+        Ok(())
+    }
+}
+
 /// One checked use of a [`Pinned`] range; offsets are from its start, bounds-checked.
 #[derive(Clone, Copy)]
 pub struct PinnedRef<'p>(&'p Pinned);

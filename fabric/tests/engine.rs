@@ -6,7 +6,7 @@ use softnic_fabric::atomic::{AmoOp, AmoWidth};
 use softnic_fabric::mem::{self, Access, MemKey, RingLoc};
 use softnic_fabric::node::{self, PeerRef};
 use softnic_fabric::registry;
-use softnic_fabric::rma::{self, Peer, Pinned, PinnedRing};
+use softnic_fabric::rma::{self, Peer, Pinned, PinnedRing, QuickPinned};
 use softnic_fabric::Error;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -621,6 +621,36 @@ fn pinned_ranges_and_rings_follow_their_registration() {
     assert!(ring.check(peer.live().unwrap()).unwrap().push(&[shb, 100 | (24 << 32)]).is_ok());
     assert_eq!(k.recv(), format!("ok {} {} true", shb, 100u64 | (24 << 32)));
     k.finish();
+}
+
+#[test]
+fn quick_pins_check_what_pins_check() {
+    let _g = serial();
+    let mut k = Kid::spawn();
+    let peer = Peer::open(k.peer_ref()).unwrap();
+    let (key, base, _) = k.reg("heap_small", 0, 8192, "rw", 9);
+    k.ok("fill heap_small 21");
+    let q = QuickPinned::new(Pinned::new(&peer, key, base + 64, 256, true, 9).unwrap());
+    q.check().unwrap().store_u64(0, 0x55).unwrap();
+    assert_eq!(k.ok(&format!("peek {}", base + 64)), vec![0x55]);
+    q.check_quick().expect("a live peer's live registration").store_u64(8, 0x66).unwrap();
+    assert_eq!(k.ok(&format!("peek {}", base + 72)), vec![0x66]);
+    assert_eq!(q.pinned().key(), key);
+    // Deregistered: both refuse, and a new registration of the same memory does not
+    // revive the old pin.
+    k.ok(&format!("dereg {}", key.to_u64()));
+    assert_eq!(q.check().err(), Some(Error::StaleHandle));
+    assert!(q.check_quick().is_none());
+    let (key2, base2, _) = k.reg("heap_small", 0, 8192, "rw", 9);
+    assert_eq!(q.check().err(), Some(Error::StaleHandle), "old pin stays stale");
+    assert!(q.check_quick().is_none());
+    let q2 = QuickPinned::new(Pinned::new(&peer, key2, base2, 64, true, 9).unwrap());
+    assert!(q2.check_quick().is_some() && q2.check().is_ok());
+    // The peer's death is seen at once (its life lock), by both.
+    k.child.kill().unwrap();
+    k.child.wait().unwrap();
+    assert!(q2.check_quick().is_none(), "a dead peer is never surely alive");
+    assert_eq!(q2.check().err(), Some(Error::PeerDead));
 }
 
 #[test]

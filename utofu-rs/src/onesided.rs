@@ -321,7 +321,7 @@ const PUT_PINS: usize = 8;
 /// STADD row and header; anything unusual (remote notice wanted, no pin, a failed check,
 /// out of range) returns false and the full path runs and reports the exact outcome.
 fn put_pinned(v: &Vcq, op: &Op, rid: u64, src: &[u8], pins: &[vcq::PutPin]) -> bool {
-    let Some((r, off)) = pin_for(op, rid, pins) else { return false };
+    let Some((r, off)) = pin_for(op, rid, pins, false) else { return false };
     let ok = if src.len() > 8 {
         let cut = src.len() - 8;
         r.put(off, &src[..cut]).and_then(|_| r.put(off + cut, &src[cut..])).is_ok()
@@ -339,14 +339,16 @@ fn put_pinned(v: &Vcq, op: &Op, rid: u64, src: &[u8], pins: &[vcq::PutPin]) -> b
 
 /// The pin of `op`'s target region, checked for this use, and `op`'s offset in it; None
 /// when a remote notice is wanted (the full path queues it) or no valid pin is there.
+/// `quick` (the quick paths): also None when the peer's liveness needs a probe, which
+/// `exec` then makes (the quick path stays free of calls, its values in registers).
 #[inline(always)]
-fn pin_for<'p>(op: &Op, rid: u64, pins: &'p [vcq::PutPin]) -> Option<(softnic_fabric::rma::PinnedRef<'p>, usize)> {
+fn pin_for<'p>(op: &Op, rid: u64, pins: &'p [vcq::PutPin], quick: bool) -> Option<(softnic_fabric::rma::PinnedRef<'p>, usize)> {
     if op.flags & UTOFU_ONESIDED_FLAG_REMOTE_MRQ_NOTICE != 0 {
         return None;
     }
     let (p, off) = pin_of(op, rid, pins)?;
-    let live = p.pin.peer().live().ok()?;
-    Some((p.pin.check(live).ok()?, off))
+    let r = if quick { p.pin.check_quick()? } else { p.pin.check().ok()? };
+    Some((r, off))
 }
 
 /// The pin of `op`'s target region (unchecked) and `op`'s offset in it.
@@ -377,7 +379,7 @@ fn trace_name(k: Kind) -> &'static str {
 /// the notice is pushed without the fault test.
 #[inline(always)]
 fn armw_pinned(v: &Vcq, op: &Op, rid: u64, pins: &[vcq::PutPin], quick: bool) -> bool {
-    let Some((r, off)) = pin_for(op, rid, pins) else { return false };
+    let Some((r, off)) = pin_for(op, rid, pins, quick) else { return false };
     let (width, a, mask) = armw_op(op);
     let Ok(old) = r.atomic(off, width, a) else { return false };
     if op.flags & NOTICES_TRACKED != 0 && softnic_fabric::check::enabled() {
@@ -473,7 +475,7 @@ fn run(v: &Vcq, op: &Op, q: &mut vcq::Queue) -> i32 {
         if (matches!(op.kind, Kind::Put | Kind::PutPb) || op.kind.is_armw()) && !q.pins.iter().any(|p| p.rid == rid && p.tag == op.rmt_stadd >> 36) {
             // Pin the region for the next puts (regions the fabric cannot pin stay unpinned).
             if let Ok(pin) = softnic_fabric::rma::Pinned::new(&t.peer, key, base, len as usize, true, pd()) {
-                let e = vcq::PutPin { rid, tag: op.rmt_stadd >> 36, base, pin };
+                let e = vcq::PutPin { rid, tag: op.rmt_stadd >> 36, base, pin: softnic_fabric::rma::QuickPinned::new(pin) };
                 if q.pins.len() < PUT_PINS {
                     q.pins.push(e);
                 } else {
@@ -847,7 +849,7 @@ const NOTICES_TRACKED: u64 = UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE | UTOFU_ONESID
 #[inline(never)]
 fn check_race_pinned(v: &Vcq, op: Op, rid: u64, pins: &[vcq::PutPin]) {
     if let Some((p, off)) = pin_of(&op, rid, pins) {
-        check_race(v, &op, rid, p.pin.peer(), p.base + off as u64);
+        check_race(v, &op, rid, p.pin.pinned().peer(), p.base + off as u64);
     }
 }
 
@@ -1011,7 +1013,7 @@ fn put_quick(v: &Vcq, op: Op, cbdata: usize) -> UResult<()> {
 /// SOFTNIC_FAULTS test (the quick path runs only without fault rules).
 #[inline(always)]
 fn put_pinned_quick(v: &Vcq, op: &Op, rid: u64, src: &[u8], pins: &[vcq::PutPin]) -> bool {
-    let Some((r, off)) = pin_for(op, rid, pins) else { return false };
+    let Some((r, off)) = pin_for(op, rid, pins, true) else { return false };
     let ok = if let Ok(word) = <[u8; 8]>::try_from(src) {
         // 8 bytes to an aligned place: one store (a copy of a length known only at run
         // time is a call to memmove); elsewhere the copy.

@@ -217,7 +217,8 @@ pub struct PutPin {
     pub rid: u64,
     pub tag: u64,
     pub base: u64,
-    pub pin: softnic_fabric::rma::Pinned,
+    /// The pin, with the addresses of the words its per-use checks read (liveness, rows).
+    pub pin: softnic_fabric::rma::QuickPinned,
 }
 
 /// See [`Vcq::push_remote_notice`].
