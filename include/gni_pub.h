@@ -48,6 +48,10 @@
  * the descriptor and local buffer stay the caller's, as uGNI requires.  A
  * peer machine that does not complete it within SOFTNIC_NET_TIMEOUT_MS gives
  * a transaction error.
+ * A CQ keeps the descriptors of posts with a local event until
+ * GNI_GetCompleted takes them back: one per CQ entry, and about 2 million
+ * (2^21 - 1) more for entries whose slot still holds an earlier one; past
+ * that, a post asking for such an event answers GNI_RC_ERROR_RESOURCE.
  *
  * Routing (how programs use the API, as on the hardware): a transaction reaches
  * its target by (remote NIC address, remote memory handle).  A memory handle
