@@ -533,6 +533,20 @@ fn proc_self_fd(word: &std::sync::atomic::AtomicU64, path: &std::ffi::CStr) -> O
 pub fn mapped_writable(addr: usize, len: usize) -> Option<bool> {
     // Its system calls (reads of /proc, file descriptors) must not be cancellation points.
     let _masked = crate::cancel::Masked::new();
+    mapped_writable_now(addr, len).or_else(|| {
+        // Linux (6.17 on) answers map queries without the mmap lock, and a mapping that
+        // mremap is replacing at that moment can be missing from the answer.  Another
+        // thread's registration rebinding a window over these pages is such a swap, and
+        // ours run under `state()`: a hole seen once is looked at again under it, so a
+        // concurrent registration never makes a mapped range look unmapped (test:
+        // checks_see_no_hole_while_a_window_is_rebound).  No caller holds `state()`.
+        let _st = state();
+        mapped_writable_now(addr, len)
+    })
+}
+
+/// One walk of [`mapped_writable`]'s mappings, as the kernel shows them at this moment.
+fn mapped_writable_now(addr: usize, len: usize) -> Option<bool> {
     let end = addr.checked_add(len)?;
     let maps = read_maps_range(addr, end, Names::Skip).ok()?;
     let mut cur = addr;
@@ -2645,6 +2659,54 @@ mod churn_tests {
             }
             unmap(base, LEN);
         }
+    }
+
+    /// A registration in one thread rebinds its window (mremap over the pages) while
+    /// another thread checks pages of that window, as a registration call does: the
+    /// check must never see them unmapped (the kernel's lockless map queries can miss a
+    /// mapping being swapped; `data_threads` once failed GNI_MemRegister so).
+    #[test]
+    fn checks_see_no_hole_while_a_window_is_rebound() {
+        let _g = serial();
+        if !windows_on() {
+            eprintln!("SKIP checks_see_no_hole_while_a_window_is_rebound: registrations rebind no windows here");
+            return;
+        }
+        const LEN: usize = 2 << 20;
+        static AT: AtomicUsize = AtomicUsize::new(0);
+        static STOP: AtomicBool = AtomicBool::new(false);
+        let page = shm::page_size();
+        const ROUNDS: usize = 100;
+        let (mut checks, mut rebound) = (0, 0);
+        for round in 0..ROUNDS {
+            let base = anon(LEN, 0x22);
+            let reg = (base + LEN / 2) & !((256 << 10) - 1);
+            AT.store(reg + 8 * page, Ordering::Release);
+            STOP.store(false, Ordering::Release);
+            let checker = std::thread::spawn(move || {
+                let at = AT.load(Ordering::Acquire);
+                let (mut n, mut holes) = (0usize, 0usize);
+                while !STOP.load(Ordering::Acquire) {
+                    if mapped_writable(at, 4 * page) != Some(true) {
+                        holes += 1;
+                    }
+                    n += 1;
+                }
+                (n, holes)
+            });
+            std::thread::sleep(std::time::Duration::from_micros(300));
+            let key = register(reg + 100, 100, Access::ReadWrite, 6).unwrap();
+            std::thread::sleep(std::time::Duration::from_micros(100));
+            STOP.store(true, Ordering::Release);
+            let (n, holes) = checker.join().unwrap();
+            assert_eq!(holes, 0, "round {round}: {holes} of {n} checks saw the window unmapped");
+            checks += n;
+            rebound += usize::from(file_bytes(reg + 8 * page, 8).is_some());
+            deregister(key).unwrap();
+            unmap(base, LEN);
+        }
+        assert!(rebound > 0, "no round rebound the checked pages");
+        eprintln!("checks_see_no_hole_while_a_window_is_rebound: {checks} checks, {rebound} of {ROUNDS} rounds rebound the checked pages");
     }
 
     /// Pages the program unmapped are punched out of their block (the memory goes back);
