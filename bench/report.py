@@ -308,21 +308,65 @@ def ratio_tables(series, metric):
     return out
 
 
+def goal_values(series, ours, peer, size, op):
+    """(ours, the peer's value, the peer's series) of one goal; the value is None where
+    missing, and 1.0 for an absolute target (peer None: the ratio is our value)."""
+    a = series.get(ours, {}).get(size)
+    if peer is None:
+        return a, 1.0, None
+    if isinstance(peer, list):
+        # The best of several peers: the lowest latency, the highest bandwidth.
+        have = [(series[p][size], p) for p in peer if size in series.get(p, {})]
+        b, peer = (min(have) if op == "<=" else max(have)) if have else (None, peer[0])
+        return a, b, peer
+    return a, series.get(peer, {}).get(size), peer
+
+
+def pass_series(notes):
+    """Each pass's own series ({(library, benchmark): {size: value}}), from the per-pass
+    values run.py keeps when it runs the list more than once."""
+    n = notes.get("passes", 1)
+    out = [{} for _ in range(n)]
+    for k, vals in (notes.get("per_pass") or {}).items():
+        lib, bench, size, _metric = k.split("|")
+        for i, v in enumerate(vals[:n]):
+            if v is not None:
+                out[i].setdefault((lib, bench), {})[int(size)] = v
+    return out
+
+
+def goals_by_pass(passes, tables):
+    """Every goal's ratio in each pass, ours and the peer's taken from the same pass: the
+    spread a noisy machine gives (a goal met in the median may be missed in a pass)."""
+    n = len(passes)
+    out = ["| goal | ratio in pass %s | target | met in |" % " / ".join(str(i + 1) for i in range(n)),
+           "|---|---|---:|---:|"]
+    every = total = 0
+    for table in tables:
+        for text, ours, peer, size, op, target, _floor in table:
+            ratios, met = [], 0
+            for series in passes:
+                a, b, _ = goal_values(series, ours, peer, size, op)
+                if a is None or not b:
+                    ratios.append("-")
+                    continue
+                r = a / b
+                ratios.append(fmt(r) if peer is None else "%.2f" % r)
+                met += r <= target if op == "<=" else r >= target
+            total += 1
+            every += met == n
+            out.append("| %s | %s | %s %.1f | %d of %d |" % (text, " / ".join(ratios), op, target, met, n))
+    out += ["", "Met in every pass: %d of %d goals." % (every, total), ""]
+    return out
+
+
 def goals(series, metric, table=None, floor_names=("floor (best ratio the floor allows)", "the floor")):
     """floor_names: (column header, name in the Missed lines) of the table's floor series."""
     out = ["| goal | ours | peer | ratio | target | status | %s |" % floor_names[0],
            "|---|---:|---:|---:|---:|---|---|"]
     missed = []
     for text, ours, peer, size, op, target, floor in (GOALS if table is None else table):
-        a = series.get(ours, {}).get(size)
-        if peer is None:
-            b = 1.0  # an absolute target: the ratio is the value itself
-        elif isinstance(peer, list):
-            # The best of several peers: the lowest latency, the highest bandwidth.
-            have = [(series[p][size], p) for p in peer if size in series.get(p, {})]
-            b, peer = (min(have) if op == "<=" else max(have)) if have else (None, peer[0])
-        else:
-            b = series.get(peer, {}).get(size)
+        a, b, peer = goal_values(series, ours, peer, size, op)
         f = series.get(floor, {}).get(size) if floor else None
         unit = UNIT.get(metric.get(ours) or metric.get(peer) or "us", "")
         if a is None or b is None:
@@ -424,6 +468,11 @@ def write(outdir):
     md += ["## Goals (issue 25: the cost of one operation)", ""] + goals(series, metric, PERF25_GOALS)
     md += ["## Goals (issue 25: the network engine, two virtual hosts)", ""] + goals(series, metric, PERF25_NET_GOALS, NET_FLOOR)
     md += ["## Where the time of one 8 B operation goes (issue 25)", ""] + breakdown(series, metric)
+    passes = pass_series(notes)
+    if len(passes) > 1:
+        md += ["## Goals pass by pass (the spread of %d passes; the tables above use the median)" % len(passes), ""]
+        md += goals_by_pass(passes, [GOALS, UTOFU_GOALS, SISCI_GOALS, NET_GOALS, PORTALS_GOALS, PERF25_GOALS,
+                                     PERF25_NET_GOALS, REG_GOALS])
     md += ["## Goals (issue 20: a fresh registration per message)", ""] + goals(series, metric, REG_GOALS, REG_FLOOR)
     md += ["Registration (softnic-ugni reg_*, ugni_bench mem_register): GNI_MemRegister + GNI_MemDeregister, one "
            "registration live at a time.  reg_fresh: of a buffer on pages never registered before (median = steady "

@@ -320,7 +320,7 @@ def main():
     t_start = time.time()
     # The whole list runs `passes` times in turn (so every library is sampled at
     # several moments of a shared machine's life); a value is the median over passes.
-    collected, status = {}, {}
+    collected, status, by_pass = {}, {}, {}
     # A run that timed out without a result in one pass is not run again: it would cost
     # the timeout every pass (UCX's tcp put_bw hangs this way on some machines).
     hung = set()
@@ -343,6 +343,7 @@ def main():
             dt = time.time() - t0
             for r in res:
                 collected.setdefault((r["library"], r["benchmark"], r["size"], r["metric"]), []).append(r["value"])
+                by_pass.setdefault((r["library"], r["benchmark"], r["size"], r["metric"]), {})[pas] = r["value"]
             st = status.setdefault(label, {"run": label, "command": shown, "env": run.get("env", {}), "seconds": 0.0,
                                            "passes_ok": 0, "reason": None, "results": 0})
             st["seconds"] = round(st["seconds"] + dt, 1)
@@ -370,6 +371,11 @@ def main():
         log("MISSING required entries: " + "; ".join(notes["missing_required"]))
     for r in results:
         r["value"] = float("%.4g" % r["value"])
+    # Every pass's own value (None where a pass gave none), so the report can pair ours
+    # and a peer's from the same pass and state the spread of the goals' ratios.
+    if args.passes > 1:
+        notes["per_pass"] = {"|".join(map(str, k)): [float("%.4g" % v[i]) if i in v else None for i in range(args.passes)]
+                             for k, v in by_pass.items()}
     doc = {"machine": machine(), "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
            "results": results}
     with open(os.path.join(args.out, "latest.json"), "w") as f:
