@@ -200,6 +200,9 @@ struct Cached {
 struct HandleCache {
     epoch: u64,
     slots: Vec<Cached>,
+    /// The slot of the last hit, looked at first (a poll loop, or GetCompleted after
+    /// GetEvent, looks the same handle up again); any index: the key decides.
+    last: usize,
     /// Active [`Table::with`] calls of this thread, and the entries dropped meanwhile.
     pinned: u32,
     deferred: Vec<Cached>,
@@ -228,7 +231,7 @@ impl HandleCache {
 
 thread_local! {
     static HANDLE_CACHE: std::cell::UnsafeCell<HandleCache> =
-        const { std::cell::UnsafeCell::new(HandleCache { epoch: 0, slots: Vec::new(), pinned: 0, deferred: Vec::new() }) };
+        const { std::cell::UnsafeCell::new(HandleCache { epoch: 0, slots: Vec::new(), last: 0, pinned: 0, deferred: Vec::new() }) };
 }
 
 /// Runs `g` on this thread's handle cache; None while the thread is being torn down (its
@@ -301,7 +304,14 @@ fn cache_pin(k: u64) -> Option<(*const (), *const std::cell::UnsafeCell<HandleCa
     if c.epoch != epoch {
         return None;
     }
-    let p = c.slots.iter().find(|e| e.key == k)?.ptr;
+    let p = match c.slots.get(c.last) {
+        Some(e) if e.key == k => e.ptr,
+        _ => {
+            let i = c.slots.iter().position(|e| e.key == k)?;
+            c.last = i;
+            c.slots[i].ptr
+        }
+    };
     c.pinned += 1;
     Some((p, cell))
 }
