@@ -616,6 +616,9 @@ enum PinnedOp {
     Amo(Amo),
 }
 
+/// The general path (every post the pins do not serve).  Out of line: inlined, its big
+/// frame would be set up on the pinned posts' path too.
+#[inline(never)]
 fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_descriptor_t, lost: bool) -> gni_return_t {
     let api = engine.api();
     if desc.is_null() || ep.nic.is_detached() {
