@@ -278,7 +278,7 @@ impl Cq {
     /// records an overrun and drops the entry (never blocks the poster).
     ///
     /// No lock and no read-modify-write beyond the ring's own: the descriptor goes into
-    /// the table slot of the ring position the entry lands in (`Ring::push_with`), which
+    /// the table slot of the ring position the entry lands in (`Ring::push_in_place`), which
     /// only the producer that claimed that position writes, while it owns it:
     /// - that producer's store happens before the entry is published, and so before the
     ///   pop that returns it and the GNI_GetCompleted the program makes of it;
