@@ -19,6 +19,24 @@ pub const LOOP_MAX: usize = 16384;
 /// `src` is readable and `dst` writable for `n` bytes (as for [`std::ptr::copy`]).
 #[inline]
 pub unsafe fn copy(src: *const u8, dst: *mut u8, n: usize) {
+    // 4 to 16 bytes (a flag, an 8-byte put): two loads, then two stores (they may overlap
+    // each other, and the ranges may overlap: every load comes before any store), instead
+    // of a call to memmove.
+    if (4..=16).contains(&n) {
+        // SAFETY: n >= 4 (or >= 8): both words of each range lie inside it; unaligned.
+        unsafe {
+            if n >= 8 {
+                let (a, b) = ((src as *const u64).read_unaligned(), (src.add(n - 8) as *const u64).read_unaligned());
+                (dst as *mut u64).write_unaligned(a);
+                (dst.add(n - 8) as *mut u64).write_unaligned(b);
+            } else {
+                let (a, b) = ((src as *const u32).read_unaligned(), (src.add(n - 4) as *const u32).read_unaligned());
+                (dst as *mut u32).write_unaligned(a);
+                (dst.add(n - 4) as *mut u32).write_unaligned(b);
+            }
+        }
+        return;
+    }
     #[cfg(target_arch = "x86_64")]
     if (LOOP_MIN..=LOOP_MAX).contains(&n) && apart(src, dst, n) && std::arch::is_x86_feature_detected!("avx2") {
         if n > LAGGED_MIN && (dst as usize).wrapping_sub(src as usize) % 4096 < 64 {
@@ -156,6 +174,25 @@ mod tests {
                 unsafe { copy(p.add(src_off), p.add(dst_off), n) };
                 assert_eq!(&buf[dst_off..dst_off + n], &pattern[..n], "lagged n {n} delta {delta}");
                 assert!(buf[dst_off - 1] == 0 && buf[dst_off + n] == 0, "lagged n {n} delta {delta}: outside");
+            }
+        }
+        // The small sizes' two-word path, overlapping both ways too.
+        for n in 0..=20usize {
+            for shift in 0..=n {
+                let mut buf = pattern[..n + shift + 2].to_vec();
+                let p = buf.as_mut_ptr();
+                // SAFETY: inside `buf`; overlapping when shift < n, as memmove allows.
+                unsafe { copy(p.add(1), p.add(1 + shift), n) };
+                assert_eq!(&buf[1 + shift..1 + shift + n], &pattern[1..1 + n], "small n {n} shift {shift}");
+                assert_eq!(buf[0], pattern[0]);
+                assert_eq!(buf[1 + shift + n], pattern[1 + shift + n], "small n {n} shift {shift}: after");
+                let mut buf = pattern[..n + shift + 2].to_vec();
+                let p = buf.as_mut_ptr();
+                // SAFETY: as above.
+                unsafe { copy(p.add(1 + shift), p.add(1), n) };
+                assert_eq!(&buf[1..1 + n], &pattern[1 + shift..1 + shift + n], "small back n {n} shift {shift}");
+                assert_eq!(buf[0], pattern[0]);
+                assert_eq!(buf[1 + n], pattern[1 + n], "small back n {n}: after");
             }
         }
         for &shift in &[1usize, 31, 2048, 4095] {

@@ -176,8 +176,9 @@ impl Rule {
 }
 
 /// Does a fault happen at this call of `point`?  (No rules: one load.)  A one-sided
-/// operation (`Transfer`) is also where a counted `die` comes.
-#[inline]
+/// operation (`Transfer`) is also where a counted `die` comes.  Always inlined: on every
+/// post and event push, where a call (as `#[inline]` left it) cost more than the test.
+#[inline(always)]
 pub fn hit(point: Point) -> bool {
     if none() {
         return false;

@@ -146,11 +146,16 @@ impl<T> Table<T> {
         T: Send + Sync + 'static,
     {
         let k = self.key_of(h)?;
-        let (p, _hold) = match cache_pin(k, std::any::TypeId::of::<T>()) {
-            // SAFETY (of the dereference below): the cache entry's Arc (of type T: its
-            // TypeId matched) keeps the object alive: while pinned, this thread's cache
-            // never drops an entry (it defers it), and other threads never touch it.
-            Some((p, cell)) => (p as *const T, Hold::<T>::Pinned(Unpin(cell))),
+        let (p, _hold) = match cache_pin(k) {
+            // SAFETY (of the dereference below): the cache entry's Arc keeps the object
+            // alive: while pinned, this thread's cache never drops an entry (it defers it),
+            // and other threads never touch it.  It is an Arc<T>: its key carries this
+            // table's tag (`key_of`), tags are distinct (test `every_table_has_its_own_tag`)
+            // and only this table's `get` caches entries under its tag.
+            Some((p, cell)) => {
+                debug_assert!(cache_type_is::<T>(k));
+                (p as *const T, Hold::<T>::Pinned(Unpin(cell)))
+            }
             None => {
                 let v = self.get(h)?;
                 (Arc::as_ptr(&v), Hold::Owned(v))
@@ -185,6 +190,8 @@ const HANDLE_CACHE_SLOTS: usize = 8;
 /// keeps it alive.
 struct Cached {
     key: u64,
+    /// Read by debug builds only (the key's tag implies the type: see [`Table::with`]).
+    #[cfg_attr(not(debug_assertions), allow(dead_code))]
     ty: std::any::TypeId,
     ptr: *const (),
     obj: Arc<dyn std::any::Any + Send + Sync>,
@@ -193,6 +200,9 @@ struct Cached {
 struct HandleCache {
     epoch: u64,
     slots: Vec<Cached>,
+    /// The slot of the last hit, looked at first (a poll loop, or GetCompleted after
+    /// GetEvent, looks the same handle up again); any index: the key decides.
+    last: usize,
     /// Active [`Table::with`] calls of this thread, and the entries dropped meanwhile.
     pinned: u32,
     deferred: Vec<Cached>,
@@ -221,7 +231,7 @@ impl HandleCache {
 
 thread_local! {
     static HANDLE_CACHE: std::cell::UnsafeCell<HandleCache> =
-        const { std::cell::UnsafeCell::new(HandleCache { epoch: 0, slots: Vec::new(), pinned: 0, deferred: Vec::new() }) };
+        const { std::cell::UnsafeCell::new(HandleCache { epoch: 0, slots: Vec::new(), last: 0, pinned: 0, deferred: Vec::new() }) };
 }
 
 /// Runs `g` on this thread's handle cache; None while the thread is being torn down (its
@@ -269,12 +279,23 @@ fn drop_deferred(cell: *const std::cell::UnsafeCell<HandleCache>) {
     drop(dead); // outside the cache: a destructor may look handles up
 }
 
-/// The object of handle key `k` (of type `ty`) in this thread's cache, pinned (see
-/// [`Table::with`]), with the cache's address for the unpinning; None on a miss, after a
-/// removal anywhere (epoch) or while the thread is being torn down.  One thread-local
-/// access.
+/// Debug builds: is the cached object of key `k` of type `T`?  (What the tag implies.)
+#[cfg(debug_assertions)]
+fn cache_type_is<T: 'static>(k: u64) -> bool {
+    cache_do(|c| c.slots.iter().find(|e| e.key == k).is_none_or(|e| e.ty == std::any::TypeId::of::<T>())).unwrap_or(true)
+}
+#[cfg(not(debug_assertions))]
 #[inline(always)]
-fn cache_pin(k: u64, ty: std::any::TypeId) -> Option<(*const (), *const std::cell::UnsafeCell<HandleCache>)> {
+fn cache_type_is<T: 'static>(_k: u64) -> bool {
+    true
+}
+
+/// The object of handle key `k` in this thread's cache, pinned (see [`Table::with`]), with
+/// the cache's address for the unpinning; None on a miss, after a removal anywhere (epoch)
+/// or while the thread is being torn down.  One thread-local access; the key alone
+/// decides (its tag names the table, so the type).
+#[inline(always)]
+fn cache_pin(k: u64) -> Option<(*const (), *const std::cell::UnsafeCell<HandleCache>)> {
     let epoch = HANDLE_EPOCH.load(Ordering::Acquire);
     let cell = HANDLE_CACHE.try_with(|c| c as *const std::cell::UnsafeCell<HandleCache>).ok()?;
     // SAFETY: this thread's cache, alive for the whole call; the only reference to it in
@@ -283,7 +304,14 @@ fn cache_pin(k: u64, ty: std::any::TypeId) -> Option<(*const (), *const std::cel
     if c.epoch != epoch {
         return None;
     }
-    let p = c.slots.iter().find(|e| e.key == k && e.ty == ty)?.ptr;
+    let p = match c.slots.get(c.last) {
+        Some(e) if e.key == k => e.ptr,
+        _ => {
+            let i = c.slots.iter().position(|e| e.key == k)?;
+            c.last = i;
+            c.slots[i].ptr
+        }
+    };
     c.pinned += 1;
     Some((p, cell))
 }

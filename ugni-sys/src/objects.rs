@@ -278,7 +278,7 @@ impl Cq {
     /// records an overrun and drops the entry (never blocks the poster).
     ///
     /// No lock and no read-modify-write beyond the ring's own: the descriptor goes into
-    /// the table slot of the ring position the entry lands in (`Ring::push_with`), which
+    /// the table slot of the ring position the entry lands in (`Ring::push_in_place`), which
     /// only the producer that claimed that position writes, while it owns it:
     /// - that producer's store happens before the entry is published, and so before the
     ///   pop that returns it and the GNI_GetCompleted the program makes of it;
@@ -297,7 +297,11 @@ impl Cq {
             self.ring.mark_overrun();
             return;
         }
-        let pushed = self.ring.push_with(|pos| cqe::make(cqe::SRC_LOCAL, cqe::TYPE_POST, status, self.token_at(pos, d) as u64, data as u64));
+        let pushed = self.ring.push_in_place(|pos, p| {
+            let e = cqe::make(cqe::SRC_LOCAL, cqe::TYPE_POST, status, self.token_at(pos, d) as u64, data as u64);
+            // SAFETY: the slot the push reserved for us, written whole (as `push_with`).
+            unsafe { std::ptr::write_volatile(p, e) }
+        });
         if pushed.is_err() {
             self.ring.mark_overrun();
         }
@@ -583,7 +587,8 @@ pub struct Pins {
 /// registration has none.
 struct PinEntry {
     words: [u64; 2],
-    pin: softnic_fabric::rma::Pinned,
+    /// Quick: its rows' addresses resolved once (every post re-checks them).
+    pin: softnic_fabric::rma::QuickPinned,
     /// [start, end) of the pinned range (owner's addresses).
     range: (u64, u64),
     ring: Option<Option<softnic_fabric::rma::PinnedRing<u64>>>,
@@ -611,13 +616,19 @@ impl Pins {
     /// The pin of handle words `w` that covers the owner's `[addr, addr+len)`.
     #[inline]
     pub fn find(&self, w: [u64; 2], addr: u64, len: u64) -> Option<&softnic_fabric::rma::Pinned> {
+        self.find_quick(w, addr, len).map(|q| q.pinned())
+    }
+
+    /// [`Pins::find`] for a quick path (`QuickPinned::check` re-checks it in one step).
+    #[inline]
+    pub fn find_quick(&self, w: [u64; 2], addr: u64, len: u64) -> Option<&softnic_fabric::rma::QuickPinned> {
         self.pins.iter().find(|e| e.serves(w, addr, len)).map(|e| &e.pin)
     }
 
     /// The pin of handle words `w` that covers `[addr, addr+len)` and its notify ring (as
     /// [`Pins::ring`]), found in one search.
     #[inline]
-    pub fn find_with_ring(&self, w: [u64; 2], addr: u64, len: u64) -> Option<(&softnic_fabric::rma::Pinned, Option<&Option<softnic_fabric::rma::PinnedRing<u64>>>)> {
+    pub fn find_with_ring(&self, w: [u64; 2], addr: u64, len: u64) -> Option<(&softnic_fabric::rma::QuickPinned, Option<&Option<softnic_fabric::rma::PinnedRing<u64>>>)> {
         self.pins.iter().find(|e| e.serves(w, addr, len)).map(|e| (&e.pin, e.ring.as_ref()))
     }
 
@@ -668,7 +679,7 @@ impl Pins {
         }
         let (start, len) = pin.range();
         let range = (start, start.saturating_add(len as u64));
-        let e = PinEntry { words: w, pin, range, ring: None };
+        let e = PinEntry { words: w, pin: softnic_fabric::rma::QuickPinned::new(pin), range, ring: None };
         if let Some(old) = self.pins.iter_mut().find(|e| e.words == w && e.range.0 == range.0) {
             *old = e; // a stale pin of the same handle (and block)
         } else if self.pins.len() < Self::MAX {

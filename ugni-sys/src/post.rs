@@ -119,6 +119,17 @@ enum Engine {
 }
 
 impl Engine {
+    /// Does this engine's call take posts of type `t`?  (The CE type is an FMA post of
+    /// its own kind: crate::ce.)
+    #[inline(always)]
+    fn takes(self, t: gni_post_type_t) -> bool {
+        match self {
+            Engine::Fma => matches!(t, GNI_POST_FMA_PUT | GNI_POST_FMA_PUT_W_SYNCFLAG | GNI_POST_FMA_GET | GNI_POST_FMA_GET_W_FLAG | GNI_POST_AMO | GNI_POST_AMO_W_FLAG | GNI_POST_CE),
+            Engine::Rdma => matches!(t, GNI_POST_RDMA_PUT | GNI_POST_RDMA_GET),
+            Engine::CqWrite => t == GNI_POST_CQWRITE,
+        }
+    }
+
     fn api(self) -> &'static str {
         match self {
             Engine::Fma => "GNI_PostFma",
@@ -346,6 +357,13 @@ fn post(engine: Engine, ep_h: gni_ep_handle_t, desc: *mut gni_post_descriptor_t)
         // SOFTNIC_FAULTS=transfer: a post that passes its checks completes with a
         // network transaction error and moves nothing (the general path reports it).
         let lost = softnic_fabric::faults::hit(softnic_fabric::faults::Point::Transfer);
+        // A NULL descriptor or a type this call does not take is INVALID_PARAM, as is every
+        // check `post_on` makes before it looks at the type: answered here, before the EP
+        // lock and the descriptor copy (cost_rejected).
+        // SAFETY: NULL or the caller's descriptor; one field read.
+        if !unsafe { desc.as_ref() }.is_some_and(|d| engine.takes(d.type_)) {
+            return GNI_RC_INVALID_PARAM;
+        }
         let pinned = if engine != Engine::CqWrite && !lost { pinned_post(engine, ep, desc) } else { None };
         let rc = match pinned {
             Some(rc) => rc,
@@ -496,17 +514,25 @@ fn pinned_post(engine: Engine, ep: &Ep, desc: *mut gni_post_descriptor_t) -> Opt
     let words = [d.remote_mem_hndl.qword1, d.remote_mem_hndl.qword2];
     let st = ep.state();
     let b = st.binding.as_ref()?;
-    // What `Ep::route` would find: the cached route to the handle's owner, probed alive.
+    // What `Ep::route` would find: the cached route to the handle's owner, probed alive
+    // (by the pin's check below: its peer must be the route's).
     let (owner, peer) = b.route.as_ref()?;
-    if CrayHandle::from_words([words[0] & !CrayHandle::KIND_BITS, words[1]]).owner != *owner || !peer.seems_alive() {
+    if CrayHandle::from_words([words[0] & !CrayHandle::KIND_BITS, words[1]]).owner != *owner {
         return None;
     }
     // One search for the target's pin and its notify ring; a REMOTE event needs the ring
     // looked up already (the general path does that).
-    let (pin, ring) = b.pins.find_with_ring(words, d.remote_addr, d.length)?;
+    let (qpin, ring) = b.pins.find_with_ring(words, d.remote_addr, d.length)?;
     let ring = if want_remote { Some(ring?) } else { None };
-    let live = peer.live_probed().ok()?;
-    let r = pin.check(live).ok()?;
+    let pin = qpin.pinned();
+    if !Arc::ptr_eq(pin.peer(), peer) {
+        return None; // a pin made through an earlier route to the same owner
+    }
+    // The peer's liveness (the rate-limited probe of `Peer::seems_alive`) and the pin's
+    // rows, in one step.
+    let r = qpin.check().ok()?;
+    // Only the REMOTE event's push needs the `Live` (the verdict just made).
+    let live = if ring.is_some() { Some(peer.live_probed().ok()?) } else { None };
     // Everything the operation touches is checked before a token is taken, so from the
     // token on it cannot fail (the checks are those of the stores below).
     let (len, raddr) = (d.length, d.remote_addr);
@@ -517,8 +543,8 @@ fn pinned_post(engine: Engine, ep: &Ep, desc: *mut gni_post_descriptor_t) -> Opt
             }
             if engine == Engine::Rdma {
                 // An RDMA source is a registration of ours, pinned too.
-                let lpin = b.pins.find([lh.qword1, lh.qword2], d.local_addr, len)?;
-                if !lpin.check(lpin.peer().live().ok()?).ok()?.covers(d.local_addr, len) {
+                let lpin = b.pins.find_quick([lh.qword1, lh.qword2], d.local_addr, len)?;
+                if !lpin.check().ok()?.covers(d.local_addr, len) {
                     return None;
                 }
             }
@@ -531,8 +557,8 @@ fn pinned_post(engine: Engine, ep: &Ep, desc: *mut gni_post_descriptor_t) -> Opt
             }
             if amo.fetch {
                 // The fetched value lands in a registration of ours, pinned too.
-                let lpin = b.pins.find([lh.qword1, lh.qword2], d.local_addr, n as u64)?;
-                let l = lpin.check(lpin.peer().live().ok()?).ok()?;
+                let lpin = b.pins.find_quick([lh.qword1, lh.qword2], d.local_addr, n as u64)?;
+                let l = lpin.check().ok()?;
                 if !l.can_store_at(d.local_addr, n) {
                     return None;
                 }
@@ -571,7 +597,7 @@ fn pinned_post(engine: Engine, ep: &Ep, desc: *mut gni_post_descriptor_t) -> Opt
             }
         }
     }
-    if let Some(ring) = ring {
+    if let (Some(ring), Some(live)) = (ring, live) {
         remote_event_pinned(ring, pin, live, ep.remote_event(&st), ep.nic.pd_key());
     }
     let local_data = Ep::local_event(&st);
@@ -590,6 +616,9 @@ enum PinnedOp {
     Amo(Amo),
 }
 
+/// The general path (every post the pins do not serve).  Out of line: inlined, its big
+/// frame would be set up on the pinned posts' path too.
+#[inline(never)]
 fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_descriptor_t, lost: bool) -> gni_return_t {
     let api = engine.api();
     if desc.is_null() || ep.nic.is_detached() {
@@ -731,7 +760,7 @@ fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_d
                     let b = binding();
                     if let (Some((pin, Some(ring))), Some((_, peer))) = (b.pins.find_with_ring(words, d.remote_addr, d.length), b.route.as_ref()) {
                         if let Ok(live) = peer.live_probed() {
-                            remote_event_pinned(ring, pin, live, remote_data, pd);
+                            remote_event_pinned(ring, pin.pinned(), live, remote_data, pd);
                         }
                     }
                 }
