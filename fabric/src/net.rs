@@ -412,6 +412,10 @@ struct Call {
     to: Arc<Remote>,
     done: Mutex<Option<(i32, Vec<u8>)>>,
     cv: Condvar,
+    /// Threads asleep on `cv` (changed and read with `done` locked).  A waiter mostly
+    /// polls `done` and takes its own reply (see [`Engine::reply`]): signalling a condvar
+    /// nobody sleeps on is a futex system call for nothing.
+    sleepers: AtomicUsize,
     /// An RMA operation's bounce buffer: the provider reads or writes it until the
     /// completion, which may come after the waiter gave up (timeout, peer death), so
     /// the call (kept alive by the context the provider holds) owns it, not the caller.
@@ -419,6 +423,24 @@ struct Call {
     /// A piece of an asynchronous operation: completing it may complete the operation
     /// (nobody waits on `done` then).
     piece: Option<Piece>,
+}
+
+impl Call {
+    fn new(to: &Arc<Remote>, bounce: Vec<u8>, piece: Option<Piece>) -> Call {
+        Call { to: to.clone(), done: Mutex::new(None), cv: Condvar::new(), sleepers: AtomicUsize::new(0), bounce: Mutex::new(bounce), piece }
+    }
+
+    /// Completes the call with `status` and its data, waking whoever sleeps on it.
+    fn complete(&self, status: i32, data: Vec<u8>) {
+        let mut done = self.done.lock().unwrap_or_else(|e| e.into_inner());
+        *done = Some((status, data));
+        // Read under the lock: a waiter counts itself in under it before it sleeps.
+        let asleep = self.sleepers.load(Ordering::Relaxed) > 0;
+        drop(done);
+        if asleep {
+            self.cv.notify_all();
+        }
+    }
 }
 
 /// Completion of an asynchronous operation ([`Engine::put_async`], [`Engine::get_async`]):
@@ -496,8 +518,7 @@ fn rma_done(ctx: *mut c_void, err: i32) {
         }
         return;
     }
-    *call.done.lock().unwrap_or_else(|e| e.into_inner()) = Some((status, data));
-    call.cv.notify_all();
+    call.complete(status, data);
 }
 
 /// What a posted send owns until its completion.
@@ -1306,7 +1327,7 @@ impl Engine {
         for d in data {
             buf.extend_from_slice(d);
         }
-        let call = Arc::new(Call { to: to.clone(), done: Mutex::new(None), cv: Condvar::new(), bounce: Mutex::new(Vec::new()), piece });
+        let call = Arc::new(Call::new(to, Vec::new(), piece));
         self.pending.lock().unwrap_or_else(|e| e.into_inner()).insert(req, call.clone());
         if let Err(e) = self.send_within(to.addr, buf, Some(to.clone()), patient, Seal::Request(to)) {
             self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&req);
@@ -1399,7 +1420,9 @@ impl Engine {
                 self.mark_dead(to);
                 return Err(Error::PeerDead);
             }
+            call.sleepers.fetch_add(1, Ordering::Relaxed);
             g = call.cv.wait_timeout(g, deadline - now).unwrap_or_else(|e| e.into_inner()).0;
+            call.sleepers.fetch_sub(1, Ordering::Relaxed);
         }
     }
 
@@ -1416,8 +1439,7 @@ impl Engine {
                 p.finish(err_code(Error::PeerDead), &[]);
                 continue;
             }
-            *c.done.lock().unwrap_or_else(|e| e.into_inner()) = Some((err_code(Error::PeerDead), Vec::new()));
-            c.cv.notify_all();
+            c.complete(err_code(Error::PeerDead), Vec::new());
         }
     }
 
@@ -1781,8 +1803,7 @@ impl Engine {
                     p.finish(h.status, &[]);
                     return;
                 }
-                *c.done.lock().unwrap_or_else(|e| e.into_inner()) = Some((h.status, body.to_vec()));
-                c.cv.notify_all();
+                c.complete(h.status, body.to_vec());
             }
             return;
         }
@@ -2331,7 +2352,7 @@ impl Engine {
         }
         let iov = libc::iovec { iov_base: bounce.as_mut_ptr() as *mut c_void, iov_len: len };
         // Moving the Vec into the call keeps its heap buffer (and `iov`) where it is.
-        let call = Arc::new(Call { to: to.clone(), done: Mutex::new(None), cv: Condvar::new(), bounce: Mutex::new(bounce), piece: None });
+        let call = Arc::new(Call::new(to, bounce, None));
         let req = self.next_req.fetch_add(1, Ordering::Relaxed);
         // Pending like a request, so that `mark_dead` wakes the waiter too.
         self.pending.lock().unwrap_or_else(|e| e.into_inner()).insert(req, call.clone());
@@ -2464,7 +2485,7 @@ impl Engine {
                     (b, iov)
                 }
             };
-            let call = Arc::new(Call { to: to.clone(), done: Mutex::new(None), cv: Condvar::new(), bounce: Mutex::new(bounce), piece: Some(piece) });
+            let call = Arc::new(Call::new(to, bounce, Some(piece)));
             // Counted from here; finishing the piece (whoever does it) uncounts it.
             self.async_in_flight.fetch_add(1, Ordering::AcqRel);
             if to.is_dead() {
