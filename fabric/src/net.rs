@@ -1701,9 +1701,29 @@ impl Engine {
         drop(o);
         // The progress thread may be asleep for up to 100 ms: it must sleep by the lease's
         // clock instead.
+        self.kick();
+    }
+
+    /// Wakes the progress thread: its sleep returns at once (no-op without a kick fd).
+    fn kick(&self) {
+        if self.kick_fd < 0 {
+            return;
+        }
         let one = 1u64;
         // SAFETY: 8 bytes into our eventfd.
         unsafe { crate::cancel::sys::write(self.kick_fd, &one as *const u64 as *const c_void, 8) };
+    }
+
+    /// Gives the provider's descriptor back to the progress thread's sleep, after the
+    /// application threads served the traffic themselves (a [`Polling`] dropped, a lease
+    /// ended).  When fi_trywait refuses (traffic arrived that nobody read yet: the
+    /// descriptor need not signal it again), the progress thread, which may be asleep
+    /// for up to 100 ms without watching the descriptor, is woken to serve it.
+    fn rewatch_provider(&self) {
+        if !self.trywait() {
+            self.kick();
+        }
+        self.watch_provider(true);
     }
 
     /// The lease ran out (unless a poll renewed it meanwhile): the progress thread
@@ -1721,8 +1741,7 @@ impl Engine {
         if !o.watching() {
             return false;
         }
-        self.trywait();
-        self.watch_provider(true);
+        self.rewatch_provider();
         true
     }
 
@@ -1908,8 +1927,7 @@ impl Drop for Polling<'_> {
         let mut o = e.owners.lock().unwrap_or_else(|e| e.into_inner());
         o.pollers -= 1;
         if o.watching() {
-            e.trywait();
-            e.watch_provider(true);
+            e.rewatch_provider();
         }
     }
 }
