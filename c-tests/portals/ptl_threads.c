@@ -17,7 +17,7 @@ static ptl_handle_ni_t ni;
 static ptl_handle_eq_t tq;
 static ptl_process_id_t right_id;
 static unsigned char *seen;                                   /* [thread][iteration] */
-static int total_seen, stop_churn;
+static int total_seen, stop_churn, churn_rounds;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void note(ptl_event_t *ev)
@@ -93,6 +93,7 @@ static void *churn(void *arg)
         PCHECK_RC(PtlMEUnlink(m), PTL_ME_INVALID);
         PCHECK(PtlMEUnlink(m2));
         rounds++;
+        __atomic_store_n(&churn_rounds, (int)rounds, __ATOMIC_RELEASE);
     }
     CHECK(rounds > 0);
     return NULL;
@@ -137,6 +138,12 @@ int main(int argc, char **argv)
         usleep(1000);
     }
     CHECK_EQ(PMI_Barrier(), PMI_SUCCESS);
+    /* On a loaded machine the churn thread may not have run yet: it does one round at
+     * least before it is stopped (else it would have overlapped nothing). */
+    for (long spins = 0; __atomic_load_n(&churn_rounds, __ATOMIC_ACQUIRE) == 0; spins++) {
+        if (spins > 60000) SN_FAIL("the churn thread never ran");
+        usleep(1000);
+    }
     __atomic_store_n(&stop_churn, 1, __ATOMIC_RELEASE);
     pthread_join(c, NULL);
     PCHECK(PtlEQFree(tq));                                     /* wakes the waiters */

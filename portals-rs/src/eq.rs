@@ -445,6 +445,10 @@ pub fn deposit(seg: &Seg, g: &Guard<'_>, eq_h: u32, ev: impl Fn() -> Packed, own
     let ready = q.gates == 0;
     let place = (q.gen, q.ring_off, q.ring_len);
     let pos = seg.with_eq_ring(g, idx, place, |ring| {
+        // Built first, then copied in one burst of stores: a consumer spinning on the
+        // slot takes its lines back between stores, and fields stored one by one as they
+        // were computed (built in place) left it more chances: put ping-pong 8 B ~157 ->
+        // ~214 ns.
         let e = ev();
         // SAFETY: every deposit into a queue's ring holds the NI lock (this function's
         // guard, or a hold's release under it): producers are serialised.

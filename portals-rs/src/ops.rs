@@ -722,6 +722,15 @@ fn put(md_h: u32, region: Option<(u64, u64)>, ack_req: u32, target: ptl_process_
         let (idx, gen) = md_index(md_h)?;
         return put_body(md_h, idx, gen, region, ack_req, target, pt, ac, bits, roff, hdr);
     }
+    put_traced(md_h, region, ack_req, target, pt, ac, bits, roff, hdr)
+}
+
+/// [`put`] with its span, out of line: inlined, the span's frame made every export's
+/// prologue and epilogue larger (a 600-byte frame, six saved registers).
+#[allow(clippy::too_many_arguments)]
+#[cold]
+#[inline(never)]
+fn put_traced(md_h: u32, region: Option<(u64, u64)>, ack_req: u32, target: ptl_process_id_t, pt: u32, ac: u32, bits: u64, roff: u64, hdr: u64) -> PResult<()> {
     let _span = trace_span("PtlPut", target, region);
     let (idx, gen) = md_index(md_h)?;
     put_body(md_h, idx, gen, region, ack_req, target, pt, ac, bits, roff, hdr)
@@ -730,7 +739,9 @@ fn put(md_h: u32, region: Option<(u64, u64)>, ack_req: u32, target: ptl_process_
 #[allow(clippy::too_many_arguments)]
 #[inline(never)]
 fn put_body(md_h: u32, idx: u32, gen: u32, region: Option<(u64, u64)>, ack_req: u32, target: ptl_process_id_t, pt: u32, ac: u32, bits: u64, roff: u64, hdr: u64) -> PResult<()> {
-    Lib::with_ni(PTL_MD_INVALID, |n| {
+    // `move`: the closure holds the arguments themselves (a reference to each cost a
+    // store of the value, a store of its address and a load through it).
+    Lib::with_ni(PTL_MD_INVALID, move |n| {
         if ack_req > PTL_NO_ACK_REQ {
             return Err(PTL_FAIL);
         }
@@ -830,6 +841,14 @@ fn get(md_h: u32, region: Option<(u64, u64)>, target: ptl_process_id_t, pt: u32,
         let (idx, gen) = md_index(md_h)?;
         return get_body(md_h, idx, gen, region, target, pt, ac, bits, roff);
     }
+    get_traced(md_h, region, target, pt, ac, bits, roff)
+}
+
+/// [`get`] with its span, out of line (as [`put_traced`]).
+#[allow(clippy::too_many_arguments)]
+#[cold]
+#[inline(never)]
+fn get_traced(md_h: u32, region: Option<(u64, u64)>, target: ptl_process_id_t, pt: u32, ac: u32, bits: u64, roff: u64) -> PResult<()> {
     let _span = trace_span("PtlGet", target, region);
     let (idx, gen) = md_index(md_h)?;
     get_body(md_h, idx, gen, region, target, pt, ac, bits, roff)
@@ -838,7 +857,9 @@ fn get(md_h: u32, region: Option<(u64, u64)>, target: ptl_process_id_t, pt: u32,
 #[allow(clippy::too_many_arguments)]
 #[inline(never)]
 fn get_body(md_h: u32, idx: u32, gen: u32, region: Option<(u64, u64)>, target: ptl_process_id_t, pt: u32, ac: u32, bits: u64, roff: u64) -> PResult<()> {
-    Lib::with_ni(PTL_MD_INVALID, |n| {
+    // `move`: the closure holds the arguments themselves (a reference to each cost a
+    // store of the value, a store of its address and a load through it).
+    Lib::with_ni(PTL_MD_INVALID, move |n| {
         let t = target_for(n, target)?;
         let seg = &n.seg;
         prefetch_target(t);

@@ -472,6 +472,11 @@ fn request(peer: &Arc<Peer>, target: Live<'_>, seg: &Seg, g: &Guard<'_>, req: &R
     // wider: a store-forwarding stall per operation).
     let gen = m.gen;
     let one = (m.niov == 0).then_some((m.key, m.view.start, m.view.length));
+    // Does the end read the row again (an END event to log, an unlink to check)?  Decided
+    // now: nothing changes the row meanwhile (our lock), and a transfer of a few KiB
+    // pushes its line out of the first-level cache (a 16 KiB put read it back after its
+    // copy).  A matched MD is never doomed (the walk skips those).
+    let row_at_end = m.view.options & PTL_MD_EVENT_END_DISABLE == 0 || m.flags & MDF_UNLINK_OP != 0;
     let pieces = || md::pieces(seg, g, mi);
     let (start_kind, end_kind) = kinds(req.op);
     if m.view.options & PTL_MD_EVENT_START_DISABLE == 0 {
@@ -553,7 +558,19 @@ fn request(peer: &Arc<Peer>, target: Live<'_>, seg: &Seg, g: &Guard<'_>, req: &R
     if !ok {
         out.rep.flags |= R_FAILED;
     }
-    finish(seg, g, mi, end_kind, req, mlength, offset, link, !ok);
+    if row_at_end {
+        finish(seg, g, mi, end_kind, req, mlength, offset, link, !ok);
+    } else {
+        count_received(seg, g, mlength);
+    }
+}
+
+/// The status registers of a received operation (lock held).
+#[inline(always)]
+fn count_received(seg: &Seg, g: &Guard<'_>, mlength: u64) {
+    let st = &mut seg.state(g).hot;
+    st.recv_count += 1;
+    st.recv_length = st.recv_length.wrapping_add(mlength);
 }
 
 thread_local! {
@@ -591,9 +608,7 @@ fn finish(seg: &Seg, g: &Guard<'_>, mi: u32, end_kind: u32, req: &Req, mlength: 
     if m.as_ref().is_some_and(|m| m.view.options & PTL_MD_EVENT_END_DISABLE == 0) {
         target_event(seg, g, mi, end_kind, PTL_MD_EVENT_END_DISABLE, req, mlength, offset, link, fail);
     }
-    let st = &mut seg.state(g).hot;
-    st.recv_count += 1;
-    st.recv_length = st.recv_length.wrapping_add(mlength);
+    count_received(seg, g, mlength);
     let Some(m) = m else { return };
     if m.flags & MDF_DOOMED != 0 {
         if m.pending == 0 {
