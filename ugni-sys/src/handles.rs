@@ -122,16 +122,18 @@ impl<T> Table<T> {
             key: k,
             #[cfg(debug_assertions)]
             ty: std::any::TypeId::of::<T>(),
-            ptr: Arc::as_ptr(&v) as *const (),
             obj: v.clone() as Arc<dyn std::any::Any + Send + Sync>,
         };
+        let ptr = Arc::as_ptr(&v) as usize;
         let dropped = cache_do(|c| {
             let mut out = Vec::new();
             if c.epoch != epoch {
                 out = c.retire_all();
                 c.epoch = epoch;
             }
-            if let Some(old) = c.slots[cache_index(k)].replace(entry) {
+            let i = cache_index(k);
+            c.hot[i] = (k, ptr);
+            if let Some(old) = c.slots[i].replace(entry) {
                 out.extend(c.retire(old));
             }
             out
@@ -155,23 +157,31 @@ impl<T> Table<T> {
         T: Send + Sync + 'static,
     {
         let k = self.key_of(h)?;
-        let (p, _hold) = match cache_pin(k) {
+        match cache_pin(k) {
             // SAFETY (of the dereference below): the cache entry's Arc keeps the object
-            // alive: while pinned, this thread's cache never drops an entry (it defers it),
-            // and other threads never touch it.  It is an Arc<T>: its key carries this
-            // table's tag (`key_of`), tags are distinct (test `every_table_has_its_own_tag`)
-            // and only this table's `get` caches entries under its tag.
+            // alive: while pinned (till `_unpin` drops), this thread's cache never drops an
+            // entry (it defers it), and other threads never touch it.  It is an Arc<T>: its
+            // key carries this table's tag (`key_of`), tags are distinct (test
+            // `every_table_has_its_own_tag`) and only this table's `get` caches entries
+            // under its tag.
             Some((p, cell)) => {
                 debug_assert!(cache_type_is::<T>(k));
-                (p as *const T, Hold::<T>::Pinned(Unpin(cell)))
+                let _unpin = Unpin(cell);
+                Ok(f(unsafe { &*(p as *const T) }))
             }
-            None => {
-                let v = self.get(h)?;
-                (Arc::as_ptr(&v), Hold::Owned(v))
-            }
-        };
-        // SAFETY: see the match above (or the Arc in `_hold`, alive till we return).
-        Ok(f(unsafe { &*p }))
+            None => self.with_missed(h, f),
+        }
+    }
+
+    /// [`Table::with`] after a cache miss: with a reference taken from the table (which
+    /// caches it).  Out of line, so that the hit path keeps few registers.
+    #[inline(never)]
+    fn with_missed<R>(&self, h: *const c_void, f: impl FnOnce(&T) -> R) -> GniResult<R>
+    where
+        T: Send + Sync + 'static,
+    {
+        let v = self.get(h)?;
+        Ok(f(&v))
     }
 
     /// The live objects and their handles (the checker's report at exit).
@@ -208,15 +218,13 @@ fn cache_index(k: u64) -> usize {
     ((((k >> 56) & 7) as usize) * CACHE_WAYS) | (k as usize & (CACHE_WAYS - 1))
 }
 
-/// One cached lookup: the handle, the object's type and address, and the reference that
-/// keeps it alive.
+/// One cached lookup: the handle, the object's type, and the reference that keeps it
+/// alive (its address is in [`HandleCache::hot`]).
 struct Cached {
     key: u64,
-    /// Debug builds only (the key's tag implies the type: see [`Table::with`]); release
-    /// entries are 32 bytes, so finding one is a shift.
+    /// Debug builds only (the key's tag implies the type: see [`Table::with`]).
     #[cfg(debug_assertions)]
     ty: std::any::TypeId,
-    ptr: *const (),
     obj: Arc<dyn std::any::Any + Send + Sync>,
 }
 
@@ -224,6 +232,9 @@ struct HandleCache {
     epoch: u64,
     /// By [`cache_index`] of their keys.
     slots: [Option<Cached>; HANDLE_CACHE_SLOTS],
+    /// (key, object address) of each entry of `slots`, (0, 0) for none: what a hit reads
+    /// (16 bytes per entry, no discriminant to test; keys are never 0: they carry a tag).
+    hot: [(u64, usize); HANDLE_CACHE_SLOTS],
     /// Active [`Table::with`] calls of this thread, and the entries dropped meanwhile.
     pinned: u32,
     deferred: Vec<Cached>,
@@ -242,6 +253,7 @@ impl HandleCache {
     }
     /// Empties the cache (as `retire` for every entry).
     fn retire_all(&mut self) -> Vec<Cached> {
+        self.hot = [(0, 0); HANDLE_CACHE_SLOTS];
         let mut v: Vec<Cached> = self.slots.iter_mut().filter_map(Option::take).collect();
         if self.pinned > 0 {
             self.deferred.append(&mut v);
@@ -353,7 +365,7 @@ fn cache_new(c: *mut HandleCache) -> Option<*mut HandleCache> {
     if !c.is_null() || CACHE_OWNER.try_with(|_| ()).is_err() {
         return None;
     }
-    let c = Box::into_raw(Box::new(HandleCache { epoch: 0, slots: [const { None }; HANDLE_CACHE_SLOTS], pinned: 0, deferred: Vec::new() }));
+    let c = Box::into_raw(Box::new(HandleCache { epoch: 0, slots: [const { None }; HANDLE_CACHE_SLOTS], hot: [(0, 0); HANDLE_CACHE_SLOTS], pinned: 0, deferred: Vec::new() }));
     // SAFETY: this thread's word, which held null.
     unsafe { *cache_word::addr() = c };
     Some(c)
@@ -368,14 +380,6 @@ fn cache_do<R>(g: impl FnOnce(&mut HandleCache) -> R) -> Option<R> {
     // after every call of this thread); the only reference to it while `g` runs, since
     // `g` does not re-enter (contract above).
     Some(g(unsafe { &mut *c }))
-}
-
-/// What keeps the object of a [`Table::with`] call alive: its pinned cache entry, or a
-/// reference taken from the table (a cache miss).
-#[allow(dead_code)] // the fields are held for their drop
-enum Hold<T> {
-    Pinned(Unpin),
-    Owned(Arc<T>),
 }
 
 /// Unpins this thread's handle cache when a [`Table::with`] call ends.
@@ -418,7 +422,7 @@ fn cache_type_is<T: 'static>(_k: u64) -> bool {
 /// or while the thread is being torn down.  One thread-local access and one compare;
 /// the key alone decides (its tag names the table, so the type).
 #[inline(always)]
-fn cache_pin(k: u64) -> Option<(*const (), *mut HandleCache)> {
+fn cache_pin(k: u64) -> Option<(usize, *mut HandleCache)> {
     let epoch = HANDLE_EPOCH.load(Ordering::Acquire);
     // SAFETY: this thread's word, read.  A thread with no cache yet misses (the miss path
     // makes it).
@@ -432,10 +436,10 @@ fn cache_pin(k: u64) -> Option<(*const (), *mut HandleCache)> {
     if c.epoch != epoch {
         return None;
     }
-    let p = match &c.slots[cache_index(k)] {
-        Some(e) if e.key == k => e.ptr,
-        _ => return None,
-    };
+    let (key, p) = c.hot[cache_index(k)];
+    if key != k {
+        return None;
+    }
     c.pinned += 1;
     Some((p, cell))
 }
