@@ -297,7 +297,7 @@ impl Cq {
             self.ring.mark_overrun();
             return;
         }
-        let pushed = self.ring.push_in_place(|pos, p| {
+        let pushed = self.ring.push_in_place(move |pos, p| {
             let e = cqe::make(cqe::SRC_LOCAL, cqe::TYPE_POST, status, self.token_at(pos, d) as u64, data as u64);
             // SAFETY: the slot the push reserved for us, written whole (as `push_with`).
             unsafe { std::ptr::write_volatile(p, e) }

@@ -352,33 +352,37 @@ pub(crate) fn remote_event(peer: Live<'_>, key: MemKey, pd: u64, entry: u64) {
 
 
 fn post(engine: Engine, ep_h: gni_ep_handle_t, desc: *mut gni_post_descriptor_t) -> gni_return_t {
-    EPS.with(ep_h as *const _, |ep| {
-        let _span = softnic_fabric::trace::span("ugni", engine.api()).map(|s| trace_args(s, ep, desc));
-        // SOFTNIC_FAULTS=transfer: a post that passes its checks completes with a
-        // network transaction error and moves nothing (the general path reports it).
-        let lost = softnic_fabric::faults::hit(softnic_fabric::faults::Point::Transfer);
-        // A NULL descriptor or a type this call does not take is INVALID_PARAM, as is every
-        // check `post_on` makes before it looks at the type: answered here, before the EP
-        // lock and the descriptor copy (cost_rejected).
-        // SAFETY: NULL or the caller's descriptor; one field read.
-        if !unsafe { desc.as_ref() }.is_some_and(|d| engine.takes(d.type_)) {
-            return GNI_RC_INVALID_PARAM;
-        }
-        let pinned = if engine != Engine::CqWrite && !lost { pinned_post(engine, ep, desc) } else { None };
-        let rc = match pinned {
-            Some(rc) => rc,
-            None => post_on(engine, ep, ep_h, desc, lost),
-        };
-        if rc == GNI_RC_SUCCESS && softnic_fabric::check::enabled() {
-            check_watch(engine, desc);
-            check_race(engine, ep, desc);
-        }
-        if rc == GNI_RC_SUCCESS && softnic_fabric::trace::enabled() {
-            trace_begin(desc);
-        }
-        rc
-    })
-    .unwrap_or(GNI_RC_INVALID_PARAM)
+    EPS.with(ep_h as *const _, |ep| post_ep(engine, ep, ep_h, desc)).unwrap_or(GNI_RC_INVALID_PARAM)
+}
+
+/// A post on endpoint `ep` (handle `ep_h`), found.  Out of line: `Table::with` has it on
+/// its hit and its miss path.
+#[inline(never)]
+fn post_ep(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_descriptor_t) -> gni_return_t {
+    let _span = softnic_fabric::trace::span("ugni", engine.api()).map(|s| trace_args(s, ep, desc));
+    // SOFTNIC_FAULTS=transfer: a post that passes its checks completes with a
+    // network transaction error and moves nothing (the general path reports it).
+    let lost = softnic_fabric::faults::hit(softnic_fabric::faults::Point::Transfer);
+    // A NULL descriptor or a type this call does not take is INVALID_PARAM, as is every
+    // check `post_on` makes before it looks at the type: answered here, before the EP
+    // lock and the descriptor copy (cost_rejected).
+    // SAFETY: NULL or the caller's descriptor; one field read.
+    if !unsafe { desc.as_ref() }.is_some_and(|d| engine.takes(d.type_)) {
+        return GNI_RC_INVALID_PARAM;
+    }
+    let pinned = if engine != Engine::CqWrite && !lost { pinned_post(engine, ep, desc) } else { None };
+    let rc = match pinned {
+        Some(rc) => rc,
+        None => post_on(engine, ep, ep_h, desc, lost),
+    };
+    if rc == GNI_RC_SUCCESS && softnic_fabric::check::enabled() {
+        check_watch(engine, desc);
+        check_race(engine, ep, desc);
+    }
+    if rc == GNI_RC_SUCCESS && softnic_fabric::trace::enabled() {
+        trace_begin(desc);
+    }
+    rc
 }
 
 /// SOFTNIC_CHECK: the checker's id space of uGNI descriptors.
