@@ -139,6 +139,14 @@ impl EqLocal {
         Ok(self.take()?.map(|(p, dropped)| deliver(&p, dropped, dst)))
     }
 
+    /// [`EqLocal::take_into`] for the calls that do not wait (PtlEQGet, PtlEQWait's first
+    /// try): no cursor to hand back, and inlined into the caller's lookup (out of line,
+    /// the nested result went through memory and back).
+    #[inline(always)]
+    fn try_take_into(&self, dst: *mut Event) -> PResult<Option<i32>> {
+        Ok(self.take()?.ok().map(|(p, dropped)| deliver(&p, dropped, dst)))
+    }
+
     /// Is there something for a consumer at `at` (or has the queue ended)?
     #[inline(always)]
     fn ready_at(&self, at: &Cursor) -> bool {
@@ -675,9 +683,9 @@ pub unsafe extern "C" fn PtlEQGet(eq_handle: u32, event: *mut Event) -> i32 {
         if q.waiters.load(Ordering::Acquire) > 0 {
             return Err(PTL_EQ_EMPTY);
         }
-        match q.take_into(event)? {
-            Ok(rc) => Err(rc),
-            Err(_) => Err(PTL_EQ_EMPTY),
+        match q.try_take_into(event)? {
+            Some(rc) => Err(rc),
+            None => Err(PTL_EQ_EMPTY),
         }
     });
     ret("PtlEQGet", r.err().unwrap_or(PTL_OK))
@@ -726,7 +734,7 @@ fn take_now(eq_handle: u32, event: *mut Event) -> Option<i32> {
     if event.is_null() {
         return None;
     }
-    with_eq(eq_handle, |q| Ok(q.take_into(event)?.ok())).ok().flatten()
+    with_eq(eq_handle, |q| q.try_take_into(event)).ok().flatten()
 }
 
 softnic_fabric::blocking_export_now! {
