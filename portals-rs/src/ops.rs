@@ -525,8 +525,11 @@ fn own_event(seg: &Seg, g: &Guard<'_>, mi: u32, kind: u32, peer: ptl_process_id_
     if m.view.options & disable != 0 {
         return true;
     }
+    if m.view.eq_handle == PTL_EQ_NONE {
+        return false;
+    }
     let h = seg.hdr();
-    let ev = || Packed {
+    let ev = Packed {
         initiator: peer,
         uid: h.uid,
         jid: h.jid,
@@ -540,7 +543,9 @@ fn own_event(seg: &Seg, g: &Guard<'_>, mi: u32, kind: u32, peer: ptl_process_id_
         fail: fail as u8 * PTL_NI_FAIL as u8,
         ..Packed::about(kind, seg.handle(handle::MD, m.gen, mi), &m.view)
     };
-    crate::eq::deposit(seg, g, m.view.eq_handle, ev, own)
+    // Built here, not by a closure the deposit calls: that closure stayed out of line
+    // and read each field through a pointer to its captures.
+    crate::eq::deposit(seg, g, m.view.eq_handle, move || ev, own)
 }
 
 /// Phase A of every operation on our MD `(idx, gen)`: checks, the region, the

@@ -419,7 +419,10 @@ fn target_event(seg: &Seg, g: &Guard<'_>, mi: u32, kind: u32, disable: u32, req:
     if m.view.options & disable != 0 {
         return;
     }
-    let ev = || Packed {
+    if m.view.eq_handle == PTL_EQ_NONE {
+        return;
+    }
+    let ev = Packed {
         initiator: ptl_process_id_t { nid: req.init_nid, pid: req.init_pid },
         uid: req.init_uid,
         jid: req.init_jid,
@@ -433,7 +436,8 @@ fn target_event(seg: &Seg, g: &Guard<'_>, mi: u32, kind: u32, disable: u32, req:
         fail: fail as u8 * PTL_NI_FAIL as u8,
         ..Packed::about(kind, seg.handle(handle::MD, m.gen, mi), &m.view)
     };
-    eq::push(seg, g, m.view.eq_handle, ev);
+    // Built here, not by a closure the deposit calls (see `ops::own_event`).
+    eq::push(seg, g, m.view.eq_handle, move || ev);
 }
 
 fn kinds(op: u32) -> (u32, u32) {
