@@ -2802,6 +2802,25 @@ impl Engine {
     }
 }
 
+/// Why the engine cannot run over provider `name` (None: it can).
+///
+/// libfabric 1.16-1.17's `net` provider (alone or under `ofi_rxm`; 1.18 replaced it with
+/// the new `tcp`) leaves its completion queue's wait descriptor readable once a message
+/// went through, with the queue empty and after fi_trywait answered FI_SUCCESS: the
+/// documented "fi_trywait, then block on the descriptor" loop never blocks.  Our progress
+/// thread would spin at real-time priority on the application's core and starve it (a
+/// put ping-pong made no progress in 60 s, both cores busy).  Reproduction without the
+/// engine: c-tests/tools/trywait-stuck.  Refused, with this reason, rather than hang.
+fn refused_provider(name: &str) -> Option<String> {
+    let core = name.split(';').next().unwrap_or(name);
+    (core == "net").then(|| {
+        format!(
+            "provider {} refused: its completion queue's wait descriptor stays readable after fi_trywait succeeds (libfabric 1.17's net provider), so the progress thread could never sleep and would starve the application; use tcp;ofi_rxm (FI_PROVIDER unset) or udp;ofi_rxd",
+            name
+        )
+    })
+}
+
 /// The inject size asked of the provider: a header and up to 168 bytes of payload.
 const INJECT_WANTED: usize = HDR + 168;
 
@@ -2862,6 +2881,11 @@ unsafe fn open_endpoint(lib: &Lib, loopback: bool, caps: u64) -> Result<Objs> {
         (lib.freeinfo)(hints);
         if rc != 0 || info.is_null() {
             return Err(to_err(lib, "fi_getinfo", rc as i64));
+        }
+        if let Some(why) = refused_provider(&provider_name(&*info)) {
+            crate::sn_error!("network engine", "{}", why);
+            (lib.freeinfo)(info);
+            return Err(Error::Unsupported);
         }
         let mut fabric: *mut ofi::fid_fabric = std::ptr::null_mut();
         let rc = (lib.fabric)((*info).fabric_attr, &mut fabric, std::ptr::null_mut());
