@@ -9,7 +9,8 @@
 //!
 //! **Endpoint.**  One reliable-datagram endpoint per process (`FI_EP_RDM`), provider from
 //! `FI_PROVIDER` when set, else `tcp;ofi_rxm` (verbs needs registered message buffers,
-//! which this engine does not use yet).  Its address is published in the PMI KVS under
+//! which this engine does not use yet); libfabric 1.17's `net` is refused with its cause
+//! logged (its wait descriptor never quiets: see [`refused_provider`]).  Its address is published in the PMI KVS under
 //! this rank, with the node and registry id, when the engine starts, which is when the
 //! fabric is first used in a job the launcher spreads over several nodes (or always with
 //! `SOFTNIC_ENGINE=net`).  Initiators read the job's records at first use: a process no
@@ -63,6 +64,25 @@
 //! the target's path: a transport of our own over sockets is what would close most of the
 //! gap (not built).  Without effect: rxm/tcp environment settings; edge-triggered sleep
 //! without fi_trywait saved 2 calls but can miss traffic libfabric holds unannounced.
+//!
+//! **The reply off the target's path** (round 5).  The progress thread runs at SCHED_FIFO
+//! (see `progress_loop`) so that it preempts an application spinning on its memory at
+//! once; until it sleeps again that application cannot run.  When its wake-up preempted a
+//! thread of ours (the process's involuntary context switches grew since its last wake-up:
+//! one getrusage per wake-up) and no lease was on, the reply to a short put it
+//! applied is held back ([`Engine::defer_reply`]) and goes out right after the
+//! application's next request, when an application thread sleeps on a ring, or after
+//! [`DEFER_NS`] (30 us) -- so a target that was idle (blocked anywhere) answers at once.
+//! 8 B fma ping-pong, two virtual hosts, system calls per round trip and rank 59 -> ~53
+//! (signal writes 5 -> 3, their reads 6 -> 4, progress-thread sleeps 1 -> ~0.5); medians
+//! of 6 alternating runs: fma ping-pong 41.7 -> 33.4 us (1.8x the floor), put_event,
+//! amo_fadd_lat and a blocking put to an idle target unchanged within noise.  Tried: 15 us (the timer beats the application's request: no
+//! gain), 60 us (less gain); holding back every reply, without the preemption test, made
+//! a blocking put to an idle target (dmapp put_lat) ~2x slower; holding back under a lease
+//! made put_event_pingpong ~1.4x slower (leases then kept running out); skipping the
+//! progress thread's CQ reads while the application polls (to avoid the ~1 futex call per
+//! round trip of libfabric's locks that the 30 us timer causes) was slower.  Left: the
+//! request's own path (recvfrom, libfabric's signals, fi_trywait's epoll calls).
 
 use crate::ofi::{self, fi_addr_t, fi_cq_data_entry, fi_info, Lib};
 use crate::registry::ProcId;
@@ -649,6 +669,34 @@ pub struct Engine {
     /// Pieces of asynchronous operations in flight (at most `async_max`).
     async_in_flight: AtomicUsize,
     async_max: usize,
+    /// Replies the progress thread holds back ([`Engine::defer_reply`]), and their count
+    /// (read without the lock on the application's paths).
+    deferred: Mutex<Vec<DeferredReply>>,
+    deferred_n: AtomicUsize,
+    /// How long the progress thread holds a reply back at most ([`DEFER_NS`]).
+    defer: Duration,
+    /// The progress thread's last wake-up preempted a thread of this process (its
+    /// involuntary context switches grew while it slept): the application was running on
+    /// its core, so replies are held back for it ([`Engine::defer_reply`]).
+    woke_over_app: AtomicBool,
+    /// [`involuntary_switches`] after the progress thread's last wake-up.
+    switches_seen: std::sync::atomic::AtomicI64,
+}
+
+/// A reply held back by the progress thread: its bytes (sealed when sent), whom to.
+struct DeferredReply {
+    to: fi_addr_t,
+    buf: Vec<u8>,
+    who: PeerId,
+}
+
+/// The longest a reply to a short put waits for the application before the progress
+/// thread sends it itself ([`Engine::defer_reply`]).
+const DEFER_NS: u64 = 30_000;
+
+thread_local! {
+    /// Set on the engine's progress thread.
+    static ON_PROGRESS_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// One of our registrations registered with the provider for peers' RMA.
@@ -839,6 +887,7 @@ pub fn poll_for_events() -> bool {
 /// when the lease runs out (see [`Engine::lease`]).  Called by every ring sleep.
 pub fn stop_polling_for_events() {
     if let Some(e) = running() {
+        e.flush_deferred();
         if e.leased.load(Ordering::Relaxed) {
             e.lease_until.store(0, Ordering::Relaxed);
             e.end_lease();
@@ -979,6 +1028,12 @@ impl Engine {
             bounces: Mutex::new(Vec::new()),
             async_in_flight: AtomicUsize::new(0),
             async_max: (crate::env::get_u64("SOFTNIC_NET_RMA_DEPTH") as usize).max(1),
+            deferred: Mutex::new(Vec::new()),
+            deferred_n: AtomicUsize::new(0),
+            woke_over_app: AtomicBool::new(false),
+            switches_seen: std::sync::atomic::AtomicI64::new(0),
+            // Only a progress thread that sleeps on its epoll set can sleep that briefly.
+            defer: if sleep_fd >= 0 { Duration::from_nanos(DEFER_NS) } else { Duration::ZERO },
         };
         for _ in 0..NRECV {
             e.post_recv(Box::new(RecvBuf { data: vec![0u8; RECV_LEN] }))?;
@@ -992,6 +1047,8 @@ impl Engine {
         rec.extend_from_slice(&e.name);
         crate::bootstrap::kvs_put("net", &rec)?;
         STATS_RANK.store(rank, Ordering::Relaxed);
+        // SAFETY: registers a function without arguments; it only sends what is held back.
+        unsafe { libc::atexit(send_deferred_at_exit) };
         if crate::env::get_bool("SOFTNIC_NET_STATS") {
             // SAFETY: registers a function without arguments that only reads atomics.
             unsafe { libc::atexit(print_stats_at_exit) };
@@ -1359,6 +1416,8 @@ impl Engine {
             }
             return Err(e);
         }
+        // Our request is out: replies held back for it go now.
+        self.flush_deferred();
         Ok((req, call))
     }
 
@@ -1548,6 +1607,7 @@ impl Engine {
     }
 
     fn progress_loop(&'static self) {
+        ON_PROGRESS_THREAD.with(|p| p.set(true));
         // Real-time priority when allowed: a target that spins on its memory (as one-sided
         // programs do) keeps its core busy, and only a thread that preempts it at once can
         // land the data that it waits for.  Mostly asleep, so it takes little from anyone.
@@ -1568,19 +1628,28 @@ impl Engine {
                 last = Instant::now();
                 continue;
             }
+            if self.deferred_n.load(Ordering::Relaxed) > 0 {
+                // Replies held back: the application runs first (see `defer_reply`); they
+                // go when its next request does, or when this sleep ends, whichever first.
+                self.sleep_for_traffic(self.defer.as_nanos() as u64);
+                self.flush_deferred();
+                continue;
+            }
             if last.elapsed() < self.spin {
                 std::hint::spin_loop();
                 continue;
             }
-            self.sleep_for_traffic();
+            self.sleep_for_traffic(100_000_000);
         }
     }
 
     /// Blocks until the completion queue may have something (at most 100 ms), or while
     /// an application thread holds a lease, until the lease may have run out.
-    fn sleep_for_traffic(&self) {
-        let mut timeout_ns = 100_000_000;
-        if self.leased.load(Ordering::Acquire) {
+    fn sleep_for_traffic(&self, at_most_ns: u64) {
+        let mut timeout_ns = at_most_ns;
+        self.woke_over_app.store(false, Ordering::Relaxed);
+        let was_leased = self.leased.load(Ordering::Acquire);
+        if was_leased {
             let mut until = self.lease_until.load(Ordering::Relaxed);
             let now = fine_now_ns();
             if until <= now {
@@ -1610,6 +1679,13 @@ impl Engine {
                             // Before Linux 5.11: whole milliseconds, rounded up.
                             n = libc::epoll_wait(self.sleep_fd, ev.as_mut_ptr(), 2, timeout_ns.div_ceil(1_000_000) as i32);
                         }
+                        // Not under a lease: its poller serves the traffic itself, and
+                        // when a lease ends it is not waiting for our reply to go.
+                        // The count grows when the wake-up switches a running thread out; it
+                        // was read after the last wake-up (nothing of ours preempts us since).
+                        let now = involuntary_switches();
+                        let before = self.switches_seen.swap(now, Ordering::Relaxed);
+                        self.woke_over_app.store(!was_leased && now != before, Ordering::Relaxed);
                         if ev[..n.max(0) as usize].iter().any(|e| e.u64 == KICK) {
                             let mut v = 0u64;
                             libc::read(self.kick_fd, &mut v as *mut u64 as *mut c_void, 8);
@@ -1877,8 +1953,46 @@ impl Engine {
         let mut buf = Vec::with_capacity(HDR + data.len());
         buf.extend_from_slice(&r.bytes());
         buf.extend_from_slice(&data);
+        if matches!(op, Op::Put | Op::Store | Op::PutCompound) && data.is_empty() && !self.defer.is_zero() && self.woke_over_app.load(Ordering::Relaxed) && ON_PROGRESS_THREAD.with(|p| p.get()) {
+            self.defer_reply(from, buf, src);
+            return;
+        }
         if let Err(e) = self.send(from, buf, Seal::Reply(src)) {
             crate::sn_debug!("network engine", "reply to node {} slot {} lost: {}", h.src_node, h.src_slot, e);
+        }
+    }
+}
+
+impl Engine {
+    /// Holds back the reply to a put the progress thread just applied.  This thread runs
+    /// at real-time priority on the application's core (see `progress_loop`) and has
+    /// preempted it: a program spinning on its memory sees the data as soon as this
+    /// thread sleeps, and the reply's send (and the provider's signals it sets off) would
+    /// otherwise come first.  It goes out right after the application's next request
+    /// leaves (a ping-pong's answer), when an application thread sleeps in the library,
+    /// or after at most `defer` (an idle or busy application), whichever comes first.
+    /// Causal: the data is in place before the reply exists, and the initiator's
+    /// completion waits for the reply.
+    fn defer_reply(&self, to: fi_addr_t, buf: Vec<u8>, who: PeerId) {
+        let mut d = self.deferred.lock().unwrap_or_else(|e| e.into_inner());
+        d.push(DeferredReply { to, buf, who });
+        self.deferred_n.store(d.len(), Ordering::Relaxed);
+    }
+
+    /// Sends the replies held back (one relaxed load when there are none).
+    fn flush_deferred(&self) {
+        if self.deferred_n.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let held = {
+            let mut d = self.deferred.lock().unwrap_or_else(|e| e.into_inner());
+            self.deferred_n.store(0, Ordering::Relaxed);
+            std::mem::take(&mut *d)
+        };
+        for r in held {
+            if let Err(e) = self.send(r.to, r.buf, Seal::Reply(r.who)) {
+                crate::sn_debug!("network engine", "reply to node {} slot {} lost: {}", r.who.node, r.who.slot, e);
+            }
         }
     }
 }
@@ -1927,6 +2041,18 @@ const LEASE_MIN_NS: u64 = 50_000;
 
 /// How long leases stay short after traffic waited for one to end ([`Engine::adapt_lease`]).
 const LEASE_CALM_NS: u64 = 20_000_000;
+
+/// Involuntary context switches of this process's threads so far (getrusage: one system
+/// call).  A thread that wakes and sees it grew since it went to sleep has preempted a
+/// running thread of ours (or another process did meanwhile).
+fn involuntary_switches() -> i64 {
+    // (RUSAGE_SELF sums every thread's count: the application's switches are what counts.)
+    // SAFETY: zeroed is a valid rusage; getrusage fills it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid out pointer.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    ru.ru_nivcsw as i64
+}
 
 /// CLOCK_MONOTONIC in nanoseconds (leases are far shorter than the coarse clock's tick).
 fn fine_now_ns() -> u64 {
@@ -2125,6 +2251,14 @@ pub fn endpoint_name() -> Option<Vec<u8>> {
 static STATS_RANK: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 /// `SOFTNIC_NET_STATS`: one line on stderr at exit.
+/// A process that exits within [`DEFER_NS`] of applying a put must not take its reply
+/// along: its initiator would wait for the timeout and take it for dead.
+extern "C" fn send_deferred_at_exit() {
+    if let Some(e) = running() {
+        e.flush_deferred();
+    }
+}
+
 extern "C" fn print_stats_at_exit() {
     if let Some(d) = auth_drops() {
         let rank = STATS_RANK.load(Ordering::Relaxed);
@@ -2802,6 +2936,25 @@ impl Engine {
     }
 }
 
+/// Why the engine cannot run over provider `name` (None: it can).
+///
+/// libfabric 1.16-1.17's `net` provider (alone or under `ofi_rxm`; 1.18 replaced it with
+/// the new `tcp`) leaves its completion queue's wait descriptor readable once a message
+/// went through, with the queue empty and after fi_trywait answered FI_SUCCESS: the
+/// documented "fi_trywait, then block on the descriptor" loop never blocks.  Our progress
+/// thread would spin at real-time priority on the application's core and starve it (a
+/// put ping-pong made no progress in 60 s, both cores busy).  Reproduction without the
+/// engine: c-tests/tools/trywait-stuck.  Refused, with this reason, rather than hang.
+fn refused_provider(name: &str) -> Option<String> {
+    let core = name.split(';').next().unwrap_or(name);
+    (core == "net").then(|| {
+        format!(
+            "provider {} refused: its completion queue's wait descriptor stays readable after fi_trywait succeeds (libfabric 1.17's net provider), so the progress thread could never sleep and would starve the application; use tcp;ofi_rxm (FI_PROVIDER unset) or udp;ofi_rxd",
+            name
+        )
+    })
+}
+
 /// The inject size asked of the provider: a header and up to 168 bytes of payload.
 const INJECT_WANTED: usize = HDR + 168;
 
@@ -2862,6 +3015,11 @@ unsafe fn open_endpoint(lib: &Lib, loopback: bool, caps: u64) -> Result<Objs> {
         (lib.freeinfo)(hints);
         if rc != 0 || info.is_null() {
             return Err(to_err(lib, "fi_getinfo", rc as i64));
+        }
+        if let Some(why) = refused_provider(&provider_name(&*info)) {
+            crate::sn_error!("network engine", "{}", why);
+            (lib.freeinfo)(info);
+            return Err(Error::Unsupported);
         }
         let mut fabric: *mut ofi::fid_fabric = std::ptr::null_mut();
         let rc = (lib.fabric)((*info).fabric_attr, &mut fabric, std::ptr::null_mut());
