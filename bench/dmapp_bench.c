@@ -4,13 +4,17 @@
  *   get_lat     blocking dmapp_get, 8 B - 64 KiB
  *   put_nbi_bw  64 dmapp_put_nbi (fewer above 4 MiB), then dmapp_gsync_wait, 4 KiB - 64 MiB
  *   afadd_lat   blocking dmapp_afadd_qw, 8 B
+ *   put_pingpong  blocking dmapp_put of N bytes whose last 8 are a sequence number;
+ *               the receiver spins on that word in its symmetric heap and answers the
+ *               same way (the ping-pong of every other API); 8 B - 64 KiB, half the
+ *               round trip
  *   put_nbi_msgrate  windows of 256 dmapp_put_nbi of 8 B (to distinct words), each
  *               window completed by one dmapp_gsync_wait: the work of UCX's put_msgrate
  *   op_cost     cost_rejected: a dmapp_put to a PE out of range (the entry and first
  *               checks, time per call), beside put_lat and put_nbi_msgrate
  *
- * Rank 0 is the origin, rank 1 the target (it only waits in a barrier); the
- * target buffers are in the symmetric heap.  A DMAPP failure prints a SKIP line
+ * Rank 0 is the origin, rank 1 the target (it only waits in a barrier, or answers
+ * the ping-pong); the target buffers are in the symmetric heap.  A DMAPP failure prints a SKIP line
  * and aborts the job with exit code 77. */
 #include "bench.h"
 #include "dmapp.h"
@@ -44,6 +48,26 @@ static void barrier(void)
 
 static void put_op(size_t size) { D(dmapp_put(heap, &job.sheap_seg, peer, src, size / 8, DMAPP_QW)); }
 static void get_op(size_t size) { D(dmapp_get(src, heap, &job.sheap_seg, peer, size / 8, DMAPP_QW)); }
+
+/* Ping-pong: puts land at PP_OFF of the peer's heap (clear of the other benchmarks'
+ * target at offset 0), sent from the same offset of `src`. */
+#define PP_OFF (BENCH_MAX_BW / 2)
+static uint64_t seq;
+
+static void pp_send(size_t size)
+{
+    seq++;
+    memcpy(src + PP_OFF + size - 8, &seq, 8);
+    D(dmapp_put(heap + PP_OFF, &job.sheap_seg, peer, src + PP_OFF, size / 8, DMAPP_QW));
+}
+
+static void pp_wait(size_t size)
+{
+    volatile uint64_t *w = (volatile uint64_t *)(heap + PP_OFF + size - 8);
+    unsigned long spins = 0;
+    uint64_t want = ++seq;
+    while (*w != want) bench_spin_check(&spins);
+}
 
 static void put_nbi_issue(size_t size, long j)
 {
@@ -108,7 +132,7 @@ static void afadd_lat(void)
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: dmapp_bench put_lat|get_lat|put_nbi_bw|afadd_lat|put_nbi_msgrate|op_cost\n");
+        fprintf(stderr, "usage: dmapp_bench put_lat|get_lat|put_pingpong|put_nbi_bw|afadd_lat|put_nbi_msgrate|op_cost\n");
         return 2;
     }
     bench_name = argv[1];
@@ -133,6 +157,7 @@ int main(int argc, char **argv)
     const char *b = argv[1];
     if (!strcmp(b, "put_lat")) bench_op_lat_sizes(me, LIB, b, put_op, barrier);
     else if (!strcmp(b, "get_lat")) bench_op_lat_sizes(me, LIB, b, get_op, barrier);
+    else if (!strcmp(b, "put_pingpong")) bench_pingpong_run(me, LIB, b, bench_lat_sizes, BENCH_NELEM(bench_lat_sizes), pp_send, pp_wait, barrier, NULL);
     else if (!strcmp(b, "put_nbi_bw")) put_nbi_bw();
     else if (!strcmp(b, "afadd_lat")) afadd_lat();
     else if (!strcmp(b, "op_cost")) op_cost();

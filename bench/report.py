@@ -28,6 +28,7 @@ COMPARE = [
     (("softnic-ugni", "amo_fadd_lat"), [("mpich", "fadd_lat"), ("mpich", "put_flush"), ("floor", "amo_lat")]),
     (("softnic-dmapp", "put_lat"), [("mpich", "put_flush"), ("floor", "put_lat")]),
     (("softnic-dmapp", "get_lat"), [("mpich", "get_flush"), ("floor", "put_lat")]),
+    (("softnic-dmapp", "put_pingpong"), PINGPONG_PEERS),
     (("softnic-dmapp", "afadd_lat"), [("mpich", "fadd_lat"), ("mpich", "put_flush"), ("floor", "amo_lat")]),
     (("softnic-ugni", "rdma_put_bw"), [("ucx", "put_bw"), ("mpich", "put_bw"), ("libfabric-shm", "write_bw"),
                                        ("floor", "memcpy_bw")]),
@@ -40,6 +41,7 @@ COMPARE = [
     (("softnic-utofu", "put_bw"), [("ucx", "put_bw"), ("mpich", "put_bw"), ("libfabric-shm", "write_bw"),
                                    ("floor", "memcpy_bw")]),
     (("softnic-sisci", "pio_pingpong"), PINGPONG_PEERS),
+    (("softnic-portals", "put_pingpong"), PINGPONG_PEERS),
     (("softnic-sisci", "dma_bw"), [("ucx", "put_bw"), ("mpich", "put_bw"), ("libfabric-shm", "write_bw"),
                                    ("floor", "memcpy_bw")]),
     (("softnic-sisci", "intr_lat"), [("mpich", "pingpong")]),
@@ -196,6 +198,23 @@ BREAKDOWN = [
     ("UCX", "one put in a window, completed in bulk", [(1, "ucx", "put_msgrate")], "1 / put_msgrate"),
     ("floor", "a store to shared memory", [(1, "floor", "put_lat")], "put_lat"),
     ("floor", "an atomic fetch-add on shared memory", [(1, "floor", "amo_lat")], "amo_lat"),
+    # The same two operations in every API, row by row (SISCI and Portals 3.2 have no
+    # fetch-add).
+    ("uGNI", "8 B put ping-pong, half round trip (PUT_W_SYNCFLAG, its event reaped)",
+     [(1, "softnic-ugni", "fma_put_pingpong")], "fma_put_pingpong"),
+    ("DMAPP", "8 B put ping-pong, half round trip (blocking dmapp_put)", [(1, "softnic-dmapp", "put_pingpong")],
+     "put_pingpong"),
+    ("uTofu", "8 B put ping-pong, half round trip (TCQ drained)", [(1, "softnic-utofu", "put_pingpong")], "put_pingpong"),
+    ("SISCI", "8 B PIO ping-pong, half round trip", [(1, "softnic-sisci", "pio_pingpong")], "pio_pingpong"),
+    ("Portals", "8 B put ping-pong, half round trip (PUT_END waited for)", [(1, "softnic-portals", "put_pingpong")],
+     "put_pingpong"),
+    ("UCX", "8 B put ping-pong, half round trip", [(1, "ucx", "put_lat")], "put_lat"),
+    ("floor", "8 B store ping-pong, half round trip", [(1, "floor", "pingpong")], "pingpong"),
+    ("uGNI", "fetch-add (its CQ event reaped)", [(1, "softnic-ugni", "amo_fadd_lat")], "amo_fadd_lat"),
+    ("DMAPP", "fetch-add (blocking dmapp_afadd_qw)", [(1, "softnic-dmapp", "afadd_lat")], "afadd_lat"),
+    ("uTofu", "fetch-add (ARMW, notices polled)", [(1, "softnic-utofu", "armw_fadd_lat")], "armw_fadd_lat"),
+    ("MPICH", "fetch-and-op, flushed", [(1, "mpich", "fadd_lat")], "fadd_lat"),
+    ("floor", "atomic fetch-add on shared memory", [(1, "floor", "amo_lat")], "amo_lat"),
 ]
 
 
