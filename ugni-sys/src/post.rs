@@ -480,6 +480,15 @@ fn trace_args(s: softnic_fabric::trace::Span, ep: &Ep, desc: *const gni_post_des
 /// or no event on the endpoint's CQ, the routed owner's pinned registration, our pinned
 /// registration for a fetched value or an RDMA source).  None, with nothing done, for anything else:
 /// `post_on` then does all the checks and gives the exact outcome.
+///
+/// Inlining here is tuned (issue 25, round 6, Ir per call measured with callgrind on
+/// `ugni_bench op_cost` and `amo_fadd_lat`; baseline PostFma put with its event 430, AMO
+/// fetch-add 604): each of these made the post dearer, through register pressure in
+/// `post_ep`'s one frame: this function out of line (+35 put, +32 AMO),
+/// `Pins::find_with_ring` always inlined (+30, +27), `PinnedRef::put` and the 4-16 byte
+/// case of `copy::copy` always inlined (+5), `PinnedRef::store_word_at` always inlined
+/// (+3 AMO).  Moving `Cq::push_post`'s entry builder out of its closure changed nothing
+/// (the closure stays a call).
 #[inline]
 fn pinned_post(engine: Engine, ep: &Ep, desc: *mut gni_post_descriptor_t) -> Option<gni_return_t> {
     // SAFETY: NULL or the caller's descriptor, read field by field.
