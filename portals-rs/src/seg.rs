@@ -347,8 +347,22 @@ struct PinEntry {
     row: u32,
     gen: u32,
     piece: (u64, u64, u64),
+    /// The part of the piece pinned (owner's addresses): all of it, or the window around
+    /// an operation when the piece lies in several backings (see [`Seg::with_pin`]).
+    lo: u64,
+    hi: u64,
+    /// None: nothing could be pinned for `[lo, hi)`.
     pin: Option<Pinned>,
+    /// The whole piece could not be pinned (it is not tried again for the row).
+    whole_failed: bool,
+    /// A part of the piece could be pinned (so parts are tried for other operations).
+    parts_ok: bool,
 }
+
+/// The window pinned around an operation when an MD's whole piece cannot be (its
+/// memory lies in several of the target's backings: a registration's pages rebound in
+/// windows of this size, as a rule).
+const PIN_WINDOW: u64 = 256 << 10;
 
 /// A queue's ring as attached for a row of one generation at one place.
 struct CachedRing {
@@ -616,28 +630,36 @@ impl Seg {
     /// Runs `f` on the memory `piece` (registration, address, length) of the contiguous
     /// MD row `row` of generation `gen`, pinned for writing at `target` once per view
     /// (`rma::Pinned`: validated once, then re-checked per use in a few loads) while the
-    /// row, its generation and its piece stay the same.  None when it cannot be pinned or
-    /// the pin no longer holds: the caller takes the per-operation path, which reports
-    /// the exact error.
+    /// row, its generation and its piece stay the same; `f` also gets where the
+    /// operation's bytes `[off, off+len)` of the piece (the caller checked they lie in it)
+    /// begin in the pinned range.  The whole piece is pinned, or, when its memory lies in
+    /// several of the target's backings (the pin fails: it happened to a 64 MiB MD in 1
+    /// run of 12, and every operation of the run then took the per-operation path), the
+    /// window of [`PIN_WINDOW`] around the operation, then its bytes alone.  None when
+    /// nothing can be pinned or the pin no longer holds: the caller takes the
+    /// per-operation path, which reports the exact error.
     /// Always inlined: called, the arguments alone cost a small put 23 instructions.
+    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    pub fn with_pin<R>(&self, _g: &Guard<'_>, target: &Arc<Peer>, live: Live<'_>, row: u32, gen: u32, piece: (u64, u64, u64), f: impl FnOnce(PinnedRef<'_>) -> R) -> Option<R> {
+    pub fn with_pin<R>(&self, _g: &Guard<'_>, target: &Arc<Peer>, live: Live<'_>, row: u32, gen: u32, piece: (u64, u64, u64), off: u64, len: u64, f: impl FnOnce(PinnedRef<'_>, usize) -> R) -> Option<R> {
         // SAFETY: the cache is only touched here, under the segment's lock (the guard),
         // which excludes every other thread of this process too; `f` cannot reach it.
         let pins = unsafe { &mut *self.pins.get() };
         let slot = &mut pins[row as usize % PINS];
+        // The operation's bytes (owner's addresses; inside the piece: no overflow).
+        let (a, b) = (piece.1 + off, piece.1 + off + len);
         match slot {
             // (A pin of another peer fails its check below and is replaced.)
-            Some(e) if e.row == row && e.gen == gen && e.piece == piece => {}
+            Some(e) if e.row == row && e.gen == gen && e.piece == piece && e.lo <= a && b <= e.hi => {}
             _ => {
-                let (key, addr, len) = piece;
-                let pin = Pinned::new(target, MemKey::from_u64(key), addr, len as usize, true, crate::runtime::pd()).ok();
-                *slot = Some(PinEntry { row, gen, piece, pin });
+                let known = slot.as_ref().filter(|e| e.row == row && e.gen == gen && e.piece == piece).map_or((false, false), |e| (e.whole_failed, e.parts_ok));
+                *slot = Some(pin_for(target, row, gen, piece, a, b, known));
             }
         }
-        let pin = slot.as_ref()?.pin.as_ref()?;
+        let e = slot.as_ref()?;
+        let pin = e.pin.as_ref()?;
         match pin.check(live) {
-            Ok(r) => Some(f(r)),
+            Ok(r) => Some(f(r, (a - e.lo) as usize)),
             Err(_) => {
                 *slot = None;
                 None
@@ -717,6 +739,38 @@ impl Seg {
     pub fn alive(&self) -> bool {
         self.hdr().alive.load(Ordering::Acquire) != 0
     }
+}
+
+/// A pin of `piece` of MD row `row` for the operation's bytes `[a, b)`: the whole piece
+/// (unless that failed before), else the aligned window around them clipped to the piece,
+/// else exactly them.  `known`: whether the whole piece failed before, whether a part of
+/// it was pinned before.  When nothing can be pinned, an entry without a pin: for the
+/// window when parts of the piece could be pinned before (its operations then take the
+/// per-operation path without trying again), else for the whole piece (memory that
+/// cannot be pinned at all, the fallback's: it is not tried again, as before windows).
+/// See [`Seg::with_pin`].
+#[cold]
+#[inline(never)]
+fn pin_for(target: &Arc<Peer>, row: u32, gen: u32, piece: (u64, u64, u64), a: u64, b: u64, known: (bool, bool)) -> PinEntry {
+    let (key, addr, len) = piece;
+    let end = addr + len;
+    let (whole_failed, parts_ok) = known;
+    let pin = |lo: u64, hi: u64| Pinned::new(target, MemKey::from_u64(key), lo, (hi - lo) as usize, true, crate::runtime::pd());
+    if !whole_failed {
+        match pin(addr, end) {
+            Ok(p) => return PinEntry { row, gen, piece, lo: addr, hi: end, pin: Some(p), whole_failed: false, parts_ok: false },
+            Err(e) => softnic_fabric::sn_debug!("Portals", "no pin of MD row {row} ({len} bytes at {addr:#x}): {e}; pinning windows"),
+        }
+    }
+    let lo = (a & !(PIN_WINDOW - 1)).max(addr);
+    let hi = b.checked_next_multiple_of(PIN_WINDOW).map_or(end, |h| h.min(end));
+    for (lo, hi) in [(lo, hi), (a, b)] {
+        if let Ok(p) = pin(lo, hi) {
+            return PinEntry { row, gen, piece, lo, hi, pin: Some(p), whole_failed: true, parts_ok: true };
+        }
+    }
+    let (lo, hi) = if parts_ok { (lo, hi) } else { (addr, end) };
+    PinEntry { row, gen, piece, lo, hi, pin: None, whole_failed: true, parts_ok }
 }
 
 /// Limits a segment may carry (the maxima of crate::ni).

@@ -517,12 +517,12 @@ fn request(peer: &Arc<Peer>, target: Live<'_>, seg: &Seg, g: &Guard<'_>, req: &R
         (OP_PUT, Some(l)) => {
             let pinned = match one {
                 // A contiguous MD, written through its pin (the common small put).
-                Some(piece) if offset.checked_add(mlength).is_some_and(|e| e <= piece.2) => seg.with_pin(g, peer, target, mi, gen, piece, |p| match l.src.one(mlength) {
+                Some(piece) if offset.checked_add(mlength).is_some_and(|e| e <= piece.2) => seg.with_pin(g, peer, target, mi, gen, piece, offset, mlength, |p, at| match l.src.one(mlength) {
                     // From one piece of ours (a contiguous MD): one copy.
-                    Some(s) => put_pinned(&p, offset as usize, s),
+                    Some(s) => put_pinned(&p, at, s),
                     None => {
                         let mut ok = true;
-                        local_parts(&l.src, 0, mlength, |d, s| ok &= p.put((offset + d) as usize, s).is_ok());
+                        local_parts(&l.src, 0, mlength, |d, s| ok &= p.put(at + d as usize, s).is_ok());
                         ok
                     }
                 }),
@@ -535,9 +535,9 @@ fn request(peer: &Arc<Peer>, target: Live<'_>, seg: &Seg, g: &Guard<'_>, req: &R
         (OP_GET, Some(l)) => {
             let pinned = match one {
                 // A contiguous MD read through the pin its puts use (the common small get).
-                Some(piece) if offset.checked_add(mlength).is_some_and(|e| e <= piece.2) => seg.with_pin(g, peer, target, mi, gen, piece, |p| {
+                Some(piece) if offset.checked_add(mlength).is_some_and(|e| e <= piece.2) => seg.with_pin(g, peer, target, mi, gen, piece, offset, mlength, |p, at| {
                     let mut ok = true;
-                    local_parts(&l.dst, 0, mlength, |d, s| ok &= p.get((offset + d) as usize, s).is_ok());
+                    local_parts(&l.dst, 0, mlength, |d, s| ok &= p.get(at + d as usize, s).is_ok());
                     ok
                 }),
                 _ => None,
