@@ -31,10 +31,11 @@
 //!
 //! **Per-view caches.**  A [`Seg`] (this process's view of a segment) keeps, under the
 //! same lock, the event rings it attached (by queue row, generation and place) and pins
-//! of contiguous MDs' memory (by MD row, generation and piece, `rma::Pinned`), so that an
-//! operation does not validate them again; and a hint of the event slot the next
-//! deposit fills, for [`Seg::prefetch`].  The owner's view also keeps the holds on its
-//! queues (process-local by nature, see `crate::eq`).
+//! of contiguous MDs' memory (by MD row, generation and piece, `rma::Pinned`; windows of
+//! it when it lies in several of the target's backings), so that an operation does not
+//! validate them again; and a hint of the event slot the next deposit fills, for
+//! [`Seg::prefetch`].  The owner's view also keeps the holds on its queues (process-local
+//! by nature, see `crate::eq`).
 
 use crate::lock::{Held, ShmLock};
 use crate::prefetch::prefetch_write;
