@@ -83,6 +83,12 @@
 //! progress thread's CQ reads while the application polls (to avoid the ~1 futex call per
 //! round trip of libfabric's locks that the 30 us timer causes) was slower.  Left: the
 //! request's own path (recvfrom, libfabric's signals, fi_trywait's epoll calls).
+//! Tried in round 6: the held-back reply riding in front of the application's next
+//! request to the same peer, in one transfer (a flag in the reply's header saying
+//! another message follows, within the inject size): per round trip and rank, sends
+//! 2 -> 1.5, but progress-thread wake-ups 0.3-0.8 -> 1.1, libfabric signal pairs 3.1 ->
+//! 3.9, context switches 1.2-2.9 -> 2.9-3.2, and the fma ping-pong slower in the same
+//! runs (half round trip 38-42 -> 37-56 us; 77-83 -> 88-101 in a slow spell).
 
 use crate::ofi::{self, fi_addr_t, fi_cq_data_entry, fi_info, Lib};
 use crate::registry::ProcId;
