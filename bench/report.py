@@ -199,7 +199,7 @@ BREAKDOWN = [
     ("floor", "a store to shared memory", [(1, "floor", "put_lat")], "put_lat"),
     ("floor", "an atomic fetch-add on shared memory", [(1, "floor", "amo_lat")], "amo_lat"),
     # The same two operations in every API, row by row (SISCI and Portals 3.2 have no
-    # fetch-add).
+    # fetch-add; the floor's atomic is the row above).
     ("uGNI", "8 B put ping-pong, half round trip (PUT_W_SYNCFLAG, its event reaped)",
      [(1, "softnic-ugni", "fma_put_pingpong")], "fma_put_pingpong"),
     ("DMAPP", "8 B put ping-pong, half round trip (blocking dmapp_put)", [(1, "softnic-dmapp", "put_pingpong")],
@@ -214,7 +214,6 @@ BREAKDOWN = [
     ("DMAPP", "fetch-add (blocking dmapp_afadd_qw)", [(1, "softnic-dmapp", "afadd_lat")], "afadd_lat"),
     ("uTofu", "fetch-add (ARMW, notices polled)", [(1, "softnic-utofu", "armw_fadd_lat")], "armw_fadd_lat"),
     ("MPICH", "fetch-and-op, flushed", [(1, "mpich", "fadd_lat")], "fadd_lat"),
-    ("floor", "atomic fetch-add on shared memory", [(1, "floor", "amo_lat")], "amo_lat"),
 ]
 
 
