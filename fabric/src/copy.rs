@@ -95,33 +95,20 @@ fn backward_turn() -> bool {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn copy_avx2_back(src: *const u8, dst: *mut u8, n: usize) {
-    use std::arch::x86_64::{__m256i, _mm256_loadu_si256, _mm256_storeu_si256};
-    // SAFETY: n > BACK_MIN > 256 (the caller's bound): `last` and every block below it lie
-    // inside both ranges (unaligned loads and stores); the head (under 128 bytes) by
-    // copy_nonoverlapping (the ranges are disjoint).
+    // SAFETY: n > BACK_MIN > 256 (the caller's bound): `last` and every step below it lie
+    // inside both ranges; the head (under 128 bytes) by copy_nonoverlapping (the ranges
+    // are disjoint).
     unsafe {
-        let block = |i: usize| {
-            let s = src.add(i) as *const __m256i;
-            let d = dst.add(i) as *mut __m256i;
-            let a = _mm256_loadu_si256(s);
-            let b = _mm256_loadu_si256(s.add(1));
-            let c = _mm256_loadu_si256(s.add(2));
-            let e = _mm256_loadu_si256(s.add(3));
-            _mm256_storeu_si256(d, a);
-            _mm256_storeu_si256(d.add(1), b);
-            _mm256_storeu_si256(d.add(2), c);
-            _mm256_storeu_si256(d.add(3), e);
-        };
         let last = n - 128;
         let mut i = last;
         while i >= 128 {
             i -= 128;
-            block(i);
+            step(src, dst, i);
         }
         if i > 0 {
             std::ptr::copy_nonoverlapping(src, dst, i);
         }
-        block(last);
+        step(src, dst, last);
     }
 }
 
@@ -136,27 +123,39 @@ fn apart(src: *const u8, dst: *mut u8, n: usize) -> bool {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn copy_avx2(src: *const u8, dst: *mut u8, n: usize) {
-    use std::arch::x86_64::{__m256i, _mm256_loadu_si256, _mm256_storeu_si256};
     let mut i = 0;
     while i + 128 <= n {
-        // SAFETY: i + 128 <= n: inside both ranges; unaligned loads and stores.
-        unsafe {
-            let s = src.add(i) as *const __m256i;
-            let d = dst.add(i) as *mut __m256i;
-            let a = _mm256_loadu_si256(s);
-            let b = _mm256_loadu_si256(s.add(1));
-            let c = _mm256_loadu_si256(s.add(2));
-            let e = _mm256_loadu_si256(s.add(3));
-            _mm256_storeu_si256(d, a);
-            _mm256_storeu_si256(d.add(1), b);
-            _mm256_storeu_si256(d.add(2), c);
-            _mm256_storeu_si256(d.add(3), e);
-        }
+        // SAFETY: i + 128 <= n: inside both ranges.
+        unsafe { step(src, dst, i) };
         i += 128;
     }
     if i < n {
         // SAFETY: the rest of both ranges.
         unsafe { std::ptr::copy_nonoverlapping(src.add(i), dst.add(i), n - i) };
+    }
+}
+
+/// One step of the vector loops: bytes `[i, i+128)`, four 32-byte loads, then four stores.
+///
+/// # Safety
+/// The CPU has AVX2; `[i, i+128)` lies inside both ranges (unaligned is fine).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn step(src: *const u8, dst: *mut u8, i: usize) {
+    use std::arch::x86_64::{__m256i, _mm256_loadu_si256, _mm256_storeu_si256};
+    // SAFETY: the caller's contract.
+    unsafe {
+        let s = src.add(i) as *const __m256i;
+        let d = dst.add(i) as *mut __m256i;
+        let a = _mm256_loadu_si256(s);
+        let b = _mm256_loadu_si256(s.add(1));
+        let c = _mm256_loadu_si256(s.add(2));
+        let e = _mm256_loadu_si256(s.add(3));
+        _mm256_storeu_si256(d, a);
+        _mm256_storeu_si256(d.add(1), b);
+        _mm256_storeu_si256(d.add(2), c);
+        _mm256_storeu_si256(d.add(3), e);
     }
 }
 
