@@ -161,8 +161,10 @@ PERF25_NET_GOALS = [
 # step, [(sign, library, benchmark)], how).  Values in ns; a message rate enters as its
 # time per message.
 BREAKDOWN = [
-    ("uGNI", "GNI_PostFma rejected (EP lookup, descriptor checks, the error return)",
-     [(1, "softnic-ugni", "cost_rejected")], "cost_rejected"),
+    ("uGNI", "the program fills the descriptor (memset of its 184 bytes, then the fields a put reads)",
+     [(1, "softnic-ugni", "cost_fill")], "cost_fill"),
+    ("uGNI", "+ GNI_PostFma rejected (EP lookup, descriptor checks, the error return)",
+     [(1, "softnic-ugni", "cost_rejected"), (-1, "softnic-ugni", "cost_fill")], "cost_rejected - cost_fill"),
     ("uGNI", "+ the put itself (SILENT; through the endpoint's pin)",
      [(1, "softnic-ugni", "cost_put_silent"), (-1, "softnic-ugni", "cost_rejected")], "cost_put_silent - cost_rejected"),
     ("uGNI", "+ its CQ event (token, CQ push, GNI_CqGetEvent, GNI_GetCompleted)",
@@ -171,7 +173,11 @@ BREAKDOWN = [
     ("uGNI", "one put in a window of 64, each with its event", [(1, "softnic-ugni", "put_msgrate")], "1 / put_msgrate"),
     ("uGNI", "one SILENT put in a window of 64, one event per window", [(1, "softnic-ugni", "put_msgrate_silent")],
      "1 / put_msgrate_silent"),
-    ("uGNI", "fetch-add with its event", [(1, "softnic-ugni", "amo_fadd_lat")], "amo_fadd_lat"),
+    ("uGNI", "fetch-add, SILENT (descriptor fill and GNI_PostFma)", [(1, "softnic-ugni", "cost_fadd_silent")],
+     "cost_fadd_silent"),
+    ("uGNI", "+ its CQ event (token, CQ push, GNI_CqGetEvent, GNI_GetCompleted)",
+     [(1, "softnic-ugni", "amo_fadd_lat"), (-1, "softnic-ugni", "cost_fadd_silent")], "amo_fadd_lat - cost_fadd_silent"),
+    ("uGNI", "= fetch-add with its event", [(1, "softnic-ugni", "amo_fadd_lat")], "amo_fadd_lat"),
     ("uGNI", "GNI_CqGetEvent of an empty CQ", [(1, "softnic-ugni", "cost_cq_empty")], "cost_cq_empty"),
     ("uGNI", "one put with its event, traced (SOFTNIC_TRACE: the post's span)", [(1, "softnic-ugni-traced", "cost_put_event")],
      "cost_put_event, traced"),
@@ -202,6 +208,8 @@ BREAKDOWN = [
     # fetch-add; the floor's atomic is the row above).
     ("uGNI", "8 B put ping-pong, half round trip (PUT_W_SYNCFLAG, its event reaped)",
      [(1, "softnic-ugni", "fma_put_pingpong")], "fma_put_pingpong"),
+    ("uGNI", "the same, each descriptor filled before the wait (only the flag value set after it)",
+     [(1, "softnic-ugni", "fma_put_pingpong_prefilled")], "fma_put_pingpong_prefilled"),
     ("DMAPP", "8 B put ping-pong, half round trip (blocking dmapp_put)", [(1, "softnic-dmapp", "put_pingpong")],
      "put_pingpong"),
     ("uTofu", "8 B put ping-pong, half round trip (TCQ drained)", [(1, "softnic-utofu", "put_pingpong")], "put_pingpong"),
@@ -220,7 +228,8 @@ BREAKDOWN = [
 def breakdown(series, metric):
     out = ["Each step is a measured call of the `op_cost` benchmarks or a latency row, or the difference "
            "between two (column *from*); the benchmark's own work (filling a descriptor, the loop) is "
-           "inside every row.  Differences of medians taken in different runs: read them to ±5 ns.", "",
+           "inside every row (uGNI's descriptor fill is also measured alone: its first row).  Differences "
+           "of medians taken in different runs: read them to ±5 ns.", "",
            "| API | step | ns | from |", "|---|---|---:|---|"]
     for api, step, terms, how in BREAKDOWN:
         total, ok = 0.0, True
@@ -232,6 +241,47 @@ def breakdown(series, metric):
             ns = 1e3 / v if metric.get((lib, bench)) == "Mmsgps" else v * 1e3
             total += sign * ns
         out.append("| %s | %s | %s | %s |" % (api, step, ("%.1f" % total) if ok else "n/a", how))
+    return out + [""]
+
+
+def budgets(series, metric):
+    """Issue 25: what two uGNI goals leave for GNI_PostFma itself, in one run's numbers,
+    once the program's own descriptor fill and (where it is on the path) the event are
+    paid.  A goal whose budget is below what the post costs cannot be met by the library
+    alone; one whose budget is negative cannot be met at all while the benchmark fills
+    its descriptors this way."""
+    def ns(lib, bench, size=8):
+        v = series.get((lib, bench), {}).get(size)
+        if v is None:
+            return None
+        return 1e3 / v if metric.get((lib, bench)) == "Mmsgps" else v * 1e3
+
+    u = "softnic-ugni"
+    fill, silent, event = ns(u, "cost_fill"), ns(u, "cost_put_silent"), ns(u, "cost_put_event")
+    fadd_silent, fadd = ns(u, "cost_fadd_silent"), ns(u, "amo_fadd_lat")
+    floor_amo, ucx_rate = ns("floor", "amo_lat"), ns("ucx", "put_msgrate")
+
+    def sub(a, *b):
+        return None if a is None or any(x is None for x in b) else a - sum(b)
+
+    # Not the ping-pong: its steps overlap (the event is reaped while the flag travels,
+    # part of the fill with the post), so its costs do not add up this way; the rows
+    # "8 B put ping-pong" and "the same, each descriptor filled before the wait" above
+    # show what the fill adds there.
+    rows = [
+        ("fetch-add with its CQ event <= 15 x the floor's atomic",
+         None if floor_amo is None else 15 * floor_amo, fill, sub(fadd, fadd_silent), sub(fadd_silent, fill)),
+        ("put rate, a CQ event per put >= 0.5 x UCX put_msgrate (time per put)",
+         None if ucx_rate is None else 2 * ucx_rate, fill, sub(event, silent), sub(silent, fill)),
+    ]
+    out = ["What the uGNI fetch-add and message-rate goals of issue 25 leave for `GNI_PostFma` itself once the benchmark's "
+           "descriptor fill and the event (its push, `GNI_CqGetEvent`, `GNI_GetCompleted`) are paid; "
+           "*post* is a whole SILENT post (put: `cost_put_silent - cost_fill`; fetch-add: "
+           "`cost_fadd_silent - cost_fill`).  Same run, ns.", "",
+           "| goal | allowed | descriptor fill | event | left for the post | post |", "|---|---:|---:|---:|---:|---:|"]
+    f = lambda x: "n/a" if x is None else "%.1f" % x
+    for goal, allowed, fl, ev, post in rows:
+        out.append("| %s | %s | %s | %s | %s | %s |" % (goal, f(allowed), f(fl), f(ev), f(sub(allowed, fl, ev)), f(post)))
     return out + [""]
 
 
@@ -486,6 +536,7 @@ def write(outdir):
     md += ["## Goals (issue 25: the cost of one operation)", ""] + goals(series, metric, PERF25_GOALS)
     md += ["## Goals (issue 25: the network engine, two virtual hosts)", ""] + goals(series, metric, PERF25_NET_GOALS, NET_FLOOR)
     md += ["## Where the time of one 8 B operation goes (issue 25)", ""] + breakdown(series, metric)
+    md += ["## What the uGNI goals leave for the post (issue 25)", ""] + budgets(series, metric)
     passes = pass_series(notes)
     if len(passes) > 1:
         md += ["## Goals pass by pass (the spread of %d passes; the tables above use the median)" % len(passes), ""]

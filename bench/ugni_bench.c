@@ -2,6 +2,9 @@
  *
  *   fma_put_pingpong    FMA_PUT_W_SYNCFLAG ping-pong; the receiver polls the
  *                       sync flag word in its registered window (8 B - 64 KiB)
+ *   fma_put_pingpong_prefilled  the same, 8 B only, but each rank fills its next
+ *                       descriptor before it waits (then only the flag value is set
+ *                       after the wait): what the descriptor fill costs on the path
  *   put_event_pingpong  FMA_PUT with GLOBAL|REMOTE events; the receiver polls
  *                       the window's destination CQ for the remote event
  *   smsg_pingpong       GNI_SmsgSend / remote SMSG event + SmsgGetNext (8 B - 1 KiB)
@@ -12,11 +15,14 @@
  *   put_msgrate_silent  8 B FMA_PUTs in windows of 64: GNI_CQMODE_SILENT but the
  *                       last, whose one GLOBAL event completes the window (puts on an
  *                       endpoint complete in order)
- *   op_cost             one 8 B put step by step (time per call): cost_rejected (a post
+ *   op_cost             one 8 B put step by step (time per call): cost_fill (the
+ *                       descriptor filled as every benchmark here fills it, no call: what
+ *                       the program itself spends), cost_rejected (a post
  *                       of an unknown type: handle lookup and the checks before data
  *                       moves), cost_put_silent (a SILENT FMA put), cost_put_event (a
- *                       GLOBAL one, its event reaped), cost_cq_empty (GNI_CqGetEvent on
- *                       an empty CQ)
+ *                       GLOBAL one, its event reaped), cost_fadd_silent (a fetch-add
+ *                       without an event, into the counter of amo_fadd_lat),
+ *                       cost_cq_empty (GNI_CqGetEvent on an empty CQ)
  *   mem_register        GNI_MemRegister + GNI_MemDeregister, one registration live at
  *                       a time, each cycle timed alone (rank 0; rank 1 waits), what a
  *                       zero-copy protocol pays per buffer (Charm++ registers each
@@ -188,6 +194,31 @@ static void fma_flag_wait(size_t size)
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
 }
 
+/* The prefilled variant: the wait fills the descriptor of the send that follows it
+ * (every field as fma_flag_send's fill); the send sets the flag value and posts.  Rank 0's
+ * first send of each pass comes before any wait: its descriptor is filled then. */
+static int prefilled;
+static void fma_pre_send(size_t size)
+{
+    seq++;
+    if (!prefilled) {
+        fill(&desc[0], GNI_POST_FMA_PUT_W_SYNCFLAG, GNI_CQMODE_GLOBAL_EVENT, src + PAYOFF, peer_base + PAYOFF, size);
+        desc[0].sync_flag_addr = peer_base;
+    }
+    prefilled = 0;
+    desc[0].sync_flag_value = seq;
+    G(GNI_PostFma(ep, &desc[0]));
+    reap();
+}
+
+static void fma_pre_wait(size_t size)
+{
+    fill(&desc[0], GNI_POST_FMA_PUT_W_SYNCFLAG, GNI_CQMODE_GLOBAL_EVENT, src + PAYOFF, peer_base + PAYOFF, size);
+    desc[0].sync_flag_addr = peer_base;
+    prefilled = 1;
+    fma_flag_wait(size);
+}
+
 static void event_send(size_t size)
 {
     fill(&desc[0], GNI_POST_FMA_PUT, GNI_CQMODE_GLOBAL_EVENT | GNI_CQMODE_REMOTE_EVENT, src + PAYOFF,
@@ -314,6 +345,10 @@ static void amo_fadd_op(size_t size)
 /* op_cost: one 8 B put taken apart by what each step adds (time per call, rank 0; the
  * report turns the differences into the per-step table).  Every variant fills its
  * descriptor as a program does. */
+static void cost_fill(size_t size)
+{
+    fill(&desc[0], GNI_POST_FMA_PUT, GNI_CQMODE_SILENT, src + PAYOFF, peer_base + PAYOFF, size);
+}
 static void cost_rejected(size_t size)
 {
     fill(&desc[0], (gni_post_type_t)0x7f, GNI_CQMODE_SILENT, src + PAYOFF, peer_base + PAYOFF, size);
@@ -330,6 +365,13 @@ static void cost_put_event(size_t size)
     G(GNI_PostFma(ep, &desc[0]));
     reap();
 }
+static void cost_fadd_silent(size_t size)
+{
+    fill(&desc[0], GNI_POST_AMO, GNI_CQMODE_SILENT, src, peer_base + 64, size);
+    desc[0].amo_cmd = GNI_FMA_ATOMIC_FADD;
+    desc[0].first_operand = 1;
+    G(GNI_PostFma(ep, &desc[0]));
+}
 static void cost_cq_empty(size_t size)
 {
     (void)size;
@@ -339,8 +381,9 @@ static void cost_cq_empty(size_t size)
 
 static void op_cost(void)
 {
-    static const bench_cost_t steps[] = { { "cost_rejected", cost_rejected }, { "cost_put_silent", cost_put_silent },
-                                          { "cost_put_event", cost_put_event }, { "cost_cq_empty", cost_cq_empty } };
+    static const bench_cost_t steps[] = { { "cost_fill", cost_fill }, { "cost_rejected", cost_rejected }, { "cost_put_silent", cost_put_silent },
+                                          { "cost_put_event", cost_put_event }, { "cost_fadd_silent", cost_fadd_silent },
+                                          { "cost_cq_empty", cost_cq_empty } };
     bench_costs(me, LIB, steps, BENCH_NELEM(steps));
     barrier();
 }
@@ -503,7 +546,7 @@ static void mem_register(void)
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: ugni_bench fma_put_pingpong|put_event_pingpong|smsg_pingpong|"
+        fprintf(stderr, "usage: ugni_bench fma_put_pingpong|fma_put_pingpong_prefilled|put_event_pingpong|smsg_pingpong|"
                         "rdma_put_bw|rdma_get_bw|amo_fadd_lat|put_msgrate|put_msgrate_silent|mem_register|op_cost\n");
         return 2;
     }
@@ -513,7 +556,10 @@ int main(int argc, char **argv)
     const char *b = argv[1];
     if (!strcmp(b, "fma_put_pingpong"))
         bench_pingpong_run(me, LIB, b, bench_lat_sizes, BENCH_NELEM(bench_lat_sizes), fma_flag_send, fma_flag_wait, NULL, NULL);
-    else if (!strcmp(b, "put_event_pingpong"))
+    else if (!strcmp(b, "fma_put_pingpong_prefilled")) {
+        static const size_t eight[] = { 8 };
+        bench_pingpong_run(me, LIB, b, eight, 1, fma_pre_send, fma_pre_wait, NULL, NULL);
+    } else if (!strcmp(b, "put_event_pingpong"))
         bench_pingpong_run(me, LIB, b, bench_lat_sizes, BENCH_NELEM(bench_lat_sizes), event_send, event_wait, NULL, NULL);
     else if (!strcmp(b, "smsg_pingpong")) {
         smsg_setup();
