@@ -524,6 +524,19 @@ def write(outdir):
     v = notes.get("versions", {})
     if v:
         md += ["Peers: " + "; ".join("%s: %s" % kv for kv in sorted(v.items())) + ".", ""]
+    sp = notes.get("spells")
+    if sp is not None:
+        ev = sp.get("events", [])
+        waited = [e for e in ev if e.get("waited_s", 0) >= 1]
+        reruns = [e for e in ev if e.get("rerun")]
+        best = sp.get("best_probe_ns")
+        factor = sp.get("factor", 2.0)
+        late = [e for e in ev if e.get("waited_s", 0) >= sp.get("wait_s", 30)]
+        md += ["Slow spells (bench/run.py): the floor's 8 B ping-pong, probed before and after every entry (best "
+               "%s ns), read over %sx the best so far %s times; %d entries waited for it to come back (%.0f s in all), "
+               "%d were run again after a slow probe, %d started after waiting the full %s s." % (
+                   "%.1f" % best if best else "n/a", factor, sp.get("slow_probes", "?"),
+                   len(waited), sum(e.get("waited_s", 0) for e in waited), len(reruns), len(late), sp.get("wait_s", "?")), ""]
     lanes = notes.get("ucx_lanes")
     if lanes:
         md += ["UCX transports (UCX_TLS=sm,self; lanes UCX chose, from its info log): " +
