@@ -96,10 +96,10 @@ def tail(text, n=3):
 # half round trip read 0.03-0.06 us, and 0.2 us in such spells).  A ratio of two values
 # measured minutes apart then says more about the moment than about the software.  So
 # the floor's 8 B ping-pong (0.2 s) probes the machine before and after every entry: an
-# entry starts only once a probe reads at most SPELL_FACTOR x the best probe of the run
-# (3: calm probes spread over 1-2x the best, those of a spell 4-7x)
-# (waiting up to SPELL_WAIT_S), and an entry after which the probe reads more is run once
-# more (after the same wait), its first results dropped.  The choice depends on the probe,
+# entry starts only once a probe reads at most SPELL_FACTOR x the best probe of the run,
+# waiting up to SPELL_WAIT_S (3: calm probes spread over 1-2x the best, a spell's read
+# 4-7x), and an entry after which the probe reads more is run once more (after the same
+# wait), its first results dropped.  The choice depends on the probe,
 # never on the entry's own values, and is the same for ours and the peers'; the notes
 # record every wait and rerun, and the report counts them.
 SPELL_FACTOR = 3.0
