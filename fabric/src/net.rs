@@ -45,7 +45,9 @@
 //! fi_writemsg/fi_readmsg each (per [`RMA_CHUNK`]) on the target's memory, which its
 //! progress thread registers with the provider when a peer first asks (`SOFTNIC_NET_RMA`;
 //! see "bulk RMA" below): no request, no copy at the target.  The rest, and any
-//! transfer RMA cannot do, are requests.
+//! transfer RMA cannot do, are requests.  Ending such a registration first waits for
+//! the peers holding its window to let go ([`forget_registration`], "Revocation"): an RMA
+//! meeting a closed registration would reset the connection and lose what else was on it.
 //!
 //! Decisions: requests carry at most [`MAX_DATA`] bytes of data; longer puts and gets are
 //! split into several requests (in order).
@@ -156,7 +158,8 @@ pub(crate) enum Op {
     PutCompound = 14,
     /// Expose a registration for RMA: its remote key and extent.
     Expose = 15,
-    /// One-way, target to initiator: an exposed registration ended, drop its window.
+    /// Target to initiator: an exposed registration ended, drop its window; answered once
+    /// the initiator's RMA through it is over (see [`forget_registration`]).
     Revoke = 16,
     /// Run a service handler (`a`: its id) on this process as target ([`crate::rma::Peer::call`]).
     Call = 17,
@@ -256,8 +259,8 @@ impl Hdr {
 // a little out of order (several threads sending, rendezvous of long messages), hence the
 // window rather than "next number only".  Replies need none: each answers a request id
 // that this process never reuses and that stops being pending at its first reply, and
-// the MAC binds it to this process's incarnation.  A replayed revocation only costs an
-// Expose round trip.  Bulk RMA goes by the provider's remote keys, not by messages: they
+// the MAC binds it to this process's incarnation.  A revocation is a request like the
+// others (see [`forget_registration`]).  Bulk RMA goes by the provider's remote keys, not by messages: they
 // are drawn from a keyed PRF (`Engine::rkey_for`), so an outsider cannot guess one.
 //
 // Why this mechanism: a MAC over the fixed header costs ~50 ns per message at each end
@@ -419,14 +422,68 @@ pub struct Remote {
     send_lock: Mutex<()>,
     addr: fi_addr_t,
     dead: AtomicBool,
-    /// Its registrations exposed to us for RMA: (key, pd) -> window.
-    windows: Mutex<HashMap<(u64, u64), Window>>,
+    /// Its registrations exposed to us for RMA, and our RMA through them.
+    windows: Mutex<Windows>,
     /// When the last liveness probe was sent (CLOCK_MONOTONIC_COARSE, ns), and whether
     /// it is still unanswered ([`Engine::probe`]).
     probed_ns: AtomicU64,
     probing: AtomicBool,
     /// When the first probe still unanswered was due (0: the last one was answered).
     silent_since_ns: AtomicU64,
+}
+
+/// A peer's registrations exposed to us, as one [`Remote`] keeps them (see "Revocation"
+/// at [`forget_registration`]).
+#[derive(Default)]
+struct Windows {
+    /// (key, pd) -> window.
+    by_key: HashMap<(u64, u64), Window>,
+    /// Our RMA operations in flight per registration key ([`WindowUse`]).
+    busy: HashMap<u64, u32>,
+    /// Revocations answered once their key's operations are over.
+    owed: Vec<OwedAnswer>,
+    /// Revocations received so far: a window asked for before one arrived is not kept
+    /// (its answer may have been overtaken by the revocation).
+    revocations: u64,
+}
+
+/// The reply to a peer's Op::Revoke, held back while our RMA through the window runs.
+struct OwedAnswer {
+    key: u64,
+    to: fi_addr_t,
+    req: u64,
+    who: PeerId,
+}
+
+/// One RMA operation of ours through a peer's window (counted in [`Windows::busy`]): the
+/// peer closes its provider registration only once none is left (see "Revocation").
+struct WindowUse {
+    to: Arc<Remote>,
+    key: u64,
+}
+
+impl Drop for WindowUse {
+    fn drop(&mut self) {
+        let owed: Vec<OwedAnswer> = {
+            let mut w = self.to.windows.lock().unwrap_or_else(|e| e.into_inner());
+            let left = w.busy.get_mut(&self.key).map(|n| {
+                *n -= 1;
+                *n
+            });
+            if left != Some(0) {
+                return;
+            }
+            w.busy.remove(&self.key);
+            let (done, keep) = std::mem::take(&mut w.owed).into_iter().partition(|o| o.key == self.key);
+            w.owed = keep;
+            done
+        };
+        if let Some(e) = running() {
+            for o in owed {
+                e.answer_revoke(o);
+            }
+        }
+    }
 }
 
 /// A peer's registration as its RMA target: extent, access and remote key.
@@ -663,6 +720,8 @@ pub struct Engine {
     rkey_key: crate::siphash::Key,
     /// Messages dropped, by [`Refused`] reason.
     drops: [AtomicU64; 3],
+    /// Sends and RMA operations the provider failed ([`failed_completions`]).
+    failed: AtomicU64,
     pending: Mutex<HashMap<u64, Arc<Call>>>,
     next_req: AtomicU64,
     /// Our registrations exposed for RMA, by key.
@@ -704,6 +763,10 @@ thread_local! {
     /// Set on the engine's progress thread.
     static ON_PROGRESS_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
+
+/// How long a revocation's send is tried again while the provider has no room for it
+/// (see [`Engine::revoke_at_holders`]).
+const REVOKE_PATIENCE: Duration = Duration::from_millis(2);
 
 /// One of our registrations registered with the provider for peers' RMA.
 struct Exposed {
@@ -902,18 +965,35 @@ pub fn stop_polling_for_events() {
 }
 
 /// Our registration `key` ended (called by [`crate::mem::deregister`] once its generation
-/// moved on): closes its provider registration, if it was exposed for RMA, so that a peer
-/// writing or reading through a window it still holds is refused by the provider (and
-/// then falls back to a request, which reports `StaleHandle`), and tells the peers that
-/// hold the window to drop it (Op::Revoke), because the tcp provider answers a refused
-/// key by resetting the connection, which costs whatever else was in flight on it.  Only
-/// an access racing with the deregistration can still meet a refused key.  Remote keys
-/// are never reused: we request ever-growing ones, and libfabric's own allocator counts up.
+/// moved on): if it was exposed for RMA, closes its provider registration, so that an
+/// access through a window a peer still holds is refused by the provider (the peer then
+/// falls back to a request, which reports `StaleHandle`).
+///
+/// **Revocation.**  The tcp provider answers an RMA to a closed registration by resetting
+/// the connection, and what else was in flight on it is lost: requests, replies, whose
+/// waiters then take a live peer for dead after `SOFTNIC_NET_TIMEOUT_MS` (seen as a
+/// SISCI importer's transfers racing its owner's SCI_FLAG_FORCE_REMOVE).  So the holders
+/// of the window are told first (Op::Revoke, a request): each drops the window at once
+/// and answers when its RMA through it is over ([`WindowUse`]); a window asked for
+/// before the revocation arrived is not kept ([`Windows::revocations`]).  Only then is the
+/// provider registration closed, so no RMA meets a closed key.  Ending an exposed
+/// registration costs a round trip per holder, as it returns only when no peer can write
+/// it any more.  A holder that exited is not waited for: the provider cannot connect to
+/// it and says "try again", and after [`REVOKE_PATIENCE`] of that it is left out.  One
+/// that is alive but silent for the timeout is taken as dead, as for any request.  On
+/// the progress thread, which must not wait, the registration is closed first and the
+/// holders are told without waiting: the race remains there (a service handler ending a
+/// registration).  Remote keys are never reused: we request ever-growing ones, and
+/// libfabric's own allocator counts up.
 pub fn forget_registration(key: crate::mem::MemKey) {
     let Some(e) = running() else { return };
     // libfabric's system calls are cancellation points: not to be unwound halfway.
     let _masked = crate::cancel::Masked::new();
     let Some(x) = e.exposed.lock().unwrap_or_else(|e| e.into_inner()).remove(&key.to_u64()) else { return };
+    let wait = !ON_PROGRESS_THREAD.with(|p| p.get());
+    if wait {
+        e.revoke_at_holders(key.to_u64(), &x.holders, true);
+    }
     let mr = x.mr as *mut ofi::fid_mr;
     // SAFETY: an MR fi_mr_reg returned, removed from `exposed`, so closed exactly once.
     let rc = unsafe {
@@ -925,18 +1005,8 @@ pub fn forget_registration(key: crate::mem::MemKey) {
     if rc != 0 {
         crate::sn_warn!("network engine", "closing the memory registration of {:?} failed: {}", key, e.fi.lib.strerror(rc as i64));
     }
-    let h = Hdr { magic: MAGIC, op: Op::Revoke as u8, a: key.to_u64(), src_node: e.node, src_slot: e.me.slot, src_gen: e.me.gen, src_inc: e.inc, ..Default::default() };
-    for (addr, holder) in x.holders.into_iter().filter(|_| HDR <= e.inject_size) {
-        let mut b = h.bytes();
-        e.seal(&mut b, &holder, 0);
-        // One attempt, never a wait: deregistration must not hang on a dead or stuck
-        // holder, and the closed registration is what keeps memory safe anyway.
-        // SAFETY: inject copies the bytes before returning.
-        unsafe {
-            if let Some(f) = (*(*e.fi.ep).msg).inject {
-                f(e.fi.ep, b.as_ptr() as *const c_void, HDR, addr);
-            }
-        }
+    if !wait {
+        e.revoke_at_holders(key.to_u64(), &x.holders, false);
     }
 }
 
@@ -1026,6 +1096,7 @@ impl Engine {
             mac_key: job_key.derive(b"softnic network engine: header MAC"),
             rkey_key: job_key.derive(b"softnic network engine: RMA keys"),
             drops: Default::default(),
+            failed: AtomicU64::new(0),
             pending: Mutex::new(HashMap::new()),
             next_req: AtomicU64::new(1),
             exposed: Mutex::new(HashMap::new()),
@@ -1134,7 +1205,7 @@ impl Engine {
             return Err(Error::StaleHandle);
         }
         let addr = self.insert_addr(&name)?;
-        let r = Arc::new(Remote { node, id: ProcId { slot: id.slot, gen }, inc, tx_seq: AtomicU64::new(1), send_lock: Mutex::new(()), addr, dead: AtomicBool::new(false), windows: Mutex::new(HashMap::new()), probed_ns: AtomicU64::new(crate::wait::now_ns()), probing: AtomicBool::new(false), silent_since_ns: AtomicU64::new(0) });
+        let r = Arc::new(Remote { node, id: ProcId { slot: id.slot, gen }, inc, tx_seq: AtomicU64::new(1), send_lock: Mutex::new(()), addr, dead: AtomicBool::new(false), windows: Mutex::new(Windows::default()), probed_ns: AtomicU64::new(crate::wait::now_ns()), probing: AtomicBool::new(false), silent_since_ns: AtomicU64::new(0) });
         self.remotes.lock().unwrap_or_else(|e| e.into_inner()).insert((node, id.slot), r.clone());
         Ok(r)
     }
@@ -1229,12 +1300,15 @@ impl Engine {
     /// are injected (no completion); larger ones are owned by the send until its
     /// completion frees them.
     fn send(&self, addr: fi_addr_t, buf: Vec<u8>, seal: Seal<'_>) -> Result<()> {
-        self.send_within(addr, buf, None, true, seal)
+        self.send_within(addr, buf, None, true, false, seal)
     }
 
     /// [`Engine::send`] (of a request to `to`, if any); not `patient`: one attempt,
     /// `Again` when the provider has no room for it now (a connection being made, say).
-    fn send_within(&self, addr: fi_addr_t, mut buf: Vec<u8>, to: Option<Arc<Remote>>, patient: bool, seal: Seal<'_>) -> Result<()> {
+    /// `tracked`: sent with a completion even when short (never injected), so that a
+    /// failure to deliver it is learnt: `to` is then taken as dead at once.
+    #[allow(clippy::too_many_arguments)]
+    fn send_within(&self, addr: fi_addr_t, mut buf: Vec<u8>, to: Option<Arc<Remote>>, patient: bool, tracked: bool, seal: Seal<'_>) -> Result<()> {
         // libfabric's system calls are cancellation points: not to be unwound halfway.
         let _masked = crate::cancel::Masked::new();
         match crate::faults::message() {
@@ -1244,7 +1318,7 @@ impl Engine {
             crate::faults::Message::Late(d) => std::thread::sleep(d),
         }
         let deadline = Instant::now() + self.timeout;
-        if buf.len() <= self.inject_size {
+        if buf.len() <= self.inject_size && !tracked {
             loop {
                 // Sealed anew for each attempt, the number taken and the request posted
                 // under the target's send lock (a refused attempt leaves a gap).
@@ -1407,7 +1481,10 @@ impl Engine {
         }
         let call = Arc::new(Call::new(to, Vec::new(), piece));
         self.pending.lock().unwrap_or_else(|e| e.into_inner()).insert(req, call.clone());
-        if let Err(e) = self.send_within(to.addr, buf, Some(to.clone()), patient, Seal::Request(to)) {
+        // A revocation's holder may have exited: its send's failure says so at once,
+        // where an injected request would be waited for until the timeout.
+        let tracked = op == Op::Revoke;
+        if let Err(e) = self.send_within(to.addr, buf, Some(to.clone()), patient, tracked, Seal::Request(to)) {
             self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&req);
             if e == Error::Again {
                 if let Some(p) = &call.piece {
@@ -1578,6 +1655,9 @@ impl Engine {
         };
         if n != 1 || ee.op_context.is_null() {
             return;
+        }
+        if ee.flags & ofi::FI_RECV == 0 {
+            self.failed.fetch_add(1, Ordering::Relaxed);
         }
         if ee.op_context as usize & RMA_TAG != 0 {
             crate::sn_debug!("network engine", "RMA failed: {}", self.fi.lib.strerror(ee.err as i64));
@@ -1896,13 +1976,6 @@ impl Engine {
             return;
         };
         let src = PeerId { node: h.src_node, slot: h.src_slot, gen: h.src_gen, inc: h.src_inc };
-        if op == Op::Revoke {
-            let r = self.remotes.lock().unwrap_or_else(|e| e.into_inner()).get(&(h.src_node, h.src_slot)).cloned();
-            if let Some(r) = r.filter(|r| r.peer_id() == src) {
-                r.windows.lock().unwrap_or_else(|e| e.into_inner()).retain(|&(k, _), _| k != h.a);
-            }
-            return;
-        }
         if op == Op::Reply {
             let body = (h.len as usize).checked_add(HDR).and_then(|end| m.get(HDR..end)).unwrap_or(&[]);
             let call = {
@@ -1950,7 +2023,14 @@ impl Engine {
             return;
         }
         let from = sender.addr;
-        let served = if op == Op::Expose { self.expose(h.a, h.c, from, src) } else { serve(op, &h, body) };
+        let served = match op {
+            Op::Expose => self.expose(h.a, h.c, from, src),
+            Op::Revoke => match self.revoked(src, h.a, from, h.req) {
+                Some(()) => Ok(Vec::new()),
+                None => return, // answered when our RMA through the window is over
+            },
+            _ => serve(op, &h, body),
+        };
         let (status, data) = match served {
             Ok(d) => (0, d),
             Err(e) => (err_code(e), Vec::new()),
@@ -2248,6 +2328,12 @@ pub fn auth_drops() -> Option<[u64; 3]> {
     running().map(|e| std::array::from_fn(|i| e.drops[i].load(Ordering::Relaxed)))
 }
 
+/// How many of our sends and RMA operations the provider failed so far: the connection
+/// to a live peer was reset, or a peer died (SOFTNIC_NET_STATS prints it at exit).
+pub fn failed_completions() -> Option<u64> {
+    running().map(|e| e.failed.load(Ordering::Relaxed))
+}
+
 /// Our endpoint's name (provider address bytes), as published in the job's KVS.
 pub fn endpoint_name() -> Option<Vec<u8>> {
     running().map(|e| e.name.clone())
@@ -2268,7 +2354,8 @@ extern "C" fn send_deferred_at_exit() {
 extern "C" fn print_stats_at_exit() {
     if let Some(d) = auth_drops() {
         let rank = STATS_RANK.load(Ordering::Relaxed);
-        let line = format!("softnic network engine: rank {} dropped {} malformed, {} unauthenticated, {} replayed messages\n", rank, d[0], d[1], d[2]);
+        let failed = failed_completions().unwrap_or(0);
+        let line = format!("softnic network engine: rank {} dropped {} malformed, {} unauthenticated, {} replayed messages; {} sends or RMA operations failed\n", rank, d[0], d[1], d[2], failed);
         // SAFETY: writes our own bytes to stderr.
         unsafe { libc::write(2, line.as_ptr() as *const c_void, line.len()) };
     }
@@ -2427,6 +2514,75 @@ impl Engine {
         Ok([rkey, r.base, r.len, writable as u64].iter().flat_map(|w| w.to_le_bytes()).collect())
     }
 
+    /// Serves Op::Revoke of `who` (at `from`, request `req`): its registration `key` ended,
+    /// so its windows are dropped.  `Some` when no RMA of ours runs through them (the
+    /// answer goes now); else the answer is owed, and the last [`WindowUse`] to end
+    /// sends it ([`Engine::answer_revoke`]).
+    fn revoked(&self, who: PeerId, key: u64, from: fi_addr_t, req: u64) -> Option<()> {
+        let r = self.remotes.lock().unwrap_or_else(|e| e.into_inner()).get(&(who.node, who.slot)).cloned();
+        // No such peer known here: we hold none of its windows.
+        let Some(r) = r.filter(|r| r.peer_id() == who) else { return Some(()) };
+        let mut ws = r.windows.lock().unwrap_or_else(|e| e.into_inner());
+        ws.revocations += 1;
+        ws.by_key.retain(|&(k, _), _| k != key);
+        if ws.busy.get(&key).is_some_and(|&n| n > 0) {
+            ws.owed.push(OwedAnswer { key, to: from, req, who });
+            return None;
+        }
+        Some(())
+    }
+
+    /// Sends an answer to Op::Revoke that [`Engine::revoked`] held back.
+    fn answer_revoke(&self, o: OwedAnswer) {
+        let r = Hdr { magic: MAGIC, op: Op::Reply as u8, status: 0, req: o.req, src_node: self.node, src_slot: self.me.slot, src_gen: self.me.gen, src_inc: self.inc, ..Default::default() };
+        if let Err(e) = self.send(o.to, r.bytes().to_vec(), Seal::Reply(o.who)) {
+            crate::sn_debug!("network engine", "answer to a revocation of node {} slot {} lost: {}", o.who.node, o.who.slot, e);
+        }
+    }
+
+    /// Tells the holders of our registration `key`'s window that it ended (Op::Revoke).
+    /// With `wait`, returns once each has answered (its RMA through the window is over),
+    /// died, or stayed silent for the timeout (then taken as dead, as for any request);
+    /// else only sends the requests, whose answers then complete nobody.
+    fn revoke_at_holders(&'static self, key: u64, holders: &[(fi_addr_t, PeerId)], wait: bool) {
+        let mut asked = Vec::new();
+        for &(_, who) in holders {
+            let id = ProcId { slot: who.slot, gen: who.gen };
+            let r = if wait {
+                self.remote(who.node, id, 32).ok()
+            } else {
+                self.remotes.lock().unwrap_or_else(|e| e.into_inner()).get(&(who.node, who.slot)).cloned()
+            };
+            // Another process in that slot now, or none: nobody holds the window.
+            let Some(r) = r.filter(|r| r.peer_id() == who && !r.is_dead()) else { continue };
+            let polling = if wait { self.polling() } else { Polling(None) };
+            // Not patient: a holder that exited cannot be connected to, and the provider
+            // answers "try again" until the timeout (tcp;ofi_rxm).  A live holder's
+            // connection exists (it asked for the window over it).
+            let until = Instant::now() + REVOKE_PATIENCE;
+            loop {
+                let req = self.next_req.fetch_add(1, Ordering::Relaxed);
+                match self.issue_with(req, None, &r, Op::Revoke, key, 0, 0, &[], false) {
+                    Ok((req, call)) => asked.push((r, req, call, polling)),
+                    Err(Error::Again) if Instant::now() < until => {
+                        self.progress_once();
+                        continue;
+                    }
+                    Err(e) => crate::sn_debug!("network engine", "revocation of {:#x} not sent to node {} slot {}: {}", key, r.node, r.id.slot, e),
+                }
+                break;
+            }
+        }
+        if !wait {
+            return;
+        }
+        for (r, req, call, polling) in asked {
+            if let Err(e) = self.reply(&r, req, &call, polling) {
+                crate::sn_debug!("network engine", "revocation of {:#x} at node {} slot {}: {}", key, r.node, r.id.slot, e);
+            }
+        }
+    }
+
     /// The `n`th remote key we ask the provider for: a keyed PRF of `n`, so that keys
     /// never repeat in practice and a process outside the job cannot guess one (RMA is
     /// checked by the provider's key alone).  Cut to the provider's key size.
@@ -2471,12 +2627,22 @@ impl Engine {
     }
 
     /// `to`'s registration `key` as seen from protection domain `pd` (one Expose round trip
-    /// the first time).  A target without RMA gives an empty window, kept so that it is
-    /// not asked again; other errors are the target's validation, not kept.
-    fn window(&self, to: &Arc<Remote>, key: u64, pd: u64) -> Result<Window> {
-        if let Some(w) = to.windows.lock().unwrap_or_else(|e| e.into_inner()).get(&(key, pd)) {
-            return Ok(*w);
-        }
+    /// the first time), with a use of it counted (given back when the use is dropped).  A
+    /// target without RMA gives an empty window, kept so that it is not asked again;
+    /// other errors are the target's validation, not kept.  A window whose answer came
+    /// after a revocation from `to` is not kept nor used (`Unsupported`: requests then).
+    fn window(&self, to: &Arc<Remote>, key: u64, pd: u64) -> Result<(Window, WindowUse)> {
+        let use_of = |ws: &mut Windows| {
+            *ws.busy.entry(key).or_insert(0) += 1;
+            WindowUse { to: to.clone(), key }
+        };
+        let asked_at = {
+            let mut ws = to.windows.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(w) = ws.by_key.get(&(key, pd)).copied() {
+                return Ok((w, use_of(&mut ws)));
+            }
+            ws.revocations
+        };
         let w = match self.call(to, Op::Expose, key, 0, pd, &[]) {
             Ok(d) => {
                 let word = |i: usize| d.get(i * 8..i * 8 + 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))).ok_or(Error::Os(libc::EIO));
@@ -2485,21 +2651,26 @@ impl Engine {
             Err(Error::Unsupported) => Window { base: 0, len: 0, writable: false, rkey: 0 },
             Err(e) => return Err(e),
         };
-        to.windows.lock().unwrap_or_else(|e| e.into_inner()).insert((key, pd), w);
-        Ok(w)
+        let mut ws = to.windows.lock().unwrap_or_else(|e| e.into_inner());
+        if ws.revocations != asked_at {
+            return Err(Error::Unsupported);
+        }
+        ws.by_key.insert((key, pd), w);
+        Ok((w, use_of(&mut ws)))
     }
 
     /// Can `len` bytes at `addr` in `to`'s registration `key` go by RMA (asks for the
-    /// window if needed)?
-    fn rma_fits(&self, to: &Arc<Remote>, key: u64, addr: u64, len: usize, write: bool, pd: u64) -> Option<Window> {
+    /// window if needed)?  The window, with a use of it that the operation holds until
+    /// it is over.
+    fn rma_fits(&self, to: &Arc<Remote>, key: u64, addr: u64, len: usize, write: bool, pd: u64) -> Option<(Window, WindowUse)> {
         if !self.fi.rma || to.is_dead() {
             return None;
         }
         // Handle what has arrived: it may revoke the window.
         self.progress_once();
-        let w = self.window(to, key, pd).ok()?;
+        let (w, u) = self.window(to, key, pd).ok()?;
         let end = addr.checked_add(len as u64)?;
-        (addr >= w.base && end <= w.base.saturating_add(w.len) && (w.writable || !write)).then_some(w)
+        (addr >= w.base && end <= w.base.saturating_add(w.len) && (w.writable || !write)).then_some((w, u))
     }
 
     /// Moves the bytes of `io` to or from `addr` in `to`'s registration `key` by RMA.  Any
@@ -2508,7 +2679,7 @@ impl Engine {
     /// registration was closed) is asked for again.
     fn rma(&self, to: &Arc<Remote>, key: u64, addr: u64, mut io: Rma<'_>, pd: u64) -> Result<()> {
         let write = matches!(io, Rma::Write(_));
-        let w = self.rma_fits(to, key, addr, io.len(), write, pd).ok_or(Error::Unsupported)?;
+        let (w, _use) = self.rma_fits(to, key, addr, io.len(), write, pd).ok_or(Error::Unsupported)?;
         let mut done = 0;
         while done < io.len() {
             let n = (io.len() - done).min(self.max_rma);
@@ -2518,7 +2689,7 @@ impl Engine {
                 Rma::Read(d) => self.rma_one(to, &w, a, Rma::Read(&mut d[done..done + n])),
             };
             if let Err(e) = r {
-                to.windows.lock().unwrap_or_else(|e| e.into_inner()).remove(&(key, pd));
+                to.windows.lock().unwrap_or_else(|e| e.into_inner()).by_key.remove(&(key, pd));
                 return Err(e);
             }
             done += n;
@@ -2594,7 +2765,12 @@ impl Engine {
             return Ok(());
         }
         match self.rma_fits(to, key, addr, len, true, pd) {
-            Some(w) if len > 0 => {
+            Some((w, u)) if len > 0 => {
+                // The window's use ends with the operation (after its last piece arrived).
+                let done: Done = Box::new(move |r| {
+                    drop(u);
+                    done(r)
+                });
                 self.rma_async(to, &w, addr, len, Ok(src as usize), done);
                 Ok(())
             }
@@ -2654,7 +2830,11 @@ impl Engine {
             return Err(done);
         }
         match self.rma_fits(to, key, addr, dst_len, false, pd) {
-            Some(w) => {
+            Some((w, u)) => {
+                let done: Done = Box::new(move |r| {
+                    drop(u);
+                    done(r)
+                });
                 self.rma_async(to, &w, addr, dst_len, Err(dst as usize), done);
                 Ok(())
             }

@@ -24,6 +24,17 @@
 //!   was dropped and counted as such and its buffer untouched; then every rank puts and
 //!   gets as before.
 //!
+//! - `revoke` (meant for the network engine, two or more ranks): rank 0 registers a
+//!   control buffer and 16 target buffers; the other ranks' threads put 64 KiB (RMA) into
+//!   the lowest target still registered, going on to the next once it answers
+//!   `StaleHandle`, while another thread gets from the control buffer; meanwhile rank 0
+//!   ends the targets' registrations one by one.  Every put either lands or is
+//!   `StaleHandle`, every get succeeds, and no rank's provider failed a send or an RMA
+//!   operation (an RMA meeting a closed registration resets the connection: see
+//!   net::forget_registration).  Then the other ranks read the control buffer by RMA
+//!   (taking its window) and exit; rank 0 ends its registration after 0.5 s, in less
+//!   than half of `SOFTNIC_NET_TIMEOUT_MS` (an exited holder is not waited for).
+//!
 //! Exit 0 and one line `fabric-jobtest MODE: rank R ok` per rank on success.
 
 use softnic_fabric::atomic::{AmoOp, AmoWidth};
@@ -319,8 +330,9 @@ fn main() {
         "spin" => spin(rank, size),
         "service" => service(rank, size),
         "crash" => crash(rank, size, args.get(2).map(String::as_str).unwrap_or("")),
+        "revoke" => revoke(rank, size),
         "netauth" => netauth(rank, size, args.get(2).map(String::as_str).unwrap_or_else(|| die("usage", "netauth DIR"))),
-        _ => die("usage: fabric-jobtest ring|spin|service|crash segv|exit|abort|netauth DIR|attack DIR", mode),
+        _ => die("usage: fabric-jobtest ring|spin|service|revoke|crash segv|exit|abort|netauth DIR|attack DIR", mode),
     }
     println!("fabric-jobtest {mode}: rank {rank} ok");
 }
@@ -532,4 +544,112 @@ fn attack(dir: &str) {
     // Our endpoint (and connection) stays while the target counts what we sent.
     ep.linger(Duration::from_secs(2));
     println!("fabric-jobtest attack: sent {malformed} malformed, {forged} forged, {replayed} replayed messages");
+}
+
+/// See the module doc, `revoke`.
+fn revoke(rank: u32, size: u32) {
+    const TARGETS: usize = 16;
+    const LEN: usize = 64 << 10;
+    if size < 2 {
+        eprintln!("SKIP: revoke needs 2 ranks");
+        std::process::exit(77);
+    }
+    // The node fabric first (which starts the network engine in a job over several
+    // nodes), as every API's initialisation does: Peer::at tells peers apart by it.
+    ok!(node::get(), "node");
+    // Rank 0's card: its node and process id (as the network engine reaches it), then
+    // (key, address) of the control buffer and of each target.
+    let words = 3 + 2 * (1 + TARGETS);
+    let mut mine = vec![0u8; words * 8];
+    let mut bufs: Vec<Vec<u8>> = Vec::new();
+    let mut keys = Vec::new();
+    if rank == 0 {
+        let me = ok!(node::get(), "node").proc_id();
+        let mut w = vec![ok!(bootstrap::node_id(rank), "node_id") as u64, me.slot as u64, me.gen as u64];
+        for _ in 0..=TARGETS {
+            let b = vec![0u8; LEN];
+            let key = ok!(mem::register(b.as_ptr() as usize, b.len(), Access::ReadWrite, PD), "register");
+            w.extend([key.to_u64(), b.as_ptr() as u64]);
+            keys.push(key);
+            bufs.push(b);
+        }
+        for (i, x) in w.iter().enumerate() {
+            mine[i * 8..i * 8 + 8].copy_from_slice(&x.to_le_bytes());
+        }
+    }
+    let all = ok!(bootstrap::allgather(&mine), "allgather");
+    let w = |i: usize| u64::from_le_bytes(all[i * 8..i * 8 + 8].try_into().unwrap());
+    let at = |i: usize| (MemKey::from_u64(w(3 + 2 * i)), w(4 + 2 * i));
+    ok!(bootstrap::barrier(), "barrier");
+    if rank == 0 {
+        // The other ranks are putting into target 1 by now; end the targets' registrations
+        // in order, each while they put into it.
+        for key in &keys[1..] {
+            std::thread::sleep(Duration::from_millis(15));
+            ok!(mem::deregister(*key), "deregister");
+        }
+    } else {
+        let peer = ok!(Peer::at(w(0) as u32, registry::ProcId { slot: w(1) as u32, gen: w(2) as u32 }, 32), "Peer::at rank 0");
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let lowest = Arc::new(AtomicU64::new(1));
+        let landed = Arc::new(AtomicU64::new(0));
+        let mut threads = Vec::new();
+        for t in 0..2 {
+            let (peer, stop, lowest, landed) = (peer.clone(), stop.clone(), lowest.clone(), landed.clone());
+            let targets: Vec<(MemKey, u64)> = (1..=TARGETS).map(at).collect();
+            threads.push(std::thread::spawn(move || {
+                let src = vec![t as u8 + 1; LEN];
+                while !stop.load(Ordering::Acquire) {
+                    let i = lowest.load(Ordering::Acquire) as usize;
+                    if i > TARGETS {
+                        std::thread::sleep(Duration::from_millis(1));
+                        continue;
+                    }
+                    let (key, addr) = targets[i - 1];
+                    match rma::put(&peer, key, addr, &src, PD) {
+                        Ok(()) => {
+                            landed.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(softnic_fabric::Error::StaleHandle) => {
+                            let _ = lowest.compare_exchange(i as u64, i as u64 + 1, Ordering::AcqRel, Ordering::Acquire);
+                        }
+                        Err(e) => die(&format!("put into target {i}"), e),
+                    }
+                }
+            }));
+        }
+        let (ctl_key, ctl_addr) = at(0);
+        let mut gets = 0u64;
+        while lowest.load(Ordering::Acquire) as usize <= TARGETS {
+            let mut b = [0u8; 8];
+            ok!(rma::get(&peer, ctl_key, ctl_addr, &mut b, PD), "get from the control buffer");
+            gets += 1;
+        }
+        stop.store(true, Ordering::Release);
+        for t in threads {
+            ok!(t.join().map_err(|_| "panic"), "put thread");
+        }
+        eprintln!("fabric-jobtest revoke: rank {rank}: {} puts landed, {gets} gets", landed.load(Ordering::Relaxed));
+        // The control buffer's window, held by a process that exits.
+        let mut b = vec![0u8; LEN];
+        ok!(rma::get(&peer, ctl_key, ctl_addr, &mut b, PD), "get of the control buffer");
+    }
+    ok!(bootstrap::barrier(), "barrier");
+    if let Some(n) = softnic_fabric::net::failed_completions() {
+        if n != 0 {
+            die("sends or RMA operations the provider failed", n);
+        }
+    }
+    ok!(bootstrap::barrier(), "barrier");
+    if rank == 0 {
+        std::thread::sleep(Duration::from_millis(500));
+        let t = Instant::now();
+        ok!(mem::deregister(keys[0]), "deregister");
+        let limit = softnic_fabric::env::get_u64("SOFTNIC_NET_TIMEOUT_MS") / 2;
+        if t.elapsed() > Duration::from_millis(limit) {
+            die("ending a registration whose holders exited took (ms)", t.elapsed().as_millis());
+        }
+        eprintln!("fabric-jobtest revoke: ending a registration whose holders exited took {:.1} ms", t.elapsed().as_secs_f64() * 1e3);
+    }
+    drop(bufs);
 }
