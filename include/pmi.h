@@ -24,6 +24,11 @@
  *  - PMI_Abort ends every rank of the job (the launcher kills them) and does
  *    not return; the exit status of the job is exit_code.  As a singleton the
  *    process exits with exit_code.
+ *  - A process that exits without PMI_Finalize is finalized at exit when its
+ *    exit status is 0 (programs that never call it end cleanly, and a rank
+ *    that leaves early does not take the job down); with any other status it
+ *    is not, so the launcher ends the job, as MPICH's own client does with
+ *    hydra (snrun ends it either way).  [pmi_exit_*]
  *  - Threads: all calls are serialised by one process-wide lock; a thread
  *    blocked in PMI_Barrier delays other threads' PMI calls until it returns.
  *  - PMI_Barrier is also a full memory barrier.

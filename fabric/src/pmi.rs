@@ -1194,10 +1194,7 @@ fn ensure(st: &mut State) -> Result<&mut Client> {
         st.client = Some(c);
         CONNECTED_BY.store(std::process::id(), std::sync::atomic::Ordering::Relaxed);
         static AT_EXIT: std::sync::Once = std::sync::Once::new();
-        // SAFETY: registers a plain extern "C" fn with no captured state.
-        AT_EXIT.call_once(|| unsafe {
-            libc::atexit(finalize_at_exit);
-        });
+        AT_EXIT.call_once(register_finalize_at_exit);
     }
     Ok(st.client.as_mut().expect("client was just set"))
 }
@@ -1243,9 +1240,34 @@ pub fn finalize() -> Result<()> {
 
 /// Programs that never call PMI_Finalize (DMAPP samples, implicit starts) must
 /// still leave cleanly: hydra treats a PMI client that disconnects without
-/// `finalize` as a crash and kills the rest of the job.  try_lock: at exit the
-/// lock may be held (PMI_Abort exits while holding it; another thread may be in
-/// a barrier), and then we must not wait.
+/// `finalize` as a crash and kills the rest of the job.  But only when they exit
+/// with status 0: a rank that fails (`exit(1)` before PMI_Finalize) must end the
+/// job as it does under MPICH's own PMI client, not leave its partners waiting in
+/// a barrier for ever (hydra waits for every process once all have finalized).
+/// glibc's on_exit(3) tells the status; elsewhere every exit finalizes.
+fn register_finalize_at_exit() {
+    #[cfg(target_env = "gnu")]
+    {
+        extern "C" {
+            fn on_exit(f: extern "C" fn(libc::c_int, *mut libc::c_void), arg: *mut libc::c_void) -> libc::c_int;
+        }
+        extern "C" fn finalize_on_success(status: libc::c_int, _: *mut libc::c_void) {
+            if status == 0 {
+                finalize_at_exit();
+            }
+        }
+        // SAFETY: registers a plain extern "C" fn with no captured state.
+        unsafe { on_exit(finalize_on_success, std::ptr::null_mut()) };
+    }
+    #[cfg(not(target_env = "gnu"))]
+    // SAFETY: registers a plain extern "C" fn with no captured state.
+    unsafe {
+        libc::atexit(finalize_at_exit);
+    }
+}
+
+/// try_lock: at exit the lock may be held (PMI_Abort exits while holding it;
+/// another thread may be in a barrier), and then we must not wait.
 extern "C" fn finalize_at_exit() {
     if CONNECTED_BY.load(std::sync::atomic::Ordering::Relaxed) != std::process::id() {
         return;
