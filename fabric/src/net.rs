@@ -2543,9 +2543,9 @@ impl Engine {
     /// Tells the holders of our registration `key`'s window that it ended (Op::Revoke).
     /// With `wait`, returns once each has answered (its RMA through the window is over),
     /// died, or stayed silent for the timeout (then taken as dead, as for any request);
-    /// else only sends the requests, whose answers then complete nobody.
+    /// one holder after the other, each round trip polled for as [`Engine::call`] does.
+    /// Else only sends the requests, whose answers then complete nobody.
     fn revoke_at_holders(&'static self, key: u64, holders: &[(fi_addr_t, PeerId)], wait: bool) {
-        let mut asked = Vec::new();
         for &(_, who) in holders {
             let id = ProcId { slot: who.slot, gen: who.gen };
             let r = if wait {
@@ -2560,25 +2560,23 @@ impl Engine {
             // answers "try again" until the timeout (tcp;ofi_rxm).  A live holder's
             // connection exists (it asked for the window over it).
             let until = Instant::now() + REVOKE_PATIENCE;
-            loop {
+            let asked = loop {
                 let req = self.next_req.fetch_add(1, Ordering::Relaxed);
                 match self.issue_with(req, None, &r, Op::Revoke, key, 0, 0, &[], false) {
-                    Ok((req, call)) => asked.push((r, req, call, polling)),
                     Err(Error::Again) if Instant::now() < until => {
                         self.progress_once();
-                        continue;
                     }
-                    Err(e) => crate::sn_debug!("network engine", "revocation of {:#x} not sent to node {} slot {}: {}", key, r.node, r.id.slot, e),
+                    x => break x,
                 }
-                break;
-            }
-        }
-        if !wait {
-            return;
-        }
-        for (r, req, call, polling) in asked {
-            if let Err(e) = self.reply(&r, req, &call, polling) {
-                crate::sn_debug!("network engine", "revocation of {:#x} at node {} slot {}: {}", key, r.node, r.id.slot, e);
+            };
+            match asked {
+                Ok((req, call)) if wait => {
+                    if let Err(e) = self.reply(&r, req, &call, polling) {
+                        crate::sn_debug!("network engine", "revocation of {:#x} at node {} slot {}: {}", key, r.node, r.id.slot, e);
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => crate::sn_debug!("network engine", "revocation of {:#x} not sent to node {} slot {}: {}", key, r.node, r.id.slot, e),
             }
         }
     }
