@@ -22,7 +22,7 @@ use softnic_fabric::mem::{self, Access, CrayHandle, MemKey, RingLoc, SharedMem};
 use softnic_fabric::node::{self, PeerRef};
 use softnic_fabric::registry::ProcId;
 use softnic_fabric::atomic::{AmoOp, AmoWidth};
-use softnic_fabric::rma::{self, Peer, Pinned, PinnedRef, Region};
+use softnic_fabric::rma::{self, Peer, Pinned, PinnedRef, QuickPinned, Region};
 use softnic_fabric::{env, sn_debug, sn_warn, Error};
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
@@ -63,7 +63,9 @@ pub struct PeInfo {
     peer: OnceLock<Arc<Peer>>,
     lock_region: OnceLock<Region>,
     /// Its symmetric segments pinned, once first used (None: the fabric cannot pin them).
-    pins: [OnceLock<Option<Pinned>>; 2],
+    /// Quick pins: the rows each access re-checks are resolved to their addresses once,
+    /// so the quick paths' check is two loads deep instead of a walk from the peer.
+    pins: [OnceLock<Option<QuickPinned>>; 2],
 }
 
 /// Where a remote access goes (borrowed from the job: no reference count per access).
@@ -679,8 +681,7 @@ impl Job {
             return None;
         }
         // The pin holds the PE's peer (the one `peer_ref` gives: it was pinned through it).
-        let pin = info.pins[kind].get()?.as_ref()?;
-        let p = pin.check(pin.peer().live_quick()?).ok()?;
+        let p = info.pins[kind].get()?.as_ref()?.check_quick()?;
         Some((p, t.base + off))
     }
 
@@ -695,7 +696,7 @@ impl Job {
         let peer = self.peer_ref(pe)?;
         let key = MemKey::from_u64(t.key);
         let pin = match info.pins[kind].get() {
-            Some(p) => p.as_ref(),
+            Some(p) => p.as_ref().map(QuickPinned::pinned),
             None => self.pin(pe, kind, peer, key),
         };
         Ok(Remote { peer, key, addr: t.base + off, pin })
@@ -704,7 +705,7 @@ impl Job {
     /// Pins segment `kind` of PE `pe` at its first use.
     #[cold]
     fn pin(&self, pe: u32, kind: usize, peer: &Arc<Peer>, key: MemKey) -> Option<&Pinned> {
-        self.pes[pe as usize].pins[kind].get_or_init(|| Pinned::registration(peer, key, true, self.pd).ok()).as_ref()
+        self.pes[pe as usize].pins[kind].get_or_init(|| Pinned::registration(peer, key, true, self.pd).ok().map(QuickPinned::new)).as_ref().map(QuickPinned::pinned)
     }
 
     /// [`Job::resolve`] of a descriptor that is not one of ours: another PE's symmetric

@@ -18,7 +18,7 @@
 use crate::job::{live, Job, Remote};
 use crate::mutex::lock;
 use crate::types::*;
-use softnic_fabric::rma;
+use softnic_fabric::rma::{self, PinnedRef};
 use std::ffi::{c_int, c_void};
 
 /// Completion class of a call.
@@ -233,16 +233,10 @@ fn put_nbi(ta: *mut c_void, ts: *mut SegDesc, pe: Pe, sa: *mut c_void, n: u64, t
 /// changed nothing, in every other case; the general path then runs the call.
 #[inline(always)]
 fn put_quick(ta: *mut c_void, ts: *mut SegDesc, pe: Pe, sa: *mut c_void, n: u64, ty: c_int) -> bool {
-    use softnic_fabric::{check, faults, trace};
-    if !(trace::surely_off() && faults::surely_none() && check::surely_off()) || sa.is_null() {
+    if sa.is_null() {
         return false;
     }
-    let Some(job) = crate::job::live_quick() else { return false };
-    let len = match elem_size(ty).and_then(|s| n.checked_mul(s as u64)) {
-        Some(l @ (4 | 8)) => l,
-        _ => return false,
-    };
-    let Some((p, addr)) = job.pinned_quick(ta, ts, pe, len) else { return false };
+    let Some((p, addr, len)) = quick_word(ta, ts, pe, n, ty) else { return false };
     // Each width with its constant, so that store_word_at folds to its one store.
     // SAFETY (both reads): the caller's source buffer of nelems elements (len bytes, non-null).
     if len == 8 {
@@ -250,6 +244,27 @@ fn put_quick(ta: *mut c_void, ts: *mut SegDesc, pe: Pe, sa: *mut c_void, n: u64,
     } else {
         addr & 3 == 0 && p.store_word_at(addr, unsafe { (sa as *const u32).read_unaligned() } as u64, 4).is_ok()
     }
+}
+
+/// The remote word of a quick put or get ([`put_quick`], [`get_quick`]): every hook
+/// decided and off, the job live, `n` elements of `ty` making one DW or QW, and `addr` in
+/// one of our own symmetric descriptors at a PE whose segment is pinned and checked for
+/// this access.  The pin, the target's address and the length; None in every other case.
+/// Hooks are asked with `enabled`/`any`, which decide them: a program whose calls all took
+/// a quick path would otherwise leave one undecided and never come here.
+#[inline(always)]
+fn quick_word(addr: *mut c_void, seg: *mut SegDesc, pe: Pe, n: u64, ty: c_int) -> Option<(PinnedRef<'static>, u64, u64)> {
+    use softnic_fabric::{check, faults, trace};
+    if trace::enabled() || faults::any() || check::enabled() {
+        return None;
+    }
+    let job = crate::job::live_quick()?;
+    let len = match elem_size(ty).and_then(|s| n.checked_mul(s as u64)) {
+        Some(l @ (4 | 8)) => l,
+        _ => return None,
+    };
+    let (p, at) = job.pinned_quick(addr, seg, pe, len)?;
+    Some((p, at, len))
 }
 
 #[inline(always)]
@@ -339,6 +354,37 @@ const CHECK_RACE: u64 = 0xd0d0;
 
 #[inline(always)]
 fn get(mode: Mode, ta: *mut c_void, sa: *mut c_void, ss: *mut SegDesc, pe: Pe, n: u64, ty: c_int) -> R {
+    match mode {
+        Mode::Blocking if get_quick(ta, sa, ss, pe, n, ty) => return Ok(crate::progress::run_then(DMAPP_RC_SUCCESS)),
+        Mode::Nbi if get_quick(ta, sa, ss, pe, n, ty) => return Ok(DMAPP_RC_SUCCESS),
+        _ => {}
+    }
+    get_any(mode, ta, sa, ss, pe, n, ty)
+}
+
+/// The quick get, [`put_quick`]'s mirror: an aligned 4- or 8-byte word read with one
+/// atomic load through the pin (the general path copies the same bytes through the
+/// fabric's per-access validation).  True, the word read into `ta`; false, having changed
+/// nothing, in every other case (the general path then runs the call and gives its exact
+/// outcome).
+#[inline(always)]
+fn get_quick(ta: *mut c_void, sa: *mut c_void, ss: *mut SegDesc, pe: Pe, n: u64, ty: c_int) -> bool {
+    if ta.is_null() {
+        return false;
+    }
+    let Some((p, addr, len)) = quick_word(sa, ss, pe, n, ty) else { return false };
+    // Each width with its constant, so that load_word_at folds to its one load.
+    // SAFETY (both writes): the caller's target buffer of nelems elements (len bytes, non-null).
+    if len == 8 {
+        p.load_word_at(addr, 8).map(|v| unsafe { (ta as *mut u64).write_unaligned(v) }).is_ok()
+    } else {
+        p.load_word_at(addr, 4).map(|v| unsafe { (ta as *mut u32).write_unaligned(v as u32) }).is_ok()
+    }
+}
+
+/// The general path of every get (out of line: the quick path stays small).
+#[inline(never)]
+fn get_any(mode: Mode, ta: *mut c_void, sa: *mut c_void, ss: *mut SegDesc, pe: Pe, n: u64, ty: c_int) -> R {
     if softnic_fabric::trace::enabled() {
         return get_traced(mode, ta, sa, ss, pe, n, ty);
     }

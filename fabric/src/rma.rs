@@ -1195,6 +1195,21 @@ impl PinnedRef<'_> {
         Ok(())
     }
 
+    /// Loads the `n` (4 or 8) bytes at the owner's address `addr` with one atomic Acquire
+    /// load (the reading side of [`PinnedRef::store_word_at`]).
+    #[inline]
+    pub fn load_word_at(&self, addr: u64, n: usize) -> Result<u64> {
+        let p = self.at(self.offset_of(addr)?, n, n)?;
+        // SAFETY: aligned, inside the pinned range; other parties access it atomically.
+        unsafe {
+            match n {
+                4 => Ok((*(p as *const std::sync::atomic::AtomicU32)).load(Ordering::Acquire) as u64),
+                8 => Ok((*(p as *const AtomicU64)).load(Ordering::Acquire)),
+                _ => Err(Error::InvalidArg),
+            }
+        }
+    }
+
     /// Copies `src` to offset `off`.
     #[inline]
     pub fn put(&self, off: usize, src: &[u8]) -> Result<()> {
