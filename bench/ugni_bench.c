@@ -11,6 +11,7 @@
  *   rdma_put_bw         RDMA_PUT, window of 64 posts (fewer above 4 MiB), then
  *   rdma_get_bw         RDMA_GET  all their GLOBAL events reaped (4 KiB - 64 MiB)
  *   amo_fadd_lat        blocking-style AMO fetch-add (post, reap the event), 8 B
+ *   fma_get_lat         blocking-style FMA GET (post, reap the event), 8 B - 64 KiB
  *   put_msgrate         8 B FMA_PUTs, 64 outstanding, then reaped
  *   put_msgrate_silent  8 B FMA_PUTs in windows of 64: GNI_CQMODE_SILENT but the
  *                       last, whose one GLOBAL event completes the window (puts on an
@@ -388,6 +389,15 @@ static void op_cost(void)
     barrier();
 }
 
+/* fma_get_lat: an FMA GET of N bytes from the peer's window into our registered buffer,
+ * its GLOBAL event reaped (a blocking-style get). */
+static void fma_get_op(size_t size)
+{
+    fill(&desc[0], GNI_POST_FMA_GET, GNI_CQMODE_GLOBAL_EVENT, src + PAYOFF, peer_base + PAYOFF, size);
+    G(GNI_PostFma(ep, &desc[0]));
+    reap();
+}
+
 static void amo_fadd_lat(void)
 {
     int reps = bench_reps();
@@ -547,7 +557,7 @@ int main(int argc, char **argv)
 {
     if (argc != 2) {
         fprintf(stderr, "usage: ugni_bench fma_put_pingpong|fma_put_pingpong_prefilled|put_event_pingpong|smsg_pingpong|"
-                        "rdma_put_bw|rdma_get_bw|amo_fadd_lat|put_msgrate|put_msgrate_silent|mem_register|op_cost\n");
+                        "rdma_put_bw|rdma_get_bw|amo_fadd_lat|fma_get_lat|put_msgrate|put_msgrate_silent|mem_register|op_cost\n");
         return 2;
     }
     bench_name = argv[1];
@@ -567,6 +577,7 @@ int main(int argc, char **argv)
     } else if (!strcmp(b, "rdma_put_bw")) rdma_bw(b, GNI_POST_RDMA_PUT);
     else if (!strcmp(b, "rdma_get_bw")) rdma_bw(b, GNI_POST_RDMA_GET);
     else if (!strcmp(b, "amo_fadd_lat")) amo_fadd_lat();
+    else if (!strcmp(b, "fma_get_lat")) bench_op_lat_sizes(me, LIB, b, fma_get_op, barrier);
     else if (!strcmp(b, "put_msgrate")) put_rate(b, 0);
     else if (!strcmp(b, "put_msgrate_silent")) put_rate(b, 1);
     else if (!strcmp(b, "mem_register")) mem_register();

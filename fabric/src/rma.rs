@@ -1137,6 +1137,12 @@ impl PinnedRef<'_> {
         self.put(self.offset_of(addr)?, src)
     }
 
+    /// Copies the bytes at the owner's address `addr` into `dst`.
+    #[inline]
+    pub fn get_at(&self, addr: u64, dst: &mut [u8]) -> Result<()> {
+        self.get(self.offset_of(addr)?, dst)
+    }
+
     /// Does the pinned range hold `[addr, addr+n)` (owner's addresses)?
     #[inline]
     pub fn covers(&self, addr: u64, n: u64) -> bool {

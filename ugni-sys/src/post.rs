@@ -20,15 +20,16 @@
 //!   Both carry the EP's local_event data (digest CORRECTION: every event on the
 //!   initiator's CQ does; default the bound `remote_id`).
 //!
-//! **Pinned posts.**  A small FMA put, RDMA put or AMO (local memory addressed by virtual
-//! address; a REMOTE event only for puts, queued at the target registration's pinned
-//! notify ring) into a registration the endpoint has pinned (`Binding::pins`: one that
-//! missed twice recently, four per endpoint; for a fetching AMO or an RDMA source our own
-//! registration too) moves after the pins' few checks (`rma::Pinned`: registration generation,
-//! backing, bounds, alignment) instead of resolving the handles and validating them
-//! again, in [`pinned_post`] before the general checks.  Anything the pins cannot serve
-//! takes the general path, which gives the exact outcome (test:
-//! c-tests/ugni/data_put_pins.c).
+//! **Pinned posts.**  A small FMA put, RDMA put, AMO or FMA/RDMA get (local memory
+//! addressed by virtual address; a REMOTE event only for puts, queued at the target
+//! registration's pinned notify ring) into or from a registration the endpoint has pinned
+//! (`Binding::pins`: one that missed twice recently, four per endpoint; for a fetching
+//! AMO, an RDMA source or a get's destination our own registration too) moves after the
+//! pins' few checks (`rma::Pinned`: registration generation, backing, bounds, alignment)
+//! instead of resolving the handles and validating them again, in [`pinned_post`] before
+//! the general checks (gets: [`pinned_get`], first thing in the general path).  Anything
+//! the pins cannot serve takes the general path, which gives the exact outcome (tests:
+//! c-tests/ugni/data_put_pins.c, data_get_pinned.c).
 //!
 //! **Checks at post time** (the call's return code; nothing moves and no event is queued):
 //! NULL/invalid EP or descriptor, EP not bound, invalid `src_cq_hndl`, no CQ for a
@@ -344,6 +345,16 @@ fn local_bytes<'a>(addr: u64, n: u64) -> &'a [u8] {
     unsafe { std::slice::from_raw_parts(addr as *const u8, n as usize) }
 }
 
+/// `n` bytes of this process's memory at `addr`, to be written (empty when `n` is 0).
+fn local_bytes_mut<'a>(addr: u64, n: u64) -> &'a mut [u8] {
+    if n == 0 {
+        return &mut [];
+    }
+    // SAFETY: a get's destination checked at post time: inside a registration of ours
+    // pinned for writing (the CPU writes it, as the NIC does on the hardware).
+    unsafe { std::slice::from_raw_parts_mut(addr as *mut u8, n as usize) }
+}
+
 /// Queues the REMOTE event of a completed post at the target registration's dst CQ
 /// (best effort: a missing or full CQ drops it, as the hardware does).
 pub(crate) fn remote_event(peer: Live<'_>, key: MemKey, pd: u64, entry: u64) {
@@ -520,19 +531,11 @@ fn pinned_post(engine: Engine, ep: &Ep, desc: *mut gni_post_descriptor_t) -> Opt
         return None;
     }
     let want_event = mode & (MODE_LOCAL | MODE_GLOBAL) != 0;
-    let cq = ep.cq.as_deref();
-    if (want_event && cq.is_none()) || ep.nic.is_detached() {
-        return None;
-    }
+    let cq = quick_cq(ep, want_event)?;
     let words = [d.remote_mem_hndl.qword1, d.remote_mem_hndl.qword2];
     let st = ep.state();
     let b = st.binding.as_ref()?;
-    // What `Ep::route` would find: the cached route to the handle's owner, probed alive
-    // (by the pin's check below: its peer must be the route's).
-    let (owner, peer) = b.route.as_ref()?;
-    if CrayHandle::from_words([words[0] & !CrayHandle::KIND_BITS, words[1]]).owner != *owner {
-        return None;
-    }
+    let peer = routed(b, words)?;
     // One search for the target's pin and its notify ring; a REMOTE event needs the ring
     // looked up already (the general path does that).
     let (qpin, ring) = b.pins.find_with_ring(words, d.remote_addr, d.length)?;
@@ -621,6 +624,74 @@ fn pinned_post(engine: Engine, ep: &Ep, desc: *mut gni_post_descriptor_t) -> Opt
     Some(GNI_RC_SUCCESS)
 }
 
+/// [`pinned_post`] for an FMA or RDMA get (the engine's type, checked by the caller): the
+/// same steps, the data copied from the target's pin into our registration's, which must
+/// be pinned too (for writing, as `LocalMem::open` checks a destination).  What `decode`
+/// refuses (empty, not 4-byte aligned), DUAL events and the checker (which watches the
+/// destination) take the general path.  Tried first by `post_on`, not by `pinned_post`:
+/// a get's branch there, even one calling this function, made every put dearer (+13-18
+/// Ir: register pressure in `post_ep`'s frame).
+#[inline(never)]
+fn pinned_get(ep: &Ep, desc: *mut gni_post_descriptor_t) -> Option<gni_return_t> {
+    // SAFETY: the caller's descriptor (non-NULL), read field by field.
+    let d = unsafe { &*desc };
+    let (mode, lh, len, raddr, laddr) = (d.cq_mode, d.local_mem_hndl, d.length, d.remote_addr, d.local_addr);
+    if len == 0 || len > HOLD_MAX || (len | laddr | raddr) % 4 != 0 || laddr == 0 || softnic_fabric::check::enabled() {
+        return None;
+    }
+    if mode & !(MODE_LOCAL | MODE_GLOBAL) != 0 || mode == MODE_LOCAL | MODE_GLOBAL || !d.src_cq_hndl.is_null() || lh.qword1 & (memhandle::SEG_FLAG | memhandle::VMDH_FLAG) != 0 {
+        return None;
+    }
+    let want_event = mode != 0;
+    let cq = quick_cq(ep, want_event)?;
+    let words = [d.remote_mem_hndl.qword1, d.remote_mem_hndl.qword2];
+    let st = ep.state();
+    let b = st.binding.as_ref()?;
+    let peer = routed(b, words)?;
+    let qpin = b.pins.find_quick(words, raddr, len)?;
+    if !Arc::ptr_eq(qpin.pinned().peer(), peer) {
+        return None;
+    }
+    let r = qpin.check().ok()?;
+    let lpin = b.pins.find_quick([lh.qword1, lh.qword2], laddr, len)?;
+    if !r.covers(raddr, len) || !lpin.check().ok()?.covers(laddr, len) {
+        return None;
+    }
+    if want_event && cq.is_some_and(|cq| cq.slab_exhausted()) {
+        return None;
+    }
+    // SAFETY: GNI-owned fields of the caller's descriptor.
+    unsafe {
+        (*desc).status = 0;
+        (*desc).cq_mode_complete = 0;
+    }
+    // Checked above (both ranges): cannot fail.
+    let _ = r.get_at(raddr, local_bytes_mut(laddr, len));
+    let local_data = Ep::local_event(&st);
+    drop(st);
+    if let (true, Some(cq)) = (want_event, cq) {
+        cq.push_post(desc, Status::Ok, local_data);
+    }
+    Some(GNI_RC_SUCCESS)
+}
+
+/// The endpoint's CQ for a quick path's event (None inside when no event is wanted); None
+/// when the quick path cannot serve the post: an event with no CQ, a detached NIC.
+#[inline(always)]
+fn quick_cq(ep: &Ep, want_event: bool) -> Option<Option<&Cq>> {
+    let cq = ep.cq.as_deref();
+    ((!want_event || cq.is_some()) && !ep.nic.is_detached()).then_some(cq)
+}
+
+/// What `Ep::route` would find for handle words `words`: the cached route's peer when the
+/// handle's owner is the route's (probed alive by the pin's check that follows, whose
+/// peer must be this one).
+#[inline(always)]
+fn routed(b: &Binding, words: [u64; 2]) -> Option<&Arc<softnic_fabric::rma::Peer>> {
+    let (owner, peer) = b.route.as_ref()?;
+    (CrayHandle::from_words([words[0] & !CrayHandle::KIND_BITS, words[1]]).owner == *owner).then_some(peer)
+}
+
 /// The operations [`pinned_post`] serves.
 #[derive(Clone, Copy)]
 enum PinnedOp {
@@ -636,6 +707,13 @@ fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_d
     let api = engine.api();
     if desc.is_null() || ep.nic.is_detached() {
         return GNI_RC_INVALID_PARAM;
+    }
+    // Gets have their quick path here, not in `pinned_post` (see `pinned_get`).
+    // SAFETY: the caller's descriptor, non-NULL.
+    if !lost && matches!((engine, unsafe { (*desc).type_ }), (Engine::Fma, GNI_POST_FMA_GET) | (Engine::Rdma, GNI_POST_RDMA_GET)) {
+        if let Some(rc) = pinned_get(ep, desc) {
+            return rc;
+        }
     }
     // SAFETY: the caller's descriptor; we read it once and write only the fields GNI owns.
     let d: gni_post_descriptor_t = unsafe { std::ptr::read(desc) };
@@ -758,13 +836,14 @@ fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_d
             let event = want_remote.then(|| cqe::make(cqe::SRC_REMOTE, cqe::TYPE_POST, Status::Ok, 0, remote_data as u64));
             // A small put or AMO with no REMOTE event, from or into memory addressed by
             // virtual address: through the endpoint's pins when it has them.
-            let pinnable = !unlocked && matches!(local, LocalMem::Virtual(_)) && (matches!(op, Op::Put { .. }) || (event.is_none() && matches!(op, Op::Amo { flag: None, .. })));
+            let pinnable = !unlocked && matches!(local, LocalMem::Virtual(_)) && (matches!(op, Op::Put { .. }) || (event.is_none() && matches!(op, Op::Amo { flag: None, .. } | Op::Get { flag: None, .. })));
             let binding = || guard.as_ref().expect("held").binding.as_ref().expect("routed");
             // A REMOTE event needs the pinned ring looked up (the general path does that).
             let via_pin = match op {
                 _ if event.is_some() && binding().pins.ring(words, d.remote_addr, d.length).is_none() => None,
                 Op::Put { len, sync } if pinnable => put_pinned(binding(), words, &d, len, sync),
                 Op::Amo { amo, .. } if pinnable => amo_pinned(binding(), words, &d, amo),
+                Op::Get { len, .. } if pinnable => get_pinned(binding(), words, &d, len),
                 _ => None,
             };
             let r = if via_pin == Some(true) {
@@ -850,6 +929,24 @@ fn put_pinned(b: &Binding, words: [u64; 2], d: &gni_post_descriptor_t, len: u64,
         // Checked above: cannot fail.
         let _ = r.store_u64_at(faddr, fval);
     }
+    Some(true)
+}
+
+/// A get through the endpoint's pins (`Binding::pins`) of the target registration that
+/// handle words `words` name and of our registration its `local_mem_hndl` names (the
+/// destination).  Outcomes as [`put_pinned`]'s.
+#[inline]
+fn get_pinned(b: &Binding, words: [u64; 2], d: &gni_post_descriptor_t, len: u64) -> Option<bool> {
+    let pin = b.pins.find(words, d.remote_addr, len)?;
+    let (_, peer) = b.route.as_ref()?;
+    let r = pin.check(peer.live_probed().ok()?).ok()?;
+    let lpin = b.pins.find([d.local_mem_hndl.qword1, d.local_mem_hndl.qword2], d.local_addr, len)?;
+    let l = lpin.check(lpin.peer().live().ok()?).ok()?;
+    if !l.covers(d.local_addr, len) || !r.covers(d.remote_addr, len) {
+        return Some(false);
+    }
+    // Checked above: cannot fail.
+    let _ = r.get_at(d.remote_addr, local_bytes_mut(d.local_addr, len));
     Some(true)
 }
 
