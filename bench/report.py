@@ -221,6 +221,8 @@ BREAKDOWN = [
     ("uGNI", "fetch-add (its CQ event reaped)", [(1, "softnic-ugni", "amo_fadd_lat")], "amo_fadd_lat"),
     ("uGNI", "8 B FMA get, its CQ event reaped", [(1, "softnic-ugni", "fma_get_lat")], "fma_get_lat"),
     ("DMAPP", "8 B blocking get", [(1, "softnic-dmapp", "get_lat")], "get_lat"),
+    ("uTofu", "8 B get, its LCL_GET notice polled", [(1, "softnic-utofu", "get_lat")], "get_lat"),
+    ("Portals", "8 B get, its REPLY_END waited for", [(1, "softnic-portals", "get_lat")], "get_lat"),
     ("DMAPP", "fetch-add (blocking dmapp_afadd_qw)", [(1, "softnic-dmapp", "afadd_lat")], "afadd_lat"),
     ("uTofu", "fetch-add (ARMW, notices polled)", [(1, "softnic-utofu", "armw_fadd_lat")], "armw_fadd_lat"),
     ("MPICH", "fetch-and-op, flushed", [(1, "mpich", "fadd_lat")], "fadd_lat"),

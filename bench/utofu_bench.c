@@ -6,6 +6,8 @@
  *                  the same way; 8 B - 64 KiB; half the round trip
  *   armw_fadd_lat  utofu_armw8(ADD) with LOCAL_MRQ_NOTICE, waiting for the notice that
  *                  carries the old value: a blocking fetch-and-add, 8 B
+ *   get_lat        utofu_get of N bytes with LOCAL_MRQ_NOTICE, waiting for that notice:
+ *                  a blocking get; 8 B - 64 KiB
  *   put_bw         64 utofu_put (fewer above 4 MiB; puts above 8 MiB are split in 8 MiB
  *                  pieces, max_putget_size being 16 MiB - 1), the last with
  *                  LOCAL_MRQ_NOTICE, then that notice; 4 KiB - 64 MiB
@@ -81,6 +83,16 @@ static void fadd_op(size_t size)
     drain_tcq();
 }
 
+/* get_lat: a get of N bytes from the peer's receive half into our send half, waiting for
+ * its LCL_GET notice (a blocking get). */
+static void get_op(size_t size)
+{
+    struct utofu_mrq_notice n;
+    U(utofu_get(vcq, peer, lcl, rmt + BENCH_MAX_BW, size, 0, UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE, NULL));
+    wait_notice(&n);
+    drain_tcq();
+}
+
 static long window_pos;
 static void bw_issue(size_t size, long j)
 {
@@ -108,7 +120,7 @@ int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     if (argc != 2) {
-        fprintf(stderr, "usage: utofu_bench put_pingpong|armw_fadd_lat|put_bw\n");
+        fprintf(stderr, "usage: utofu_bench put_pingpong|armw_fadd_lat|get_lat|put_bw\n");
         return 2;
     }
     bench_name = argv[1];
@@ -132,6 +144,8 @@ int main(int argc, char **argv)
     } else if (!strcmp(bench_name, "armw_fadd_lat")) {
         if (me == 0) bench_op_lat(LIB, "armw_fadd_lat", 8, fadd_op);
         MPI_Barrier(MPI_COMM_WORLD);
+    } else if (!strcmp(bench_name, "get_lat")) {
+        bench_op_lat_sizes(me, LIB, "get_lat", get_op, sync_all);
     } else if (!strcmp(bench_name, "put_bw")) {
         bench_bw_run(me, LIB, "put_bw", bw_issue, bw_complete, sync_all);
     } else {

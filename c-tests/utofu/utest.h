@@ -28,6 +28,17 @@ static inline int wait_tcq(utofu_vcq_hdl_t h, void **cb)
     return rc;
 }
 
+#ifdef MPI_VERSION
+/* MPI_Init, this rank and the job's size, and the rank failure messages name. */
+static inline void utest_mpi_init(int *argc, char ***argv, int *rank, int *n)
+{
+    MPI_Init(argc, argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, rank);
+    MPI_Comm_size(MPI_COMM_WORLD, n);
+    sntest_rank = *rank;
+}
+#endif
+
 /* Nothing more in either queue. */
 static inline void expect_empty(utofu_vcq_hdl_t h)
 {

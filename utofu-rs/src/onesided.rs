@@ -337,6 +337,25 @@ fn put_pinned(v: &Vcq, op: &Op, rid: u64, src: &[u8], pins: &[vcq::PutPin]) -> b
     ok
 }
 
+/// The get fast path, [`put_pinned`]'s mirror: a get from a region this VCQ has pinned,
+/// into `dst` (our registration, resolved and checked writable by the caller), its local
+/// notice queued as `run` queues it.  False, with nothing done, when it does not apply
+/// (remote notice wanted, no pin, a failed check, out of range) or the checker is on (it
+/// watches a get's destination and its races: `run` does that); the full path then runs.
+fn get_pinned(v: &Vcq, op: &Op, rid: u64, dst: &mut [u8], pins: &[vcq::PutPin]) -> bool {
+    if softnic_fabric::check::enabled() {
+        return false;
+    }
+    let Some((r, off)) = pin_for(op, rid, pins, false) else { return false };
+    if r.get(off, dst).is_err() {
+        return false;
+    }
+    if op.flags & UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE != 0 {
+        v.push_local(&notice(UTOFU_MRQ_TYPE_LCL_GET, 0, rid, op.edata, 0, end_of(op, op.lcl_stadd), end_of(op, op.rmt_stadd)));
+    }
+    true
+}
+
 /// The pin of `op`'s target region, checked for this use, and `op`'s offset in it; None
 /// when a remote notice is wanted (the full path queues it) or no valid pin is there.
 /// `quick` (the quick paths): also None when the peer's liveness needs a probe, which
@@ -457,6 +476,9 @@ fn run(v: &Vcq, op: &Op, q: &mut vcq::Queue) -> i32 {
     if op.kind.is_armw() && armw_pinned(v, op, rid, &q.pins, false) {
         return UTOFU_SUCCESS;
     }
+    if op.kind == Kind::Get && op.len > 0 && get_pinned(v, op, rid, dst, &q.pins) {
+        return UTOFU_SUCCESS;
+    }
     let t = match vcq::target_cached(&mut q.last, rid) {
         Ok(t) => t.clone(),
         Err(rc) => return mrq_err(rc),
@@ -472,16 +494,26 @@ fn run(v: &Vcq, op: &Op, q: &mut vcq::Queue) -> i32 {
         Err(rc) => return mrq_err(rc),
     };
     if let Some((key, base, len)) = landed.region {
-        if (matches!(op.kind, Kind::Put | Kind::PutPb) || op.kind.is_armw()) && !q.pins.iter().any(|p| p.rid == rid && p.tag == op.rmt_stadd >> 36) {
-            // Pin the region for the next puts (regions the fabric cannot pin stay unpinned).
-            if let Ok(pin) = softnic_fabric::rma::Pinned::new(&t.peer, key, base, len as usize, true, pd()) {
-                let e = vcq::PutPin { rid, tag: op.rmt_stadd >> 36, base, pin: softnic_fabric::rma::QuickPinned::new(pin) };
-                if q.pins.len() < PUT_PINS {
-                    q.pins.push(e);
-                } else {
-                    let i = q.next_pin % PUT_PINS;
-                    q.pins[i] = e;
-                    q.next_pin = q.next_pin.wrapping_add(1);
+        let tag = op.rmt_stadd >> 36;
+        let refused = Some((rid, tag, key.to_u64()));
+        if !q.pins.iter().any(|p| p.rid == rid && p.tag == tag) && !q.unpinnable.contains(&refused) {
+            // Pin the region for the next puts, gets and ARMWs.  One the fabric cannot pin
+            // (several backings, fallback memory, read-only) is remembered as such.
+            match softnic_fabric::rma::Pinned::new(&t.peer, key, base, len as usize, true, pd()) {
+                Ok(pin) => {
+                    let e = vcq::PutPin { rid, tag, base, pin: softnic_fabric::rma::QuickPinned::new(pin) };
+                    if q.pins.len() < PUT_PINS {
+                        q.pins.push(e);
+                    } else {
+                        let i = q.next_pin % PUT_PINS;
+                        q.pins[i] = e;
+                        q.next_pin = q.next_pin.wrapping_add(1);
+                    }
+                }
+                Err(_) => {
+                    let i = q.next_unpinnable % 2;
+                    q.unpinnable[i] = refused;
+                    q.next_unpinnable = q.next_unpinnable.wrapping_add(1);
                 }
             }
         }
@@ -1009,6 +1041,50 @@ fn put_quick(v: &Vcq, op: Op, cbdata: usize) -> UResult<()> {
     Ok(())
 }
 
+/// The start of one get: the quick path ([`get_quick`]) inlined into `utofu_get`, as
+/// [`start_put`] for puts.
+#[inline(always)]
+fn start_get(h: usize, build: impl FnOnce(&Vcq) -> UResult<Op>, cbdata: *mut c_void) -> i32 {
+    let r = vcq::get(h).and_then(|v| get_quick(v, build(v)?, cbdata as usize));
+    done("utofu_get", r)
+}
+
+/// [`exec`] of one get, specialised as [`put_quick`] is for puts: with no hook on (the
+/// checker neither: it watches a get's destination), no remote notice and a non-empty
+/// length, the local STADD resolved to a writable registration of ours (as `run` does)
+/// and the data copied from the pin of the target region, its local notice queued as
+/// `run` queues it, under the same TCQ lock and TOQ accounting.  Anything else (a local
+/// STADD that does not resolve or is read-only, no pin, a failed pin check): `exec` from
+/// the start, which reports the exact outcome (nothing was done here then).
+#[inline(always)]
+fn get_quick(v: &Vcq, op: Op, cbdata: usize) -> UResult<()> {
+    use softnic_fabric::{check, faults, trace};
+    if op.len == 0 || op.flags & UTOFU_ONESIDED_FLAG_REMOTE_MRQ_NOTICE != 0 || trace::enabled() || faults::any() || check::enabled() {
+        return exec1(v, op, cbdata);
+    }
+    let mut q = v.tcq.lock();
+    if q.tcq.len() + v.silent_pending() + 1 > TOQ_DEPTH {
+        return Err(UTOFU_ERR_BUSY);
+    }
+    let rid = canonical(op.rmt);
+    let got = match stadd::resolve_inline(v.blk(), op.lcl_stadd, op.len) {
+        Ok((row, a)) if !row.readonly => pin_for(&op, rid, &q.pins, true).is_some_and(|(r, off)| {
+            // SAFETY: our live registration, writable (checked), which stays mapped (as in run).
+            r.get(off, unsafe { std::slice::from_raw_parts_mut(a as *mut u8, op.len) }).is_ok()
+        }),
+        _ => false,
+    };
+    if !got {
+        drop(q);
+        return exec1(v, op, cbdata);
+    }
+    if op.flags & UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE != 0 {
+        v.push_local_unhooked(&notice(UTOFU_MRQ_TYPE_LCL_GET, 0, rid, op.edata, 0, end_of(&op, op.lcl_stadd), end_of(&op, op.rmt_stadd)));
+    }
+    complete_quick(v, &mut q, op, cbdata);
+    Ok(())
+}
+
 /// [`put_pinned`] for [`put_quick`]: inlined, and its local notice pushed without the
 /// SOFTNIC_FAULTS test (the quick path runs only without fault rules).
 #[inline(always)]
@@ -1125,7 +1201,7 @@ pub extern "C" fn utofu_put_piggyback8(h: usize, rmt: u64, data: u64, rmts: u64,
 
 #[no_mangle]
 pub extern "C" fn utofu_get(h: usize, rmt: u64, lcl: u64, rmts: u64, len: usize, edata: u64, flags: u64, cbdata: *mut c_void) -> i32 {
-    start1("utofu_get", h, transfer1(Kind::Get, rmt, lcl, rmts, len, edata, flags), cbdata)
+    start_get(h, |_| transfer1(Kind::Get, rmt, lcl, rmts, len, edata, flags), cbdata)
 }
 
 #[no_mangle]

@@ -208,6 +208,11 @@ pub struct Queue {
     /// Remote regions this VCQ put into lately, pinned (see onesided's put fast path).
     pub pins: Vec<PutPin>,
     pub next_pin: usize,
+    /// The last regions (target VCQ id, tag, registration key) the fabric could not pin
+    /// (several backings, fallback memory): not tried again at each operation, where a
+    /// failed try costs a walk over the region's pages.
+    pub unpinnable: [Option<(u64, u64, u64)>; 2],
+    pub next_unpinnable: usize,
 }
 
 /// A remote STADD region pinned for puts: (target VCQ id, the STADD without its
