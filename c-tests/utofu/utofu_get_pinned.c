@@ -1,8 +1,9 @@
 /* Gets through the VCQ's pin of the target region (a get's quick path, issue 25), as an
  * MPI program exchanges ids and STADDs: after a first get from the right neighbour's
  * region, gets of 1 B to 64 KiB at several offsets land exactly (guards untouched) with
- * their LCL_GET notice (both ends of the notice right) or TCQ entry; a read-only
- * destination still gets the general path's MRQ error; a get from a region its owner
+ * their LCL_GET notice (both ends of the notice right) or TCQ entry; piggyback puts of
+ * 1-8 and 32 bytes land exactly through the same pin; a read-only destination still
+ * gets the general path's MRQ error; a get from a region its owner
  * deregistered fails with MRQ_RMT_MEMORY and moves nothing; a get of the owner's new
  * registration then works.  Usage: utofu_get_pinned. */
 #include <mpi.h>
@@ -74,6 +75,38 @@ int main(int argc, char **argv)
             get_ok(rid, rwin, right, 0, offs[o], sizes[s], 1);
             get_ok(me, s_win, rank, 0, offs[o], sizes[s], 0);                    /* ourselves */
         }
+
+    /* Piggyback puts of 1-8 bytes (and utofu_put_piggyback's 32) through the same pin,
+     * their LCL_PUT notices exact; the neighbour checks the bytes after a barrier. */
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int i = 0; i < 64; i++) {
+        size_t len = 1 + (size_t)i % 8;
+        uint64_t v = 0x0102030405060708ULL * (uint64_t)(rank + 1) + (uint64_t)i;
+        UCHECK(utofu_put_piggyback8(h, rid, v, rwin + 16 * (size_t)i, len, 9, UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE, NULL));
+        struct utofu_mrq_notice pn;
+        UCHECK(wait_mrq(h, &pn));
+        CHECK_EQ(pn.notice_type, UTOFU_MRQ_TYPE_LCL_PUT);
+        CHECK(pn.rmt_stadd == rwin + 16 * (size_t)i + len);
+    }
+    uint8_t pb[32];
+    for (int i = 0; i < 32; i++) pb[i] = (uint8_t)(0xc0 + rank + i);
+    UCHECK(utofu_put_piggyback(h, rid, pb, rwin + 2048, 32, 0, UTOFU_ONESIDED_FLAG_TCQ_NOTICE, NULL));
+    void *pcb;
+    UCHECK(wait_tcq(h, &pcb));
+    expect_empty(h);
+    MPI_Barrier(MPI_COMM_WORLD);
+    int left = (rank + n - 1) % n;
+    for (int i = 0; i < 64; i++) {
+        size_t len = 1 + (size_t)i % 8;
+        uint64_t v = 0x0102030405060708ULL * (uint64_t)(left + 1) + (uint64_t)i;
+        for (size_t b = 0; b < 16; b++) {
+            uint8_t want = b < len ? (uint8_t)(v >> (8 * b)) : pat(rank, 0, 16 * (size_t)i + b);
+            if (win[16 * i + b] != want) SN_FAIL("piggyback %d: byte %zu is %d, want %d", i, b, win[16 * i + b], want);
+        }
+    }
+    for (int i = 0; i < 32; i++) CHECK_EQ(win[2048 + i], (uint8_t)(0xc0 + left + i));
+    for (size_t i = 0; i < WIN; i++) win[i] = pat(rank, 0, i);
+    MPI_Barrier(MPI_COMM_WORLD);
 
     /* A read-only destination: the general path's MRQ error, nothing written. */
     struct utofu_mrq_notice no;

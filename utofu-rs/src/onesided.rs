@@ -1020,6 +1020,22 @@ fn start_put(h: usize, build: impl FnOnce(&Vcq) -> UResult<Op>, cbdata: *mut c_v
 /// from the start and reports the exact outcome (nothing was done here then).
 #[inline(always)]
 fn put_quick(v: &Vcq, op: Op, cbdata: usize) -> UResult<()> {
+    // SAFETY (of the pointer's use): inside a live registration of ours (checked), which
+    // stays mapped (as in run).
+    put_quick_from(v, op, cbdata, |op| stadd::resolve_inline(v.blk(), op.lcl_stadd, op.len).ok().map(|(_, a)| a as *const u8))
+}
+
+/// [`put_quick`] of a piggyback put (`utofu_put_piggyback`, `_piggyback8`): its bytes are
+/// in the operation itself.
+#[inline(always)]
+fn put_pb_quick(v: &Vcq, op: Op, cbdata: usize) -> UResult<()> {
+    put_quick_from(v, op, cbdata, |op| Some(op.pb.as_ptr()))
+}
+
+/// The quick put of [`put_quick`] and [`put_pb_quick`]: `source` gives where the
+/// operation's `len` bytes are (None: `exec` from the start).
+#[inline(always)]
+fn put_quick_from(v: &Vcq, op: Op, cbdata: usize, source: impl FnOnce(&Op) -> Option<*const u8>) -> UResult<()> {
     if op.len == 0 || op.flags & UTOFU_ONESIDED_FLAG_REMOTE_MRQ_NOTICE != 0 || softnic_fabric::trace::enabled() || softnic_fabric::faults::any() {
         return exec1(v, op, cbdata);
     }
@@ -1027,18 +1043,25 @@ fn put_quick(v: &Vcq, op: Op, cbdata: usize) -> UResult<()> {
     if q.tcq.len() + v.silent_pending() + 1 > TOQ_DEPTH {
         return Err(UTOFU_ERR_BUSY);
     }
-    let Ok((_, a)) = stadd::resolve_inline(v.blk(), op.lcl_stadd, op.len) else {
+    let Some(a) = source(&op) else {
         drop(q);
         return exec1(v, op, cbdata);
     };
-    // SAFETY: inside a live registration of ours (checked), which stays mapped (as in run).
-    let src = unsafe { std::slice::from_raw_parts(a as *const u8, op.len) };
+    // SAFETY: `len` bytes the caller's `source` vouched for.
+    let src = unsafe { std::slice::from_raw_parts(a, op.len) };
     if !put_pinned_quick(v, &op, canonical(op.rmt), src, &q.pins) {
         drop(q);
         return exec1(v, op, cbdata);
     }
     complete_quick(v, &mut q, op, cbdata);
     Ok(())
+}
+
+/// The start of one piggyback put: [`start1`] with the quick path ([`put_pb_quick`]).
+#[inline(always)]
+fn start_pb(func: &'static str, h: usize, op: UResult<Op>, cbdata: *mut c_void) -> i32 {
+    let r = vcq::get(h).and_then(|v| put_pb_quick(v, op?, cbdata as usize));
+    done(func, r)
 }
 
 /// The start of one get: the quick path ([`get_quick`]) inlined into `utofu_get`, as
@@ -1189,14 +1212,14 @@ pub extern "C" fn utofu_put_stride_gap(h: usize, rmt: u64, lcl: u64, rmts: u64, 
 pub unsafe extern "C" fn utofu_put_piggyback(h: usize, rmt: u64, data: *mut c_void, rmts: u64, len: usize, edata: u64, flags: u64, cbdata: *mut c_void) -> i32 {
     // SAFETY: the caller's buffer of `len` bytes.
     let op = unsafe { pb_bytes(data, len) }.and_then(|d| piggyback(rmt, d, rmts, edata, flags));
-    start1("utofu_put_piggyback", h, op, cbdata)
+    start_pb("utofu_put_piggyback", h, op, cbdata)
 }
 
 #[no_mangle]
 pub extern "C" fn utofu_put_piggyback8(h: usize, rmt: u64, data: u64, rmts: u64, len: usize, edata: u64, flags: u64, cbdata: *mut c_void) -> i32 {
     // The low-order bytes of the value (little-endian: its first bytes in memory).
     let op = if len > 8 { Err(UTOFU_ERR_INVALID_SIZE) } else { piggyback(rmt, &data.to_le_bytes()[..len], rmts, edata, flags) };
-    start1("utofu_put_piggyback8", h, op, cbdata)
+    start_pb("utofu_put_piggyback8", h, op, cbdata)
 }
 
 #[no_mangle]
