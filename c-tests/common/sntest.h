@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
+#include <sys/mman.h>
 
 static int sntest_rank = -1;
 
@@ -26,6 +28,19 @@ static int sntest_rank = -1;
 static inline __attribute__((unused)) int sn_fault_hits(int i, int after, int every)
 {
     return every > 0 && i >= after && (i - after) % every == 0;
+}
+
+/* `len` bytes of fresh anonymous memory with an aligned GiB `before` bytes in: a buffer
+ * that lies in two of the library's block backings (one per aligned GiB). */
+static inline uint8_t *sn_straddling_gib(size_t len, size_t before)
+{
+    const uintptr_t G = (uintptr_t)1 << 30;
+    uint8_t *r = mmap(NULL, 3 * G, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    CHECK(r != MAP_FAILED);
+    uintptr_t b = ((uintptr_t)r + G) & ~(G - 1);
+    uint8_t *p = mmap((void *)(b - before), len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    CHECK(p == (uint8_t *)(b - before));
+    return p;
 }
 
 #endif

@@ -7,7 +7,6 @@
  * other memory.  Every byte is checked where it landed.  2 ranks: rank 1 is the target,
  * rank 0 the initiator. */
 #include <pmi.h>
-#include <sys/mman.h>
 #include "ptest.h"
 
 #define LEN (1u << 20)
@@ -16,18 +15,6 @@
  * MD's (an offset taken from the MD's start instead of the window's lands elsewhere). */
 #define MID ((512u << 10) - 4096)
 #define PT 5
-
-/* `len` bytes of fresh anonymous memory with a 1 GiB boundary `before` bytes in. */
-static uint8_t *straddling(size_t len, size_t before)
-{
-    const uintptr_t G = (uintptr_t)1 << 30;
-    uint8_t *r = mmap(NULL, 3 * G, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    CHECK(r != MAP_FAILED);
-    uintptr_t b = ((uintptr_t)r + G) & ~(G - 1);
-    uint8_t *p = mmap((void *)(b - before), len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-    CHECK(p == (uint8_t *)(b - before));
-    return p;
-}
 
 /* The byte at `off` of the `round`-th fill. */
 static uint8_t pat(size_t off, int round) { return (uint8_t)(off * 131u + (off >> 9) + round * 17u + 1u); }
@@ -39,7 +26,7 @@ int main(void)
     if (j.n != 2) SN_FAIL("needs 2 ranks");
     ptl_process_id_t peer;
     PCHECK(PtlGetRankId(j.ni, 1 - j.rank, &peer));
-    uint8_t *buf = straddling(LEN, MID), *buf2 = aligned_alloc(4096, LEN);
+    uint8_t *buf = sn_straddling_gib(LEN, MID), *buf2 = aligned_alloc(4096, LEN);
     CHECK(buf && buf2);
     memset(buf, 0, LEN);
     memset(buf2, 0, LEN);

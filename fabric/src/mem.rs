@@ -657,6 +657,8 @@ fn publish_backing(ctl: Ctl, st: &mut State, b: Backing) -> Result<(u32, u32)> {
     e.ino.store(b.ino, Ordering::Relaxed);
     // Release: a peer that sees LIVE sees the fields above.
     e.state.store(LIVE, Ordering::Release);
+    // Peers read their index of the table again (rma::Peer::find_backing).
+    ctl.invalidated();
     let gen = e.gen.load(Ordering::Relaxed);
     st.backs[idx] = Some(b);
     Ok((idx as u32, gen))
@@ -668,6 +670,7 @@ fn detach_backing(ctl: Ctl, st: &mut State, idx: u32) {
     let Some(b) = st.backs[idx as usize].as_mut() else { return };
     b.attached = false;
     e.state.store(DETACHED, Ordering::Release);
+    ctl.invalidated();
     if b.refs == 0 {
         release_backing(ctl, st, idx);
     }
@@ -691,6 +694,7 @@ fn release_backing(ctl: Ctl, st: &mut State, idx: u32) {
     // Generation first: a peer that re-checks after reading sees the change.
     e.gen.fetch_add(1, Ordering::Release);
     e.state.store(FREE, Ordering::Release);
+    ctl.invalidated();
     st.backs[idx as usize] = None; // closes the memfd
 }
 
@@ -792,6 +796,7 @@ fn sweep(ctl: Ctl, st: &mut State, idle: bool) -> Result<()> {
             node::debug(&format!("block backing {} retired: {} range(s) moved, {} lost", i, elsewhere.len(), lost.len()));
             b.attached = false;
             ctl.back(i).expect("in range").state.store(DETACHED, Ordering::Release);
+            ctl.invalidated();
         }
         if b.attached {
             for &(s, e) in &lost {
@@ -2170,6 +2175,7 @@ pub fn deregister(key: MemKey) -> Result<()> {
     // keep registration generations odd: an all-zero handle never validates.
     e.gen.fetch_add(2, Ordering::Release);
     e.state.store(FREE, Ordering::Release);
+    ctl.invalidated();
     let backs = std::mem::take(&mut st.reg_backs[key.index as usize]);
     for b in backs {
         unref_backing(ctl, &mut st, b);

@@ -24,8 +24,9 @@ use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 
 pub const CTL_MAGIC: u64 = 0x5346_4e43_544c_0001; // "SFNCTL" + layout 1
 /// Layout version: 2 added `RegEntry::notify` (uGNI dst_cq of a registration); 3 added
-/// the registry id and the node address to the header; 4 the life lock at [`LIFE_OFF`].
-pub const CTL_VERSION: u32 = 4;
+/// the registry id and the node address to the header; 4 the life lock at [`LIFE_OFF`];
+/// 5 the invalidation count at [`INVAL_OFF`].
+pub const CTL_VERSION: u32 = 5;
 /// Registration-table rows per process.
 pub const NREG: usize = 4096;
 /// Backing-table rows per process.
@@ -117,6 +118,17 @@ pub const CTL_LEN: usize = BACK_OFF + NBACK * 64;
 const _: () = assert!(REG_OFF % 4096 == 0 && BACK_OFF % 4096 == 0);
 const _: () = assert!(LIFE_OFF + std::mem::size_of::<libc::pthread_mutex_t>() <= REG_OFF);
 
+/// The **invalidation count** (a u64): the owner adds one after each change that can end
+/// the validity of a pin of its memory or move where peers find an address (a
+/// registration ended; a backing row published, detached or freed), once the rows show
+/// the change.  A peer that found a pin's rows valid while the count read N need not read
+/// them again while it still reads N ([`crate::rma::QuickPinned`]); its index of the
+/// backing rows is good while the count reads the same (`rma::Peer::find_backing`).  On the
+/// life lock's line, which peers read on every operation anyway: the per-operation check
+/// is one line, not three (life lock, registration row, backing row).
+pub(crate) const INVAL_OFF: usize = LIFE_OFF + 48;
+const _: () = assert!(LIFE_OFF + std::mem::size_of::<libc::pthread_mutex_t>() <= INVAL_OFF && INVAL_OFF % 8 == 0 && INVAL_OFF + 8 <= LIFE_OFF + 64);
+
 /// A view of a control segment (ours or a peer's).
 #[derive(Clone, Copy)]
 pub(crate) struct Ctl {
@@ -149,6 +161,21 @@ impl Ctl {
         // written by the owner's C library and the kernel, so it is read atomically.
         let w = unsafe { (*(self.base.add(LIFE_OFF) as *const AtomicU32)).load(Ordering::Relaxed) };
         w & FUTEX_OWNER_DIED == 0 && w & FUTEX_TID_MASK != 0
+    }
+
+    /// The invalidation count (see [`INVAL_OFF`]).
+    #[inline(always)]
+    pub fn invalidations(&self) -> &AtomicU64 {
+        // SAFETY: INVAL_OFF is inside the mapped control segment, 8-aligned (asserted); the
+        // word is only accessed atomically.
+        unsafe { &*(self.base.add(INVAL_OFF) as *const AtomicU64) }
+    }
+
+    /// Counts a change that may have ended a pin's validity (see [`INVAL_OFF`]); called
+    /// after the rows show it.
+    pub fn invalidated(&self) {
+        // Release: a peer that reads the new count sees the rows' change.
+        self.invalidations().fetch_add(1, Ordering::Release);
     }
 
     pub fn check(&self, pid: i32, starttime: u64) -> Result<()> {

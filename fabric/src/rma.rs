@@ -74,6 +74,19 @@ struct Backs {
     maps: Vec<Option<Mapping>>,
     /// Every `Cached` ever published (small; kept until the Peer goes).
     owned: Vec<Box<Cached>>,
+    /// The rows of the peer's backing table that are not FREE, in row order, as they were
+    /// when its invalidation count read `index_count` ([`Peer::find_backing`]).
+    index: Vec<BackRow>,
+    index_count: Option<u64>,
+}
+
+/// A backing row as [`Peer::find_backing`] needs it.
+#[derive(Clone, Copy)]
+struct BackRow {
+    base: u64,
+    len: u64,
+    row: u32,
+    live: bool,
 }
 
 /// A resolved other process (or this one).
@@ -533,24 +546,33 @@ impl Peer {
     /// registers a range in pieces only where this finds each piece's backing (see
     /// `mem::register`).
     fn find_backing(&self, addr: u64) -> Result<u32> {
+        // The table changes only with the owner's invalidation count (it counts every
+        // backing row published, detached or freed): the rows in use are read again when
+        // the count moved, not at every lookup (a scan of all NBACK rows, ~10k
+        // instructions, paid by every small access to a registration spanning several
+        // backings).  Acquire: pairs with the owner's count, after its row stores.
+        let n = self.ctl.invalidations().load(Ordering::Acquire);
+        let mut c = self.backs.lock().unwrap_or_else(|e| e.into_inner());
+        if c.index_count != Some(n) {
+            c.index.clear();
+            for i in 0..node::NBACK {
+                let e = self.ctl.back(i).expect("in range");
+                let st = e.state.load(Ordering::Acquire);
+                if st != FREE {
+                    c.index.push(BackRow { base: e.base.load(Ordering::Relaxed), len: e.len.load(Ordering::Relaxed), row: i as u32, live: st == LIVE });
+                }
+            }
+            c.index_count = Some(n);
+        }
+        // The narrowest live row spanning `addr` (the first of equal ones), else the last
+        // detached one: what the owner expects its peers to find (mem.rs, peers_resolve).
         let mut live: Option<(u64, u32)> = None;
         let mut detached = None;
-        for i in 0..node::NBACK {
-            let e = self.ctl.back(i).expect("in range");
-            let st = e.state.load(Ordering::Acquire);
-            if st == FREE {
-                continue;
-            }
-            let b = e.base.load(Ordering::Relaxed);
-            let len = e.len.load(Ordering::Relaxed);
-            if b <= addr && addr < b + len {
-                if st == LIVE {
-                    if live.map_or(true, |(l, _)| len < l) {
-                        live = Some((len, i as u32));
-                    }
-                } else {
-                    detached = Some(i as u32);
-                }
+        for r in c.index.iter().filter(|r| r.base <= addr && addr - r.base < r.len) {
+            if !r.live {
+                detached = Some(r.row);
+            } else if live.map_or(true, |(l, _)| r.len < l) {
+                live = Some((r.len, r.row));
             }
         }
         live.map(|(_, i)| i).or(detached).ok_or(Error::StaleHandle)
@@ -1027,7 +1049,13 @@ pub struct QuickPinned {
     /// `Peer::site_valid` says).
     back: *const node::BackEntry,
     fast: *const AtomicPtr<Cached>,
+    /// The owner's invalidation count ([`node::INVAL_OFF`]) when the rows were last found
+    /// valid; `NOT_SEEN` before that.
+    seen: AtomicU64,
 }
+
+/// [`QuickPinned::seen`] before the first check (no count reaches it).
+const NOT_SEEN: u64 = u64::MAX;
 
 /// The backing row of a [`QuickPinned`] whose site's index is outside the tables: all
 /// zero, so FREE (a `BackEntry` is 64 bytes of atomics, `repr(C)`).
@@ -1053,7 +1081,7 @@ impl QuickPinned {
                 _ => (NO_BACK.0.as_ptr() as *const node::BackEntry, &NO_FAST as *const AtomicPtr<Cached>),
             };
         }
-        QuickPinned { ctl: peer.ctl, pin, reg, back, fast }
+        QuickPinned { ctl: peer.ctl, pin, reg, back, fast, seen: AtomicU64::new(NOT_SEEN) }
     }
 
     pub fn pinned(&self) -> &Pinned {
@@ -1067,7 +1095,7 @@ impl QuickPinned {
         if !self.surely_alive() {
             self.pin.peer.check_alive_slow()?;
         }
-        self.rows_valid()?;
+        self.rows_valid_since()?;
         Ok(PinnedRef(&self.pin))
     }
 
@@ -1076,7 +1104,7 @@ impl QuickPinned {
     /// path keeps its values in registers around it.
     #[inline(always)]
     pub fn check_quick(&self) -> Option<PinnedRef<'_>> {
-        (self.surely_alive() && self.rows_valid().is_ok()).then_some(PinnedRef(&self.pin))
+        (self.surely_alive() && self.rows_valid_since().is_ok()).then_some(PinnedRef(&self.pin))
     }
 
     /// [`Peer::surely_alive`] of the pinned peer.  A pin's peer is never reached through
@@ -1085,6 +1113,29 @@ impl QuickPinned {
     fn surely_alive(&self) -> bool {
         let peer = &*self.pin.peer;
         peer.is_self || (!peer.dead.load(Ordering::Relaxed) && !peer.life_lock_useless.load(Ordering::Relaxed) && self.ctl.surely_alive())
+    }
+
+    /// [`QuickPinned::rows_valid`], made only when the owner's invalidation count moved
+    /// since the rows were last found valid: nothing that can end the pin's validity
+    /// happened then (the owner counts after the rows show the change, so a count read
+    /// before the rows that still reads the same proves them unchanged).
+    #[inline(always)]
+    fn rows_valid_since(&self) -> Result<()> {
+        // Acquire: pairs with the owner's count (after its row stores).
+        let n = self.ctl.invalidations().load(Ordering::Acquire);
+        if n != self.seen.load(Ordering::Relaxed) {
+            self.rows_changed(n)?;
+        }
+        Ok(())
+    }
+
+    /// The rows checked again after the count moved to `n`; valid, `n` is remembered.
+    #[cold]
+    #[inline(never)]
+    fn rows_changed(&self, n: u64) -> Result<()> {
+        self.rows_valid()?;
+        self.seen.store(n, Ordering::Relaxed);
+        Ok(())
     }
 
     /// The row tests of [`Pinned::check`] (registration, then the site's backing).

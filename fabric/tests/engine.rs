@@ -636,6 +636,14 @@ fn quick_pins_check_what_pins_check() {
     q.check_quick().expect("a live peer's live registration").store_u64(8, 0x66).unwrap();
     assert_eq!(k.ok(&format!("peek {}", base + 72)), vec![0x66]);
     assert_eq!(q.pinned().key(), key);
+    // Another registration of the peer ends: its invalidation count moves, and the pin,
+    // whose rows are read again then, still serves (its own rows did not change).
+    let (other, _, _) = k.reg("heap_small", 4096, 4096, "rw", 9);
+    k.ok(&format!("dereg {}", other.to_u64()));
+    q.check_quick().expect("still valid after another registration ended").store_u64(16, 0x77).unwrap();
+    q.check().unwrap().store_u64(24, 0x88).unwrap();
+    assert_eq!(k.ok(&format!("peek {}", base + 80)), vec![0x77]);
+    assert_eq!(k.ok(&format!("peek {}", base + 88)), vec![0x88]);
     // Deregistered: both refuse, and a new registration of the same memory does not
     // revive the old pin.
     k.ok(&format!("dereg {}", key.to_u64()));

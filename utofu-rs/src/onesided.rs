@@ -316,8 +316,9 @@ fn fabric_fault(e: softnic_fabric::Error) -> i32 {
 const PUT_PINS: usize = 8;
 
 /// The put fast path: a put into a region this VCQ has put into before, through the
-/// fabric pin of that region (re-checked per use by the registration and backing
-/// generations, so a deregistered or freed target fails the check).  Skips the target's
+/// fabric pin of that region, or of its block that holds the put ([`pin_after`])
+/// (re-checked per use by the registration and backing generations, so a deregistered
+/// or freed target fails the check).  Skips the target's
 /// STADD row and header; anything unusual (remote notice wanted, no pin, a failed check,
 /// out of range) returns false and the full path runs and reports the exact outcome.
 fn put_pinned(v: &Vcq, op: &Op, rid: u64, src: &[u8], pins: &[vcq::PutPin]) -> bool {
@@ -370,12 +371,14 @@ fn pin_for<'p>(op: &Op, rid: u64, pins: &'p [vcq::PutPin], quick: bool) -> Optio
     Some((r, off))
 }
 
-/// The pin of `op`'s target region (unchecked) and `op`'s offset in it.
+/// The pin of `op`'s target region (unchecked) that holds its first byte, and `op`'s
+/// offset in the pin.
 #[inline(always)]
 fn pin_of<'p>(op: &Op, rid: u64, pins: &'p [vcq::PutPin]) -> Option<(&'p vcq::PutPin, usize)> {
     let tag = op.rmt_stadd >> 36;
-    let p = pins.iter().find(|p| p.rid == rid && p.tag == tag)?;
-    Some((p, (op.rmt_stadd & (stadd::MAX_REGION - 1)) as usize))
+    let off = (op.rmt_stadd & (stadd::MAX_REGION - 1)) as usize;
+    let p = pins.iter().find(|p| p.rid == rid && p.tag == tag && off.wrapping_sub(p.skip) < p.len)?;
+    Some((p, off - p.skip))
 }
 
 /// The timeline's name of an operation (the call that queued it).
@@ -494,28 +497,8 @@ fn run(v: &Vcq, op: &Op, q: &mut vcq::Queue) -> i32 {
         Err(rc) => return mrq_err(rc),
     };
     if let Some((key, base, len)) = landed.region {
-        let tag = op.rmt_stadd >> 36;
-        let refused = Some((rid, tag, key.to_u64()));
-        if !q.pins.iter().any(|p| p.rid == rid && p.tag == tag) && !q.unpinnable.contains(&refused) {
-            // Pin the region for the next puts, gets and ARMWs.  One the fabric cannot pin
-            // (several backings, fallback memory, read-only) is remembered as such.
-            match softnic_fabric::rma::Pinned::new(&t.peer, key, base, len as usize, true, pd()) {
-                Ok(pin) => {
-                    let e = vcq::PutPin { rid, tag, base, pin: softnic_fabric::rma::QuickPinned::new(pin) };
-                    if q.pins.len() < PUT_PINS {
-                        q.pins.push(e);
-                    } else {
-                        let i = q.next_pin % PUT_PINS;
-                        q.pins[i] = e;
-                        q.next_pin = q.next_pin.wrapping_add(1);
-                    }
-                }
-                Err(_) => {
-                    let i = q.next_unpinnable % 2;
-                    q.unpinnable[i] = refused;
-                    q.next_unpinnable = q.next_unpinnable.wrapping_add(1);
-                }
-            }
+        if pin_of(op, rid, &q.pins).is_none() {
+            pin_after(q, &t.peer, (rid, op.rmt_stadd >> 36, key), (base, len), landed.addr);
         }
     }
     if softnic_fabric::check::enabled() {
@@ -541,6 +524,80 @@ fn end_of(op: &Op, s: u64) -> u64 {
     } else {
         s.wrapping_add(op.len as u64)
     }
+}
+
+/// The blocks of a region in several backings that are pinned on their own (as uGNI's
+/// registration blocks): aligned 2 MiB in the owner's addresses.
+const PIN_BLOCK: u64 = 2 << 20;
+
+/// After an operation that found no pin: pins its target region `(base, len)` (of
+/// registration `id.2` at VCQ `id.0`, STADD tag `id.1`) for the next puts, gets and ARMWs,
+/// or, for a region the fabric cannot pin whole because it lies in several backings (one
+/// that straddles an aligned GiB, say), the [`PIN_BLOCK`] of it holding `at` (the
+/// operation's target address) once a second operation in a row falls in that block
+/// (accesses spread over many blocks keep the general path rather than replace a pin
+/// at every operation).  Regions that cannot be pinned at all (fallback memory,
+/// read-only) are remembered as such and not tried again while they are among the last
+/// two refused.
+#[cold]
+#[inline(never)]
+fn pin_after(q: &mut vcq::Queue, peer: &std::sync::Arc<softnic_fabric::rma::Peer>, id: (u64, u64, MemKey), (base, len): (u64, u64), at: u64) {
+    use softnic_fabric::rma::Pinned;
+    let (rid, tag, key) = id;
+    let region = (rid, tag, key.to_u64());
+    let refused = q.unpinnable.iter().flatten().find(|(r, _)| *r == region).map(|&(_, blocks)| blocks);
+    let pin = match refused {
+        None => match Pinned::new(peer, key, base, len as usize, true, pd()) {
+            Ok(pin) => Some(pin),
+            Err(e) => {
+                refuse(q, region, e == softnic_fabric::Error::Unsupported);
+                None
+            }
+        },
+        Some(true) => {
+            let block = at / PIN_BLOCK;
+            if q.block_miss == Some((region, block)) {
+                q.block_miss = None;
+                // The block part of the fabric registration, which is the region (one
+                // registration per utofu_reg_mem): anything else is not pinned here.
+                match Pinned::registration_block(peer, key, at, PIN_BLOCK, true, pd()) {
+                    Ok(p) if p.range().0 >= base && p.range().0 - base + p.range().1 as u64 <= len => Some(p),
+                    _ => {
+                        refuse(q, region, false); // fallback memory: no block pins either
+                        None
+                    }
+                }
+            } else {
+                q.block_miss = Some((region, block));
+                None
+            }
+        }
+        Some(false) => None,
+    };
+    let Some(pin) = pin else { return };
+    let (start, plen) = pin.range();
+    if plen as u64 != len {
+        softnic_fabric::sn_debug!("uTofu", "pinned block {:#x}+{:#x} of the region {:#x}+{:#x} at VCQ {:#x} (it lies in several backings)", start, plen, base, len, rid);
+    }
+    let e = vcq::PutPin { rid, tag, base: start, skip: (start - base) as usize, len: plen, pin: softnic_fabric::rma::QuickPinned::new(pin) };
+    if q.pins.len() < PUT_PINS {
+        q.pins.push(e);
+    } else {
+        let i = q.next_pin % PUT_PINS;
+        q.pins[i] = e;
+        q.next_pin = q.next_pin.wrapping_add(1);
+    }
+}
+
+/// Remembers `region` as one the fabric cannot pin whole (`blocks`: its blocks may be).
+fn refuse(q: &mut vcq::Queue, region: (u64, u64, u64), blocks: bool) {
+    if let Some(e) = q.unpinnable.iter_mut().flatten().find(|(r, _)| *r == region) {
+        e.1 = blocks;
+        return;
+    }
+    let i = q.next_unpinnable % 2;
+    q.unpinnable[i] = Some((region, blocks));
+    q.next_unpinnable = q.next_unpinnable.wrapping_add(1);
 }
 
 /// What an operation's target side did.

@@ -209,19 +209,26 @@ pub struct Queue {
     pub pins: Vec<PutPin>,
     pub next_pin: usize,
     /// The last regions (target VCQ id, tag, registration key) the fabric could not pin
-    /// (several backings, fallback memory): not tried again at each operation, where a
-    /// failed try costs a walk over the region's pages.
-    pub unpinnable: [Option<(u64, u64, u64)>; 2],
+    /// whole, and whether blocks of it may be pinned (a region in several backings) or
+    /// nothing (fallback memory, read-only): not tried again at each operation, where a
+    /// failed try costs a validation of the region.
+    pub unpinnable: [Option<((u64, u64, u64), bool)>; 2],
     pub next_unpinnable: usize,
+    /// The block of such a region that the last miss fell in (region as in
+    /// `unpinnable`, block index): a second miss there pins the block.
+    pub block_miss: Option<((u64, u64, u64), u64)>,
 }
 
 /// A remote STADD region pinned for puts: (target VCQ id, the STADD without its
-/// offset: form, row or STag, check) -> the fabric pin of the whole region, which starts
-/// at `base` in its owner.
+/// offset: form, row or STag, check) -> the fabric pin of the region, or of the block of
+/// it at offsets `skip..skip + len` (a region in several backings), which starts at
+/// `base` in its owner.
 pub struct PutPin {
     pub rid: u64,
     pub tag: u64,
     pub base: u64,
+    pub skip: usize,
+    pub len: usize,
     /// The pin, with the addresses of the words its per-use checks read (liveness, rows).
     pub pin: softnic_fabric::rma::QuickPinned,
 }
