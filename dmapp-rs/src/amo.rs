@@ -48,10 +48,8 @@ fn amo(mode: Mode, addr: *mut c_void, seg: *mut SegDesc, pe: Pe, op: AmoOp, resu
 /// general path then runs the call.
 #[inline(always)]
 fn amo_quick(addr: *mut c_void, seg: *mut SegDesc, pe: Pe, op: AmoOp, result: Option<*mut c_void>) -> bool {
-    use softnic_fabric::{check, faults, trace};
-    // `enabled`/`any`, not `surely_off`: nothing else on an AMO-only program's path
-    // decides the checker, which would keep it undecided and every AMO on the general path.
-    if trace::enabled() || faults::any() || check::enabled() || addr.is_null() || addr as usize % 8 != 0 {
+    // Undecided observers take the general path, which decides them (`amo_any`).
+    if !softnic_fabric::observers_surely_off() || addr.is_null() || addr as usize % 8 != 0 {
         return false;
     }
     if result.is_some_and(|r| r.is_null() || r as usize % 8 != 0) {
@@ -70,6 +68,7 @@ fn amo_quick(addr: *mut c_void, seg: *mut SegDesc, pe: Pe, op: AmoOp, result: Op
 /// The general path of every AMO (out of line: the quick path stays small).
 #[inline(never)]
 fn amo_any(mode: Mode, addr: *mut c_void, seg: *mut SegDesc, pe: Pe, op: AmoOp, result: Option<*mut c_void>) -> R {
+    softnic_fabric::decide_observers(); // for the quick path's next try (see amo_quick)
     if softnic_fabric::trace::enabled() {
         return amo_traced(mode, addr, seg, pe, op, result);
     }

@@ -217,11 +217,13 @@ fn put(mode: Mode, ta: *mut c_void, ts: *mut SegDesc, pe: Pe, sa: *mut c_void, n
 
 #[inline(never)]
 fn put_blocking(ta: *mut c_void, ts: *mut SegDesc, pe: Pe, sa: *mut c_void, n: u64, ty: c_int) -> Rc {
+    softnic_fabric::decide_observers(); // for the quick path's next try (see quick_word)
     out(put_any(Mode::Blocking, ta, ts, pe, sa, n, ty))
 }
 
 #[inline(never)]
 fn put_nbi(ta: *mut c_void, ts: *mut SegDesc, pe: Pe, sa: *mut c_void, n: u64, ty: c_int) -> Rc {
+    softnic_fabric::decide_observers();
     out(put_any(Mode::Nbi, ta, ts, pe, sa, n, ty))
 }
 
@@ -250,12 +252,12 @@ fn put_quick(ta: *mut c_void, ts: *mut SegDesc, pe: Pe, sa: *mut c_void, n: u64,
 /// decided and off, the job live, `n` elements of `ty` making one DW or QW, and `addr` in
 /// one of our own symmetric descriptors at a PE whose segment is pinned and checked for
 /// this access.  The pin, the target's address and the length; None in every other case.
-/// Hooks are asked with `enabled`/`any`, which decide them: a program whose calls all took
-/// a quick path would otherwise leave one undecided and never come here.
+/// The hooks are only looked at (no call: the quick path saves no registers); the general
+/// path that runs while they are undecided decides them (`decide_observers`), or a
+/// program whose every call would take a quick path would never come here.
 #[inline(always)]
 fn quick_word(addr: *mut c_void, seg: *mut SegDesc, pe: Pe, n: u64, ty: c_int) -> Option<(PinnedRef<'static>, u64, u64)> {
-    use softnic_fabric::{check, faults, trace};
-    if trace::enabled() || faults::any() || check::enabled() {
+    if !softnic_fabric::observers_surely_off() {
         return None;
     }
     let job = crate::job::live_quick()?;
@@ -385,6 +387,7 @@ fn get_quick(ta: *mut c_void, sa: *mut c_void, ss: *mut SegDesc, pe: Pe, n: u64,
 /// The general path of every get (out of line: the quick path stays small).
 #[inline(never)]
 fn get_any(mode: Mode, ta: *mut c_void, sa: *mut c_void, ss: *mut SegDesc, pe: Pe, n: u64, ty: c_int) -> R {
+    softnic_fabric::decide_observers(); // for the quick path's next try (see quick_word)
     if softnic_fabric::trace::enabled() {
         return get_traced(mode, ta, sa, ss, pe, n, ty);
     }

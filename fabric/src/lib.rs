@@ -61,6 +61,23 @@ pub mod node;
 
 pub use error::{Error, Result};
 
+/// Are the three observers of operations (SOFTNIC_TRACE, SOFTNIC_FAULTS, SOFTNIC_CHECK)
+/// decided and off?  Three loads and no call: a quick path that asks this keeps its
+/// values in registers (a call on it, even one never taken, costs the function its
+/// register saves).  False before they are decided: the general path then runs, and must
+/// decide them ([`decide_observers`]) or the quick path never would.
+#[inline(always)]
+pub fn observers_surely_off() -> bool {
+    trace::surely_off() && faults::surely_none() && check::surely_off()
+}
+
+/// Decides the three observers (reads their settings the first time), so that
+/// [`observers_surely_off`] answers from then on.
+#[cold]
+pub fn decide_observers() {
+    let _ = (trace::enabled(), faults::any(), check::enabled());
+}
+
 /// Runs when the fabric is loaded, before the program's `main`: an MPI program shares
 /// its launcher connection with us through the PMI relay (see [`pmi_relay`]).
 extern "C" fn at_load() {
