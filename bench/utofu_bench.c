@@ -8,6 +8,10 @@
  *                  carries the old value: a blocking fetch-and-add, 8 B
  *   get_lat        utofu_get of N bytes with LOCAL_MRQ_NOTICE, waiting for that notice:
  *                  a blocking get; 8 B - 64 KiB
+ *   put_lat        an 8 B utofu_put with TCQ_NOTICE, its TCQ entry polled (the peer's
+ *                  receive half); put_straddle_lat the same into a 1 MiB region of the
+ *                  peer's that straddles an aligned GiB of its addresses (so it lies in two
+ *                  of the library's backings), puts spread over both sides, 8 B
  *   put_bw         64 utofu_put (fewer above 4 MiB; puts above 8 MiB are split in 8 MiB
  *                  pieces, max_putget_size being 16 MiB - 1), the last with
  *                  LOCAL_MRQ_NOTICE, then that notice; 4 KiB - 64 MiB
@@ -15,6 +19,7 @@
  * Rank 0 is the origin; rank 1 only answers the ping-pong or waits in MPI_Barrier. */
 #include "bench.h"
 #include <mpi.h>
+#include <sys/mman.h>
 #include <utofu.h>
 
 #define LIB "softnic-utofu"
@@ -93,6 +98,35 @@ static void get_op(size_t size)
     drain_tcq();
 }
 
+/* put_lat / put_straddle_lat: one 8 B put into `put_to` (+ a rotating offset in the
+ * straddling region), its TCQ entry polled. */
+static utofu_stadd_t put_to;
+static size_t put_span, put_off, put_n;
+static void put_op(size_t size)
+{
+    void *cb;
+    int rc;
+    (void)size;
+    U(utofu_put(vcq, peer, lcl, put_to + put_off, 8, 0, UTOFU_ONESIDED_FLAG_TCQ_NOTICE, NULL));
+    while ((rc = utofu_poll_tcq(vcq, 0, &cb)) == UTOFU_ERR_NOT_FOUND) ;
+    if (rc != UTOFU_SUCCESS) fail("utofu_poll_tcq", rc);
+    /* 64 puts in a row per place: a program's accesses to a big region are local */
+    if (put_span && ++put_n % 64 == 0) put_off = (put_off + 3 * 4096 + 8) % (put_span - 8) & ~(size_t)7;
+}
+
+/* 1 MiB of fresh memory with an aligned GiB half way (as c-tests' sn_straddling_gib). */
+static uint8_t *straddling(void)
+{
+    const uintptr_t G = (uintptr_t)1 << 30;
+    uint8_t *r = mmap(NULL, 3 * G, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (r == MAP_FAILED) fail("mmap", -1);
+    uintptr_t b = ((uintptr_t)r + G) & ~(G - 1);
+    uint8_t *p = mmap((void *)(b - (512u << 10)), 1u << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    if (p != (uint8_t *)(b - (512u << 10))) fail("mmap", -1);
+    memset(p, 0, 1u << 20);
+    return p;
+}
+
 static long window_pos;
 static void bw_issue(size_t size, long j)
 {
@@ -120,7 +154,7 @@ int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     if (argc != 2) {
-        fprintf(stderr, "usage: utofu_bench put_pingpong|armw_fadd_lat|get_lat|put_bw\n");
+        fprintf(stderr, "usage: utofu_bench put_pingpong|put_lat|armw_fadd_lat|get_lat|put_bw\n");
         return 2;
     }
     bench_name = argv[1];
@@ -143,6 +177,17 @@ int main(int argc, char **argv)
         bench_pingpong_run(me, LIB, "put_pingpong", bench_lat_sizes, BENCH_NELEM(bench_lat_sizes), pp_send, pp_wait, sync_all, NULL);
     } else if (!strcmp(bench_name, "armw_fadd_lat")) {
         if (me == 0) bench_op_lat(LIB, "armw_fadd_lat", 8, fadd_op);
+        MPI_Barrier(MPI_COMM_WORLD);
+    } else if (!strcmp(bench_name, "put_lat")) {
+        utofu_stadd_t mine_s, peer_s;
+        U(utofu_reg_mem(vcq, straddling(), 1u << 20, 0, &mine_s));
+        MPI_Sendrecv(&mine_s, 1, MPI_UINT64_T, 1 - me, 0, &peer_s, 1, MPI_UINT64_T, 1 - me, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        if (me == 0) {
+            put_to = rmt + BENCH_MAX_BW;
+            bench_op_lat(LIB, "put_lat", 8, put_op);
+            put_to = peer_s, put_span = 1u << 20;
+            bench_op_lat(LIB, "put_straddle_lat", 8, put_op);
+        }
         MPI_Barrier(MPI_COMM_WORLD);
     } else if (!strcmp(bench_name, "get_lat")) {
         bench_op_lat_sizes(me, LIB, "get_lat", get_op, sync_all);
