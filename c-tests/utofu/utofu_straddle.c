@@ -7,7 +7,8 @@
  * each operation several times in a row: every result is checked by the initiator, and
  * every byte of the region by its owner (a pin addressed from the wrong start writes
  * elsewhere).  Then the owner deregisters the region: a put, a get and an ARMW at a
- * pinned block fail with MRQ_RMT_MEMORY and write nothing.  Usage: utofu_straddle (an
+ * pinned block fail with MRQ_RMT_MEMORY and write nothing; puts into new regions of
+ * the owner's, straddling other GiBs, land there.  Usage: utofu_straddle (an
  * MPI program, as the guide's are). */
 #include <mpi.h>
 #include <string.h>
@@ -128,7 +129,41 @@ int main(int argc, char **argv)
     uint64_t w;
     memcpy(&w, reg + MID + 32, 8);
     CHECK(w == val(left, MID + 32, 2) + MID + 32 + 1);
-    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* New regions straddling other GiBs (new backings of the owner's, which peers must
+     * learn of, also when nothing else of the owner's changed since they last looked):
+     * a put across each one's boundary (the general path, which looks the second backing
+     * up) and puts on both sides land there. */
+    for (int round = 0; round < 2; round++) {
+        uint8_t *reg2 = sn_straddling_gib(LEN, MID);
+        memset(reg2, 0, LEN);
+        UCHECK(utofu_reg_mem(h, reg2, LEN, 0, &s_reg));
+        mine[1] = s_reg;
+        MPI_Allgather(mine, 2, MPI_UINT64_T, all, 2, MPI_UINT64_T, MPI_COMM_WORLD);
+        rreg = all[2 * right + 1];
+        for (size_t i = 0; i < CROSS; i++) s8[i] = cross_byte(rank, i + 5 + (size_t)round);
+        UCHECK(utofu_put(h, rid, s_src, rreg + MID - CROSS / 2, CROSS, 0, FLAGS, NULL));
+        mrq(UTOFU_MRQ_TYPE_LCL_PUT);
+        for (size_t o = 0; o < NOFFS; o++) {
+            src[0] = val(rank, offs[o], 7 + round);
+            UCHECK(utofu_put(h, rid, s_src, rreg + offs[o], 8, 0, FLAGS, NULL));
+            mrq(UTOFU_MRQ_TYPE_LCL_PUT);
+        }
+        expect_empty(h);
+        MPI_Barrier(MPI_COMM_WORLD);
+        for (size_t i = 0; i < CROSS; i++) {
+            uint8_t *b = reg2 + MID - CROSS / 2 + i;
+            if (*b != cross_byte(left, i + 5 + (size_t)round)) SN_FAIL("new region %d: byte %zu across the boundary is %d", round, i, *b);
+            *b = 0;
+        }
+        for (size_t o = 0; o < NOFFS; o++) {
+            memcpy(&w, reg2 + offs[o], 8);
+            if (w != val(left, offs[o], 7 + round)) SN_FAIL("new region %d: word at %zu is %#llx", round, offs[o], (unsigned long long)w);
+            memset(reg2 + offs[o], 0, 8);
+        }
+        for (size_t i = 0; i < LEN; i++) if (reg2[i]) SN_FAIL("new region %d: byte %zu written", round, i);
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
     printf("utofu_straddle: rank %d of %d ok\n", rank, n);
     UCHECK(utofu_free_vcq(h));
     MPI_Finalize();
