@@ -28,6 +28,12 @@ $(addprefix $(BUILD)/tests/portals/,$(PTL_REF_STYLE)): $(BUILD)/tests/portals/%:
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_TEST) -DP3_NAL='<p3nal_utcp.h>' -o $@ $< $(LDFLAGS_TEST) -lportals3 -lportals3-utcp
 
+# A DMAPP program whose data segment straddles an aligned GiB: loaded at a fixed address
+# just below 1 GiB, so its 8 MiB array crosses 0x40000000.
+$(BUILD)/tests/dmapp/dmapp_straddle: c-tests/dmapp/dmapp_straddle.c $(wildcard c-tests/common/*.h c-tests/dmapp/*.h) $(wildcard $(BUILD)/include/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_TEST) -no-pie -o $@ $< $(LDFLAGS_TEST) -Wl,-Ttext-segment=0x3fc00000 $(LIBS_dmapp) -lpthread
+
 # A Portals program that is also an MPI program.
 $(BUILD)/tests/portals/ptl_with_mpi: c-tests/portals/ptl_with_mpi.c $(wildcard c-tests/portals/*.h) $(wildcard $(BUILD)/include/*.h)
 	@mkdir -p $(dir $@)

@@ -66,6 +66,40 @@ pub struct PeInfo {
     /// Quick pins: the rows each access re-checks are resolved to their addresses once,
     /// so the quick paths' check is two loads deep instead of a walk from the peer.
     pins: [OnceLock<Option<QuickPinned>>; 2],
+    /// For a segment the fabric cannot pin whole because it lies in several of the
+    /// owner's backings (the fabric keeps one per aligned GiB of rebound memory: a data
+    /// segment across a GiB boundary, as a program with large static arrays has), its
+    /// pieces in each aligned GiB ([`PIECE`]), each pinned at its first use.  Made only
+    /// when the whole pin failed; at most [`MAX_PIECES`] pieces (longer: no pieces).
+    pieces: [OnceLock<Box<[OnceLock<Option<QuickPinned>>]>>; 2],
+}
+
+/// The piece of a segment pinned alone when the whole cannot be (see `PeInfo::pieces`):
+/// the fabric's block backings are per aligned GiB, so such a piece lies in one.
+const PIECE: u64 = 1 << 30;
+/// Most pieces kept per segment (a segment spanning more is served unpinned).
+const MAX_PIECES: u64 = 256;
+
+impl PeInfo {
+    /// The pin slot of segment `kind`'s piece holding `[addr, addr + extent)` (target
+    /// addresses, inside the segment), when the segment has pieces (its whole pin failed:
+    /// `make` makes them) and the range lies in one piece.
+    #[inline(always)]
+    fn piece(&self, kind: usize, addr: u64, extent: u64, make: bool) -> Option<&OnceLock<Option<QuickPinned>>> {
+        let t = self.segs[kind];
+        if addr / PIECE != (addr + extent.max(1) - 1) / PIECE {
+            return None;
+        }
+        let pieces = match self.pieces[kind].get() {
+            Some(p) => p,
+            None if make => self.pieces[kind].get_or_init(|| {
+                let n = (t.base + t.len.max(1) - 1) / PIECE - t.base / PIECE + 1;
+                (0..if n <= MAX_PIECES { n } else { 0 }).map(|_| OnceLock::new()).collect()
+            }),
+            None => return None,
+        };
+        pieces.get((addr / PIECE).wrapping_sub(t.base / PIECE) as usize)
+    }
 }
 
 /// Where a remote access goes (borrowed from the job: no reference count per access).
@@ -493,6 +527,7 @@ pub fn init(req: &RmaAttrsExt) -> Result<RmaAttrsExt, Rc> {
             peer: OnceLock::new(),
             lock_region: OnceLock::new(),
             pins: [OnceLock::new(), OnceLock::new()],
+            pieces: [OnceLock::new(), OnceLock::new()],
         });
     }
     let job = Job {
@@ -681,8 +716,18 @@ impl Job {
             return None;
         }
         // The pin holds the PE's peer (the one `peer_ref` gives: it was pinned through it).
-        let p = info.pins[kind].get()?.as_ref()?.check_quick()?;
+        let p = match info.pins[kind].get()? {
+            Some(whole) => whole.check_quick()?,
+            None => Self::piece_quick(info, kind, t.base + off, extent)?,
+        };
         Some((p, t.base + off))
+    }
+
+    /// [`Job::pinned_quick`]'s pin when its segment has pieces: that of the piece holding
+    /// the access, once pinned.  Out of line: only segments in several backings come here.
+    #[inline(never)]
+    fn piece_quick(info: &PeInfo, kind: usize, addr: u64, extent: u64) -> Option<PinnedRef<'_>> {
+        info.piece(kind, addr, extent, false)?.get()?.as_ref()?.check_quick()
     }
 
     /// [`Job::resolve`] into segment `kind` of PE `pe`.
@@ -696,16 +741,35 @@ impl Job {
         let peer = self.peer_ref(pe)?;
         let key = MemKey::from_u64(t.key);
         let pin = match info.pins[kind].get() {
-            Some(p) => p.as_ref().map(QuickPinned::pinned),
-            None => self.pin(pe, kind, peer, key),
+            Some(Some(p)) => Some(p.pinned()),
+            Some(None) => self.piece_pin(pe, kind, peer, key, t.base + off, extent),
+            None => self.pin(pe, kind, peer, key, t.base + off, extent),
         };
         Ok(Remote { peer, key, addr: t.base + off, pin })
     }
 
-    /// Pins segment `kind` of PE `pe` at its first use.
+    /// Pins segment `kind` of PE `pe` at its first use; if the fabric cannot pin it whole,
+    /// the piece that `[addr, addr + extent)` lies in.
     #[cold]
-    fn pin(&self, pe: u32, kind: usize, peer: &Arc<Peer>, key: MemKey) -> Option<&Pinned> {
-        self.pes[pe as usize].pins[kind].get_or_init(|| Pinned::registration(peer, key, true, self.pd).ok().map(QuickPinned::new)).as_ref().map(QuickPinned::pinned)
+    fn pin(&self, pe: u32, kind: usize, peer: &Arc<Peer>, key: MemKey, addr: u64, extent: u64) -> Option<&Pinned> {
+        match self.pes[pe as usize].pins[kind].get_or_init(|| Pinned::registration(peer, key, true, self.pd).ok().map(QuickPinned::new)) {
+            Some(p) => Some(p.pinned()),
+            None => self.piece_pin(pe, kind, peer, key, addr, extent),
+        }
+    }
+
+    /// The pin of the piece of segment `kind` of PE `pe` that `[addr, addr + extent)` lies
+    /// in (see `PeInfo::pieces`), made at its first use; None when the range is in no
+    /// one piece or the piece cannot be pinned either (the per-access path serves it).
+    #[inline(never)]
+    fn piece_pin(&self, pe: u32, kind: usize, peer: &Arc<Peer>, key: MemKey, addr: u64, extent: u64) -> Option<&Pinned> {
+        let slot = self.pes[pe as usize].piece(kind, addr, extent, true)?;
+        let made = slot.get_or_init(|| {
+            let p = Pinned::registration_block(peer, key, addr, PIECE, true, self.pd).ok().map(QuickPinned::new);
+            sn_debug!("dmapp", "PE {pe}: {} segment piece at {:#x} {}", if kind == DATA { "data" } else { "heap" }, addr & !(PIECE - 1), if p.is_some() { "pinned (the segment lies in several backings)" } else { "cannot be pinned" });
+            p
+        });
+        made.as_ref().map(QuickPinned::pinned)
     }
 
     /// [`Job::resolve`] of a descriptor that is not one of ours: another PE's symmetric
