@@ -157,6 +157,52 @@ fn put_get_all_regions_and_sizes() {
     k.finish();
 }
 
+/// The registration table filled up: the next registration is NoSpace; rows freed low,
+/// in the middle and at the end are found again (`mem::register` looks from a hint that
+/// deregistrations lower, then from the start), exactly as many as were freed.
+#[test]
+fn a_full_registration_table_reuses_freed_rows() {
+    let _g = serial();
+    let buf = vec![7u8; 8192];
+    let addr = (buf.as_ptr() as usize + 4095) & !4095;
+    let reg = || mem::register(addr, 64, Access::ReadWrite, 1);
+    let mut keys = Vec::new();
+    loop {
+        match reg() {
+            Ok(k) => keys.push(k),
+            Err(Error::NoSpace) => break,
+            Err(e) => panic!("register: {e:?}"),
+        }
+        assert!(keys.len() <= node::NREG, "more registrations than rows");
+    }
+    assert!(keys.len() > 3, "{} rows free at the start", keys.len());
+    let picks = [1, keys.len() / 2, keys.len() - 1];
+    let mut want: Vec<u32> = picks.iter().map(|&i| keys[i].index).collect();
+    for &i in &picks {
+        mem::deregister(keys[i]).unwrap();
+    }
+    let again: Vec<MemKey> = (0..picks.len()).map(|_| reg().unwrap()).collect();
+    assert_eq!(reg(), Err(Error::NoSpace));
+    let mut got: Vec<u32> = again.iter().map(|k| k.index).collect();
+    got.sort_unstable();
+    want.sort_unstable();
+    assert_eq!(got, want);
+    for (i, k) in keys.iter().enumerate() {
+        if !picks.contains(&i) {
+            mem::deregister(*k).unwrap();
+        }
+    }
+    for k in again {
+        mem::deregister(k).unwrap();
+    }
+    // Every row free again: a registration takes the lowest free one there was at the
+    // start (the hint went down with the deregistrations).
+    let k = reg().unwrap();
+    assert_eq!(k.index, keys.iter().map(|k| k.index).min().unwrap());
+    mem::deregister(k).unwrap();
+    drop(buf);
+}
+
 #[test]
 fn local_registration_keeps_contents() {
     let _g = serial();
