@@ -377,7 +377,13 @@ fn pin_for<'p>(op: &Op, rid: u64, pins: &'p [vcq::PutPin], quick: bool) -> Optio
 fn pin_of<'p>(op: &Op, rid: u64, pins: &'p [vcq::PutPin]) -> Option<(&'p vcq::PutPin, usize)> {
     let tag = op.rmt_stadd >> 36;
     let off = (op.rmt_stadd & (stadd::MAX_REGION - 1)) as usize;
-    let p = pins.iter().find(|p| p.rid == rid && p.tag == tag && off.wrapping_sub(p.skip) < p.len)?;
+    let hit = |p: &&vcq::PutPin| p.rid == rid && p.tag == tag && off.wrapping_sub(p.skip) < p.len;
+    // The first pin inline (a program's one busy region is usually the first pinned):
+    // the search's call and loop only for the others.
+    let p = match pins.first() {
+        Some(p) if hit(&p) => p,
+        _ => pins.iter().skip(1).find(hit)?,
+    };
     Some((p, off - p.skip))
 }
 
