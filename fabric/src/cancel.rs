@@ -549,6 +549,21 @@ pub mod sys {
         (unsafe { libc::syscall(libc::SYS_write, fd, buf, len) }) as isize
     }
 
+    /// sendmsg(2) of `n` vectors on a socket, without SIGPIPE (a peer that closed is an
+    /// EPIPE error, not the end of the process) and without blocking.
+    ///
+    /// # Safety
+    /// `iov` points to `n` iovecs, each valid for its length of reading.
+    pub unsafe fn send_vectors(fd: c_int, iov: *const libc::iovec, n: usize) -> isize {
+        // SAFETY: all-zero is a valid msghdr; the caller's vectors.
+        unsafe {
+            let mut m: libc::msghdr = std::mem::zeroed();
+            m.msg_iov = iov as *mut libc::iovec;
+            m.msg_iovlen = n as _;
+            libc::syscall(libc::SYS_sendmsg, fd, &m as *const libc::msghdr, libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT) as isize
+        }
+    }
+
     pub fn poll(fds: &mut [libc::pollfd], timeout_ms: c_int) -> c_int {
         // SAFETY: a live array of pollfds.
         (unsafe { libc::syscall(libc::SYS_poll, fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) }) as c_int

@@ -262,6 +262,14 @@ pub static TUNABLES: &[Tunable] = &[
                before it sleeps in the provider's wait object.",
     },
     Tunable {
+        name: "SOFTNIC_NET_TRANSPORT",
+        default: "libfabric",
+        help: "How the network engine carries its messages: libfabric (its provider, \
+               FI_PROVIDER; RMA for bulk transfers), or sockets (TCP connections of its \
+               own, no RMA; no libfabric needed).  Every process of a job must use the \
+               same.",
+    },
+    Tunable {
         name: "SOFTNIC_NET_RMA_DEPTH",
         default: "16",
         help: "Pieces (of up to 1 MiB) of asynchronous network-engine RMA in flight per \

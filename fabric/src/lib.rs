@@ -50,6 +50,7 @@ pub mod mem;
 pub mod atomic;
 pub mod rma;
 pub mod ofi;
+pub mod sock;
 pub mod reduce;
 pub mod coll;
 pub mod siphash;

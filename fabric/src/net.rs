@@ -17,6 +17,12 @@
 //! rank has published is unknown once every rank has published (`StaleHandle`), and is
 //! waited for (up to `SOFTNIC_NET_TIMEOUT_MS`) while some rank has not.
 //!
+//! **Or our own transport** (`SOFTNIC_NET_TRANSPORT=sockets`, crate::sock): TCP
+//! connections this engine makes itself in place of libfabric's endpoint, with the same
+//! messages (headers, MACs, requests and replies) and no RMA.  `Fi` then holds no
+//! libfabric object; its wait descriptor is the transport's epoll set, which the progress
+//! thread sleeps on as on a provider's, and `progress_once` reads the sockets.
+//!
 //! **Operations are requests served by the target's progress thread.**  Every remote
 //! operation (put, get, atomic, 64-bit store, notify-ring lookup, ring push) is one
 //! request message; the target's progress thread executes it on its own memory through
@@ -648,7 +654,9 @@ struct Objs {
 }
 
 struct Fi {
-    lib: Lib,
+    /// libfabric itself; None with our own transport when libfabric cannot be loaded
+    /// (then only its error texts are missing).
+    lib: Option<Lib>,
     fabric: *mut ofi::fid_fabric,
     domain: *mut ofi::fid_domain,
     rma: bool,
@@ -666,6 +674,10 @@ unsafe impl Sync for Fi {}
 
 pub struct Engine {
     fi: Fi,
+    /// Our own transport (`SOFTNIC_NET_TRANSPORT=sockets`, crate::sock) instead of
+    /// libfabric's messages; `fi` then holds no libfabric object (no RMA) and its wait
+    /// descriptor is the transport's epoll set.
+    sock: Option<crate::sock::Sock>,
     /// Our endpoint name (what peers insert into their address vector).
     name: Vec<u8>,
     pub node: u32,
@@ -1003,11 +1015,16 @@ pub fn forget_registration(key: crate::mem::MemKey) {
         }
     };
     if rc != 0 {
-        crate::sn_warn!("network engine", "closing the memory registration of {:?} failed: {}", key, e.fi.lib.strerror(rc as i64));
+        crate::sn_warn!("network engine", "closing the memory registration of {:?} failed: {}", key, lib_strerror(e.fi.lib.as_ref(), rc as i64));
     }
     if !wait {
         e.revoke_at_holders(key.to_u64(), &x.holders, false);
     }
+}
+
+/// libfabric's text for error `rc` (its number when libfabric is not loaded).
+fn lib_strerror(lib: Option<&Lib>, rc: i64) -> String {
+    lib.map_or_else(|| format!("error {}", rc.unsigned_abs()), |l| l.strerror(rc))
 }
 
 /// Does a peer at `node` (the process `id` there) go through the network engine?
@@ -1019,8 +1036,8 @@ pub fn carries(node: u32, id: ProcId) -> bool {
     mode() == Mode::Net && !(id.slot == e.me.slot && id.gen == e.me.gen)
 }
 
-fn to_err(lib: &Lib, what: &str, rc: i64) -> Error {
-    crate::sn_warn!("network engine", "{} failed: {}", what, lib.strerror(rc));
+fn to_err(lib: Option<&Lib>, what: &str, rc: i64) -> Error {
+    crate::sn_warn!("network engine", "{} failed: {}", what, lib_strerror(lib, rc));
     Error::Os(libc::EIO)
 }
 
@@ -1033,42 +1050,51 @@ impl Engine {
         // Without the job's key nothing could be authenticated: no engine then.
         let secret = crate::bootstrap::job_secret().inspect_err(|e| crate::sn_warn!("network engine", "no job secret: {}", e))?;
         let job_key = crate::siphash::Key::from_bytes(&secret);
-        let lib = Lib::open().map_err(|m| {
-            crate::sn_warn!("network engine", "{}", m);
-            Error::Unsupported
-        })?;
         let local = all_ranks_here();
-        // SAFETY: the calls below follow libfabric's documented object life cycle; every
-        // pointer passed is either ours or one libfabric returned.
-        let o = unsafe { open_endpoint(&lib, local, ofi::FI_MSG | ofi::FI_RMA | ofi::FI_READ | ofi::FI_WRITE | ofi::FI_REMOTE_READ | ofi::FI_REMOTE_WRITE)? };
-        let fi_wait_fd = o.wait_fd;
-        // SAFETY: o.info is the fi_info the endpoint was made from, alive with it.
-        let provider = unsafe { provider_name(&*o.info) };
-        let fi = Fi { lib, fabric: o.fabric, domain: o.domain, rma: o.rma && rma_wanted(&provider), virt_addr: o.virt_addr, wait_fd: o.wait_fd, info: o.info, ep: o.ep, av: o.av, cq: o.cq };
-        let mut name = vec![0u8; 256];
-        let mut len = name.len();
-        // SAFETY: fi.ep is an enabled endpoint; getname writes at most `len` bytes.
-        let rc = unsafe {
-            let cm = (*fi.ep).cm;
-            match (*cm).getname {
-                Some(f) => f(&mut (*fi.ep).fid, name.as_mut_ptr() as *mut c_void, &mut len),
-                None => -libc::ENOSYS,
+        let (fi, sock, name, provider, inject_size, max_msg) = if own_transport() {
+            let sock = crate::sock::Sock::open(local)?;
+            let none = std::ptr::null_mut();
+            let fi = Fi { lib: Lib::open().ok(), fabric: none as _, domain: none as _, rma: false, virt_addr: false, wait_fd: sock.wait_fd(), info: none as _, ep: none as _, av: none as _, cq: none as _ };
+            let name = sock.name();
+            (fi, Some(sock), name, String::from("sockets"), crate::sock::MAX_FRAME, crate::sock::MAX_FRAME)
+        } else {
+            let lib = Lib::open().map_err(|m| {
+                crate::sn_warn!("network engine", "{}", m);
+                Error::Unsupported
+            })?;
+            // SAFETY: the calls below follow libfabric's documented object life cycle; every
+            // pointer passed is either ours or one libfabric returned.
+            let o = unsafe { open_endpoint(&lib, local, ofi::FI_MSG | ofi::FI_RMA | ofi::FI_READ | ofi::FI_WRITE | ofi::FI_REMOTE_READ | ofi::FI_REMOTE_WRITE)? };
+            // SAFETY: o.info is the fi_info the endpoint was made from, alive with it.
+            let provider = unsafe { provider_name(&*o.info) };
+            let fi = Fi { lib: Some(lib), fabric: o.fabric, domain: o.domain, rma: o.rma && rma_wanted(&provider), virt_addr: o.virt_addr, wait_fd: o.wait_fd, info: o.info, ep: o.ep, av: o.av, cq: o.cq };
+            let mut name = vec![0u8; 256];
+            let mut len = name.len();
+            // SAFETY: fi.ep is an enabled endpoint; getname writes at most `len` bytes.
+            let rc = unsafe {
+                let cm = (*fi.ep).cm;
+                match (*cm).getname {
+                    Some(f) => f(&mut (*fi.ep).fid, name.as_mut_ptr() as *mut c_void, &mut len),
+                    None => -libc::ENOSYS,
+                }
+            };
+            if rc != 0 || len > MAX_ADDR {
+                return Err(to_err(fi.lib.as_ref(), "fi_getname", rc as i64));
             }
+            name.truncate(len);
+            // SAFETY: info is the fi_info the endpoint was made from.
+            let (inject_size, max_msg) = unsafe {
+                let info = &*fi.info;
+                let inj = if info.tx_attr.is_null() { 0 } else { (*info.tx_attr).inject_size };
+                let max = if info.ep_attr.is_null() { 0 } else { (*info.ep_attr).max_msg_size };
+                (inj, max)
+            };
+            (fi, None, name, provider, inject_size, max_msg)
         };
-        if rc != 0 || len > MAX_ADDR {
-            return Err(to_err(&fi.lib, "fi_getname", rc as i64));
-        }
-        name.truncate(len);
-        // SAFETY: info is the fi_info the endpoint was made from.
-        let (inject_size, max_msg) = unsafe {
-            let info = &*fi.info;
-            let inj = if info.tx_attr.is_null() { 0 } else { (*info.tx_attr).inject_size };
-            let max = if info.ep_attr.is_null() { 0 } else { (*info.ep_attr).max_msg_size };
-            (inj, max)
-        };
-        let (sleep_fd, kick_fd) = sleep_set(fi_wait_fd);
+        let (sleep_fd, kick_fd) = sleep_set(fi.wait_fd);
         let e = Engine {
             fi,
+            sock,
             name,
             node,
             me,
@@ -1112,8 +1138,10 @@ impl Engine {
             // Only a progress thread that sleeps on its epoll set can sleep that briefly.
             defer: if sleep_fd >= 0 { Duration::from_nanos(DEFER_NS) } else { Duration::ZERO },
         };
-        for _ in 0..NRECV {
-            e.post_recv(Box::new(RecvBuf { data: vec![0u8; RECV_LEN] }))?;
+        if e.sock.is_none() {
+            for _ in 0..NRECV {
+                e.post_recv(Box::new(RecvBuf { data: vec![0u8; RECV_LEN] }))?;
+            }
         }
         // Publish (node, slot, gen, incarnation, address) under our rank.
         let mut rec = Vec::with_capacity(REC_HEAD + e.name.len());
@@ -1164,7 +1192,7 @@ impl Engine {
             if rc as isize != -ofi::FI_EAGAIN {
                 // SAFETY: not posted: ours again.
                 drop(unsafe { Box::from_raw(raw) });
-                return Err(to_err(&self.fi.lib, "fi_recv", rc as i64));
+                return Err(to_err(self.fi.lib.as_ref(), "fi_recv", rc as i64));
             }
             self.progress_once();
         }
@@ -1273,6 +1301,9 @@ impl Engine {
     }
 
     fn insert_addr(&self, name: &[u8]) -> Result<fi_addr_t> {
+        if let Some(s) = &self.sock {
+            return s.insert(name);
+        }
         // libfabric's system calls are cancellation points: not to be unwound halfway.
         let _masked = crate::cancel::Masked::new();
         let mut tries = 0;
@@ -1290,7 +1321,7 @@ impl Engine {
             tries += 1;
             crate::sn_info!("network engine", "fi_av_insert answered {} (try {})", rc, tries);
             if tries >= 20 {
-                return Err(to_err(&self.fi.lib, "fi_av_insert", rc as i64));
+                return Err(to_err(self.fi.lib.as_ref(), "fi_av_insert", rc as i64));
             }
             crate::cancel::nap(Duration::from_millis(1));
         }
@@ -1308,7 +1339,14 @@ impl Engine {
     /// `tracked`: sent with a completion even when short (never injected), so that a
     /// failure to deliver it is learnt: `to` is then taken as dead at once.
     #[allow(clippy::too_many_arguments)]
-    fn send_within(&self, addr: fi_addr_t, mut buf: Vec<u8>, to: Option<Arc<Remote>>, patient: bool, tracked: bool, seal: Seal<'_>) -> Result<()> {
+    fn send_within(&self, addr: fi_addr_t, buf: Vec<u8>, to: Option<Arc<Remote>>, patient: bool, tracked: bool, seal: Seal<'_>) -> Result<()> {
+        self.send_within_tail(addr, buf, &[], to, patient, tracked, seal)
+    }
+
+    /// [`Engine::send_within`] of the message `buf` followed by `tail` (gathered by our
+    /// own transport; always empty with libfabric, where the caller copies it into `buf`).
+    #[allow(clippy::too_many_arguments)]
+    fn send_within_tail(&self, addr: fi_addr_t, mut buf: Vec<u8>, tail: &[&[u8]], to: Option<Arc<Remote>>, patient: bool, tracked: bool, seal: Seal<'_>) -> Result<()> {
         // libfabric's system calls are cancellation points: not to be unwound halfway.
         let _masked = crate::cancel::Masked::new();
         match crate::faults::message() {
@@ -1318,6 +1356,10 @@ impl Engine {
             crate::faults::Message::Late(d) => std::thread::sleep(d),
         }
         let deadline = Instant::now() + self.timeout;
+        if let Some(s) = &self.sock {
+            return self.send_sock(s, addr, buf, tail, to, patient, deadline, seal);
+        }
+        debug_assert!(tail.is_empty(), "libfabric sends take one buffer");
         if buf.len() <= self.inject_size && !tracked {
             loop {
                 // Sealed anew for each attempt, the number taken and the request posted
@@ -1339,7 +1381,7 @@ impl Engine {
                     return Err(Error::Again);
                 }
                 if rc as isize != -ofi::FI_EAGAIN || Instant::now() > deadline {
-                    return Err(to_err(&self.fi.lib, "fi_inject", rc as i64));
+                    return Err(to_err(self.fi.lib.as_ref(), "fi_inject", rc as i64));
                 }
                 self.progress_once();
             }
@@ -1368,9 +1410,59 @@ impl Engine {
                 if rc as isize == -ofi::FI_EAGAIN && !patient {
                     return Err(Error::Again);
                 }
-                return Err(to_err(&self.fi.lib, "fi_send", rc as i64));
+                return Err(to_err(self.fi.lib.as_ref(), "fi_send", rc as i64));
             }
             self.progress_once();
+        }
+    }
+
+    /// [`Engine::send_within`] on our own transport: the frame is written (or queued) at
+    /// once, so every send is tracked: an address that failed fails the send, and `to`
+    /// is taken as dead.
+    #[allow(clippy::too_many_arguments)]
+    fn send_sock(&self, s: &crate::sock::Sock, addr: fi_addr_t, mut buf: Vec<u8>, tail: &[&[u8]], to: Option<Arc<Remote>>, patient: bool, deadline: Instant, seal: Seal<'_>) -> Result<()> {
+        loop {
+            let in_order = seal.lock();
+            self.seal_message(&mut buf, &seal);
+            let r = if tail.is_empty() {
+                s.send(addr, &buf)
+            } else {
+                let mut parts: Vec<&[u8]> = Vec::with_capacity(1 + tail.len());
+                parts.push(&buf);
+                parts.extend_from_slice(tail);
+                s.send_parts(addr, &parts)
+            };
+            drop(in_order);
+            match r {
+                Ok(()) => {
+                    let copy = self.wanted_capture(&buf, &seal).map(|mut c| {
+                        tail.iter().for_each(|t| c.extend_from_slice(t));
+                        c
+                    });
+                    self.posted(copy);
+                    return Ok(());
+                }
+                Err(crate::sock::SendError::Again) if patient && Instant::now() <= deadline => {
+                    self.progress_once();
+                }
+                Err(crate::sock::SendError::Again) => return Err(Error::Again),
+                Err(crate::sock::SendError::Failed) => {
+                    self.failed.fetch_add(1, Ordering::Relaxed);
+                    if let Some(to) = &to {
+                        self.mark_dead(to);
+                    }
+                    return Err(Error::PeerDead);
+                }
+            }
+        }
+    }
+
+    /// Our own transport lost the connection to `addr`: the peers there are dead.
+    fn addr_failed(&self, addr: fi_addr_t) {
+        let gone: Vec<Arc<Remote>> = self.remotes.lock().unwrap_or_else(|e| e.into_inner()).values().filter(|r| r.addr == addr && !r.is_dead()).cloned().collect();
+        for r in gone {
+            crate::sn_debug!("network engine", "connection to node {} slot {} failed: peer taken as dead", r.node, r.id.slot);
+            self.mark_dead(&r);
         }
     }
 
@@ -1473,18 +1565,23 @@ impl Engine {
             src_inc: self.inc,
             ..Default::default()
         };
-        let mut buf = Vec::with_capacity(HDR + self.name.len() + len);
+        // Our own transport gathers the data from the caller's buffers (no copy here).
+        let gather = self.sock.is_some();
+        let mut buf = Vec::with_capacity(HDR + self.name.len() + if gather { 0 } else { len });
         buf.extend_from_slice(&h.bytes());
         buf.extend_from_slice(&self.name);
-        for d in data {
-            buf.extend_from_slice(d);
+        if !gather {
+            for d in data {
+                buf.extend_from_slice(d);
+            }
         }
+        let tail = if gather { data } else { &[] };
         let call = Arc::new(Call::new(to, Vec::new(), piece));
         self.pending.lock().unwrap_or_else(|e| e.into_inner()).insert(req, call.clone());
         // A revocation's holder may have exited: its send's failure says so at once,
         // where an injected request would be waited for until the timeout.
         let tracked = op == Op::Revoke;
-        if let Err(e) = self.send_within(to.addr, buf, Some(to.clone()), patient, tracked, Seal::Request(to)) {
+        if let Err(e) = self.send_within_tail(to.addr, buf, tail, Some(to.clone()), patient, tracked, Seal::Request(to)) {
             self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&req);
             if e == Error::Again {
                 if let Some(p) = &call.piece {
@@ -1604,6 +1701,9 @@ impl Engine {
     fn progress_once(&self) -> bool {
         // libfabric's system calls are cancellation points: not to be unwound halfway.
         let _masked = crate::cancel::Masked::new();
+        if let Some(s) = &self.sock {
+            return s.poll(|m| self.message(m), |a| self.addr_failed(a));
+        }
         let mut ents = [fi_cq_data_entry { op_context: std::ptr::null_mut(), flags: 0, len: 0, buf: std::ptr::null_mut(), data: 0 }; 16];
         // SAFETY: reads up to 16 entries of the format the CQ was opened with.
         let n = unsafe {
@@ -1660,7 +1760,7 @@ impl Engine {
             self.failed.fetch_add(1, Ordering::Relaxed);
         }
         if ee.op_context as usize & RMA_TAG != 0 {
-            crate::sn_debug!("network engine", "RMA failed: {}", self.fi.lib.strerror(ee.err as i64));
+            crate::sn_debug!("network engine", "RMA failed: {}", lib_strerror(self.fi.lib.as_ref(), ee.err as i64));
             rma_done(ee.op_context, ee.err.max(1));
         } else if ee.flags & ofi::FI_RECV != 0 {
             // SAFETY: as in `completion`.
@@ -1669,7 +1769,7 @@ impl Engine {
         } else {
             // SAFETY: as in `completion`.
             let ctx = unsafe { Box::from_raw(ee.op_context as *mut SendCtx) };
-            crate::sn_debug!("network engine", "send failed: {}", self.fi.lib.strerror(ee.err as i64));
+            crate::sn_debug!("network engine", "send failed: {}", lib_strerror(self.fi.lib.as_ref(), ee.err as i64));
             if let Some(to) = &ctx.to {
                 self.mark_dead(to);
             }
@@ -1810,6 +1910,9 @@ impl Engine {
     /// descriptor will signal new traffic (so sleeping on it misses nothing).  It also
     /// takes the provider's pending wake-up signals.
     fn trywait(&self) -> bool {
+        if self.sock.is_some() {
+            return true; // a level-triggered set: nothing to drain, nothing missed
+        }
         // libfabric takes its locks here: not to be unwound halfway (see `Engine::call`).
         let _masked = crate::cancel::Masked::new();
         let mut fids = [&mut unsafe { &mut *self.fi.cq }.fid as *mut ofi::fid];
@@ -2174,6 +2277,11 @@ unsafe fn provider_name(info: &fi_info) -> String {
     }
 }
 
+/// `SOFTNIC_NET_TRANSPORT=sockets`: our own transport (crate::sock) instead of libfabric.
+fn own_transport() -> bool {
+    crate::env::get_str("SOFTNIC_NET_TRANSPORT").trim().eq_ignore_ascii_case("sockets")
+}
+
 /// Whether bulk transfers use the provider's RMA: `SOFTNIC_NET_RMA` when it is set; unset,
 /// on for every provider but `ofi_rxd`.  libfabric 1.17's rxd (reliable datagrams over
 /// udp) stalled for good when several threads ran large RMA at once (c-tests/net.list
@@ -2379,27 +2487,32 @@ pub fn take_captured_put() -> Option<Vec<u8>> {
 /// A bare endpoint of the engine's provider that speaks nothing of the engine's protocol:
 /// for tests that play a process outside the job sending what it likes to an engine.
 pub struct RawEndpoint {
-    fi: Fi,
+    /// None with our own transport (each send a connection of its own).
+    fi: Option<Fi>,
 }
 
 impl RawEndpoint {
     /// Opens one (messages only).
     pub fn open() -> Result<RawEndpoint> {
+        if own_transport() {
+            return Ok(RawEndpoint { fi: None });
+        }
         let lib = Lib::open().map_err(|_| Error::Unsupported)?;
         // SAFETY: as in Engine::start.
         let o = unsafe { open_endpoint(&lib, false, ofi::FI_MSG)? };
-        Ok(RawEndpoint { fi: Fi { lib, fabric: o.fabric, domain: o.domain, rma: false, virt_addr: o.virt_addr, wait_fd: o.wait_fd, info: o.info, ep: o.ep, av: o.av, cq: o.cq } })
+        Ok(RawEndpoint { fi: Some(Fi { lib: Some(lib), fabric: o.fabric, domain: o.domain, rma: false, virt_addr: o.virt_addr, wait_fd: o.wait_fd, info: o.info, ep: o.ep, av: o.av, cq: o.cq }) })
     }
 
     /// Drives the provider for `d` (what it still holds goes out) before the caller exits.
     pub fn linger(&self, d: Duration) {
+        let Some(fi) = &self.fi else { return };
         let end = Instant::now() + d;
         while Instant::now() < end {
             let mut ents = [fi_cq_data_entry { op_context: std::ptr::null_mut(), flags: 0, len: 0, buf: std::ptr::null_mut(), data: 0 }; 4];
             // SAFETY: our open completion queue; up to 4 entries into our buffer.
             unsafe {
-                if let Some(read) = (*(*self.fi.cq).ops).read {
-                    read(self.fi.cq, ents.as_mut_ptr() as *mut c_void, ents.len());
+                if let Some(read) = (*(*fi.cq).ops).read {
+                    read(fi.cq, ents.as_mut_ptr() as *mut c_void, ents.len());
                 }
             }
             std::thread::sleep(Duration::from_millis(1));
@@ -2409,17 +2522,18 @@ impl RawEndpoint {
     /// Sends `bytes` to the endpoint named `name` (an [`endpoint_name`]); waits up to 5 s
     /// for the provider to take and complete it.
     pub fn send_to(&self, name: &[u8], bytes: &[u8]) -> Result<()> {
+        let Some(fi) = &self.fi else { return crate::sock::send_once(name, bytes, Duration::from_secs(5)) };
         // SAFETY: our open objects; the buffer outlives the send (we wait for its
         // completion or give up with the process about to exit).
         unsafe {
             let mut a: fi_addr_t = ofi::FI_ADDR_UNSPEC;
-            let insert = (*(*self.fi.av).ops).insert.ok_or(Error::Unsupported)?;
-            if insert(self.fi.av, name.as_ptr() as *const c_void, 1, &mut a, 0, std::ptr::null_mut()) != 1 {
+            let insert = (*(*fi.av).ops).insert.ok_or(Error::Unsupported)?;
+            if insert(fi.av, name.as_ptr() as *const c_void, 1, &mut a, 0, std::ptr::null_mut()) != 1 {
                 return Err(Error::InvalidArg);
             }
             let buf = bytes.to_vec();
-            let send = (*(*self.fi.ep).msg).send.ok_or(Error::Unsupported)?;
-            let read = (*(*self.fi.cq).ops).read.ok_or(Error::Unsupported)?;
+            let send = (*(*fi.ep).msg).send.ok_or(Error::Unsupported)?;
+            let read = (*(*fi.cq).ops).read.ok_or(Error::Unsupported)?;
             // Our send's own completion (its context: the buffer's address), not an
             // earlier one's: the process may exit right after.
             let ctx = buf.as_ptr() as *mut c_void;
@@ -2427,15 +2541,15 @@ impl RawEndpoint {
             let mut posted = false;
             while Instant::now() < deadline {
                 if !posted {
-                    let rc = send(self.fi.ep, buf.as_ptr() as *const c_void, buf.len(), std::ptr::null_mut(), a, ctx);
+                    let rc = send(fi.ep, buf.as_ptr() as *const c_void, buf.len(), std::ptr::null_mut(), a, ctx);
                     if rc == 0 {
                         posted = true;
                     } else if rc as isize != -ofi::FI_EAGAIN {
-                        return Err(to_err(&self.fi.lib, "fi_send", rc as i64));
+                        return Err(to_err(fi.lib.as_ref(), "fi_send", rc as i64));
                     }
                 }
                 let mut ents = [fi_cq_data_entry { op_context: std::ptr::null_mut(), flags: 0, len: 0, buf: std::ptr::null_mut(), data: 0 }; 4];
-                let n = read(self.fi.cq, ents.as_mut_ptr() as *mut c_void, ents.len());
+                let n = read(fi.cq, ents.as_mut_ptr() as *mut c_void, ents.len());
                 if n > 0 && ents[..n as usize].iter().any(|e| e.op_context == ctx) {
                     return Ok(());
                 }
@@ -2617,7 +2731,7 @@ impl Engine {
                 return Ok((mr, unsafe { (*mr).key }));
             }
             if rc != -ofi::FI_ENOKEY {
-                crate::sn_debug!("network engine", "fi_mr_reg of {:#x}+{} failed: {}", base, len, self.fi.lib.strerror(rc as i64));
+                crate::sn_debug!("network engine", "fi_mr_reg of {:#x}+{} failed: {}", base, len, lib_strerror(self.fi.lib.as_ref(), rc as i64));
                 break;
             }
         }
@@ -2914,7 +3028,7 @@ impl Engine {
             if rc as isize != -ofi::FI_EAGAIN || Instant::now() > deadline {
                 // SAFETY: not posted: the context's reference is ours again.
                 drop(unsafe { Arc::from_raw(raw) });
-                crate::sn_debug!("network engine", "RMA to node {} slot {} not posted: {}", to.node, to.id.slot, self.fi.lib.strerror(rc as i64));
+                crate::sn_debug!("network engine", "RMA to node {} slot {} not posted: {}", to.node, to.id.slot, lib_strerror(self.fi.lib.as_ref(), rc as i64));
                 return Err(Error::Os(libc::EIO));
             }
             self.progress_once();
@@ -3224,7 +3338,7 @@ unsafe fn open_endpoint(lib: &Lib, loopback: bool, caps: u64) -> Result<Objs> {
         }
         (lib.freeinfo)(hints);
         if rc != 0 || info.is_null() {
-            return Err(to_err(lib, "fi_getinfo", rc as i64));
+            return Err(to_err(Some(lib), "fi_getinfo", rc as i64));
         }
         if let Some(why) = refused_provider(&provider_name(&*info)) {
             crate::sn_error!("network engine", "{}", why);
@@ -3234,7 +3348,7 @@ unsafe fn open_endpoint(lib: &Lib, loopback: bool, caps: u64) -> Result<Objs> {
         let mut fabric: *mut ofi::fid_fabric = std::ptr::null_mut();
         let rc = (lib.fabric)((*info).fabric_attr, &mut fabric, std::ptr::null_mut());
         if rc != 0 {
-            return Err(to_err(lib, "fi_fabric", rc as i64));
+            return Err(to_err(Some(lib), "fi_fabric", rc as i64));
         }
         let mut domain: *mut ofi::fid_domain = std::ptr::null_mut();
         let rc = match (*(*fabric).ops).domain {
@@ -3242,7 +3356,7 @@ unsafe fn open_endpoint(lib: &Lib, loopback: bool, caps: u64) -> Result<Objs> {
             None => -libc::ENOSYS,
         };
         if rc != 0 {
-            return Err(to_err(lib, "fi_domain", rc as i64));
+            return Err(to_err(Some(lib), "fi_domain", rc as i64));
         }
         let dops = (*domain).ops;
         // A file descriptor to sleep on where the provider offers one (we poll it with
@@ -3259,7 +3373,7 @@ unsafe fn open_endpoint(lib: &Lib, loopback: bool, caps: u64) -> Result<Objs> {
                 if wait_obj == ofi::FI_WAIT_FD {
                     continue;
                 }
-                return Err(to_err(lib, "fi_cq_open", rc as i64));
+                return Err(to_err(Some(lib), "fi_cq_open", rc as i64));
             }
             if wait_obj == ofi::FI_WAIT_FD {
                 let control = (*(*cq).fid.ops).control;
@@ -3279,7 +3393,7 @@ unsafe fn open_endpoint(lib: &Lib, loopback: bool, caps: u64) -> Result<Objs> {
             None => -libc::ENOSYS,
         };
         if rc != 0 {
-            return Err(to_err(lib, "fi_av_open", rc as i64));
+            return Err(to_err(Some(lib), "fi_av_open", rc as i64));
         }
         let mut ep: *mut ofi::fid_ep = std::ptr::null_mut();
         let rc = match (*dops).endpoint {
@@ -3287,22 +3401,22 @@ unsafe fn open_endpoint(lib: &Lib, loopback: bool, caps: u64) -> Result<Objs> {
             None => -libc::ENOSYS,
         };
         if rc != 0 {
-            return Err(to_err(lib, "fi_endpoint", rc as i64));
+            return Err(to_err(Some(lib), "fi_endpoint", rc as i64));
         }
         let eops = (*ep).fid.ops;
         let bind = (*eops).bind.ok_or(Error::Unsupported)?;
         let rc = bind(&mut (*ep).fid, &mut (*cq).fid, ofi::FI_TRANSMIT | ofi::FI_RECV);
         if rc != 0 {
-            return Err(to_err(lib, "fi_ep_bind(cq)", rc as i64));
+            return Err(to_err(Some(lib), "fi_ep_bind(cq)", rc as i64));
         }
         let rc = bind(&mut (*ep).fid, &mut (*av).fid, 0);
         if rc != 0 {
-            return Err(to_err(lib, "fi_ep_bind(av)", rc as i64));
+            return Err(to_err(Some(lib), "fi_ep_bind(av)", rc as i64));
         }
         let control = (*eops).control.ok_or(Error::Unsupported)?;
         let rc = control(&mut (*ep).fid, ofi::FI_ENABLE, std::ptr::null_mut());
         if rc != 0 {
-            return Err(to_err(lib, "fi_enable", rc as i64));
+            return Err(to_err(Some(lib), "fi_enable", rc as i64));
         }
         let virt_addr = !(*info).domain_attr.is_null() && (*(*info).domain_attr).mr_mode & ofi::FI_MR_VIRT_ADDR != 0;
         let rma = rma
