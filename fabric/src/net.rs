@@ -2870,7 +2870,7 @@ impl Engine {
     /// finish it, bounds and access errors included, as the synchronous path would
     /// report them.
     pub unsafe fn put_async(&self, to: &Arc<Remote>, key: u64, addr: u64, src: *const u8, len: usize, pd: u64, done: Done) -> std::result::Result<(), Done> {
-        if len > 0 && len < ASYNC_RMA_MIN {
+        if len > 0 && (len < ASYNC_RMA_MIN || !self.fi.rma) {
             // SAFETY: the caller's contract; read (copied into the requests) before we return.
             let bytes = unsafe { std::slice::from_raw_parts(src, len) };
             self.put_requests_async(to, key, addr, bytes, pd, done);
