@@ -18,6 +18,9 @@ static int death(void)
     if (me == 1) {
         printf("dmapp_coll_bad: PE 1 ok (exits without joining)\n");
         fflush(stdout);
+        /* Only the PMI connection ended first: mpiexec (hydra) kills the whole job when a
+         * client's PMI socket closes before PMI_Finalize and it notices that first. */
+        PMI_Finalize();
         _exit(0);
     }
     OK(dmapp_c_barrier_join(ps));

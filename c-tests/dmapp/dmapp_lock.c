@@ -6,11 +6,11 @@
  * NULLs, bad PE, alignment, outside the segment, garbage descriptor, releases of handles
  * not held: released, forged, another PE's), unknown flag bits ignored.
  * Argument "death" (2 PEs): PE 1 exits holding a lock; PE 0's acquire of it returns
- * TRANSACTION_ERROR instead of waiting forever.  "death finalize": PE 1 ends its PMI
- * connection first, for mpiexec: hydra takes a client whose PMI socket closes before
- * PMI_Finalize for a crash (exit status 1) and, when it notices the socket before the
- * process's output closing, kills the whole job; PE 0 would die before its acquire
- * answered.  Run with XT_SYMMETRIC_HEAP_SIZE=8M. */
+ * TRANSACTION_ERROR instead of waiting forever.  PE 1 ends its PMI connection first:
+ * under mpiexec, hydra takes a client whose PMI socket closes before PMI_Finalize for a
+ * crash (exit status 1) and, when it notices the socket before the process's output
+ * closing, kills the whole job; PE 0 would die before its acquire answered.  Run with
+ * XT_SYMMETRIC_HEAP_SIZE=8M. */
 #include <pthread.h>
 #include <sched.h>
 #include <time.h>
@@ -181,7 +181,7 @@ static void bad_input(dmapp_lock_desc_t *own)
     OK(dmapp_lock_release(h2, 0));
 }
 
-static int death(dmapp_lock_desc_t *fl, int finalize_pmi)
+static int death(dmapp_lock_desc_t *fl)
 {
     if (npes != 2) SKIP("death mode needs 2 PEs");
     dmapp_lock_handle_t h;
@@ -190,7 +190,7 @@ static int death(dmapp_lock_desc_t *fl, int finalize_pmi)
     if (me == 1) {
         printf("dmapp_lock: pe 1 of 2 ok (exits holding the lock)\n");
         fflush(stdout);
-        if (finalize_pmi) CHECK_EQ(PMI_Finalize(), PMI_SUCCESS);
+        CHECK_EQ(PMI_Finalize(), PMI_SUCCESS);
         _exit(0);
     }
     time_t t0 = time(NULL);
@@ -228,7 +228,7 @@ int main(int argc, char **argv)
     int64_t *nlog = (int64_t *)(own + 1), *log = nlog + 1;
     barrier();   /* every descriptor is zero before anyone locks */
 
-    if (argc > 1 && strcmp(argv[1], "death") == 0) return death(fl, argc > 2 && strcmp(argv[2], "finalize") == 0);
+    if (argc > 1 && strcmp(argv[1], "death") == 0) return death(fl);
 
     hammer_all();
     fifo(fl, log, nlog);

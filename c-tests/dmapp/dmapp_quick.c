@@ -83,7 +83,12 @@ static double now(void) {
 static void death(uint8_t *h) {
     CHECK(npes == 2);
     barrier();
-    if (me == 1) _exit(0);                     /* no dmapp_finalize, no PMI_Finalize */
+    /* No dmapp_finalize; only the PMI connection ended (under mpiexec, hydra kills the
+     * whole job when a client's PMI socket closes before PMI_Finalize). */
+    if (me == 1) {
+        PMI_Finalize();
+        _exit(0);
+    }
     uint64_t v = 0, one = 1, old = 0;
     double t0 = now();
     dmapp_return_t rc;

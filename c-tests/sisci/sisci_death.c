@@ -43,8 +43,11 @@ int main(void)
     sci_remote_interrupt_t ri = st_connect_int(sd, nodes[other], 90 + other, 0, 30);
     if (rank == 1) {
         PMI_Barrier();
-        /* Die holding everything (connections, maps, an interrupt others connected to). */
+        /* Die holding everything (connections, maps, an interrupt others connected to).
+         * Only the PMI connection ended first: hydra (mpiexec) kills the whole job when a client's PMI
+         * socket closes before PMI_Finalize and it notices that before the exit. */
         fflush(stdout);
+        PMI_Finalize();
         _exit(0);
     }
     sci_remote_segment_t rs_cb = st_connect(sd, nodes[1], 801, on_remote, NULL, SCI_FLAG_USE_CALLBACK, 30);

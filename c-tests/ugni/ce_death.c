@@ -1,19 +1,17 @@
 /* A VCE whose owner dies gives its contributors an error, not a hang: rank 1 owns a VCE
  * with two PE children (ranks 0 and 1), rank 0 contributes, rank 1 exits without
- * contributing (and without finalizing); rank 0's GNI_CeCheckResult loop then answers
- * GNI_RC_TRANSACTION_ERROR within seconds instead of NOT_DONE forever.  Two ranks.
- * "finalize": rank 1 calls PMI_Finalize before it exits, as a program under MPICH's
- * hydra must (a process that closes its PMI connection while its proxy is forwarding a
- * command to it makes that proxy fail an assertion and end the job).  Usage:
- * ce_death [finalize]. */
+ * contributing (and without finalizing uGNI); rank 0's GNI_CeCheckResult loop then
+ * answers GNI_RC_TRANSACTION_ERROR within seconds instead of NOT_DONE forever.  Two
+ * ranks.  Rank 1 ends its PMI connection before it exits, as a program under MPICH's
+ * hydra must (hydra ends the whole job when a client's PMI socket closes before
+ * PMI_Finalize, and its proxy may fail an assertion forwarding a command to it). */
 #include "gnitest.h"
 #include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
-int main(int argc, char **argv)
+int main(void)
 {
-    int finalize = argc > 1 && !strcmp(argv[1], "finalize");
     gnit_t t;
     gnit_init(&t, 64);
     if (t.size != 2) SKIP("needs exactly 2 ranks");
@@ -35,7 +33,7 @@ int main(int argc, char **argv)
         CHECK(PMI_Barrier() == PMI_SUCCESS);
         printf("ce_death: rank 1 ok (exits without contributing)\n");
         fflush(stdout);
-        if (finalize) CHECK(PMI_Finalize() == PMI_SUCCESS);
+        CHECK(PMI_Finalize() == PMI_SUCCESS);
         _exit(0);
     }
     gni_ce_result_t *res = aligned_alloc(64, 4096);
