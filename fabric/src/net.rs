@@ -654,8 +654,8 @@ struct Objs {
 }
 
 struct Fi {
-    /// libfabric itself; None with our own transport when libfabric cannot be loaded
-    /// (then only its error texts are missing).
+    /// libfabric itself; None with our own transport, which never loads it (then only
+    /// its error texts are missing from messages).
     lib: Option<Lib>,
     fabric: *mut ofi::fid_fabric,
     domain: *mut ofi::fid_domain,
