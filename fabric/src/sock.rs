@@ -43,6 +43,8 @@ pub const MAX_FRAME: usize = 4 << 20;
 const QUEUE_MAX: usize = 64 << 20;
 /// Bytes read from a connection per read(2).
 const READ_CHUNK: usize = 256 << 10;
+/// Most vectors one sendmsg(2) takes (Linux's UIO_MAXIOV).
+const IOV_MAX: usize = 1024;
 /// Length of an address: family (LE u16), port (BE), IPv4 address.
 pub const NAME_LEN: usize = 8;
 
@@ -267,10 +269,19 @@ impl Sock {
     /// (a bulk put's data goes from the caller's buffer to the socket, no copy of ours
     /// unless the socket cannot take it all now).
     pub fn send_parts(&self, addr: u64, parts: &[&[u8]]) -> Result<(), SendError> {
-        let len: usize = parts.iter().map(|p| p.len()).sum();
-        if len > MAX_FRAME {
+        self.send_frames(addr, &[parts])
+    }
+
+    /// Sends several messages to `addr` in one system call, each its own frame made of
+    /// its parts in turn, in this order (the engine's held replies riding in front of a
+    /// request: one send instead of several).  All or nothing: a frame too long fails the
+    /// whole call before anything is written.
+    pub fn send_frames(&self, addr: u64, frames: &[&[&[u8]]]) -> Result<(), SendError> {
+        let lens: Vec<usize> = frames.iter().map(|f| f.iter().map(|p| p.len()).sum()).collect();
+        if lens.iter().any(|&l| l > MAX_FRAME) {
             return Err(SendError::Failed);
         }
+        let total: usize = lens.iter().map(|l| 4 + l).sum();
         let out = self.out(addr).ok_or(SendError::Failed)?;
         let mut st = out.st.lock().unwrap_or_else(|e| e.into_inner());
         if st.failed {
@@ -283,12 +294,18 @@ impl Sock {
             Some(fd) => fd,
             None => self.connect(addr, &out, &mut st)?,
         };
-        let hdr = (len as u32).to_le_bytes();
+        let hdrs: Vec<[u8; 4]> = lens.iter().map(|&l| (l as u32).to_le_bytes()).collect();
+        // Every piece of every frame in order, length headers included.
+        let pieces = || hdrs.iter().zip(frames.iter()).flat_map(|(h, f)| std::iter::once(&h[..]).chain(f.iter().copied()));
         let mut written = 0usize;
         if st.queue.is_empty() && !st.connecting {
-            let mut iov = Vec::with_capacity(1 + parts.len());
-            iov.push(libc::iovec { iov_base: hdr.as_ptr() as *mut c_void, iov_len: 4 });
-            iov.extend(parts.iter().filter(|p| !p.is_empty()).map(|p| libc::iovec { iov_base: p.as_ptr() as *mut c_void, iov_len: p.len() }));
+            let mut iov: Vec<libc::iovec> = pieces().filter(|p| !p.is_empty()).map(|p| libc::iovec { iov_base: p.as_ptr() as *mut c_void, iov_len: p.len() }).collect();
+            // More pieces than one sendmsg takes (IOV_MAX): gathered into one buffer here.
+            let joined: Vec<u8>;
+            if iov.len() > IOV_MAX {
+                joined = pieces().flatten().copied().collect();
+                iov = vec![libc::iovec { iov_base: joined.as_ptr() as *mut c_void, iov_len: joined.len() }];
+            }
             // SAFETY: a connected socket of ours; every buffer lives across the call.
             let n = unsafe { crate::cancel::sys::send_vectors(fd, iov.as_ptr(), iov.len()) };
             if n < 0 {
@@ -300,23 +317,23 @@ impl Sock {
             } else {
                 written = n as usize;
             }
-            if written == 4 + len {
+            if written == total {
                 return Ok(());
             }
         }
-        // What the socket did not take, copied: the frame's bytes from `written` on.
-        let mut frame = Vec::with_capacity(4 + len - written);
+        // What the socket did not take, copied: the bytes from `written` on.
+        let mut rest = Vec::with_capacity(total - written);
         let mut skip = written;
-        for p in std::iter::once(&hdr[..]).chain(parts.iter().copied()) {
+        for p in pieces() {
             if skip >= p.len() {
                 skip -= p.len();
                 continue;
             }
-            frame.extend_from_slice(&p[skip..]);
+            rest.extend_from_slice(&p[skip..]);
             skip = 0;
         }
-        st.queued += frame.len();
-        st.queue.push_back(frame);
+        st.queued += rest.len();
+        st.queue.push_back(rest);
         if !st.watched {
             st.watched = epoll(self.epfd, libc::EPOLL_CTL_ADD, fd, libc::EPOLLOUT as u32, TAG_OUT | addr);
         }
@@ -738,6 +755,30 @@ mod tests {
         want.extend_from_slice(b"tail");
         assert!(got[0] == want, "the gathered message, {} bytes", got[0].len());
         assert_eq!(got[1], b"xy".to_vec());
+    }
+
+    /// Several messages in one send arrive as they would one send each, in order: a
+    /// few (the engine's held replies in front of a request), more pieces than one
+    /// sendmsg takes (gathered into one buffer then), and a frame too long refuses the
+    /// whole call before anything is written.
+    #[test]
+    fn frames_of_one_send_arrive_as_messages_in_order() {
+        let a = Sock::open(true).unwrap();
+        let b = Sock::open(true).unwrap();
+        let ab = a.insert(&b.name()).unwrap();
+        a.send_frames(ab, &[&[b"r1"], &[b"r2", b"!"], &[b"req", &[], b"uest"]]).unwrap();
+        let many: Vec<Vec<u8>> = (0..3 * IOV_MAX as u32).map(|i| i.to_le_bytes().to_vec()).collect();
+        let parts: Vec<[&[u8]; 1]> = many.iter().map(|m| [&m[..]]).collect();
+        let frames: Vec<&[&[u8]]> = parts.iter().map(|p| &p[..]).collect();
+        a.send_frames(ab, &frames).unwrap();
+        let huge = vec![0u8; MAX_FRAME + 1];
+        assert_eq!(a.send_frames(ab, &[&[b"never"], &[&huge]]), Err(SendError::Failed));
+        a.send(ab, b"last").unwrap();
+        let mut got = Vec::new();
+        drain(&b, &[&a], 3 + many.len() + 1, &mut got);
+        assert_eq!(got[..3], [b"r1".to_vec(), b"r2!".to_vec(), b"request".to_vec()]);
+        assert!(got[3..3 + many.len()] == many[..], "the many frames, in order");
+        assert_eq!(got[3 + many.len()], b"last".to_vec());
     }
 
     /// A poll that finds a connection ready while another thread reads it waits for

@@ -35,6 +35,17 @@
 //!   (taking its window) and exit; rank 0 ends its registration after 0.5 s, in less
 //!   than half of `SOFTNIC_NET_TIMEOUT_MS` (an exited holder is not waited for).
 //!
+//! - `hold` (network engine, 2 ranks, each pinned to one core): replies held back and
+//!   riding with the next message (net::hold_reply).  First a ping-pong of ROUNDS blocking
+//!   puts, each rank spinning on its own memory for the other's: every value checked, and
+//!   on the engine's own transport most replies must have ridden in front of a request,
+//!   and the last pong, whose reply rank 0 holds as it leaves the library for good,
+//!   must complete within BOUND_MS (the progress thread's clock).
+//!   Then rank 1 polls for events until rank 0's put lands (the reply held by that poll),
+//!   and leaves the library: it spins on its memory without any call until rank 0's next
+//!   put.  Rank 0's first put must complete within BOUND_MS all the same (the progress
+//!   thread's clock sends the reply: counted so on the own transport).
+//!
 //! Exit 0 and one line `fabric-jobtest MODE: rank R ok` per rank on success.
 
 use softnic_fabric::atomic::{AmoOp, AmoWidth};
@@ -209,6 +220,107 @@ fn spin(rank: u32, size: u32) {
     ok!(bootstrap::barrier(), "barrier");
 }
 
+/// Pins the calling thread (and the threads it starts later: the engine's progress
+/// thread) to one core, so that a progress thread's wake-up preempts its spinning rank.
+fn pin_to_core(rank: u32) {
+    // SAFETY: a zeroed cpu_set_t is empty; the calls only read and write it.
+    unsafe {
+        let n = libc::sysconf(libc::_SC_NPROCESSORS_ONLN).max(1) as usize;
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(rank as usize % n, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+/// Spins on `w` (plain loads, no library call) until it holds `want`; dies after 20 s.
+fn spin_for(w: &AtomicU64, want: u64, what: &str) {
+    let start = Instant::now();
+    while w.load(Ordering::Acquire) != want {
+        std::hint::spin_loop();
+        if start.elapsed() > Duration::from_secs(20) {
+            die(what, (w.load(Ordering::Relaxed), want));
+        }
+    }
+}
+
+fn hold(rank: u32, size: u32) {
+    const ROUNDS: u64 = 500;
+    // The reply goes within HOLD_CAP_NS (1 ms) and DEFER_NS; a progress thread that slept
+    // its usual 100 ms instead would miss this.
+    const BOUND_MS: u128 = 50;
+    if size != 2 {
+        eprintln!("SKIP: hold needs 2 ranks");
+        std::process::exit(77);
+    }
+    pin_to_core(rank);
+    // words[0]: the ping-pong's word; words[1]: what rank 1 polls for; words[2]: the word
+    // rank 1 spins on after leaving the library.
+    let words: Box<[AtomicU64; 8]> = Box::new(Default::default());
+    let key = ok!(mem::register(words.as_ptr() as usize, 64, Access::ReadWrite, PD), "register");
+    // Each rank's card: node, registry slot and generation, key, address.
+    let id = ok!(node::get(), "node").proc_id();
+    let card = [ok!(bootstrap::node_id(rank), "node_id") as u64, id.slot as u64, id.gen as u64, key.to_u64(), words.as_ptr() as u64];
+    let all = ok!(bootstrap::allgather(&card.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>()), "allgather");
+    let w = |i: usize| u64::from_le_bytes(all[(1 - rank as usize) * 40 + i * 8..][..8].try_into().unwrap());
+    let other = Card { peer: ok!(node::self_ref(), "self_ref"), key: MemKey::from_u64(w(3)), addr: w(4) };
+    let peer = ok!(Peer::at(w(0) as u32, registry::ProcId { slot: w(1) as u32, gen: w(2) as u32 }, 32), "Peer::at");
+    let other = &other;
+    ok!(bootstrap::barrier(), "barrier");
+    for i in 1..=ROUNDS {
+        if rank == 0 {
+            ok!(rma::put(&peer, other.key, other.addr, &i.to_le_bytes(), PD), "ping");
+            spin_for(&words[0], i, "no pong");
+        } else {
+            spin_for(&words[0], i, "no ping");
+            let t0 = Instant::now();
+            ok!(rma::put(&peer, other.key, other.addr, &i.to_le_bytes(), PD), "pong");
+            // The last pong's reply is held by rank 0, which then leaves the library for
+            // good (PMI barriers from here on): only the progress thread's clock sends it.
+            let ms = t0.elapsed().as_millis();
+            if i == ROUNDS && ms > BOUND_MS {
+                die("the last pong waited for rank 0 to call the library again (ms)", ms);
+            }
+        }
+    }
+    let before = softnic_fabric::net::held_replies().unwrap_or_default();
+    let own = softnic_fabric::net::own_transport_running();
+    if own && before[0] < ROUNDS / 10 {
+        die("replies of the ping-pong did not ride with requests (rode, alone, by the clock)", before);
+    }
+    println!("fabric-jobtest hold: rank {rank} ping-pong of {ROUNDS}: replies rode {}, went alone {}, by the clock {}", before[0], before[1], before[2]);
+    ok!(bootstrap::barrier(), "barrier");
+    // Past any pause in holding a clock-sent reply of the ping-pong may have started.
+    std::thread::sleep(Duration::from_millis(100));
+    ok!(bootstrap::barrier(), "barrier");
+    if rank == 1 {
+        let start = Instant::now();
+        while words[1].load(Ordering::Acquire) != 7 {
+            softnic_fabric::net::poll_for_events();
+            if start.elapsed() > Duration::from_secs(20) {
+                die("rank 0's put never landed", words[1].load(Ordering::Relaxed));
+            }
+        }
+        // Out of the library until rank 0's second put.
+        spin_for(&words[2], 9, "rank 0's second put never landed");
+        let after = softnic_fabric::net::held_replies().unwrap_or_default();
+        if own && after[2] <= before[2] {
+            die("the held reply did not go by the progress thread's clock (before, after)", (before, after));
+        }
+    } else {
+        std::thread::sleep(Duration::from_millis(50));
+        let t0 = Instant::now();
+        ok!(rma::put(&peer, other.key, other.addr + 8, &7u64.to_le_bytes(), PD), "put to the polling rank");
+        let ms = t0.elapsed().as_millis();
+        if ms > BOUND_MS {
+            die("the put's completion waited for its target to call the library again (ms)", ms);
+        }
+        println!("fabric-jobtest hold: rank 0 put to a rank that left the library completed in {ms} ms");
+        ok!(rma::put(&peer, other.key, other.addr + 16, &9u64.to_le_bytes(), PD), "second put");
+    }
+    ok!(bootstrap::barrier(), "barrier");
+    ok!(mem::deregister(key), "deregister");
+}
+
 const SVC_RANK: usize = 8;
 
 /// The test service: counts the call in the target's region and answers with the words
@@ -332,7 +444,8 @@ fn main() {
         "crash" => crash(rank, size, args.get(2).map(String::as_str).unwrap_or("")),
         "revoke" => revoke(rank, size),
         "netauth" => netauth(rank, size, args.get(2).map(String::as_str).unwrap_or_else(|| die("usage", "netauth DIR"))),
-        _ => die("usage: fabric-jobtest ring|spin|service|revoke|crash segv|exit|abort|netauth DIR|attack DIR", mode),
+        "hold" => hold(rank, size),
+        _ => die("usage: fabric-jobtest ring|spin|service|revoke|hold|crash segv|exit|abort|netauth DIR|attack DIR", mode),
     }
     println!("fabric-jobtest {mode}: rank {rank} ok");
 }
