@@ -126,8 +126,11 @@ const PROBE_EVERY_NS: u64 = 250_000_000;
 /// pieces in flight: they hold no bounce buffer.
 const SHORT_DEPTH_FACTOR: usize = 4;
 
-/// Most data bytes in one request or reply.
+/// Most data bytes in one request or reply (but puts on our own transport: [`SOCK_PUT_PIECE`]).
 pub const MAX_DATA: usize = 256 * 1024;
+/// Data bytes of one put request on our own transport: a quarter as many requests,
+/// replies and wake-ups per byte as [`MAX_DATA`].
+const SOCK_PUT_PIECE: usize = 1 << 20;
 /// Puts and gets of at least this many bytes go as RMA (fi_writemsg/fi_readmsg into the
 /// target's registered memory) where the provider can; shorter ones as requests, where
 /// one round trip carrying the data costs less than the RMA's own completion round trip.
@@ -795,6 +798,9 @@ struct DeferredReply {
 /// Replies an application thread holds for one address before they go at once (in one
 /// send): a stream of puts keeps its replies flowing ([`Engine::hold_reply`]).
 const HOLD_MAX: usize = 16;
+/// Only replies to puts of at most this many bytes are held by application threads: a
+/// bulk transfer's pieces stream, their replies are what keeps the stream going.
+const HOLD_BYTES_MAX: usize = 4096;
 /// While application threads hold replies, the progress thread sleeps at most this long,
 /// so a reply whose holder left the library goes within it ([`Engine::hold_reply`]).
 const HOLD_CAP_NS: u64 = 1_000_000;
@@ -2233,7 +2239,7 @@ impl Engine {
                     self.defer_reply(from, buf, src, false);
                     return;
                 }
-            } else if self.sock.is_some() && self.hold_reply() {
+            } else if self.sock.is_some() && body.len() <= HOLD_BYTES_MAX && self.hold_reply() {
                 self.defer_reply(from, buf, src, true);
                 return;
             }
@@ -3102,19 +3108,35 @@ impl Engine {
         }
     }
 
-    /// A short asynchronous put as requests of at most [`MAX_DATA`] bytes, each a piece
+    /// The data of one put request: [`MAX_DATA`] (a receive buffer's worth) with
+    /// libfabric; on our own transport, which reads frames of any length up to
+    /// [`crate::sock::MAX_FRAME`] and takes the data from the caller's buffer, [`SOCK_PUT_PIECE`].
+    fn put_piece(&self) -> usize {
+        if self.sock.is_some() {
+            SOCK_PUT_PIECE
+        } else {
+            MAX_DATA
+        }
+    }
+
+    /// A short asynchronous put as requests of at most [`Engine::put_piece`] bytes, each a piece
     /// of one operation (see [`Engine::put_async`]).  Requests to one target are served
     /// in issue order, so its pieces land in order too.
     fn put_requests_async(&self, to: &Arc<Remote>, key: u64, addr: u64, src: &[u8], pd: u64, done: Done) {
-        let n = src.len().div_ceil(MAX_DATA);
+        let piece_len = self.put_piece();
+        let n = src.len().div_ceil(piece_len);
+        // Several pieces: this thread sends them and reads their replies while it waits
+        // for room in the pipeline; they must not wake the progress thread meanwhile
+        // (see `polling`).
+        let _polling = if n > 1 { self.polling() } else { Polling(None) };
         let op = Arc::new(Async { remaining: AtomicUsize::new(n), error: std::sync::atomic::AtomicI32::new(0), done: Mutex::new(Some(done)) });
-        for (i, chunk) in src.chunks(MAX_DATA).enumerate() {
+        for (i, chunk) in src.chunks(piece_len).enumerate() {
             // Short pieces hold no buffer of ours while in flight: a deeper pipeline.
             self.wait_for_depth(to, self.async_max * SHORT_DEPTH_FACTOR);
             let req = self.next_req.fetch_add(1, Ordering::Relaxed);
             let piece = Piece { op: op.clone(), req, read_into: None, finished: AtomicBool::new(false), deadline: Instant::now() + self.timeout };
             self.async_in_flight.fetch_add(1, Ordering::AcqRel);
-            let Some(a) = addr.checked_add((i * MAX_DATA) as u64) else {
+            let Some(a) = addr.checked_add((i * piece_len) as u64) else {
                 piece.finish(err_code(Error::OutOfBounds), &[]);
                 continue;
             };
@@ -3263,8 +3285,9 @@ impl Engine {
         if src.len() >= RMA_MIN && self.rma(to, key, addr, Rma::Write(src), pd).is_ok() {
             return Ok(());
         }
-        for (i, chunk) in src.chunks(MAX_DATA).enumerate() {
-            let a = addr.checked_add((i * MAX_DATA) as u64).ok_or(Error::OutOfBounds)?;
+        let piece = self.put_piece();
+        for (i, chunk) in src.chunks(piece).enumerate() {
+            let a = addr.checked_add((i * piece) as u64).ok_or(Error::OutOfBounds)?;
             self.call(to, Op::Put, key, a, pd, &[chunk])?;
         }
         Ok(())

@@ -41,8 +41,10 @@ use std::time::{Duration, Instant};
 pub const MAX_FRAME: usize = 4 << 20;
 /// Bytes an address's queue may hold before sends to it are answered `Again`.
 const QUEUE_MAX: usize = 64 << 20;
-/// Bytes read from a connection per read(2).
-const READ_CHUNK: usize = 256 << 10;
+/// Least room a read(2) of a connection is given.
+const READ_CHUNK: usize = 64 << 10;
+/// A connection's read buffer, at least: several of the engine's largest requests.
+const READ_BUF: usize = 2 << 20;
 /// Most vectors one sendmsg(2) takes (Linux's UIO_MAXIOV).
 const IOV_MAX: usize = 1024;
 /// Length of an address: family (LE u16), port (BE), IPv4 address.
@@ -512,14 +514,19 @@ impl Sock {
         }
         let mut got = false;
         loop {
-            // Room for the next chunk: move the unread bytes to the front, or grow.
+            // Room to read into.  The unread bytes (at most a frame's worth) move to the
+            // front only when little room is left behind them: with a buffer of several
+            // frames that is once per several frames, not once per read (a bulk put's
+            // frames are a little longer than a read, so each read would have moved most
+            // of one: a copy of its data more).  It grows when the frame being read would
+            // not fit, and to READ_BUF at first.
             if b.data.len() - b.end < READ_CHUNK {
                 let (s, e) = (b.start, b.end);
                 b.data.copy_within(s..e, 0);
                 b.end -= s;
                 b.start = 0;
-                if b.data.len() - b.end < READ_CHUNK {
-                    let want = b.end + READ_CHUNK;
+                let want = (b.end + READ_CHUNK).max(READ_BUF).max(b.data.len());
+                if want > b.data.len() {
                     b.data.resize(want, 0);
                 }
             }
@@ -550,9 +557,17 @@ impl Sock {
                     return true;
                 }
                 if avail < 4 + len {
-                    if b.data.len() < b.start + 4 + len {
-                        let need = b.start + 4 + len;
-                        b.data.resize(need, 0);
+                    // The whole frame must fit behind its start, with a chunk's room to
+                    // spare so that reading it does not move it: moved to the front if
+                    // not (once per buffer's worth), the buffer grown if not even there.
+                    if b.data.len() < b.start + 4 + len + READ_CHUNK {
+                        let e = b.end;
+                        b.data.copy_within(s..e, 0);
+                        b.end -= s;
+                        b.start = 0;
+                        if b.data.len() < 4 + len + READ_CHUNK {
+                            b.data.resize(4 + len + READ_CHUNK, 0);
+                        }
                     }
                     break;
                 }
