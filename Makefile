@@ -124,13 +124,13 @@ c-tests: stage
 
 # The srun tests need a running Slurm cluster: one is started under build/slurm for the
 # run (when it cannot start, for want of root, those tests say so and are skipped).
-# The network tests run twice: over libfabric and over the engine's own transport
-# (c-tests/tools/gen-sockets-list.py).
+# The network tests run twice: over the engine's own transport (its default) and over
+# libfabric (c-tests/tools/gen-libfabric-list.py).
 check-c: c-tests
-	@python3 c-tests/tools/gen-sockets-list.py c-tests/net.list > $(BUILD)/tests/net-sockets.list
+	@python3 c-tests/tools/gen-libfabric-list.py c-tests/net.list > $(BUILD)/tests/net-libfabric.list
 	@c-tests/tools/slurm-up down $(BUILD)/slurm; \
 	conf=$$(c-tests/tools/slurm-up $(BUILD)/slurm 2>$(BUILD)/slurm-up.log) && eval "$$conf" || echo "no test Slurm cluster: $$(tail -1 $(BUILD)/slurm-up.log)"; \
-	BUILD=$(BUILD) SHARED=$(SHARED) c-tests/run.sh c-tests/*.list $(BUILD)/tests/net-sockets.list; rc=$$?; \
+	BUILD=$(BUILD) SHARED=$(SHARED) c-tests/run.sh c-tests/*.list $(BUILD)/tests/net-libfabric.list; rc=$$?; \
 	c-tests/tools/slurm-up down $(BUILD)/slurm; exit $$rc
 
 check-abi: stage

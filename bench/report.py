@@ -14,7 +14,7 @@ import os
 import sys
 
 OURS = ("softnic-ugni", "softnic-dmapp", "softnic-utofu", "softnic-sisci", "softnic-portals", "softnic-ugni-net",
-        "softnic-ugni-sock", "softnic-portals-net")
+        "softnic-ugni-ofi", "softnic-portals-net")
 
 # (our series, [peer series]) compared at equal sizes.  Latency: ours / peer, < 1 is
 # faster than the peer.  Bandwidth and rate: ours / peer, > 1 is faster.
@@ -51,12 +51,12 @@ COMPARE = [
                                                   ("floor-tcp-sleep", "tcp_pingpong")]),
     (("softnic-ugni-net", "rdma_put_bw"), [("ucx-tcp", "put_bw"), ("libfabric-tcp", "write_bw"),
                                            ("floor-tcp-sleep", "tcp_bw")]),
-    # The network engine on its own transport (SOFTNIC_NET_TRANSPORT=sockets), beside the
-    # same rows over libfabric.
-    (("softnic-ugni-sock", "fma_put_pingpong"), [("softnic-ugni-net", "fma_put_pingpong"), ("floor-tcp-sleep", "tcp_pingpong")]),
-    (("softnic-ugni-sock", "put_event_pingpong"), [("softnic-ugni-net", "put_event_pingpong"), ("libfabric-tcp", "fi_pingpong")]),
-    (("softnic-ugni-sock", "amo_fadd_lat"), [("softnic-ugni-net", "amo_fadd_lat")]),
-    (("softnic-ugni-sock", "rdma_put_bw"), [("softnic-ugni-net", "rdma_put_bw"), ("floor-tcp-sleep", "tcp_bw")]),
+    # The network engine over libfabric (SOFTNIC_NET_TRANSPORT=libfabric), beside the same
+    # rows on its own transport, the default.
+    (("softnic-ugni-ofi", "fma_put_pingpong"), [("softnic-ugni-net", "fma_put_pingpong"), ("floor-tcp-sleep", "tcp_pingpong")]),
+    (("softnic-ugni-ofi", "put_event_pingpong"), [("softnic-ugni-net", "put_event_pingpong"), ("libfabric-tcp", "fi_pingpong")]),
+    (("softnic-ugni-ofi", "amo_fadd_lat"), [("softnic-ugni-net", "amo_fadd_lat")]),
+    (("softnic-ugni-ofi", "rdma_put_bw"), [("softnic-ugni-net", "rdma_put_bw"), ("floor-tcp-sleep", "tcp_bw")]),
     # Issue 20: register + deregister per buffer, beside what pinning the same pages costs
     # the kernel (the floor of a NIC's registration) and beside an ordinary 8 B message
     # (SMSG half round trip, what a zero-copy transfer is weighed against): a peer with a
@@ -488,7 +488,7 @@ def plot(outdir, series, metric):
         return "matplotlib is not installed: latest.png not written"
     fig, axes = plt.subplots(1, 2, figsize=(15, 8.2))
     colors = {"softnic-ugni": "tab:red", "softnic-dmapp": "tab:orange", "mpich": "tab:blue", "ucx": "tab:green",
-              "libfabric-shm": "tab:purple", "floor": "black", "softnic-ugni-net": "tab:brown", "softnic-ugni-sock": "sienna",
+              "libfabric-shm": "tab:purple", "floor": "black", "softnic-ugni-net": "tab:brown", "softnic-ugni-ofi": "sienna",
               "libfabric-tcp": "tab:pink", "ucx-tcp": "tab:olive", "floor-tcp-sleep": "dimgray"}
     markers = "os^vD<>xP*"
     panels = [(axes[0], ("half_rtt_us", "us"), "Latency (µs, lower is better)"),

@@ -263,11 +263,10 @@ pub static TUNABLES: &[Tunable] = &[
     },
     Tunable {
         name: "SOFTNIC_NET_TRANSPORT",
-        default: "libfabric",
-        help: "How the network engine carries its messages: libfabric (its provider, \
-               FI_PROVIDER; RMA for bulk transfers), or sockets (TCP connections of its \
-               own, no RMA; no libfabric needed).  Every process of a job must use the \
-               same.",
+        default: "sockets",
+        help: "How the network engine carries its messages: sockets (TCP connections of \
+               its own; no libfabric needed), or libfabric (its provider, FI_PROVIDER; \
+               RMA for bulk transfers).  Every process of a job must use the same.",
     },
     Tunable {
         name: "SOFTNIC_NET_RMA_DEPTH",

@@ -7,7 +7,17 @@
 //! (the uGNI NIC address, the DMAPP PE's node), the slot is the [`ProcId`] that memory
 //! handles carry.
 //!
-//! **Endpoint.**  One reliable-datagram endpoint per process (`FI_EP_RDM`), provider from
+//! **Transport.**  By default our own (`SOFTNIC_NET_TRANSPORT=sockets`, crate::sock): TCP
+//! connections this engine makes itself, with the messages described below (headers,
+//! MACs, requests and replies) and no RMA.  `Fi` then holds no libfabric object (libfabric
+//! is not even loaded); its wait descriptor is the transport's epoll set, which the
+//! progress thread sleeps on as on a provider's, and `progress_once` reads the sockets.
+//! Chosen over libfabric (round 7, `make bench` and ad hoc, two virtual hosts): faster for
+//! every operation measured, 8 B ping-pongs ~2x, bulk puts in 1 MiB requests 1.0-1.2x its
+//! RMA.  Libfabric stays selectable (`SOFTNIC_NET_TRANSPORT=libfabric`: other providers,
+//! RMA), and `make check` runs every network test on both.
+//!
+//! **Endpoint (libfabric).**  One reliable-datagram endpoint per process (`FI_EP_RDM`), provider from
 //! `FI_PROVIDER` when set, else `tcp;ofi_rxm` (verbs needs registered message buffers,
 //! which this engine does not use yet); libfabric 1.17's `net` is refused with its cause
 //! logged (its wait descriptor never quiets: see [`refused_provider`]).  Its address is published in the PMI KVS under
@@ -16,12 +26,6 @@
 //! `SOFTNIC_ENGINE=net`).  Initiators read the job's records at first use: a process no
 //! rank has published is unknown once every rank has published (`StaleHandle`), and is
 //! waited for (up to `SOFTNIC_NET_TIMEOUT_MS`) while some rank has not.
-//!
-//! **Or our own transport** (`SOFTNIC_NET_TRANSPORT=sockets`, crate::sock): TCP
-//! connections this engine makes itself in place of libfabric's endpoint, with the same
-//! messages (headers, MACs, requests and replies) and no RMA.  `Fi` then holds no
-//! libfabric object; its wait descriptor is the transport's epoll set, which the progress
-//! thread sleeps on as on a provider's, and `progress_once` reads the sockets.
 //!
 //! **Operations are requests served by the target's progress thread.**  Every remote
 //! operation (put, get, atomic, 64-bit store, notify-ring lookup, ring push) is one
@@ -70,7 +74,7 @@
 //! wait object, which sleeping needs.  A bare-socket prototype of this same design
 //! (progress thread, request, reply) measured ~1.4x the floor, ~1.1x with the reply off
 //! the target's path: a transport of our own over sockets is what would close most of the
-//! gap (not built).  Without effect: rxm/tcp environment settings; edge-triggered sleep
+//! gap (since built: crate::sock, the default transport).  Without effect: rxm/tcp environment settings; edge-triggered sleep
 //! without fi_trywait saved 2 calls but can miss traffic libfabric holds unannounced.
 //!
 //! **The reply off the target's path** (round 5).  The progress thread runs at SCHED_FIFO
@@ -2483,9 +2487,18 @@ unsafe fn provider_name(info: &fi_info) -> String {
     }
 }
 
-/// `SOFTNIC_NET_TRANSPORT=sockets`: our own transport (crate::sock) instead of libfabric.
+/// Our own transport (crate::sock) unless `SOFTNIC_NET_TRANSPORT=libfabric`; a value that
+/// names neither is logged and taken as the default.
 fn own_transport() -> bool {
-    crate::env::get_str("SOFTNIC_NET_TRANSPORT").trim().eq_ignore_ascii_case("sockets")
+    let v = crate::env::get_str("SOFTNIC_NET_TRANSPORT");
+    let v = v.trim();
+    if v.eq_ignore_ascii_case("libfabric") {
+        return false;
+    }
+    if !v.is_empty() && !v.eq_ignore_ascii_case("sockets") {
+        crate::sn_warn!("network engine", "SOFTNIC_NET_TRANSPORT={:?} is neither sockets nor libfabric: sockets used", v);
+    }
+    true
 }
 
 /// Whether bulk transfers use the provider's RMA: `SOFTNIC_NET_RMA` when it is set; unset,

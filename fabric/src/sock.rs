@@ -1,5 +1,5 @@
-//! A message transport of our own over TCP for the network engine
-//! (`SOFTNIC_NET_TRANSPORT=sockets`; crate::net uses libfabric unless told so).
+//! A message transport of our own over TCP for the network engine: its default
+//! (`SOFTNIC_NET_TRANSPORT=sockets`; `libfabric` has crate::net use a libfabric provider).
 //!
 //! **Why.**  Per request, libfabric's tcp;ofi_rxm makes the target's progress thread
 //! write and read its own wake-up signals (the CQ's wait descriptor, tcp's progress
