@@ -1018,6 +1018,12 @@ fn pin_after(b: &mut Binding, words: [u64; 2], key: MemKey, own: bool, at: (u64,
         return;
     }
     let peer = if own { softnic_fabric::rma::Peer::this().ok() } else { b.route.as_ref().map(|(_, p)| p.clone()) };
+    if peer.as_ref().is_some_and(|p| p.is_remote()) {
+        // Another machine's memory is never pinned: its posts go through the network
+        // engine, and that is no slower path to report.
+        b.pins.refuse(words);
+        return;
+    }
     // Registrations the fabric cannot pin (several backings, the network engine) are not,
     // and are not tried again at each miss (a failed try costs a validation and a
     // backing lookup on top of the general path).
