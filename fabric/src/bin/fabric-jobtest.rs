@@ -41,10 +41,12 @@
 //!   on the engine's own transport most replies must have ridden in front of a request,
 //!   and the last pong, whose reply rank 0 holds as it leaves the library for good,
 //!   must complete within BOUND_MS (the progress thread's clock).
-//!   Then rank 1 polls for events until rank 0's put lands (the reply held by that poll),
-//!   and leaves the library: it spins on its memory without any call until rank 0's next
-//!   put.  Rank 0's first put must complete within BOUND_MS all the same (the progress
-//!   thread's clock sends the reply: counted so on the own transport).
+//!   Then, in each of 5 rounds, rank 1 polls for events until rank 0's put lands (the
+//!   reply held by that poll), and leaves the library: it spins on its memory without any
+//!   call until rank 0's next put.  Rank 0's first put must complete within BOUND_MS all
+//!   the same (the progress thread's clock sends the reply), and on the own transport a
+//!   held reply must have gone by the clock (the progress thread may serve the put itself
+//!   in a round, racing the poll: then nothing is held; the count is printed).
 //!
 //! Exit 0 and one line `fabric-jobtest MODE: rank R ok` per rank on success.
 
@@ -289,33 +291,50 @@ fn hold(rank: u32, size: u32) {
     }
     println!("fabric-jobtest hold: rank {rank} ping-pong of {ROUNDS}: replies rode {}, went alone {}, by the clock {}", before[0], before[1], before[2]);
     ok!(bootstrap::barrier(), "barrier");
-    // Past any pause in holding a clock-sent reply of the ping-pong may have started.
-    std::thread::sleep(Duration::from_millis(100));
-    ok!(bootstrap::barrier(), "barrier");
-    if rank == 1 {
-        let start = Instant::now();
-        while words[1].load(Ordering::Acquire) != 7 {
-            softnic_fabric::net::poll_for_events();
-            if start.elapsed() > Duration::from_secs(20) {
-                die("rank 0's put never landed", words[1].load(Ordering::Relaxed));
-            }
-        }
-        // Out of the library until rank 0's second put.
-        spin_for(&words[2], 9, "rank 0's second put never landed");
-        let after = softnic_fabric::net::held_replies().unwrap_or_default();
-        if own && after[2] <= before[2] {
-            die("the held reply did not go by the progress thread's clock (before, after)", (before, after));
-        }
-    } else {
+    // Rounds of the second part: every round's put must complete in time.
+    const PHASE2_ROUNDS: u64 = 5;
+    let mut clocked = 0;
+    for k in 0..PHASE2_ROUNDS {
+        // Past any pause in holding that a clock-sent reply (the ping-pong's, the last
+        // round's) started.
         std::thread::sleep(Duration::from_millis(50));
-        let t0 = Instant::now();
-        ok!(rma::put(&peer, other.key, other.addr + 8, &7u64.to_le_bytes(), PD), "put to the polling rank");
-        let ms = t0.elapsed().as_millis();
-        if ms > BOUND_MS {
-            die("the put's completion waited for its target to call the library again (ms)", ms);
+        ok!(bootstrap::barrier(), "barrier");
+        let (first, second) = (7 + 2 * k, 8 + 2 * k);
+        if rank == 1 {
+            let was = softnic_fabric::net::held_replies().unwrap_or_default();
+            let start = Instant::now();
+            while words[1].load(Ordering::Acquire) != first {
+                softnic_fabric::net::poll_for_events();
+                if start.elapsed() > Duration::from_secs(20) {
+                    die("rank 0's put never landed", words[1].load(Ordering::Relaxed));
+                }
+            }
+            // Out of the library until rank 0's second put.
+            spin_for(&words[2], second, "rank 0's second put never landed");
+            let now = softnic_fabric::net::held_replies().unwrap_or_default();
+            // Held (by the poll, or by the progress thread that served it instead), the
+            // reply can only have gone by the clock: nothing else was sent or polled.
+            if own && (now[0] > was[0] || now[1] > was[1]) {
+                die("a held reply went otherwise than by the clock (before, after)", (was, now));
+            }
+            clocked += (now[2] > was[2]) as u32;
+        } else {
+            std::thread::sleep(Duration::from_millis(20));
+            let t0 = Instant::now();
+            ok!(rma::put(&peer, other.key, other.addr + 8, &first.to_le_bytes(), PD), "put to the polling rank");
+            let ms = t0.elapsed().as_millis();
+            if ms > BOUND_MS {
+                die("the put's completion waited for its target to call the library again (ms)", ms);
+            }
+            println!("fabric-jobtest hold: rank 0 put to a rank that left the library completed in {ms} ms");
+            ok!(rma::put(&peer, other.key, other.addr + 16, &second.to_le_bytes(), PD), "second put");
         }
-        println!("fabric-jobtest hold: rank 0 put to a rank that left the library completed in {ms} ms");
-        ok!(rma::put(&peer, other.key, other.addr + 16, &9u64.to_le_bytes(), PD), "second put");
+    }
+    if rank == 1 {
+        // A loaded machine may have the progress thread serve every round's put (the
+        // poller preempted, its lease run out): then no reply was held, which the first
+        // part's counts already checked happens.
+        println!("fabric-jobtest hold: rank 1 left the library after a poll served a put: its reply went by the clock in {clocked} of {PHASE2_ROUNDS} rounds");
     }
     ok!(bootstrap::barrier(), "barrier");
     ok!(mem::deregister(key), "deregister");
