@@ -1498,7 +1498,9 @@ impl Engine {
                 s.send_frames(addr, &frames)
             };
             drop(in_order);
-            if matches!(r, Err(crate::sock::SendError::Again)) && !riders.is_empty() && !(patient && Instant::now() <= deadline) {
+            // One clock reading decides both: put the replies back, or try again.
+            let retry = patient && Instant::now() <= deadline;
+            if matches!(r, Err(crate::sock::SendError::Again)) && !riders.is_empty() && !retry {
                 // Not sent: the replies wait for the next chance (sealed again then).
                 let mut d = self.deferred.lock().unwrap_or_else(|e| e.into_inner());
                 for (mut h, b) in held.drain(..).zip(riders.iter()) {
@@ -1517,7 +1519,7 @@ impl Engine {
                     self.posted(copy);
                     return Ok(());
                 }
-                Err(crate::sock::SendError::Again) if patient && Instant::now() <= deadline => {
+                Err(crate::sock::SendError::Again) if retry => {
                     self.progress_once();
                 }
                 Err(crate::sock::SendError::Again) => return Err(Error::Again),

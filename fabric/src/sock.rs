@@ -43,7 +43,8 @@ pub const MAX_FRAME: usize = 4 << 20;
 const QUEUE_MAX: usize = 64 << 20;
 /// Least room a read(2) of a connection is given.
 const READ_CHUNK: usize = 64 << 10;
-/// A connection's read buffer, at least: several of the engine's largest requests.
+/// A connection's read buffer once it carried a long frame: several of the engine's
+/// largest requests.
 const READ_BUF: usize = 2 << 20;
 /// Most vectors one sendmsg(2) takes (Linux's UIO_MAXIOV).
 const IOV_MAX: usize = 1024;
@@ -519,13 +520,14 @@ impl Sock {
             // frames that is once per several frames, not once per read (a bulk put's
             // frames are a little longer than a read, so each read would have moved most
             // of one: a copy of its data more).  It grows when the frame being read would
-            // not fit, and to READ_BUF at first.
+            // not fit (to READ_BUF at least for a long one): a connection that carries
+            // only short messages keeps a buffer of a chunk or two.
             if b.data.len() - b.end < READ_CHUNK {
                 let (s, e) = (b.start, b.end);
                 b.data.copy_within(s..e, 0);
                 b.end -= s;
                 b.start = 0;
-                let want = (b.end + READ_CHUNK).max(READ_BUF).max(b.data.len());
+                let want = (b.end + READ_CHUNK).max(b.data.len());
                 if want > b.data.len() {
                     b.data.resize(want, 0);
                 }
@@ -566,7 +568,7 @@ impl Sock {
                         b.end -= s;
                         b.start = 0;
                         if b.data.len() < 4 + len + READ_CHUNK {
-                            b.data.resize(4 + len + READ_CHUNK, 0);
+                            b.data.resize((4 + len + READ_CHUNK).max(READ_BUF), 0);
                         }
                     }
                     break;
