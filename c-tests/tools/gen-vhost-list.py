@@ -14,9 +14,13 @@ import sys
 # tests expect a race between two ranks' operations on a third's memory, which it finds
 # only where it sees both (one machine's shared tables; c-tests/net.list checks what it
 # finds across machines); check_smsg_abort expects snrun's exit status for a rank's abort
-# (hydra reports its own).
+# (hydra reports its own).  mem_window_unparked asks for registration windows with
+# parking disabled, which the library may take only when the caller is the process's
+# only thread: a network job always has the engine's progress thread, so it rightly
+# rebinds just the page asked for there.
 SKIP = {"data_routing_jobs", "dmapp_straddle_pieces", "check_race_n3", "check_race_getput_n3", "check_race_mpiexec",
-        "dmapp_check_race_n3", "dmapp_check_race_getput_n3", "check_smsg_abort"}
+        "dmapp_check_race_n3", "dmapp_check_race_getput_n3", "check_smsg_abort",
+        "mem_window_unparked_n2"}
 for path in sys.argv[1:]:
     for line in open(path):
         line = line.split("#")[0].rstrip()
