@@ -137,13 +137,19 @@ impl Shadow {
             }
             Source::Group { group, at, seen } => {
                 group.sync(*at, at + self.size, true)?;
+                // The mirror is read and applied under the twin's lock, its version read
+                // first: two refreshes at once (the background pass and an interrupt's
+                // delivery) each read the mirror, and the one that read it first could
+                // otherwise apply its older snapshot after the newer one, taking back
+                // words the newer one brought (a replica's answer read as the request
+                // before, seen in sisci_reflect over three machines).
+                let mut twin = self.twin.lock().unwrap_or_else(|e| e.into_inner());
                 let v = group.version();
                 if !group.spanning && v == seen.load(Ordering::Acquire) {
                     return Ok(());
                 }
                 let mut fresh = vec![0u8; self.size];
                 group.read(*at, &mut fresh);
-                let mut twin = self.twin.lock().unwrap_or_else(|e| e.into_inner());
                 take(self.buf, &mut twin, &fresh);
                 seen.store(v, Ordering::Release);
                 Ok(())
@@ -190,5 +196,74 @@ impl Kept for Shadow {
         let ok = self.source_alive() && self.flush(Wait::Yes).and_then(|_| self.refresh()).is_ok();
         // A large window at most RATE bytes a second; a dead owner is left alone.
         *due = Instant::now() + if ok { period.max(rate_limit(self.size)) } else { Duration::from_secs(3600) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::broadcast::join;
+
+    /// A broadcast map refreshed by two threads at once (the background pass and a
+    /// program's sync point) while the group's word only grows: after a refresh returns,
+    /// the map holds at least what the last write that had returned when it began wrote.  Reading the mirror
+    /// outside the twin's lock let one refresh apply its older snapshot over the newer one
+    /// the other had just applied.
+    #[test]
+    fn refreshes_at_once_never_take_back_a_newer_word() {
+        crate::service::register();
+        let id = 0x7e58_0000 + std::process::id() % 0x10000;
+        let (_data, member) = join(id, 4096).unwrap();
+        let group = member.group.clone();
+        let maplen = 4096;
+        // SAFETY: a fresh private anonymous mapping, owned by the shadow from here.
+        let p = unsafe { libc::mmap(std::ptr::null_mut(), maplen, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
+        assert_ne!(p, libc::MAP_FAILED);
+        let sh = Arc::new(Shadow {
+            source: Source::Group { group: group.clone(), at: 0, seen: AtomicU64::new(u64::MAX) },
+            size: 4096,
+            buf: p as *mut u8,
+            maplen,
+            twin: Mutex::new(vec![0u8; 4096]),
+            due: Mutex::new(Instant::now()),
+        });
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        // The last value whose write to the group has returned.
+        let written = Arc::new(AtomicU64::new(0));
+        let writer = {
+            let (g, stop, written) = (group.clone(), stop.clone(), written.clone());
+            std::thread::spawn(move || {
+                let mut v = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    v += 1;
+                    g.write(&[(8, &v.to_ne_bytes())], Wait::Yes).unwrap();
+                    written.store(v, Ordering::Release);
+                }
+            })
+        };
+        let refresher = |sh: Arc<Shadow>, written: Arc<AtomicU64>| {
+            std::thread::spawn(move || {
+                // Refreshes for as long as the writer makes its first 50,000 writes (and
+                // at least 20,000), so that the two threads overlap whatever the load.
+                let mut n = 0;
+                while n < 20_000 || written.load(Ordering::Relaxed) < 50_000 {
+                    n += 1;
+                    let before = written.load(Ordering::Acquire);
+                    sh.refresh().unwrap();
+                    // SAFETY: word 1 of the shadow's buffer.
+                    let now = unsafe { &*(sh.ptr().add(8) as *const AtomicU64) }.load(Ordering::Acquire);
+                    if now < before {
+                        return Some((before, now));
+                    }
+                }
+                None
+            })
+        };
+        let a = refresher(sh.clone(), written.clone());
+        let b = refresher(sh.clone(), written.clone());
+        let (ra, rb) = (a.join().unwrap(), b.join().unwrap());
+        stop.store(true, Ordering::Relaxed);
+        writer.join().unwrap();
+        assert_eq!((ra, rb), (None, None), "a refresh left the map older than a write that had returned before it began (written, map)");
     }
 }
