@@ -47,6 +47,10 @@
 //!   the same (the progress thread's clock sends the reply), and on the own transport a
 //!   held reply must have gone by the clock (the progress thread may serve the put itself
 //!   in a round, racing the poll: then nothing is held; the count is printed).
+//! - `lease` (network engine, 2 ranks): blocking calls made under a lease renew it
+//!   (net::Engine::polling).  Rank 0 polls once, then makes blocking puts to rank 1 for
+//!   20 ms without polling, ten times; at most half of its puts may find no lease (a
+//!   put after a stall of half a lease, or 100 us, polls first).
 //!
 //! Exit 0 and one line `fabric-jobtest MODE: rank R ok` per rank on success.
 
@@ -340,6 +344,73 @@ fn hold(rank: u32, size: u32) {
     ok!(mem::deregister(key), "deregister");
 }
 
+/// Blocking calls made under a lease keep it (net::Engine::polling): rank 0 starts a
+/// lease with a poll that finds nothing, then makes blocking puts to rank 1 for 20 ms
+/// without polling again, ten times.  A lease lasts at most SOFTNIC_NET_LEASE_US (1 ms):
+/// if the puts did not renew it, it would run out early in every block and nearly every
+/// put after that would find none (each turning the progress thread's watch off and on).
+/// Renewed, a put finds none only after rank 0 was kept off its core for a whole lease
+/// (a loaded machine), or slept for a reply: after a stall of half a lease (or 100 us)
+/// rank 0 polls again, as a program would, and
+/// the bound of half the puts holds unless stalls were so frequent that no lease could
+/// run out anyway.
+fn lease(rank: u32, size: u32) {
+    const BLOCKS: u32 = 10;
+    const BLOCK: Duration = Duration::from_millis(20);
+    if size != 2 {
+        eprintln!("SKIP: lease needs 2 ranks");
+        std::process::exit(77);
+    }
+    pin_to_core(rank);
+    let word: Box<AtomicU64> = Box::default();
+    let key = ok!(mem::register(&*word as *const AtomicU64 as usize, 8, Access::ReadWrite, PD), "register");
+    let id = ok!(node::get(), "node").proc_id();
+    let card = [ok!(bootstrap::node_id(rank), "node_id") as u64, id.slot as u64, id.gen as u64, key.to_u64(), &*word as *const AtomicU64 as u64];
+    let all = ok!(bootstrap::allgather(&card.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>()), "allgather");
+    let w = |i: usize| u64::from_le_bytes(all[(1 - rank as usize) * 40 + i * 8..][..8].try_into().unwrap());
+    ok!(bootstrap::barrier(), "barrier");
+    if rank == 0 {
+        let peer = ok!(Peer::at(w(0) as u32, registry::ProcId { slot: w(1) as u32, gen: w(2) as u32 }, 32), "Peer::at");
+        let (target, addr) = (MemKey::from_u64(w(3)), w(4));
+        // The first contact (connections, the peer's registration) before the count.
+        ok!(rma::put(&peer, target, addr, &0u64.to_le_bytes(), PD), "first put");
+        let before = softnic_fabric::net::calls_unleased().unwrap_or_else(|| die("no network engine runs", ()));
+        let (mut puts, mut polls) = (0u64, 0u64);
+        for _ in 0..BLOCKS {
+            softnic_fabric::net::poll_for_events();
+            let start = Instant::now();
+            let (mut begun, mut ended) = (start, start);
+            while start.elapsed() < BLOCK {
+                // Kept off its core (in the last put or since) for half a lease (leases
+                // adapt: shorter on a loaded machine), or a put so slow that it slept for
+                // its reply (SOFTNIC_NET_POLL_US, 200 us; asleep, a thread ends its lease):
+                // the lease may rightly have ended; a poll begins another.
+                let now = Instant::now();
+                let stall = Duration::from_nanos((softnic_fabric::net::lease_ns().unwrap_or(0) / 2).min(100_000));
+                if ended - begun > stall || now - ended > stall {
+                    softnic_fabric::net::poll_for_events();
+                    polls += 1;
+                }
+                begun = Instant::now();
+                puts += 1;
+                ok!(rma::put(&peer, target, addr, &puts.to_le_bytes(), PD), "put");
+                ended = Instant::now();
+            }
+        }
+        if puts < 20 * BLOCKS as u64 {
+            die("too few puts to tell (puts)", puts);
+        }
+        let unleased = softnic_fabric::net::calls_unleased().unwrap_or(0) - before;
+        println!("fabric-jobtest lease: rank 0 made {puts} blocking puts in {BLOCKS} blocks of {} ms, {unleased} of them outside a lease ({polls} polls after a stall)", BLOCK.as_millis());
+        // Unless stalls made polls so frequent that no lease could run out anyway.
+        if polls * 2 < puts && unleased * 2 > puts {
+            die("blocking calls did not keep the lease they were made under (puts, outside a lease)", (puts, unleased));
+        }
+    }
+    ok!(bootstrap::barrier(), "barrier");
+    ok!(mem::deregister(key), "deregister");
+}
+
 const SVC_RANK: usize = 8;
 
 /// The test service: counts the call in the target's region and answers with the words
@@ -464,7 +535,8 @@ fn main() {
         "revoke" => revoke(rank, size),
         "netauth" => netauth(rank, size, args.get(2).map(String::as_str).unwrap_or_else(|| die("usage", "netauth DIR"))),
         "hold" => hold(rank, size),
-        _ => die("usage: fabric-jobtest ring|spin|service|revoke|hold|crash segv|exit|abort|netauth DIR|attack DIR", mode),
+        "lease" => lease(rank, size),
+        _ => die("usage: fabric-jobtest ring|spin|service|revoke|hold|lease|crash segv|exit|abort|netauth DIR|attack DIR", mode),
     }
     println!("fabric-jobtest {mode}: rank {rank} ok");
 }
