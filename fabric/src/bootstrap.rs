@@ -406,7 +406,7 @@ pub fn bcast(buf: &mut [u8], root: u32) -> Result<()> {
 pub fn abort(code: i32, msg: &str) -> ! {
     match pmi::with_client(|c| -> Result<()> { c.abort(code, msg) }) {
         Ok(()) | Err(_) => {
-            eprintln!("softnic abort, exit code {}: {}", code, msg);
+            crate::log::write_stderr(format!("softnic abort, exit code {}: {}\n", code, msg).as_bytes());
             std::process::exit(code)
         }
     }

@@ -247,7 +247,7 @@ pub fn start_clocks() {
 /// Ends this process as a crash would: no exit handlers, nothing released.
 fn die_now(when: &str) -> ! {
     let rank = my_rank().map_or(String::new(), |r| format!(" (rank {r})"));
-    eprintln!("softnic: SOFTNIC_FAULTS: process {}{} dies now, {}", std::process::id(), rank, when);
+    crate::log::write_stderr(format!("softnic: SOFTNIC_FAULTS: process {}{} dies now, {}\n", std::process::id(), rank, when).as_bytes());
     // SAFETY: signalling ourselves.
     unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
     // SIGKILL cannot be caught or blocked; should it be delayed, leave all the same.

@@ -140,12 +140,13 @@ pub fn emit(level: Level, api: &str, args: std::fmt::Arguments<'_>) {
 }
 
 /// One `write_all` of a whole line so lines from concurrent processes do not
-/// interleave mid-line; errors are ignored (logging must never fail the caller,
+/// interleave mid-line (`eprintln!` writes a formatted line in pieces: seen mixing two
+/// ranks' PMI hang-up lines); errors are ignored (logging must never fail the caller,
 /// and `eprintln!` would panic on a closed stderr).
 ///
 /// The raw system call, not libc's `write`: that one is a cancellation point, and a log line
 /// must not end a thread whose cancellation is pending (see [`crate::cancel`]).
-fn write_stderr(mut bytes: &[u8]) {
+pub fn write_stderr(mut bytes: &[u8]) {
     while !bytes.is_empty() {
         // SAFETY: writes from a live buffer of the given length to fd 2.
         let r = unsafe { libc::syscall(libc::SYS_write, 2, bytes.as_ptr(), bytes.len()) };

@@ -2036,11 +2036,11 @@ impl Engine {
     /// thread wake-ups per round trip -> 1, remote fetch-add 100 -> 50 us.
     ///
     /// A call made under a lease renews it, when it starts and when it ends, as a poll
-    /// that finds nothing does: the thread keeps calling the library.  In a ping-pong of puts with events its CQ
-    /// polls never find it empty (the peer's put arrives with the reply, read in the
-    /// post's own reply loop), so the lease would run out and every post turn the
-    /// progress thread's watch off and on again (2 epoll_ctl, measured 0.8 per round trip
-    /// per rank).
+    /// that finds nothing does: the thread keeps calling the library.  In a ping-pong of
+    /// puts with events its CQ polls never find the CQ empty (the peer's put arrives with
+    /// the reply, read in the post's own reply loop), so the lease would run out and
+    /// every post turn the progress thread's watch off and on again (2 epoll_ctl,
+    /// measured 0.8 per round trip per rank).
     fn polling(&self) -> Polling<'_> {
         if self.sleep_fd < 0 {
             return Polling(None);

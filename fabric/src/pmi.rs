@@ -298,14 +298,15 @@ impl Wire {
             return Error::Bootstrap;
         }
         let during = self.awaiting.as_deref().map(|r| format!(" while waiting for {}", r)).unwrap_or_default();
-        eprintln!(
-            "softnic[{}] PMI: {}: the launcher hung up the PMI connection ({}{}): it died or ended this process's part in the job; exiting with status {}",
+        let line = format!(
+            "softnic[{}] PMI: {}: the launcher hung up the PMI connection ({}{}): it died or ended this process's part in the job; exiting with status {}\n",
             std::process::id(),
             self.who,
             cause,
             during,
             HANGUP_EXIT
         );
+        crate::log::write_stderr(line.as_bytes());
         // SAFETY: flushing C stdio and ending the process; nothing of ours runs after.
         unsafe {
             libc::fflush(std::ptr::null_mut());
