@@ -262,15 +262,8 @@ fn hold(rank: u32, size: u32) {
     // words[0]: the ping-pong's word; words[1]: what rank 1 polls for; words[2]: the word
     // rank 1 spins on after leaving the library.
     let words: Box<[AtomicU64; 8]> = Box::new(Default::default());
-    let key = ok!(mem::register(words.as_ptr() as usize, 64, Access::ReadWrite, PD), "register");
-    // Each rank's card: node, registry slot and generation, key, address.
-    let id = ok!(node::get(), "node").proc_id();
-    let card = [ok!(bootstrap::node_id(rank), "node_id") as u64, id.slot as u64, id.gen as u64, key.to_u64(), words.as_ptr() as u64];
-    let all = ok!(bootstrap::allgather(&card.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>()), "allgather");
-    let w = |i: usize| u64::from_le_bytes(all[(1 - rank as usize) * 40 + i * 8..][..8].try_into().unwrap());
-    let other = Card { peer: ok!(node::self_ref(), "self_ref"), key: MemKey::from_u64(w(3)), addr: w(4) };
-    let peer = ok!(Peer::at(w(0) as u32, registry::ProcId { slot: w(1) as u32, gen: w(2) as u32 }, 32), "Peer::at");
-    let other = &other;
+    let (key, peer, their_key, their_addr) = partner_of_two(rank, words.as_ptr() as usize, 64);
+    let other = &Card { peer: ok!(node::self_ref(), "self_ref"), key: their_key, addr: their_addr };
     ok!(bootstrap::barrier(), "barrier");
     for i in 1..=ROUNDS {
         if rank == 0 {
@@ -344,6 +337,19 @@ fn hold(rank: u32, size: u32) {
     ok!(mem::deregister(key), "deregister");
 }
 
+/// For a job of two ranks: registers our `len` bytes at `addr` and swaps cards with the
+/// other rank (node, registry slot and generation, key, address).  Our key, the other
+/// rank as a peer, its key and its address.
+fn partner_of_two(rank: u32, addr: usize, len: usize) -> (MemKey, Arc<Peer>, MemKey, u64) {
+    let key = ok!(mem::register(addr, len, Access::ReadWrite, PD), "register");
+    let id = ok!(node::get(), "node").proc_id();
+    let card = [ok!(bootstrap::node_id(rank), "node_id") as u64, id.slot as u64, id.gen as u64, key.to_u64(), addr as u64];
+    let all = ok!(bootstrap::allgather(&card.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>()), "allgather");
+    let w = |i: usize| u64::from_le_bytes(all[(1 - rank as usize) * 40 + i * 8..][..8].try_into().unwrap());
+    let peer = ok!(Peer::at(w(0) as u32, registry::ProcId { slot: w(1) as u32, gen: w(2) as u32 }, 32), "Peer::at");
+    (key, peer, MemKey::from_u64(w(3)), w(4))
+}
+
 /// Blocking calls made under a lease keep it (net::Engine::polling): rank 0 starts a
 /// lease with a poll that finds nothing, then makes blocking puts to rank 1 for 20 ms
 /// without polling again, ten times.  A lease lasts at most SOFTNIC_NET_LEASE_US (1 ms):
@@ -351,9 +357,8 @@ fn hold(rank: u32, size: u32) {
 /// put after that would find none (each turning the progress thread's watch off and on).
 /// Renewed, a put finds none only after rank 0 was kept off its core for a whole lease
 /// (a loaded machine), or slept for a reply: after a stall of half a lease (or 100 us)
-/// rank 0 polls again, as a program would, and
-/// the bound of half the puts holds unless stalls were so frequent that no lease could
-/// run out anyway.
+/// rank 0 polls again, as a program would, and the bound of half the puts holds unless
+/// stalls were so frequent that no lease could run out anyway.
 fn lease(rank: u32, size: u32) {
     const BLOCKS: u32 = 10;
     const BLOCK: Duration = Duration::from_millis(20);
@@ -363,15 +368,9 @@ fn lease(rank: u32, size: u32) {
     }
     pin_to_core(rank);
     let word: Box<AtomicU64> = Box::default();
-    let key = ok!(mem::register(&*word as *const AtomicU64 as usize, 8, Access::ReadWrite, PD), "register");
-    let id = ok!(node::get(), "node").proc_id();
-    let card = [ok!(bootstrap::node_id(rank), "node_id") as u64, id.slot as u64, id.gen as u64, key.to_u64(), &*word as *const AtomicU64 as u64];
-    let all = ok!(bootstrap::allgather(&card.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>()), "allgather");
-    let w = |i: usize| u64::from_le_bytes(all[(1 - rank as usize) * 40 + i * 8..][..8].try_into().unwrap());
+    let (key, peer, target, addr) = partner_of_two(rank, &*word as *const AtomicU64 as usize, 8);
     ok!(bootstrap::barrier(), "barrier");
     if rank == 0 {
-        let peer = ok!(Peer::at(w(0) as u32, registry::ProcId { slot: w(1) as u32, gen: w(2) as u32 }, 32), "Peer::at");
-        let (target, addr) = (MemKey::from_u64(w(3)), w(4));
         // The first contact (connections, the peer's registration) before the count.
         ok!(rma::put(&peer, target, addr, &0u64.to_le_bytes(), PD), "first put");
         let before = softnic_fabric::net::calls_unleased().unwrap_or_else(|| die("no network engine runs", ()));
