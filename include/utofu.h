@@ -109,6 +109,10 @@
  *   means "the path in the VCQ id"; a path id above 12 is
  *   UTOFU_ERR_INVALID_PATH_ID.  Paths are validated and carried, and do not
  *   change delivery: every (local VCQ, remote VCQ) pair is one ordered stream.
+ * - Notices are causal: an operation's local MRQ notice is never polled after a
+ *   remote notice its target caused in reaction to the operation's data (its
+ *   place in the MRQ is taken before the data moves; answers from another
+ *   machine are held until the operation's notice is queued).  [utofu_causal]
  * - STADDs [replaces: bits 0-35 offset, 36-47 row, 48-60 a check derived from
  *   the VCQ id, 61-63 component, which made a STag's STADD differ between VCQs]:
  *   a STag registration's STADD is 0xf << 48 | STag << 40 | offset (STag 13:

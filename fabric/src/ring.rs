@@ -307,6 +307,66 @@ pub unsafe fn push_bytes(mem: *mut u8, len: usize, bytes: &[u8], overrun: bool) 
     Ok(true)
 }
 
+/// A position of a [`Ring`] claimed and not yet published ([`Ring::claim`]).
+#[must_use = "a claimed position holds up every later entry until it is published"]
+pub struct Claim<'r, T: Pod> {
+    ring: &'r Ring<T>,
+    pos: u64,
+}
+
+impl<T: Pod> Claim<'_, T> {
+    /// Push steps 2-4 at the claimed position: `fill(pos, slot)` writes the whole entry
+    /// (volatile writes: shared memory), which is then published and sleepers woken.
+    #[inline(always)]
+    pub fn publish(self, fill: impl FnOnce(u64, *mut T)) {
+        let (ring, pos) = (self.ring, self.pos);
+        // Published here: no drop (which is for claims left unpublished).
+        std::mem::forget(self);
+        let slot = ring.slot(pos);
+        // Step 2, fill: the reserve made this slot ours until step 3.
+        slot.val.with_mut(|p| fill(pos, p));
+        // Step 3, Release: publishes the payload; pairs with the Acquire in pop step 1.
+        slot.seq.store(pos.wrapping_add(1), Ordering::Release);
+        // Step 4 (Relaxed: the flag is fixed before the ring is shared).
+        if ring.hdr().ctl.0.unwaited.load(Ordering::Relaxed) == 0 {
+            ring.hdr().ctl.0.wake.notify();
+        }
+    }
+}
+
+impl<'r, T: Pod> Claim<'r, T> {
+    /// The claimed position, for a producer that publishes it later from a place the
+    /// claim cannot be kept in (a completion callback that owns its ring by a
+    /// reference count): it must come back through [`Ring::resume`] to be published.
+    pub fn into_pos(self) -> u64 {
+        let pos = self.pos;
+        std::mem::forget(self);
+        pos
+    }
+}
+
+impl<T: Pod> Ring<T> {
+    /// The claim of position `pos` that [`Claim::into_pos`] gave up.
+    ///
+    /// # Safety
+    /// `pos` came from `into_pos` of a claim on this ring, and is resumed once.
+    pub unsafe fn resume(&self, pos: u64) -> Claim<'_, T> {
+        Claim { ring: self, pos }
+    }
+}
+
+impl<T: Pod> Drop for Claim<'_, T> {
+    /// A claim left unpublished (a bug of its producer) would stop the ring's consumers
+    /// for good: it is published with whatever the slot held, and said so.
+    #[cold]
+    #[inline(never)]
+    fn drop(&mut self) {
+        crate::sn_warn!("ring", "a claimed entry was never written: published unchanged");
+        // The slot is ours until published (step 1).
+        self.ring.slot(self.pos).seq.store(self.pos.wrapping_add(1), Ordering::Release);
+    }
+}
+
 impl<T: Pod> Ring<T> {
     /// Bytes of memory a ring of `capacity` entries (a power of two, >= 2) occupies;
     /// 0 if `capacity` or `T` is not acceptable.
@@ -566,17 +626,20 @@ impl<T: Pod> Ring<T> {
     /// run).  Always inlined.
     #[inline(always)]
     pub fn push_in_place(&self, fill: impl FnOnce(u64, *mut T)) -> Result<()> {
-        let pos = self.reserve()?;
-        let slot = self.slot(pos);
-        // Step 2, fill: the reserve made this slot ours until step 3.
-        slot.val.with_mut(|p| fill(pos, p));
-        // Step 3, Release: publishes the payload; pairs with the Acquire in pop step 1.
-        slot.seq.store(pos.wrapping_add(1), Ordering::Release);
-        // Step 4 (Relaxed: the flag is fixed before the ring is shared).
-        if self.hdr().ctl.0.unwaited.load(Ordering::Relaxed) == 0 {
-            self.hdr().ctl.0.wake.notify();
-        }
+        self.claim()?.publish(fill);
         Ok(())
+    }
+
+    /// Push step 1 alone: claims the next position for an entry published later
+    /// ([`Claim::publish`], steps 2-4).  Consumers stop at a claimed position until it is
+    /// published, so an entry claimed before something happens is seen before every entry
+    /// that something causes, whoever pushes those.  The producer must publish soon and
+    /// on every path (a claim dropped unpublished is published as the slot's old entry,
+    /// see [`Claim`]'s drop): consumers of later entries wait meanwhile.  `NoSpace` when
+    /// full, `InvalidArg` when corrupt.
+    #[inline(always)]
+    pub fn claim(&self) -> Result<Claim<'_, T>> {
+        Ok(Claim { ring: self, pos: self.reserve()? })
     }
 
     /// Push steps 1-3 for a producer that the caller serialises with every other producer
@@ -851,6 +914,44 @@ mod tests {
             assert_ne!(r.head_slot(), r.next_slot());
             assert_eq!(r.pop(), Some(i));
         }
+    }
+
+    #[test]
+    fn a_claimed_position_holds_back_what_is_pushed_after_it() {
+        let r = Ring::<u64>::new_boxed(4).unwrap();
+        r.push(&1).unwrap();
+        let c = r.claim().unwrap();
+        r.push(&3).unwrap();
+        // The entry before the claim is there; the one after waits for it.
+        assert_eq!(r.pop(), Some(1));
+        assert_eq!(r.pop(), None);
+        c.publish(|_, p| unsafe { std::ptr::write_volatile(p, 2) });
+        assert_eq!(r.pop(), Some(2));
+        assert_eq!(r.pop(), Some(3));
+        // A claim given up as a position and resumed publishes where it was claimed.
+        let pos = r.claim().unwrap().into_pos();
+        r.push(&5).unwrap();
+        assert_eq!(r.pop(), None);
+        // SAFETY: claimed on this ring just now, resumed once.
+        unsafe { r.resume(pos) }.publish(|at, p| unsafe { std::ptr::write_volatile(p, 4 + at - pos) });
+        assert_eq!((r.pop(), r.pop(), r.pop()), (Some(4), Some(5), None));
+        // Claims count against the capacity.
+        let held: Vec<_> = (0..4).map(|_| r.claim().unwrap()).collect();
+        assert!(matches!(r.claim(), Err(Error::NoSpace)));
+        for (i, c) in held.into_iter().enumerate() {
+            c.publish(|_, p| unsafe { std::ptr::write_volatile(p, 10 + i as u64) });
+        }
+        assert_eq!((0..4).map(|_| r.pop().unwrap()).collect::<Vec<_>>(), vec![10, 11, 12, 13]);
+    }
+
+    #[test]
+    fn a_claim_dropped_unpublished_does_not_stop_the_ring() {
+        let r = Ring::<u64>::new_boxed(4).unwrap();
+        drop(r.claim().unwrap());
+        r.push(&7).unwrap();
+        // The abandoned slot comes out with whatever it held (zeroes here), then the rest.
+        assert_eq!(r.pop(), Some(0));
+        assert_eq!(r.pop(), Some(7));
     }
 
     #[test]

@@ -1176,6 +1176,13 @@ impl PinnedRef<'_> {
         Ok(p)
     }
 
+    /// Would an access of `n` bytes at offset `off`, aligned to `align`, succeed?  Lets a
+    /// caller commit to an operation (claim its completion's place) before moving data.
+    #[inline(always)]
+    pub fn holds(&self, off: usize, n: usize, align: usize) -> bool {
+        self.at(off, n, align).is_ok()
+    }
+
     /// The offset of the owner's address `addr` (`OutOfBounds` before the pinned range).
     #[inline]
     fn offset_of(&self, addr: u64) -> Result<usize> {

@@ -258,6 +258,8 @@ pub unsafe extern "C" fn GNI_CeConfigure(
     if let Some(cq) = &cq {
         let ok = cqe::make(cqe::SRC_CE, cqe::TYPE_POST, Status::Ok, 0, ce.id as u64);
         let err = cqe::make(cqe::SRC_CE, cqe::TYPE_POST, Status::CeFailed, 0, ce.id as u64);
+        // Whoever completes a round queues its event here (see `Cq::remote_dst`).
+        cq.remote_dst.store(true, std::sync::atomic::Ordering::Relaxed);
         ce.node.set_notify(Some(cq.loc), ok, err, modes & GNI_CE_MODE_CQE_ONCOMP as u32 != 0, modes & (GNI_CE_MODE_CQE_ONERR | GNI_CE_MODE_CQE_ONCOMP) as u32 != 0);
         cq.users.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
     }

@@ -182,12 +182,13 @@ pub struct Cq {
     pub users: AtomicU32,
     /// Set when the ring overran: reported once as ERROR_RESOURCE, then cleared.
     overrun_reported: AtomicU32,
-    /// A registration has named this CQ its dst_cq (set then, never cleared: a hint, also
-    /// left by a registration that failed after the lookup): a program polling
-    /// it waits for peers, so its empty polls serve network traffic under a lease
-    /// (`net::poll_for_events`).  A CQ of local completions only does not: a program that
-    /// reaps its own post and then spins on memory for a peer's put must not hold the
-    /// progress thread off.
+    /// A registration has named this CQ its dst_cq, or a collective engine its CQ (set
+    /// then, never cleared: a hint, also left by a registration that failed after the
+    /// lookup): peers queue events here.  A program polling it waits for peers, so its
+    /// empty polls serve network traffic under a lease (`net::poll_for_events`).  A CQ of
+    /// local completions only does not: a program that reaps its own post and then spins
+    /// on memory for a peer's put must not hold the progress thread off.  Posts reporting
+    /// to such a CQ claim their event's place before their data moves (`Cq::begin_post`).
     pub remote_dst: AtomicBool,
 }
 
@@ -196,6 +197,60 @@ unsafe impl Send for Cq {}
 unsafe impl Sync for Cq {}
 
 pub use softnic_fabric::spin::{SpinGuard, SpinLock};
+
+/// Where a post's local event goes ([`Cq::begin_post`]): claimed before the post's data
+/// moved, taken when the event is published, or nowhere (the CQ was full: lost).
+#[must_use = "a claimed position holds up the CQ's later events until it is published"]
+pub enum PostSlot<'c> {
+    Later(&'c Cq),
+    Claimed(&'c Cq, softnic_fabric::ring::Claim<'c, u64>),
+    Lost,
+}
+
+/// A [`PostSlot`] kept by a post that completes later, from a callback that owns its CQ
+/// by a reference count ([`PostSlot::park`], [`Cq::unpark`]).
+#[derive(Clone, Copy)]
+pub enum Parked {
+    Later,
+    At(u64),
+    Lost,
+}
+
+impl Cq {
+    /// The slot `p` parked on this CQ.
+    ///
+    /// # Safety
+    /// `p` was parked from a slot of this CQ and is unparked once.
+    pub unsafe fn unpark(&self, p: Parked) -> PostSlot<'_> {
+        match p {
+            Parked::Later => PostSlot::Later(self),
+            // SAFETY: the caller's contract.
+            Parked::At(pos) => PostSlot::Claimed(self, unsafe { self.ring.resume(pos) }),
+            Parked::Lost => PostSlot::Lost,
+        }
+    }
+}
+
+impl PostSlot<'_> {
+    /// This slot, to be unparked ([`Cq::unpark`]) and published later.
+    pub fn park(self) -> Parked {
+        match self {
+            PostSlot::Later(_) => Parked::Later,
+            PostSlot::Claimed(_, c) => Parked::At(c.into_pos()),
+            PostSlot::Lost => Parked::Lost,
+        }
+    }
+
+    /// Queues the local POST entry of descriptor `d` (`status`, event data `data`).
+    #[inline(always)]
+    pub fn publish(self, d: *mut gni_post_descriptor_t, status: cqe::Status, data: u32) {
+        match self {
+            PostSlot::Later(cq) => cq.push_post(d, status, data),
+            PostSlot::Claimed(cq, c) => cq.fill_post(c, d, status, data),
+            PostSlot::Lost => {}
+        }
+    }
+}
 
 /// Outstanding post descriptors by token.  A slot holds a descriptor's address, or, when
 /// free, [`Slab::FREE`] with the next free token (an intrusive free list: taking and
@@ -297,13 +352,54 @@ impl Cq {
             self.ring.mark_overrun();
             return;
         }
-        let pushed = self.ring.push_in_place(move |pos, p| {
+        match self.ring.claim() {
+            Ok(c) => self.fill_post(c, d, status, data),
+            Err(_) => self.ring.mark_overrun(),
+        }
+    }
+
+    /// Writes the local POST entry of descriptor `d` into claimed position `c` and
+    /// publishes it.
+    #[inline(always)]
+    fn fill_post(&self, c: softnic_fabric::ring::Claim<'_, u64>, d: *mut gni_post_descriptor_t, status: cqe::Status, data: u32) {
+        c.publish(move |pos, p| {
             let e = cqe::make(cqe::SRC_LOCAL, cqe::TYPE_POST, status, self.token_at(pos, d) as u64, data as u64);
-            // SAFETY: the slot the push reserved for us, written whole (as `push_with`).
+            // SAFETY: the slot the claim reserved for us, written whole.
             unsafe { std::ptr::write_volatile(p, e) }
         });
-        if pushed.is_err() {
+    }
+
+    /// The position of a post's local event, taken before the post moves its data and
+    /// filled when it is done ([`PostSlot::publish`], as [`Cq::push_post`]): events are
+    /// causal.  A target that sees the data may react at once, and its reaction may queue
+    /// an event on this CQ (a put with a REMOTE event, a CQ write or an SMSG into a
+    /// registration whose destination CQ this is, a collective's result); that event must
+    /// land behind ours, so that the program never reaps the answer to a post before the
+    /// post's own completion (test: ugni/data_causal.c).  So when peers can queue here
+    /// ([`Cq::remote_dst`]) the position is claimed now and held while the data moves
+    /// (usually short: a post of up to `HOLD_MAX` bytes, one round trip to another
+    /// machine; a large transfer's copy or background RDMA holds the CQ's later events
+    /// until it ends); a CQ of local completions only (the usual source CQ) takes it
+    /// when the event is published, off the path to the target.  A registration naming this CQ made while
+    /// a post is between its data and its event, and handed to the target which then
+    /// reacts through it, could still overtake it: the flag is read once per post.  A
+    /// full CQ records an overrun and the event is lost, as with `push_post`.
+    #[inline(always)]
+    pub fn begin_post(&self) -> PostSlot<'_> {
+        if !self.remote_dst.load(Ordering::Relaxed) {
+            return PostSlot::Later(self);
+        }
+        // SOFTNIC_FAULTS=cq_overrun: the event is lost as on a full CQ.
+        if softnic_fabric::faults::hit(softnic_fabric::faults::Point::CqOverrun) {
             self.ring.mark_overrun();
+            return PostSlot::Lost;
+        }
+        match self.ring.claim() {
+            Ok(c) => PostSlot::Claimed(self, c),
+            Err(_) => {
+                self.ring.mark_overrun();
+                PostSlot::Lost
+            }
         }
     }
 

@@ -92,7 +92,7 @@
 use crate::cqe::{self, Status};
 use crate::memhandle::{self, RemoteMem};
 use crate::memreg::LocalMem;
-use crate::objects::{Binding, Cq, Ep, Nic, CQS, EPS};
+use crate::objects::{Binding, Cq, Ep, Nic, Parked, PostSlot, CQS, EPS};
 use crate::types::*;
 use softnic_fabric::atomic::{AmoOp, AmoWidth};
 use softnic_fabric::mem::{CrayHandle, MemKey};
@@ -593,6 +593,10 @@ fn pinned_post(engine: Engine, ep: &Ep, desc: *mut gni_post_descriptor_t) -> Opt
         (*desc).status = 0;
         (*desc).cq_mode_complete = 0;
     }
+    // The event's place, taken before the data can be seen when peers can queue events
+    // on the CQ (events are causal: `Cq::begin_post`).
+    let slot = if want_event { cq.map(Cq::begin_post) } else { None };
+    let mut status = Status::Ok;
     match op {
         PinnedOp::Put(sync) => {
             // Checked above: neither store can fail.
@@ -601,25 +605,25 @@ fn pinned_post(engine: Engine, ep: &Ep, desc: *mut gni_post_descriptor_t) -> Opt
                 let _ = r.store_u64_at(faddr, fval);
             }
         }
-        PinnedOp::Amo(amo) => {
-            let Ok(old) = r.atomic_at(raddr, amo.width, amo.op) else {
-                // Not an operation the fabric applies (none that decode_amo makes): the
-                // general path gives the exact outcome.
-                return None;
-            };
-            if let Some(l) = local {
-                // Checked above: cannot fail.
-                let _ = l.store_word_at(d.local_addr, old, amo.width.bytes());
+        PinnedOp::Amo(amo) => match r.atomic_at(raddr, amo.width, amo.op) {
+            Ok(old) => {
+                if let Some(l) = local {
+                    // Checked above: cannot fail.
+                    let _ = l.store_word_at(d.local_addr, old, amo.width.bytes());
+                }
             }
-        }
+            // Not an operation the fabric applies (decode_amo makes none): a transaction
+            // error, as the general path would report it.
+            Err(e) => status = Status::from_fabric(e),
+        },
     }
-    if let (Some(ring), Some(live)) = (ring, live) {
+    if let (Some(ring), Some(live), Status::Ok) = (ring, live, status) {
         remote_event_pinned(ring, pin, live, ep.remote_event(&st), ep.nic.pd_key());
     }
     let local_data = Ep::local_event(&st);
     drop(st);
-    if let (true, Some(cq)) = (want_event, cq) {
-        cq.push_post(desc, Status::Ok, local_data);
+    if let Some(slot) = slot {
+        slot.publish(desc, status, local_data);
     }
     Some(GNI_RC_SUCCESS)
 }
@@ -810,6 +814,9 @@ fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_d
         }
     };
 
+    // The local events' places, taken before the transfer's data can be seen (see
+    // `Cq::begin_post`).
+    let mut slots: [Option<PostSlot<'_>>; 2] = [None, None];
     let result: Result<(), Status> = match target {
         Err(s) => Err(s),
         Ok(_) if lost => {
@@ -825,10 +832,31 @@ fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_d
                 Some(p) => p,
                 None => &*guard.as_ref().expect("held").binding.as_ref().and_then(|b| b.route.as_ref()).expect("routed").1,
             };
+            // Whatever the way the data goes: a large copy on this machine, a round trip to
+            // another one (the reply to the post and the target's reaction arrive
+            // together, and the thread that reads them would otherwise queue the
+            // reaction's event before this thread, woken by the reply, queued ours: 4576
+            // of 5000 rounds of data_causal over two virtual hosts did), or RDMA in the
+            // background (its completion and the reaction come by different ways with
+            // libfabric's RMA).  The CQ's later events wait for the post's end meanwhile;
+            // a transaction error (a dead peer included) publishes the place as its event.
+            if let Some(cq) = cq {
+                for slot in slots.iter_mut().take(events as usize) {
+                    *slot = Some(cq.begin_post());
+                }
+            }
             if unlocked && engine == Engine::Rdma && !want_remote && peer.is_remote() && !local.is_segmented() {
-                let cq = if d.src_cq_hndl.is_null() { ep.cq.clone() } else { CQS.get(d.src_cq_hndl as *const _).ok() };
-                if let Some(rc) = post_async(api, ep_h, peer, words, &d, &op, pd, desc, cq, events, local_data) {
+                let cq_arc = if d.src_cq_hndl.is_null() { ep.cq.clone() } else { CQS.get(d.src_cq_hndl as *const _).ok() };
+                // Handed to the callback once the transfer started (it publishes them);
+                // taken back when it did not (the synchronous path below does).
+                let parked = std::mem::take(&mut slots).map(|s| s.map(PostSlot::park));
+                if let Some(rc) = post_async(api, ep_h, peer, words, &d, &op, pd, desc, cq_arc, events, local_data, parked) {
                     return rc;
+                }
+                if let Some(cq) = cq {
+                    // SAFETY: parked from slots of this CQ just now; the callback that
+                    // would have unparked them was never run (post_async returned None).
+                    slots = parked.map(|p| p.map(|p| unsafe { cq.unpark(p) }));
                 }
             }
             // route() probed the peer; one liveness verdict for the whole post
@@ -905,7 +933,7 @@ fn post_on(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_d
         }
     };
     drop(guard);
-    complete(api, &ep.nic, cq, desc, events, local_data, error_words(&d), result);
+    complete(api, &ep.nic, cq, desc, events, local_data, error_words(&d), result, slots);
     GNI_RC_SUCCESS
 }
 
@@ -1050,32 +1078,29 @@ fn error_words(d: &gni_post_descriptor_t) -> [u64; 4] {
 
 /// Queues a finished post's `events` local events or, after a transaction error, as
 /// many error events, at least one (on the CQ a GLOBAL event would use, even for a
-/// SILENT post).
+/// SILENT post); into the places `slots` claimed for them when the post claimed them.
 #[allow(clippy::too_many_arguments)]
-fn complete(api: &str, nic: &Nic, cq: Option<&Cq>, desc: *mut gni_post_descriptor_t, events: u8, local_data: u32, error_words: [u64; 4], result: Result<(), Status>) {
-    match result {
+fn complete(api: &str, nic: &Nic, cq: Option<&Cq>, desc: *mut gni_post_descriptor_t, events: u8, local_data: u32, error_words: [u64; 4], result: Result<(), Status>, slots: [Option<PostSlot<'_>>; 2]) {
+    let (status, n) = match result {
         Ok(()) => {
             if cq.is_some() && softnic_fabric::check::enabled() {
                 check_watch_filled(desc);
             }
-            if let Some(cq) = cq {
-                for _ in 0..events {
-                    cq.push_post(desc, Status::Ok, local_data);
-                }
-            }
+            (Status::Ok, events)
         }
         Err(status) => {
             softnic_fabric::sn_debug!(api, "transaction error: {}", status.describe());
             crate::errors::report_transaction_error(nic, status, error_words);
-            match cq {
-                Some(cq) => {
-                    for _ in 0..events.max(1) {
-                        cq.push_post(desc, status, local_data);
-                    }
-                }
-                None => softnic_fabric::sn_warn!(api, "transaction error with no CQ to report it: {}", status.describe()),
+            if cq.is_none() {
+                softnic_fabric::sn_warn!(api, "transaction error with no CQ to report it: {}", status.describe());
             }
+            (status, events.max(1))
         }
+    };
+    let Some(cq) = cq else { return };
+    let mut slots = slots.into_iter().flatten();
+    for _ in 0..n {
+        slots.next().unwrap_or(PostSlot::Later(cq)).publish(desc, status, local_data);
     }
 }
 
@@ -1089,7 +1114,7 @@ fn complete(api: &str, nic: &Nic, cq: Option<&Cq>, desc: *mut gni_post_descripto
 /// REMOTE events and anything RMA cannot carry take the synchronous path (None is
 /// returned then).
 #[allow(clippy::too_many_arguments)]
-fn post_async(api: &'static str, ep_h: gni_ep_handle_t, peer: &softnic_fabric::rma::Peer, words: [u64; 2], d: &gni_post_descriptor_t, op: &Op, pd: u64, desc: *mut gni_post_descriptor_t, cq: Option<Arc<Cq>>, events: u8, local_data: u32) -> Option<gni_return_t> {
+fn post_async(api: &'static str, ep_h: gni_ep_handle_t, peer: &softnic_fabric::rma::Peer, words: [u64; 2], d: &gni_post_descriptor_t, op: &Op, pd: u64, desc: *mut gni_post_descriptor_t, cq: Option<Arc<Cq>>, events: u8, local_data: u32, parked: [Option<Parked>; 2]) -> Option<gni_return_t> {
     let rm = RemoteMem::open(peer, words, pd).ok().filter(|rm| rm.is_plain())?;
     let ep = EPS.get(ep_h as *const _).ok()?;
     let words4 = error_words(d);
@@ -1099,7 +1124,11 @@ fn post_async(api: &'static str, ep_h: gni_ep_handle_t, peer: &softnic_fabric::r
             let mut st = ep.state();
             st.in_flight = st.in_flight.saturating_sub(1);
         }
-        complete(api, &ep.nic, cq.as_deref(), desc_addr as *mut gni_post_descriptor_t, events, local_data, words4, r.map_err(Status::from_fabric));
+        let cq = cq.as_deref();
+        // SAFETY: parked from slots of this CQ by the post, which gave them up once the
+        // transfer started; this callback runs once.
+        let slots = parked.map(|p| p.zip(cq).map(|(p, cq)| unsafe { cq.unpark(p) }));
+        complete(api, &ep.nic, cq, desc_addr as *mut gni_post_descriptor_t, events, local_data, words4, r.map_err(Status::from_fabric), slots);
     };
     let started = match *op {
         // SAFETY: the caller's registered source of `length` bytes (checked at post

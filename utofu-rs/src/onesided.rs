@@ -323,19 +323,26 @@ const PUT_PINS: usize = 8;
 /// out of range) returns false and the full path runs and reports the exact outcome.
 fn put_pinned(v: &Vcq, op: &Op, rid: u64, src: &[u8], pins: &[vcq::PutPin]) -> bool {
     let Some((r, off)) = pin_for(op, rid, pins, false) else { return false };
-    let ok = if src.len() > 8 {
+    if !r.holds(off, src.len(), 1) {
+        return false;
+    }
+    // The notice's place before the data (notices are causal: `Vcq::claim_local`).
+    let slot = (op.flags & UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE != 0).then(|| v.claim_local(true));
+    // Checked above: neither part can fail.
+    if src.len() > 8 {
         let cut = src.len() - 8;
-        r.put(off, &src[..cut]).and_then(|_| r.put(off + cut, &src[cut..])).is_ok()
+        let _ = r.put(off, &src[..cut]);
+        let _ = r.put(off + cut, &src[cut..]);
     } else {
-        r.put(off, src).is_ok()
-    };
-    if ok && op.flags & NOTICES_TRACKED != 0 && softnic_fabric::check::enabled() {
+        let _ = r.put(off, src);
+    }
+    if op.flags & NOTICES_TRACKED != 0 && softnic_fabric::check::enabled() {
         check_race_pinned(v, *op, rid, pins);
     }
-    if ok && op.flags & UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE != 0 {
-        v.push_local(&notice(UTOFU_MRQ_TYPE_LCL_PUT, 0, rid, op.edata, 0, 0, op.rmt_stadd.wrapping_add(op.len as u64)));
+    if let Some(slot) = slot {
+        slot.publish(&notice(UTOFU_MRQ_TYPE_LCL_PUT, 0, rid, op.edata, 0, 0, op.rmt_stadd.wrapping_add(op.len as u64)));
     }
-    ok
+    true
 }
 
 /// The get fast path, [`put_pinned`]'s mirror: a get from a region this VCQ has pinned,
@@ -409,17 +416,22 @@ fn trace_name(k: Kind) -> &'static str {
 fn armw_pinned(v: &Vcq, op: &Op, rid: u64, pins: &[vcq::PutPin], quick: bool) -> bool {
     let Some((r, off)) = pin_for(op, rid, pins, quick) else { return false };
     let (width, a, mask) = armw_op(op);
-    let Ok(old) = r.atomic(off, width, a) else { return false };
+    if !r.holds(off, width.bytes(), width.bytes()) {
+        return false;
+    }
+    // The notice's place before the operation (notices are causal: `Vcq::claim_local`).
+    let slot = (op.flags & UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE != 0).then(|| v.claim_local(!quick));
+    // Checked above, and every uTofu operation is one the fabric applies: an error is
+    // reported as the general path would.
+    let (rc, old) = match r.atomic(off, width, a) {
+        Ok(old) => (0, old),
+        Err(e) => (fabric_fault(e), 0),
+    };
     if op.flags & NOTICES_TRACKED != 0 && softnic_fabric::check::enabled() {
         check_race_pinned(v, *op, rid, pins);
     }
-    if op.flags & UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE != 0 {
-        let n = notice(local_type(op.kind), 0, rid, op.edata, old & mask, 0, end_of(op, op.rmt_stadd));
-        if quick {
-            v.push_local_unhooked(&n);
-        } else {
-            v.push_local_inline(&n);
-        }
+    if let Some(slot) = slot {
+        slot.publish(&notice(local_type(op.kind), rc, rid, op.edata, old & mask, 0, end_of(op, op.rmt_stadd)));
     }
     true
 }
@@ -494,13 +506,23 @@ fn run(v: &Vcq, op: &Op, q: &mut vcq::Queue) -> i32 {
     };
     // Dropped when run returns, after the operation's local notice (any outcome).
     let _hold = matches!(t.site, vcq::Site::Remote).then(|| v.hold_remote_notices());
+    // On this machine the local notice's place is claimed before the data moves (notices
+    // are causal: `Vcq::claim_local`); a get's target cannot react to it.
+    let mut slot = (matches!(t.site, vcq::Site::Mapped { .. }) && op.flags & UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE != 0 && op.kind != Kind::Get).then(|| v.claim_local(true));
+    let local_notice = |slot: Option<vcq::LocalSlot<'_>>, n: &vcq::Notice| match slot {
+        Some(slot) => slot.publish(n),
+        None => v.push_local(n),
+    };
     let landed = match t.site {
         vcq::Site::Mapped { .. } => at_target(&t, op, v.id, src, dst, lcl_field),
         vcq::Site::Remote => remote(&t, op, v.id, src, dst, lcl_field),
     };
     let landed = match landed {
         Ok(l) => l,
-        Err(rc) => return mrq_err(rc),
+        Err(rc) => {
+            local_notice(slot.take(), &notice(ltype, rc, rid, op.edata, 0, lcl_field, end_of(op, op.rmt_stadd)));
+            return UTOFU_SUCCESS;
+        }
     };
     if let Some((key, base, len)) = landed.region {
         if pin_of(op, rid, &q.pins).is_none() {
@@ -515,7 +537,7 @@ fn run(v: &Vcq, op: &Op, q: &mut vcq::Queue) -> i32 {
             check_watch_get(v, op, dst);
         }
         let value = if op.kind.is_armw() { landed.old } else { 0 };
-        v.push_local(&notice(ltype, 0, rid, op.edata, value, lcl_field, end_of(op, op.rmt_stadd)));
+        local_notice(slot.take(), &notice(ltype, 0, rid, op.edata, value, lcl_field, end_of(op, op.rmt_stadd)));
     }
     if let Some(n) = landed.remote_notice {
         notify_target(&t, &n);
@@ -1176,24 +1198,30 @@ fn get_quick(v: &Vcq, op: Op, cbdata: usize) -> UResult<()> {
 #[inline(always)]
 fn put_pinned_quick(v: &Vcq, op: &Op, rid: u64, src: &[u8], pins: &[vcq::PutPin]) -> bool {
     let Some((r, off)) = pin_for(op, rid, pins, true) else { return false };
-    let ok = if let Ok(word) = <[u8; 8]>::try_from(src) {
+    if !r.holds(off, src.len(), 1) {
+        return false;
+    }
+    // The notice's place before the data (notices are causal: `Vcq::claim_local`).
+    let slot = (op.flags & UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE != 0).then(|| v.claim_local(false));
+    // Checked above: no store can fail.
+    if let Ok(word) = <[u8; 8]>::try_from(src) {
         // 8 bytes to an aligned place: one store (a copy of a length known only at run
         // time is a call to memmove); elsewhere the copy.
-        r.store_u64(off, u64::from_ne_bytes(word)).or_else(|_| r.put(off, src)).is_ok()
+        if r.store_u64(off, u64::from_ne_bytes(word)).is_err() {
+            let _ = r.put(off, src);
+        }
     } else if src.len() > 8 {
         let cut = src.len() - 8;
-        r.put(off, &src[..cut]).and_then(|_| r.put(off + cut, &src[cut..])).is_ok()
+        let _ = r.put(off, &src[..cut]);
+        let _ = r.put(off + cut, &src[cut..]);
     } else {
-        r.put(off, src).is_ok()
-    };
-    if !ok {
-        return false;
+        let _ = r.put(off, src);
     }
     if op.flags & NOTICES_TRACKED != 0 && softnic_fabric::check::enabled() {
         check_race_pinned(v, *op, rid, pins);
     }
-    if op.flags & UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE != 0 {
-        v.push_local_unhooked(&notice(UTOFU_MRQ_TYPE_LCL_PUT, 0, rid, op.edata, 0, 0, op.rmt_stadd.wrapping_add(op.len as u64)));
+    if let Some(slot) = slot {
+        slot.publish(&notice(UTOFU_MRQ_TYPE_LCL_PUT, 0, rid, op.edata, 0, 0, op.rmt_stadd.wrapping_add(op.len as u64)));
     }
     true
 }

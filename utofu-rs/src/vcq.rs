@@ -240,6 +240,26 @@ pub struct Held {
     notices: Vec<Notice>,
 }
 
+/// An operation's local notice position in its MRQ ([`Vcq::claim_local`]); none when the
+/// MRQ was full (the overflow is marked).
+#[must_use = "the MRQ's later notices wait until the claimed one is published"]
+pub struct LocalSlot<'v>(Option<softnic_fabric::ring::Claim<'v, Notice>>);
+
+impl LocalSlot<'_> {
+    /// Writes notice `n` into the claimed position and publishes it.
+    #[inline(always)]
+    pub fn publish(self, n: &Notice) {
+        let Some(claim) = self.0 else { return };
+        // SAFETY: `p` is the claimed slot, ours until published; all eight words are
+        // written (volatile: the ring is shared memory).
+        claim.publish(|_, p| unsafe {
+            for (i, w) in n.iter().enumerate() {
+                std::ptr::write_volatile((p as *mut u64).add(i), *w);
+            }
+        });
+    }
+}
+
 /// Holds a VCQ's incoming remote notices until dropped (see [`Vcq::hold_remote_notices`]).
 pub struct HoldGuard<'a>(&'a Vcq);
 
@@ -344,6 +364,24 @@ impl Vcq {
         if mrq_overrun_injected() || self.ring.push(n).is_err() {
             mark_overflow(self.blk());
         }
+    }
+
+    /// The MRQ position of an operation's local notice, claimed before the operation
+    /// moves data at a target on this machine and published with the notice
+    /// ([`LocalSlot::publish`]).  Notices are causal: the target may see the data at once
+    /// and react with an operation whose remote notice lands in this MRQ; that notice
+    /// goes behind ours, so the program never polls the answer to an operation before
+    /// the operation's own notice (test: utofu/utofu_causal.c).  (For another machine,
+    /// [`Vcq::hold_remote_notices`] holds the answers back instead.)  `hooked`: with the
+    /// SOFTNIC_FAULTS=cq_overrun test (the quick paths run only without fault rules).  A
+    /// full MRQ is an overflow, as for a push.
+    #[inline(always)]
+    pub fn claim_local(&self, hooked: bool) -> LocalSlot<'_> {
+        let claim = if hooked && mrq_overrun_injected() { None } else { self.ring.claim().ok() };
+        if claim.is_none() {
+            mark_overflow(self.blk());
+        }
+        LocalSlot(claim)
     }
 
     /// [`Vcq::push_local_inline`] without the SOFTNIC_FAULTS=cq_overrun test, for the
