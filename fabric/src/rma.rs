@@ -1157,6 +1157,23 @@ impl QuickPinned {
     }
 }
 
+/// A word of a pinned range checked for an atomic ([`PinnedRef::atomic_place`]).
+pub struct AtomicPlace<'p> {
+    p: *mut u8,
+    width: AmoWidth,
+    _pin: std::marker::PhantomData<&'p Pinned>,
+}
+
+impl AtomicPlace<'_> {
+    /// Applies `op` (as [`PinnedRef::atomic`]) and returns the old value.
+    #[inline(always)]
+    pub fn apply(self, op: AmoOp) -> Result<u64> {
+        // SAFETY: aligned, inside the pinned range (checked by `atomic_place`), mapped
+        // for the life of the pin, which this place borrows.
+        unsafe { atomic::apply(self.p, self.width, op) }
+    }
+}
+
 /// One checked use of a [`Pinned`] range; offsets are from its start, bounds-checked.
 #[derive(Clone, Copy)]
 pub struct PinnedRef<'p>(&'p Pinned);
@@ -1181,6 +1198,15 @@ impl PinnedRef<'_> {
     #[inline(always)]
     pub fn holds(&self, off: usize, n: usize, align: usize) -> bool {
         self.at(off, n, align).is_ok()
+    }
+
+    /// The checked place of an atomic of `width` at offset `off` (None: out of the range
+    /// or misaligned), applied later ([`AtomicPlace::apply`]): a caller commits to the
+    /// operation (claims its completion's place) in between, with one bounds test.
+    #[inline(always)]
+    pub fn atomic_place(&self, off: usize, width: AmoWidth) -> Option<AtomicPlace<'_>> {
+        let n = width.bytes();
+        self.at(off, n, n).ok().map(|p| AtomicPlace { p, width, _pin: std::marker::PhantomData })
     }
 
     /// The offset of the owner's address `addr` (`OutOfBounds` before the pinned range).

@@ -416,14 +416,12 @@ fn trace_name(k: Kind) -> &'static str {
 fn armw_pinned(v: &Vcq, op: &Op, rid: u64, pins: &[vcq::PutPin], quick: bool) -> bool {
     let Some((r, off)) = pin_for(op, rid, pins, quick) else { return false };
     let (width, a, mask) = armw_op(op);
-    if !r.holds(off, width.bytes(), width.bytes()) {
-        return false;
-    }
+    let Some(place) = r.atomic_place(off, width) else { return false };
     // The notice's place before the operation (notices are causal: `Vcq::claim_local`).
     let slot = (op.flags & UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE != 0).then(|| v.claim_local(!quick));
     // Checked above, and every uTofu operation is one the fabric applies: an error is
     // reported as the general path would.
-    let (rc, old) = match r.atomic(off, width, a) {
+    let (rc, old) = match place.apply(a) {
         Ok(old) => (0, old),
         Err(e) => (fabric_fault(e), 0),
     };
