@@ -48,13 +48,13 @@
  * the descriptor and local buffer stay the caller's, as uGNI requires.  A
  * peer machine that does not complete it within SOFTNIC_NET_TIMEOUT_MS gives
  * a transaction error.
- * Events are causal: a post's local event is never reaped after an event its
- * target caused in reaction to the post's data (a put back with a REMOTE event
- * into a registration whose destination CQ is the post's CQ), on one machine or
- * across machines.  To keep that order, a post reporting to a CQ that peers
+ * Events are causal: the local event of a post or SMSG send is never reaped
+ * after an event its target caused in reaction to the data (a put or message
+ * back whose REMOTE event goes to the same CQ), on one machine or across
+ * machines.  To keep that order, a post or send reporting to a CQ that peers
  * can reach (the destination CQ of a registration, or a CE's CQ) takes its
- * event's place before its data moves, so later events on that CQ wait for the
- * post's end (one round trip, or a background RDMA's arrival).  [data_causal]
+ * event's place before its data moves, so later events on that CQ wait for its
+ * end (one round trip, or a background RDMA's arrival).  [data_causal]
  * A CQ keeps the descriptors of posts with a local event until
  * GNI_GetCompleted takes them back: one per CQ entry, and about 2 million
  * (2^21 - 1) more for entries whose slot still holds an earlier one; past

@@ -9,9 +9,11 @@
  * every round, whoever else runs on the machine (a program reaping "my put is done"
  * before "the answer to my put arrived" relies on it).
  *
- * Usage: data_causal [ROUNDS [rdma|amo]]   (default 200000 rounds; rdma: rank 0's put is
- * an RDMA_PUT of the flag word itself, which travels in the background to another
- * machine; amo: a fetch-add of 1 to the flag word)
+ * Usage: data_causal [ROUNDS [rdma|amo|smsg]]   (default 200000 rounds; rdma: rank 0's put
+ * is an RDMA_PUT of the flag word itself, which travels in the background to another
+ * machine; amo: a fetch-add of 1 to the flag word; smsg: SMSG messages both ways, rank
+ * 0's mailbox delivering its REMOTE events into the endpoint CQ, which also gets the
+ * local SMSG completions)
  * Rank 0 also has a second thread that polls the CQ while the first posts, in the
  * second half of the rounds: a completion handed to another thread must also come
  * before the reaction. */
@@ -48,6 +50,14 @@ static uint64_t next_event(gni_cq_entry_t *ev)
     return GNI_CQ_GET_DATA(*ev);
 }
 
+/* Gives a POST completion's descriptor back (SMSG completions have none). */
+static int smsg;
+static void take_back(gni_cq_entry_t ev)
+{
+    gni_post_descriptor_t *d = NULL;
+    if (!smsg) GNI_OK(GNI_GetCompleted(cq, ev, &d));
+}
+
 /* Rank 0's second thread: takes both events of each round it is given. */
 static void *poller(void *arg)
 {
@@ -59,20 +69,32 @@ static void *poller(void *arg)
         gni_cq_entry_t ev;
         uint64_t first = next_event(&ev);
         if (first != LOCAL_DATA) poller_errors++;
-        if (first == LOCAL_DATA || first == REMOTE_DATA) {
-            if (first == LOCAL_DATA) {
-                gni_post_descriptor_t *d = NULL;
-                GNI_OK(GNI_GetCompleted(cq, ev, &d));
-            }
-        }
-        uint64_t second = next_event(&ev);
-        if (second == LOCAL_DATA) {
-            gni_post_descriptor_t *d = NULL;
-            GNI_OK(GNI_GetCompleted(cq, ev, &d));
-        }
+        else take_back(ev);
+        if (next_event(&ev) == LOCAL_DATA) take_back(ev);
         done = round_no;
         __atomic_store_n(&poller_seen, done, __ATOMIC_RELEASE);
     }
+}
+
+/* The next SMSG message from the peer on `ep` (spinning), checked and released. */
+static void smsg_take(gni_ep_handle_t ep, uint64_t want)
+{
+    void *hp;
+    gni_return_t rc;
+    unsigned spins = 0;
+    while ((rc = GNI_SmsgGetNext(ep, &hp)) == GNI_RC_NOT_DONE) relax(&spins);
+    GNI_OK(rc);
+    CHECK_EQ(*(uint64_t *)hp, want);
+    GNI_OK(GNI_SmsgRelease(ep));
+}
+
+/* Sends the 8-byte message `v` on `ep` with `msg_id`, waiting out a lack of credits. */
+static void smsg_send(gni_ep_handle_t ep, uint64_t v, uint32_t msg_id)
+{
+    gni_return_t rc;
+    unsigned spins = 0;
+    while ((rc = GNI_SmsgSend(ep, &v, 8, NULL, 0, msg_id)) == GNI_RC_NOT_DONE) relax(&spins);
+    GNI_OK(rc);
 }
 
 int main(int argc, char **argv)
@@ -81,6 +103,7 @@ int main(int argc, char **argv)
     gnit_init_mode(&t, 64, GNI_CQ_NOBLOCK, GNI_CDM_MODE_FORK_NOCOPY);
     int rounds = argc > 1 ? atoi(argv[1]) : 200000, me = t.rank;
     int rdma = argc > 2 && !strcmp(argv[2], "rdma"), amo = argc > 2 && !strcmp(argv[2], "amo");
+    smsg = argc > 2 && !strcmp(argv[2], "smsg");
     if (t.size != 2) SKIP("needs exactly 2 ranks");
     cq = t.cq;
     int peer = 1 - me;
@@ -92,6 +115,21 @@ int main(int argc, char **argv)
     uint64_t base[2];
     gnit_exchange_mem(&t, win, wmh, mh, base);
     GNI_OK(GNI_EpSetEventData(t.eps[peer], LOCAL_DATA, REMOTE_DATA));
+    gni_mem_handle_t mbh;
+    if (smsg) {
+        /* One mailbox per rank (messages from the peer); rank 0's reports to its CQ. */
+        gni_smsg_attr_t l, r;
+        unsigned int mbsz = dt_smsg_attr(&l, 8, 64);
+        char *mb = dt_alloc(mbsz);
+        mbh = dt_reg(&t, mb, mbsz, me == 0 ? t.cq : NULL, GNI_MEM_READWRITE);
+        gni_mem_handle_t bh[2];
+        uint64_t bb[2];
+        gnit_exchange_mem(&t, mb, mbh, bh, bb);
+        r = l;
+        l.msg_buffer = mb; l.buff_size = mbsz; l.mem_hndl = mbh; l.mbox_offset = 0;
+        r.msg_buffer = (void *)(uintptr_t)bb[peer]; r.buff_size = mbsz; r.mem_hndl = bh[peer]; r.mbox_offset = 0;
+        GNI_OK(GNI_SmsgInit(t.eps[peer], &l, &r));
+    }
     volatile uint64_t *flag = (volatile uint64_t *)win;
     gni_post_descriptor_t d;
     int wrong = 0, threaded = rounds / 2;
@@ -114,7 +152,8 @@ int main(int argc, char **argv)
                 d.sync_flag_value = (uint64_t)i;
             }
             if (i > threaded) round_no = i;
-            GNI_OK(rdma ? GNI_PostRdma(t.eps[1], &d) : GNI_PostFma(t.eps[1], &d));
+            if (smsg) smsg_send(t.eps[1], (uint64_t)i, LOCAL_DATA);
+            else GNI_OK(rdma ? GNI_PostRdma(t.eps[1], &d) : GNI_PostFma(t.eps[1], &d));
             if (i > threaded) {
                 unsigned spins = 0;
                 while (__atomic_load_n(&poller_seen, __ATOMIC_ACQUIRE) != i) relax(&spins);
@@ -124,14 +163,19 @@ int main(int argc, char **argv)
                 if (first != LOCAL_DATA) {
                     if (wrong++ < 5) fprintf(stderr, "data_causal: round %d: the reaction's event (data %#llx) came before the put's completion\n", i, (unsigned long long)first);
                 }
-                gni_post_descriptor_t *got = NULL;
-                if (first == LOCAL_DATA) GNI_OK(GNI_GetCompleted(cq, ev, &got));
+                if (first == LOCAL_DATA) take_back(ev);
                 uint64_t second = next_event(&ev);
-                if (second == LOCAL_DATA) GNI_OK(GNI_GetCompleted(cq, ev, &got));
+                if (second == LOCAL_DATA) take_back(ev);
                 else if (second != REMOTE_DATA) SN_FAIL("round %d: event data %#llx", i, (unsigned long long)second);
             }
             unsigned spins = 0;
-            while (*flag != (uint64_t)i) relax(&spins);
+            if (smsg) smsg_take(t.eps[1], (uint64_t)i);
+            else while (*flag != (uint64_t)i) relax(&spins);
+        } else if (smsg) {
+            smsg_take(t.eps[0], (uint64_t)i);
+            smsg_send(t.eps[0], (uint64_t)i, 0);
+            gni_cq_entry_t ev;
+            while (GNI_CqGetEvent(t.cq, &ev) == GNI_RC_SUCCESS) {}
         } else {
             unsigned spins = 0;
             while (*flag != (uint64_t)i) relax(&spins);
@@ -150,6 +194,7 @@ int main(int argc, char **argv)
     }
     dt_barrier();
     GNI_OK(GNI_MemDeregister(t.nic, &wmh));
+    if (smsg) GNI_OK(GNI_MemDeregister(t.nic, &mbh));
     GNI_OK(GNI_MemDeregister(t.nic, &smh));
     printf("data_causal: rank %d ok\n", me);
     gnit_fini(&t);

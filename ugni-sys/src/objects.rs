@@ -241,6 +241,17 @@ impl PostSlot<'_> {
         }
     }
 
+    /// Queues entry `e` (a local event other than a post's: an SMSG send's).
+    #[inline(always)]
+    pub fn publish_entry(self, e: CqEntry) {
+        match self {
+            PostSlot::Later(cq) => cq.push(e),
+            // SAFETY: the slot the claim reserved for us, written whole.
+            PostSlot::Claimed(_, c) => c.publish(|_, p| unsafe { std::ptr::write_volatile(p, e) }),
+            PostSlot::Lost => {}
+        }
+    }
+
     /// Queues the local POST entry of descriptor `d` (`status`, event data `data`).
     #[inline(always)]
     pub fn publish(self, d: *mut gni_post_descriptor_t, status: cqe::Status, data: u32) {

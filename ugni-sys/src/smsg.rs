@@ -60,7 +60,7 @@
 use crate::cqe::{self, Status};
 use crate::mailbox::{Channel, SmsgState, MBOX_HDR, SLOT_HDR};
 use crate::memhandle::RemoteMem;
-use crate::objects::{Ep, EPS, NICS};
+use crate::objects::{Cq, Ep, EPS, NICS};
 use crate::post::{check_local, remote_event};
 use crate::types::*;
 use libc::{c_uint, c_void};
@@ -246,6 +246,10 @@ fn send_on(ep: &Ep, header: *const c_void, hlen: u32, data: *const c_void, dlen:
         Err(None) => return GNI_RC_INVALID_PARAM,
         Err(Some(s)) => Err(s),
     };
+    // The local SMSG event's place, taken before the message can be seen when peers can
+    // queue events on the CQ (the answer to this message must come after it: events are
+    // causal, see `Cq::begin_post`).
+    let slot = ep.cq.as_deref().map(Cq::begin_post);
     // The whole send runs under the EP lock (so `in_flight` is never seen non-zero by
     // another thread); the peer is borrowed from the binding.
     let b = st.binding.as_ref().expect("route() succeeded or failed with a status");
@@ -298,8 +302,8 @@ fn send_on(ep: &Ep, header: *const c_void, hlen: u32, data: *const c_void, dlen:
             s
         }
     };
-    match &ep.cq {
-        Some(cq) => cq.push(cqe::make(cqe::SRC_LOCAL, cqe::TYPE_SMSG, status, local_data as u64, msg_id as u64)),
+    match slot {
+        Some(slot) => slot.publish_entry(cqe::make(cqe::SRC_LOCAL, cqe::TYPE_SMSG, status, local_data as u64, msg_id as u64)),
         None if status != Status::Ok => return GNI_RC_TRANSACTION_ERROR,
         None => {}
     }
