@@ -332,9 +332,7 @@ impl<T: Pod> Claim<'_, T> {
             ring.hdr().ctl.0.wake.notify();
         }
     }
-}
 
-impl<'r, T: Pod> Claim<'r, T> {
     /// The claimed position, for a producer that publishes it later from a place the
     /// claim cannot be kept in (a completion callback that owns its ring by a
     /// reference count): it must come back through [`Ring::resume`] to be published.
