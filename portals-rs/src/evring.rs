@@ -135,9 +135,12 @@ impl EvRing {
         unsafe { &*(self.base.add(HDR_LEN) as *const Slot).add(idx as usize) }
     }
 
+    /// The slot of position `pos`.  A capacity that is a power of two (most programs ask
+    /// for one) takes a mask, not a division (10-40 cycles, on every event read).
     #[inline]
     fn idx_of(&self, pos: u64) -> u32 {
-        (pos % self.cap as u64) as u32
+        let cap = self.cap as u64;
+        (if cap.is_power_of_two() { pos & (cap - 1) } else { pos % cap }) as u32
     }
 
     pub fn cap(&self) -> u32 {
@@ -469,6 +472,21 @@ mod tests {
         // SAFETY: as above.
         unsafe { r.push(&ev(13), true) };
         assert_eq!(drain(&r, &mut c), vec![(13, 13, false)]);
+    }
+
+    #[test]
+    fn positions_wrap_alike_for_every_capacity() {
+        // A power of two takes a mask, any other capacity a division (idx_of): both keep
+        // the newest `cap` events in order across many wraps.
+        for cap in [1, 3, 4, 5, 8, 12] {
+            let (_m, r) = ring(cap);
+            let mut c = Cursor::default();
+            for i in 0..(5 * cap as u64 + 2) {
+                // SAFETY: the only producer.
+                unsafe { r.push(&ev(i), true) };
+                assert_eq!(drain(&r, &mut c), vec![(i, i as u32, false)], "cap {cap}");
+            }
+        }
     }
 
     #[test]

@@ -94,7 +94,7 @@ impl SmsgState {
     /// Address of the slot holding my next incoming message, and its expected seq.
     #[inline]
     pub(crate) fn next_slot(&self) -> (u64, u64) {
-        let idx = self.released % self.local_credits as u64;
+        let idx = slot_index(self.released, self.local_credits);
         (self.local + MBOX_HDR + idx * self.local_slot, self.released + 1)
     }
 
@@ -110,5 +110,30 @@ impl SmsgState {
         // SAFETY: as above; the tag byte was written before seq was published.
         let tag = unsafe { std::ptr::read_volatile((slot + 16) as *const u8) };
         Some((slot, tag))
+    }
+}
+
+/// The mailbox slot of message number `seq` in a mailbox of `credits` slots.  Programs
+/// mostly choose a power of two: a mask then, not a division (10-40 cycles, twice per
+/// message).  `credits` is never 0 (GNI_SmsgInit refuses it).
+#[inline]
+pub(crate) fn slot_index(seq: u64, credits: u32) -> u64 {
+    let c = credits as u64;
+    if c.is_power_of_two() {
+        seq & (c - 1)
+    } else {
+        seq % c.max(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn slot_index_is_the_remainder_for_every_mailbox_size() {
+        for credits in [1u32, 2, 3, 7, 16, 64, 100, 65535] {
+            for seq in [0u64, 1, 2, 15, 16, 17, 1000, u64::MAX - 1, u64::MAX] {
+                assert_eq!(super::slot_index(seq, credits), seq % credits as u64, "seq {seq} credits {credits}");
+            }
+        }
     }
 }

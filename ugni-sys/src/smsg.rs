@@ -266,7 +266,7 @@ fn send_on(ep: &Ep, header: *const c_void, hlen: u32, data: *const c_void, dlen:
         fields[4..8].copy_from_slice(&dlen.to_ne_bytes());
         fields[8] = tag;
         fields[12..16].copy_from_slice(&msg_id.to_ne_bytes());
-        let idx = sm.sent % sm.remote_credits as u64;
+        let idx = crate::mailbox::slot_index(sm.sent, sm.remote_credits);
         let slot_off = MBOX_HDR + idx * sm.remote_slot;
         let event = cqe::make(cqe::SRC_REMOTE, cqe::TYPE_SMSG, Status::Ok, 0, remote_data as u64);
         let seq = sm.sent + 1;
