@@ -200,6 +200,13 @@
  *   TRANSPARENT are SCI_ERR_DMA_NOT_AVAILABLE) per process, exclusive unless
  *   SCI_FLAG_DMA_CHANNEL_SHARED; only SYSTEM channels take
  *   SCIPrepare*SegmentForDMA.
+ * - Events are causal: an interrupt or data interrupt that a target
+ *   triggers on seeing a DMA write's data is never delivered (wait returned,
+ *   callback called) before the transfer's end shows in its queue's state;
+ *   deliveries wait for the end of writes whose last MiB is being moved.  The
+ *   DMA callback may run after the answer's callback has begun (it is called
+ *   once the state is final, and may itself wait for the answer).
+ *   [sisci_causal]
  * - Interrupts: plain interrupts coalesce (at least one event per burst, the
  *   last trigger never lost); SCI_FLAG_COUNTING_INT on either side makes one
  *   event per trigger.  Data interrupts carry up to 4096 bytes (more is

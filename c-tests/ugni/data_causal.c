@@ -18,6 +18,7 @@
  * second half of the rounds: a completion handed to another thread must also come
  * before the reaction. */
 #include "data_util.h"
+#include "causaltest.h"
 #include <pthread.h>
 #include <sched.h>
 
@@ -29,13 +30,6 @@ static volatile int round_no;   /* the round the poller expects events of, 0: st
 static volatile int poller_seen;
 static int poller_errors;
 
-/* Every spin in this test gives the core away now and then: three threads spin on two
- * cores in its second half. */
-static void relax(unsigned *spins)
-{
-    if (++*spins % 64 == 0) sched_yield();
-}
-
 /* Takes the next event of the CQ, spinning; returns its data. */
 static uint64_t next_event(gni_cq_entry_t *ev)
 {
@@ -43,7 +37,7 @@ static uint64_t next_event(gni_cq_entry_t *ev)
     double deadline = dt_now() + 10;
     unsigned spins = 0;
     while ((rc = GNI_CqGetEvent(cq, ev)) == GNI_RC_NOT_DONE) {
-        relax(&spins);
+        causal_relax(&spins);
         if (spins % 1024 == 0 && dt_now() > deadline) SN_FAIL("no event within 10 s");
     }
     if (rc != GNI_RC_SUCCESS) SN_FAIL("GNI_CqGetEvent returned %d (%s)", (int)rc, gnit_rc(rc));
@@ -82,7 +76,7 @@ static void smsg_take(gni_ep_handle_t ep, uint64_t want)
     void *hp;
     gni_return_t rc;
     unsigned spins = 0;
-    while ((rc = GNI_SmsgGetNext(ep, &hp)) == GNI_RC_NOT_DONE) relax(&spins);
+    while ((rc = GNI_SmsgGetNext(ep, &hp)) == GNI_RC_NOT_DONE) causal_relax(&spins);
     GNI_OK(rc);
     CHECK_EQ(*(uint64_t *)hp, want);
     GNI_OK(GNI_SmsgRelease(ep));
@@ -93,7 +87,7 @@ static void smsg_send(gni_ep_handle_t ep, uint64_t v, uint32_t msg_id)
 {
     gni_return_t rc;
     unsigned spins = 0;
-    while ((rc = GNI_SmsgSend(ep, &v, 8, NULL, 0, msg_id)) == GNI_RC_NOT_DONE) relax(&spins);
+    while ((rc = GNI_SmsgSend(ep, &v, 8, NULL, 0, msg_id)) == GNI_RC_NOT_DONE) causal_relax(&spins);
     GNI_OK(rc);
 }
 
@@ -156,7 +150,7 @@ int main(int argc, char **argv)
             else GNI_OK(rdma ? GNI_PostRdma(t.eps[1], &d) : GNI_PostFma(t.eps[1], &d));
             if (i > threaded) {
                 unsigned spins = 0;
-                while (__atomic_load_n(&poller_seen, __ATOMIC_ACQUIRE) != i) relax(&spins);
+                while (__atomic_load_n(&poller_seen, __ATOMIC_ACQUIRE) != i) causal_relax(&spins);
             } else {
                 gni_cq_entry_t ev;
                 uint64_t first = next_event(&ev);
@@ -170,7 +164,7 @@ int main(int argc, char **argv)
             }
             unsigned spins = 0;
             if (smsg) smsg_take(t.eps[1], (uint64_t)i);
-            else while (*flag != (uint64_t)i) relax(&spins);
+            else while (*flag != (uint64_t)i) causal_relax(&spins);
         } else if (smsg) {
             smsg_take(t.eps[0], (uint64_t)i);
             smsg_send(t.eps[0], (uint64_t)i, 0);
@@ -178,7 +172,7 @@ int main(int argc, char **argv)
             while (GNI_CqGetEvent(t.cq, &ev) == GNI_RC_SUCCESS) {}
         } else {
             unsigned spins = 0;
-            while (*flag != (uint64_t)i) relax(&spins);
+            while (*flag != (uint64_t)i) causal_relax(&spins);
             dt_desc(&d, GNI_POST_FMA_PUT_W_SYNCFLAG, GNI_CQMODE_REMOTE_EVENT, src + 64, smh, base[0] + 64, mh[0], 8);
             d.sync_flag_addr = base[0];
             d.sync_flag_value = (uint64_t)i;

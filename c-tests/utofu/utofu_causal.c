@@ -12,22 +12,12 @@
  * the word with utofu_armw8 instead, notice LCL_ARMW) */
 #include <mpi.h>
 #include "utest.h"
+#include "causaltest.h"
 #include <pthread.h>
 #include <sched.h>
 
-static volatile int stop;
 
-static void *yielder(void *arg)
-{
-    (void)arg;
-    while (!stop) sched_yield();
-    return NULL;
-}
 
-static void relax(unsigned *spins)
-{
-    if (++*spins % 64 == 0) sched_yield();
-}
 
 int main(int argc, char **argv)
 {
@@ -54,7 +44,7 @@ int main(int argc, char **argv)
     volatile uint64_t *word = &win[0];
     long wrong = 0;
     pthread_t th;
-    if (rank == 0) CHECK(pthread_create(&th, NULL, yielder, NULL) == 0);
+    if (rank == 0) CHECK(pthread_create(&th, NULL, causal_yielder, NULL) == 0);
     MPI_Barrier(MPI_COMM_WORLD);
 
     for (long i = 1; i <= rounds; i++) {
@@ -77,9 +67,9 @@ int main(int argc, char **argv)
             } else {
                 CHECK_EQ(second.notice_type, UTOFU_MRQ_TYPE_RMT_PUT);
             }
-            while (*word != (uint64_t)i) relax(&spins);
+            while (*word != (uint64_t)i) causal_relax(&spins);
         } else {
-            while (*word != (uint64_t)i) relax(&spins);
+            while (*word != (uint64_t)i) causal_relax(&spins);
             int rc;
             void *cb;
             while ((rc = utofu_put(vcq, peer_id, my_win + 64, peer_win, 8, 0, UTOFU_ONESIDED_FLAG_REMOTE_MRQ_NOTICE, NULL)) == UTOFU_ERR_BUSY)
@@ -88,7 +78,7 @@ int main(int argc, char **argv)
         }
     }
     if (rank == 0) {
-        stop = 1;
+        causal_stop = 1;
         CHECK(pthread_join(th, NULL) == 0);
         if (wrong) SN_FAIL("%ld of %ld rounds saw the reaction's notice first", wrong, rounds);
         printf("utofu_causal: %ld rounds, the local notice first in every one\n", rounds);

@@ -288,6 +288,19 @@ impl<T> Table<T> {
         self.remove_if(h, |_| true)
     }
 
+    /// Does `pred` hold for a live object?  (No snapshot taken: objects are borrowed
+    /// under a guard.)
+    pub fn any(&self, mut pred: impl FnMut(&T) -> bool) -> bool {
+        let len = self.inner.lock().unwrap_or_else(|e| e.into_inner()).len;
+        let _g = guard();
+        (0..len).any(|i| {
+            let Some(s) = self.slot(i) else { return false };
+            let p = s.obj.load(Ordering::Acquire);
+            // SAFETY: as in `get_in` (the guard keeps an object the slot held alive).
+            !p.is_null() && pred(unsafe { &*p })
+        })
+    }
+
     /// Every live object (a snapshot).
     pub fn all(&self) -> Vec<Arc<T>> {
         let len = self.inner.lock().unwrap_or_else(|e| e.into_inner()).len;

@@ -136,6 +136,7 @@ impl Armed for LocalInt {
                 if !self.take() {
                     return true;
                 }
+                crate::dma::settle();
                 crate::map::reload_reflective();
                 // SAFETY: the program's callback and argument, called as documented.
                 unsafe { f(arg as *mut c_void, self.handle, SCI_ERR_OK) }
@@ -144,6 +145,7 @@ impl Armed for LocalInt {
                 if m.len == CANCEL_LEN {
                     return false;
                 }
+                crate::dma::settle();
                 crate::map::reload_reflective();
                 // SAFETY: as above; the message buffer lives for the call.
                 unsafe { f(arg as *mut c_void, self.handle, m.data.as_mut_ptr() as *mut c_void, m.len as u32, SCI_ERR_OK) }
@@ -331,6 +333,7 @@ fn wait(h: usize, timeout: u32, flags: u32) -> R<()> {
             return Err(SCI_ERR_CANCELLED);
         }
         if i.take() {
+            crate::dma::settle();
             crate::map::reload_reflective();
             return Ok(());
         }
@@ -369,6 +372,7 @@ fn wait_data(h: usize, data: *mut c_void, length: *mut u32, timeout: u32, flags:
             if m.len == CANCEL_LEN {
                 return Err(SCI_ERR_CANCELLED);
             }
+            crate::dma::settle();
             if m.len > cap {
                 out(length, m.len as u32)?;
                 *i.pending.lock().unwrap_or_else(|e| e.into_inner()) = Some(m);
