@@ -367,9 +367,29 @@ fn post(engine: Engine, ep_h: gni_ep_handle_t, desc: *mut gni_post_descriptor_t)
 }
 
 /// A post on endpoint `ep` (handle `ep_h`), found.  Out of line: `Table::with` has it on
-/// its hit and its miss path.
+/// its hit and its miss path.  With no observer (tracing, the checker, fault injection:
+/// decided off, three loads) it is the post alone; with one, [`post_observed`].
 #[inline(never)]
 fn post_ep(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_descriptor_t) -> gni_return_t {
+    if !softnic_fabric::observers_surely_off() {
+        return post_observed(engine, ep, ep_h, desc);
+    }
+    // SAFETY: NULL or the caller's descriptor; one field read.
+    if !unsafe { desc.as_ref() }.is_some_and(|d| engine.takes(d.type_)) {
+        return GNI_RC_INVALID_PARAM;
+    }
+    let pinned = if engine != Engine::CqWrite { pinned_post(engine, ep, desc) } else { None };
+    match pinned {
+        Some(rc) => rc,
+        None => post_on(engine, ep, ep_h, desc, false),
+    }
+}
+
+/// [`post_ep`] when an observer may be on (or is not decided yet): the post's span, a
+/// fault injected, the checker's watches, the timeline's asynchronous span.
+#[cold]
+#[inline(never)]
+fn post_observed(engine: Engine, ep: &Ep, ep_h: gni_ep_handle_t, desc: *mut gni_post_descriptor_t) -> gni_return_t {
     let _span = softnic_fabric::trace::span("ugni", engine.api()).map(|s| trace_args(s, ep, desc));
     // SOFTNIC_FAULTS=transfer: a post that passes its checks completes with a
     // network transaction error and moves nothing (the general path reports it).
@@ -500,7 +520,7 @@ fn trace_args(s: softnic_fabric::trace::Span, ep: &Ep, desc: *const gni_post_des
 /// case of `copy::copy` always inlined (+5), `PinnedRef::store_word_at` always inlined
 /// (+3 AMO).  Moving `Cq::push_post`'s entry builder out of its closure changed nothing
 /// (the closure stays a call).
-#[inline]
+#[inline(always)]
 fn pinned_post(engine: Engine, ep: &Ep, desc: *mut gni_post_descriptor_t) -> Option<gni_return_t> {
     // SAFETY: NULL or the caller's descriptor, read field by field.
     let d = unsafe { desc.as_ref() }?;
