@@ -29,7 +29,11 @@
 //!
 //! **Failure.**  A connection that cannot be made or breaks fails its address: what was
 //! queued is dropped, later sends to it fail, and [`Sock::poll`] reports it once (the
-//! engine takes the peers there as dead).  Bytes on a received connection that do not
+//! engine takes the peers there as dead).  So does a connection whose peer hung up: a
+//! process closes the connections others opened to it only when it ends, so its end
+//! fails the requests waiting for its replies at once (every connection of ours stays in
+//! the epoll set for EPOLLRDHUP), not when their timeout runs out (seen: a program's
+//! teardown call to a peer that had just ended waited 10 s).  Bytes on a received connection that do not
 //! frame (a length past [`MAX_FRAME`]) close that connection; what it carried is not the
 //! engine's protocol, which authenticates every message itself.
 use std::collections::{HashMap, VecDeque};
@@ -83,7 +87,9 @@ struct OutState {
     queue: VecDeque<Vec<u8>>,
     sent: usize,
     queued: usize,
-    /// Watched for EPOLLOUT (connecting, or bytes queued).
+    /// The socket is in the epoll set (from its connection on: for EPOLLRDHUP).
+    registered: bool,
+    /// Watched for EPOLLOUT too (connecting, or bytes queued).
     watched: bool,
     failed: bool,
 }
@@ -130,6 +136,11 @@ fn epoll(epfd: i32, op: i32, fd: i32, events: u32, data: u64) -> bool {
     // SAFETY: our epoll set and a socket of ours.
     unsafe { libc::epoll_ctl(epfd, op, fd, &mut ev) == 0 }
 }
+
+/// What an outgoing connection shows when its peer is gone: the peer closed it (a process
+/// closes its received connections only when it ends, or drops one that spoke no frames),
+/// or it broke.
+const HUNG_UP: u32 = (libc::EPOLLRDHUP | libc::EPOLLHUP | libc::EPOLLERR) as u32;
 
 /// The IPv4 address to listen on: loopback when every rank is on this machine or
 /// `FI_TCP_IFACE` names `lo` (as libfabric's tcp provider reads it), else the address of
@@ -338,9 +349,21 @@ impl Sock {
         st.queued += rest.len();
         st.queue.push_back(rest);
         if !st.watched {
-            st.watched = epoll(self.epfd, libc::EPOLL_CTL_ADD, fd, libc::EPOLLOUT as u32, TAG_OUT | addr);
+            self.watch(addr, fd, &mut st, true);
         }
         Ok(())
+    }
+
+    /// Sets what the epoll set watches on `addr`'s socket `fd`: its peer hanging up
+    /// always (so that a peer that ended fails its address at once, not when a request's
+    /// reply times out), room to write when `out`.
+    fn watch(&self, addr: u64, fd: i32, st: &mut OutState, out: bool) {
+        let events = libc::EPOLLRDHUP as u32 | if out { libc::EPOLLOUT as u32 } else { 0 };
+        let op = if st.registered { libc::EPOLL_CTL_MOD } else { libc::EPOLL_CTL_ADD };
+        if epoll(self.epfd, op, fd, events, TAG_OUT | addr) {
+            st.registered = true;
+            st.watched = out;
+        }
     }
 
     /// Starts the connection of `addr` (without waiting for it).
@@ -361,8 +384,9 @@ impl Sock {
                     return Err(SendError::Failed);
                 }
                 st.connecting = true;
-                st.watched = epoll(self.epfd, libc::EPOLL_CTL_ADD, fd, libc::EPOLLOUT as u32, TAG_OUT | addr);
             }
+            let connecting = st.connecting;
+            self.watch(addr, fd, st, connecting);
             Ok(fd)
         }
     }
@@ -372,12 +396,13 @@ impl Sock {
         if let Some(fd) = st.fd.take() {
             // SAFETY: our socket, closed once (taken out of the state).
             unsafe {
-                if st.watched {
+                if st.registered {
                     epoll(self.epfd, libc::EPOLL_CTL_DEL, fd, 0, 0);
                 }
                 libc::close(fd);
             }
         }
+        st.registered = false;
         st.watched = false;
         st.connecting = false;
         st.queue.clear();
@@ -433,8 +458,17 @@ impl Sock {
             st.queued -= len;
         }
         if st.watched {
-            epoll(self.epfd, libc::EPOLL_CTL_DEL, fd, 0, 0);
-            st.watched = false;
+            self.watch(addr, fd, &mut st, false);
+        }
+    }
+
+    /// `addr`'s peer hung up its end of our connection: the address fails (its peers are
+    /// gone; what was queued for them would never be read).
+    fn hung_up(&self, addr: u64) {
+        let Some(out) = self.out(addr) else { return };
+        let mut st = out.st.lock().unwrap_or_else(|e| e.into_inner());
+        if st.fd.is_some() {
+            self.fail(addr, &mut st);
         }
     }
 
@@ -452,6 +486,10 @@ impl Sock {
             match data & !0xffff_ffff {
                 TAG_LISTEN => did |= self.accept(),
                 TAG_IN => did |= self.read_in(data as u32 as i32, &mut deliver),
+                TAG_OUT if ev.events & HUNG_UP != 0 => {
+                    self.hung_up(data & 0xffff_ffff);
+                    did = true;
+                }
                 TAG_OUT => {
                     self.flush(data & 0xffff_ffff);
                     did = true;

@@ -51,6 +51,11 @@
 //!   (net::Engine::polling).  Rank 0 polls once, then makes blocking puts to rank 1 for
 //!   20 ms without polling, ten times; at most half of its puts may find no lease (a
 //!   put after a stall of half a lease, or 100 us, polls first).
+//! - `gone` (network engine, two or more ranks): rank 0 registers a buffer, and after a
+//!   barrier ends (returns from main, as a program that does not finalize); the other
+//!   ranks put into its buffer until a put fails.  A process's end closes its
+//!   connections: the first put whose reply can no longer come must fail then, not when
+//!   the reply's timeout runs out (the list runs it with a timeout far beyond the test's).
 //!
 //! Exit 0 and one line `fabric-jobtest MODE: rank R ok` per rank on success.
 
@@ -516,6 +521,48 @@ fn crash(rank: u32, size: u32, how: &str) {
     die("the job was not torn down", rank);
 }
 
+fn gone(rank: u32, size: u32) {
+    if size < 2 {
+        eprintln!("SKIP: gone needs 2 ranks");
+        std::process::exit(77);
+    }
+    ok!(node::get(), "node");
+    // Never freed: the others' puts may land in it until this process is gone.
+    let buf: &'static mut [u8] = Vec::leak(vec![0u8; 4096]);
+    let mut mine = [0u64; 5];
+    if rank == 0 {
+        let me = ok!(node::get(), "node").proc_id();
+        let key = ok!(mem::register(buf.as_ptr() as usize, buf.len(), Access::ReadWrite, PD), "register");
+        mine = [ok!(bootstrap::node_id(rank), "node_id") as u64, me.slot as u64, me.gen as u64, key.to_u64(), buf.as_ptr() as u64];
+    }
+    let bytes: Vec<u8> = mine.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let all = ok!(bootstrap::allgather(&bytes), "allgather");
+    let w = |i: usize| u64::from_le_bytes(all[i * 8..i * 8 + 8].try_into().unwrap());
+    ok!(bootstrap::barrier(), "barrier");
+    if rank == 0 {
+        return; // ends the process, registration and connections with it
+    }
+    // Rank 0 may be gone already: then it cannot be reached at all.
+    let peer = match Peer::at(w(0) as u32, registry::ProcId { slot: w(1) as u32, gen: w(2) as u32 }, 32) {
+        Ok(p) => p,
+        Err(softnic_fabric::Error::PeerDead | softnic_fabric::Error::StaleHandle) => {
+            println!("fabric-jobtest gone: rank {rank}: rank 0's end seen before any put");
+            return;
+        }
+        Err(e) => die("Peer::at rank 0", e),
+    };
+    let (key, addr) = (MemKey::from_u64(w(3)), w(4));
+    let mut puts = 0u64;
+    loop {
+        match rma::put(&peer, key, addr, &[rank as u8; 8], PD) {
+            Ok(()) => puts += 1,
+            Err(softnic_fabric::Error::PeerDead) => break,
+            Err(e) => die("a put to the ended rank 0 failed otherwise than PeerDead", e),
+        }
+    }
+    println!("fabric-jobtest gone: rank {rank}: rank 0's end seen after {puts} puts");
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let mode = args.get(1).map(String::as_str).unwrap_or("");
@@ -535,7 +582,8 @@ fn main() {
         "netauth" => netauth(rank, size, args.get(2).map(String::as_str).unwrap_or_else(|| die("usage", "netauth DIR"))),
         "hold" => hold(rank, size),
         "lease" => lease(rank, size),
-        _ => die("usage: fabric-jobtest ring|spin|service|revoke|hold|lease|crash segv|exit|abort|netauth DIR|attack DIR", mode),
+        "gone" => gone(rank, size),
+        _ => die("usage: fabric-jobtest ring|spin|service|revoke|hold|lease|gone|crash segv|exit|abort|netauth DIR|attack DIR", mode),
     }
     println!("fabric-jobtest {mode}: rank {rank} ok");
 }
