@@ -410,8 +410,9 @@ fn trace_name(k: Kind) -> &'static str {
 /// [`put_pinned`]): applied through the pin, its local notice carrying the old value.
 /// False when it does not apply (remote notice wanted, no pin, a failed check, misaligned
 /// or out of range): the full path then runs and reports the exact outcome.
-/// `quick`: called from [`armw_quick`], which runs only without SOFTNIC_FAULTS rules, so
-/// the notice is pushed without the fault test.
+/// `quick`: called from [`armw_quick`], which runs only with every observer off (no
+/// SOFTNIC_FAULTS rule, no checker), so the notice is pushed without the fault test and
+/// the checker is not asked.
 #[inline(always)]
 fn armw_pinned(v: &Vcq, op: &Op, rid: u64, pins: &[vcq::PutPin], quick: bool) -> bool {
     let Some((r, off)) = pin_for(op, rid, pins, quick) else { return false };
@@ -425,7 +426,7 @@ fn armw_pinned(v: &Vcq, op: &Op, rid: u64, pins: &[vcq::PutPin], quick: bool) ->
         Ok(old) => (0, old),
         Err(e) => (fabric_fault(e), 0),
     };
-    if op.flags & NOTICES_TRACKED != 0 && softnic_fabric::check::enabled() {
+    if !quick && op.flags & NOTICES_TRACKED != 0 && softnic_fabric::check::enabled() {
         check_race_pinned(v, *op, rid, pins);
     }
     if let Some(slot) = slot {
@@ -1045,8 +1046,8 @@ fn start_armw(func: &'static str, h: usize, build: impl FnOnce(&Vcq) -> UResult<
     done(func, r)
 }
 
-/// [`exec`] of one ARMW, specialised: what `exec` and `run` do for it when no hook is on
-/// (no SOFTNIC_TRACE span, no SOFTNIC_FAULTS rule: each tested with one load) and it does
+/// [`exec`] of one ARMW, specialised: what `exec` and `run` do for it when no observer is
+/// on (no SOFTNIC_TRACE span, no SOFTNIC_FAULTS rule, no checker: three loads) and it does
 /// not ask for a remote notice, through the pin of its region ([`armw_pinned`]), under the
 /// same TCQ lock and TOQ accounting.  Everything else (no pin yet, a failed pin check, a
 /// hook on) goes to `exec`, which carries the operation out from the start: nothing was
@@ -1056,7 +1057,12 @@ fn start_armw(func: &'static str, h: usize, build: impl FnOnce(&Vcq) -> UResult<
 /// and the hooks have an address: on the quick path it lives in registers.
 #[inline(always)]
 fn armw_quick(v: &Vcq, op: Op, cbdata: usize) -> UResult<()> {
-    if op.flags & UTOFU_ONESIDED_FLAG_REMOTE_MRQ_NOTICE != 0 || softnic_fabric::trace::enabled() || softnic_fabric::faults::any() {
+    if op.flags & UTOFU_ONESIDED_FLAG_REMOTE_MRQ_NOTICE != 0 {
+        return exec1(v, op, cbdata);
+    }
+    if !softnic_fabric::observers_surely_off() {
+        // Undecided observers are decided here: `exec` alone may never ask the checker.
+        softnic_fabric::decide_observers();
         return exec1(v, op, cbdata);
     }
     let mut q = v.tcq.lock();
@@ -1067,17 +1073,18 @@ fn armw_quick(v: &Vcq, op: Op, cbdata: usize) -> UResult<()> {
         drop(q);
         return exec1(v, op, cbdata);
     }
-    complete_quick(v, &mut q, op, cbdata);
+    complete_quick(v, &mut q, op, cbdata, false);
     Ok(())
 }
 
 /// The end of a quick path's operation, done under its TCQ lock: its TCQ entry, or its
 /// silent completion counted, as `exec` does after a successful `run` (tracing is off on
-/// the quick paths, so `follow` is only for the checker).
+/// the quick paths, so `follow` is only for the checker; `checked`: the checker may be
+/// on, false when the caller knows it off).
 #[inline(always)]
-fn complete_quick(v: &Vcq, q: &mut vcq::Queue, op: Op, cbdata: usize) {
+fn complete_quick(v: &Vcq, q: &mut vcq::Queue, op: Op, cbdata: usize, checked: bool) {
     if op.flags & UTOFU_ONESIDED_FLAG_TCQ_NOTICE != 0 {
-        let check = if softnic_fabric::check::enabled() { follow_parts(v, op.kind, op.rmt, op.lcl_stadd, op.len) } else { 0 };
+        let check = if checked && softnic_fabric::check::enabled() { follow_parts(v, op.kind, op.rmt, op.lcl_stadd, op.len) } else { 0 };
         q.tcq.push_back(Tcq { cbdata, rc: UTOFU_SUCCESS, notify: true, check });
         v.queued.store(q.tcq.len(), Ordering::Release);
     } else {
@@ -1136,7 +1143,7 @@ fn put_quick_from(v: &Vcq, op: Op, cbdata: usize, source: impl FnOnce(&Op) -> Op
         drop(q);
         return exec1(v, op, cbdata);
     }
-    complete_quick(v, &mut q, op, cbdata);
+    complete_quick(v, &mut q, op, cbdata, true);
     Ok(())
 }
 
@@ -1187,7 +1194,7 @@ fn get_quick(v: &Vcq, op: Op, cbdata: usize) -> UResult<()> {
     if op.flags & UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE != 0 {
         v.push_local_unhooked(&notice(UTOFU_MRQ_TYPE_LCL_GET, 0, rid, op.edata, 0, end_of(&op, op.lcl_stadd), end_of(&op, op.rmt_stadd)));
     }
-    complete_quick(v, &mut q, op, cbdata);
+    complete_quick(v, &mut q, op, cbdata, false);
     Ok(())
 }
 
