@@ -17,10 +17,12 @@ pub const LOOP_MIN: usize = 2048 + 1;
 pub const LOOP_MAX: usize = 16384;
 
 /// Copies `n` bytes from `src` to `dst` (the ranges may overlap, as with `memmove`).
+/// Inlined into every caller: 4 to 16 bytes (a flag, an 8-byte put) are two loads and
+/// two stores there; anything else calls [`copy_other`].
 ///
 /// # Safety
 /// `src` is readable and `dst` writable for `n` bytes (as for [`std::ptr::copy`]).
-#[inline]
+#[inline(always)]
 pub unsafe fn copy(src: *const u8, dst: *mut u8, n: usize) {
     // 4 to 16 bytes (a flag, an 8-byte put): two loads, then two stores (they may overlap
     // each other, and the ranges may overlap: every load comes before any store), instead
@@ -40,6 +42,16 @@ pub unsafe fn copy(src: *const u8, dst: *mut u8, n: usize) {
         }
         return;
     }
+    // SAFETY: the caller's contract.
+    unsafe { copy_other(src, dst, n) }
+}
+
+/// [`copy`] of any length but 4 to 16 bytes (out of line).
+///
+/// # Safety
+/// As for [`copy`].
+#[inline(never)]
+pub unsafe fn copy_other(src: *const u8, dst: *mut u8, n: usize) {
     #[cfg(target_arch = "x86_64")]
     if (LOOP_MIN..=LOOP_MAX).contains(&n) && apart(src, dst, n) && std::arch::is_x86_feature_detected!("avx2") {
         if n > BACK_MIN && backward_turn() {
