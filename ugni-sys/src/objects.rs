@@ -734,9 +734,25 @@ impl Pins {
 
     /// The pin of handle words `w` that covers `[addr, addr+len)` and its notify ring (as
     /// [`Pins::ring`]), found in one search.
-    #[inline]
+    #[inline(always)]
     pub fn find_with_ring(&self, w: [u64; 2], addr: u64, len: u64) -> Option<(&softnic_fabric::rma::QuickPinned, Option<&Option<softnic_fabric::rma::PinnedRing<u64>>>)> {
-        self.pins.iter().find(|e| e.serves(w, addr, len)).map(|e| (&e.pin, e.ring.as_ref()))
+        self.entry(w, addr, len).map(|e| (&e.pin, e.ring.as_ref()))
+    }
+
+    /// The entry serving `(w, addr, len)`: the first one tested inline (a program's busy
+    /// registration is usually among the first pinned), the search through the others
+    /// out of line.
+    #[inline(always)]
+    fn entry(&self, w: [u64; 2], addr: u64, len: u64) -> Option<&PinEntry> {
+        match self.pins.first() {
+            Some(e) if e.serves(w, addr, len) => Some(e),
+            _ => self.entry_after_first(w, addr, len),
+        }
+    }
+
+    #[inline(never)]
+    fn entry_after_first(&self, w: [u64; 2], addr: u64, len: u64) -> Option<&PinEntry> {
+        self.pins.iter().skip(1).find(|e| e.serves(w, addr, len))
     }
 
     /// The notify ring of the registration in its pin for handle words `w` that covers
