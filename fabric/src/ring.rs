@@ -315,6 +315,12 @@ pub struct Claim<'r, T: Pod> {
 }
 
 impl<T: Pod> Claim<'_, T> {
+    /// The claimed position (what [`Claim::publish`] passes its `fill`).
+    #[inline(always)]
+    pub fn pos(&self) -> u64 {
+        self.pos
+    }
+
     /// Push steps 2-4 at the claimed position: `fill(pos, slot)` writes the whole entry
     /// (volatile writes: shared memory), which is then published and sleepers woken.
     #[inline(always)]

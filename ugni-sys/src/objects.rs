@@ -373,11 +373,11 @@ impl Cq {
     /// publishes it.
     #[inline(always)]
     fn fill_post(&self, c: softnic_fabric::ring::Claim<'_, u64>, d: *mut gni_post_descriptor_t, status: cqe::Status, data: u32) {
-        c.publish(move |pos, p| {
-            let e = cqe::make(cqe::SRC_LOCAL, cqe::TYPE_POST, status, self.token_at(pos, d) as u64, data as u64);
-            // SAFETY: the slot the claim reserved for us, written whole.
-            unsafe { std::ptr::write_volatile(p, e) }
-        });
+        // The entry made before the publish, whose closure is then one store (a closure
+        // that made it stayed out of line: a call per post).
+        let e = cqe::make(cqe::SRC_LOCAL, cqe::TYPE_POST, status, self.token_at(c.pos(), d) as u64, data as u64);
+        // SAFETY: the slot the claim reserved for us, written whole.
+        c.publish(move |_, p| unsafe { std::ptr::write_volatile(p, e) });
     }
 
     /// The position of a post's local event, taken before the post moves its data and
