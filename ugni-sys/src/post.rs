@@ -158,7 +158,7 @@ enum Op {
 
 /// Decodes `cmd` with the descriptor's operands; None for a value that is not a
 /// `gni_fma_cmd_type_t` of the sheet.  Inlined: the pinned AMO path decodes on every post.
-#[inline]
+#[inline(always)]
 pub fn decode_amo(cmd: u32, first: u64, second: u64) -> Option<Amo> {
     if cmd & 0x40 == 0 {
         // First-generation (Gemini) commands: 0x00N fetching, 0x10N not; 0x010 = cached.
