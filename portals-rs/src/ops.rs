@@ -14,9 +14,10 @@
 //! holds its queues first ([`crate::eq::Hold`]) and inserts its events before whatever
 //! arrived meanwhile.
 //!
-//! **One critical section.**  A put or get of up to [`FAST_MAX`] bytes to a target on
-//! this machine that the thread has reached before keeps its own NI's lock from its
-//! first half to its second and runs the target side in between, directly
+//! **One critical section.**  A put or get of up to [`FAST_MAX`] bytes (a swap,
+//! PtlGetPut, whose get MD holds all the old bytes) to a target on this machine that the
+//! thread has reached before keeps its own NI's lock from its first half to its second
+//! and runs the target side in between, directly
 //! (`service::run_local`, the handler's code without the request's bytes): under that
 //! same lock when the target is our own NI, else under the target's lock when a short
 //! try gets it ([`fast`]; nobody waits for a lock while holding another, so processes
@@ -900,66 +901,107 @@ fn getput(get_h: u32, put_h: u32, target: ptl_process_id_t, pt: u32, ac: u32, bi
     let _span = trace_span("PtlGetPut", target, None);
     let (n, gidx, ggen) = Lib::of(get_h, handle::MD, PTL_MD_INVALID)?;
     let (pidx, pgen) = handle::index_of(put_h, handle::MD).ok_or(PTL_MD_INVALID)?;
-    check_target(&n, target)?;
-    if n.targets.get((n.jid, target.nid, target.pid)).is_none() {
-        await_target(&n, target);
-    }
+    let t = target_for(&n, target)?;
     let seg = &n.seg;
-    let (gmi, plink, pmi, gmem, pmem, holds) = {
-        let g = seg.lock();
-        md::row_of(seg, &g, gidx, ggen)?;
-        md::row_of(seg, &g, pidx, pgen)?;
-        if seg.md(&g, pidx).expect("live").total > n.seg.lay.lim.getput as u64 {
-            return Err(PTL_MD_ILLEGAL);
+    prefetch_target(t);
+    let g = seg.lock();
+    md::row_of(seg, &g, gidx, ggen)?;
+    md::row_of(seg, &g, pidx, pgen)?;
+    if seg.md(&g, pidx).expect("live").total > n.seg.lay.lim.getput as u64 {
+        return Err(PTL_MD_ILLEGAL);
+    }
+    let (pmi, plink, off, len) = begin(&n, &g, pidx, pgen, None, false, true)?;
+    let pmem = Mem { pieces: md::pieces(seg, &g, pmi), off, len };
+    let (gmi, gmem) = match begin(&n, &g, gidx, ggen, None, true, false) {
+        Ok((mi, _link, off, len)) => (mi, Mem { pieces: md::pieces(seg, &g, mi), off, len }),
+        Err(e) => {
+            end(seg, &g, pmi, plink, None);
+            return Err(e);
         }
-        let (pmi, plink, off, len) = begin(&n, &g, pidx, pgen, None, false, true)?;
-        let pmem = Mem { pieces: md::pieces(seg, &g, pmi), off, len };
-        let (gmi, _glink, gmem) = match begin(&n, &g, gidx, ggen, None, true, false) {
-            Ok((mi, link, off, len)) => (mi, link, Mem { pieces: md::pieces(seg, &g, mi), off, len }),
-            Err(e) => {
-                end(seg, &g, pmi, plink, None);
-                return Err(e);
-            }
-        };
-        let base = base_req(&n, service::OP_GETPUT, pt, ac, bits, roff, hdr, pmem.len);
-        own_event(seg, &g, pmi, PTL_EVENT_SEND_START, n.id, &base, pmem.len, pmem.len, 0, plink, false, None);
-        let eqs = [seg.md(&g, pmi).expect("live").view.eq_handle, seg.md(&g, gmi).expect("live").view.eq_handle];
-        (gmi, plink, pmi, gmem, pmem, OpHolds::open(seg, &g, &eqs))
     };
+    let req = base_req(&n, service::OP_GETPUT, pt, ac, bits, roff, hdr, pmem.len);
+    own_event(seg, &g, pmi, PTL_EVENT_SEND_START, n.id, &req, pmem.len, pmem.len, 0, plink, false, None);
+    let swap = Swap { pmi, gmi, plink, req: &req, pmem: &pmem, gmem: &gmem, target };
+    let lost = lost_in_network();
+    // One critical section (see `fast`) when the old bytes all fit the get MD (they go
+    // straight into it); else the general path, which brings them back in its reply.
+    if !lost && gmem.len >= pmem.len {
+        let spans = LocalSpans { src: pmem.span(), dst: gmem.span() };
+        let mut fast_req = req;
+        if let Some(o) = fast(&n, t, &g, &mut fast_req, &spans) {
+            let gone = swap.end(seg, &g, &o, true, None);
+            drop(g);
+            if gone {
+                md::reap(&n);
+            }
+            return Ok(());
+        }
+    }
+    let eqs = [seg.md(&g, pmi).expect("live").view.eq_handle, seg.md(&g, gmi).expect("live").view.eq_handle];
+    let holds = OpHolds::open(seg, &g, &eqs);
+    drop(g);
     let mut data = vec![0u8; pmem.len as usize];
     service::local_parts(&pmem.span(), 0, pmem.len, |d, p| data[d as usize..d as usize + p.len()].copy_from_slice(p));
-    let req = base_req(&n, service::OP_GETPUT, pt, ac, bits, roff, hdr, pmem.len);
-    let outcome = if lost_in_network() { Outcome::Failed } else { send(&n, target, req, None, None, Some(&data)) };
-    let g = seg.lock();
-    let mut own = OwnEvents::default();
-    let failed = matches!(outcome, Outcome::Failed) || matches!(&outcome, Outcome::Accepted(r, _) if r.flags & service::R_FAILED != 0);
-    own_event(seg, &g, pmi, PTL_EVENT_SEND_END, n.id, &req, pmem.len, pmem.len, 0, plink, failed, Some(&mut own));
-    let reply = match &outcome {
-        Outcome::Accepted(rep, old) => Some((rep.mlength.min(gmem.len).min(old.len() as u64), old)),
-        Outcome::Failed => Some((0, &data)),
-        Outcome::Dropped => None,
-    };
-    if let Some((mlength, old)) = reply {
+    let outcome = if lost { Outcome::Failed } else { send(&n, target, req, None, None, Some(&data)) };
+    if let Outcome::Accepted(rep, old) = &outcome {
+        // The old bytes into the get MD (its events say how many).
+        let mlength = rep.mlength.min(gmem.len).min(old.len() as u64);
         service::local_parts(&gmem.span(), 0, mlength, |d, p| {
             let l = p.len();
             p.copy_from_slice(&old[d as usize..d as usize + l]);
         });
-        own_event(seg, &g, gmi, PTL_EVENT_REPLY_START, target, &req, pmem.len, mlength, 0, plink, false, Some(&mut own));
-        own_event(seg, &g, gmi, PTL_EVENT_REPLY_END, target, &req, pmem.len, mlength, 0, plink, failed, Some(&mut own));
-        if !failed {
-            if let Some(m) = seg.md(&g, gmi) {
-                use_unit(m);
-            }
-        }
     }
-    let mut gone = end(seg, &g, pmi, plink, Some(&mut own));
-    gone |= end(seg, &g, gmi, plink, Some(&mut own));
+    let g = seg.lock();
+    let mut own = OwnEvents::default();
+    let gone = swap.end(seg, &g, &outcome, false, Some(&mut own));
     holds.release(seg, &g, own);
     drop(g);
     if gone {
         md::reap(&n);
     }
     Ok(())
+}
+
+/// What a swap (PtlGetPut) needs to finish once its target side ran.
+struct Swap<'a> {
+    /// The put MD's row (the new bytes) and the get MD's (the old ones).
+    pmi: u32,
+    gmi: u32,
+    plink: u32,
+    req: &'a Req,
+    pmem: &'a Mem,
+    gmem: &'a Mem,
+    target: ptl_process_id_t,
+}
+
+impl Swap<'_> {
+    /// The swap's end (lock held): SEND_END, REPLY_START/END with the get MD's threshold
+    /// unit, both MDs' bookkeeping; the events kept in `own` when the swap holds its
+    /// queues.  `landed`: the old bytes went straight into the get MD (one critical
+    /// section), else the caller copied what the reply brought.  True when an MD went.
+    fn end(&self, seg: &Seg, g: &Guard<'_>, outcome: &Outcome, landed: bool, mut own: Option<&mut OwnEvents>) -> bool {
+        let (pmi, gmi, plink, req, pmem, gmem) = (self.pmi, self.gmi, self.plink, self.req, self.pmem, self.gmem);
+        let failed = matches!(outcome, Outcome::Failed) || matches!(outcome, Outcome::Accepted(r, _) if r.flags & service::R_FAILED != 0);
+        own_event(seg, g, pmi, PTL_EVENT_SEND_END, ptl_process_id_t { nid: req.init_nid, pid: req.init_pid }, req, pmem.len, pmem.len, 0, plink, failed, own.as_deref_mut());
+        let mlength = match outcome {
+            Outcome::Accepted(rep, _) if landed => Some(rep.mlength.min(gmem.len)),
+            Outcome::Accepted(rep, old) => Some(rep.mlength.min(gmem.len).min(old.len() as u64)),
+            // A swap that could not reach its target ends with empty failed replies.
+            Outcome::Failed => Some(0),
+            Outcome::Dropped => None,
+        };
+        if let Some(mlength) = mlength {
+            own_event(seg, g, gmi, PTL_EVENT_REPLY_START, self.target, req, pmem.len, mlength, 0, plink, false, own.as_deref_mut());
+            own_event(seg, g, gmi, PTL_EVENT_REPLY_END, self.target, req, pmem.len, mlength, 0, plink, failed, own.as_deref_mut());
+            if !failed {
+                if let Some(m) = seg.md(g, gmi) {
+                    use_unit(m);
+                }
+            }
+        }
+        let gone = end(seg, g, pmi, plink, own.as_deref_mut());
+        gone | end(seg, g, gmi, plink, own)
+    }
 }
 
 #[no_mangle]

@@ -544,6 +544,8 @@ fn request(peer: &Arc<Peer>, target: Live<'_>, seg: &Seg, g: &Guard<'_>, req: &R
             };
             pinned == Some(true) || copy_pieces_to_local(target, &pieces(), offset, mlength, &l.dst).is_ok()
         }
+        // A swap of this process's own (its get MD's memory receives the old bytes).
+        (OP_GETPUT, Some(l)) => swap_local(seg, g, peer, target, (mi, gen, one), offset, mlength, l),
         (OP_GET, None) => {
             out.rep.flags |= R_DATA;
             out.extra = vec![0u8; mlength as usize];
@@ -566,6 +568,40 @@ fn request(peer: &Arc<Peer>, target: Live<'_>, seg: &Seg, g: &Guard<'_>, req: &R
         finish(seg, g, mi, end_kind, req, mlength, offset, link, !ok);
     } else {
         count_received(seg, g, mlength);
+    }
+}
+
+/// The target side of a swap run in the initiator's process (`l`: its put MD, the new
+/// bytes; its get MD, where the old ones go, big enough for `mlength`), on MD row `mi`
+/// of generation `gen` (`one`: its piece when contiguous, then through its pin, as puts
+/// and gets): the new bytes copied aside first (the two MDs may share memory), the old
+/// ones read straight into the get MD, then the new ones written.  Out of line: it stays
+/// out of the frame of every put and get.
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+fn swap_local(seg: &Seg, g: &Guard<'_>, peer: &Arc<Peer>, target: Live<'_>, (mi, gen, one): (u32, u32, Option<(u64, u64, u64)>), offset: u64, mlength: u64, l: &LocalSpans) -> bool {
+    // A swap is a word as a rule; max_getput_md bounds the rest.
+    let (mut small, mut big) = ([0u8; 64], Vec::new());
+    let new: &mut [u8] = if mlength <= small.len() as u64 {
+        &mut small[..mlength as usize]
+    } else {
+        big.resize(mlength as usize, 0);
+        &mut big
+    };
+    local_parts(&l.src, 0, mlength, |d, s| new[d as usize..d as usize + s.len()].copy_from_slice(s));
+    let new = &*new;
+    let pinned = match one {
+        Some(piece) if offset.checked_add(mlength).is_some_and(|e| e <= piece.2) => seg.with_pin(g, peer, target, mi, gen, piece, offset, mlength, |p, at| {
+            let mut ok = true;
+            local_parts(&l.dst, 0, mlength, |d, s| ok &= p.get(at + d as usize, s).is_ok());
+            ok && p.put(at, new).is_ok()
+        }),
+        _ => None,
+    };
+    // Nothing moved unless the pin served it all (its range was checked first).
+    pinned == Some(true) || {
+        let pieces = md::pieces(seg, g, mi);
+        copy_pieces_to_local(target, &pieces, offset, mlength, &l.dst).is_ok() && write_pieces(target, &pieces, offset, new).is_ok()
     }
 }
 
