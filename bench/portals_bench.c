@@ -6,6 +6,9 @@
  *                 half the round trip
  *   get_lat       PtlGet of N bytes from the peer's MD, waiting for REPLY_END with
  *                 PtlEQWait: a blocking get; 8 B - 64 KiB; time per get
+ *   getput_lat    PtlGetPut of 8 B (Portals 3.2's one remote atomic: a swap) into the
+ *                 peer's MD, waiting for REPLY_END with PtlEQWait; time per swap (the
+ *                 row beside the other APIs' fetch-adds)
  *   put_bw        a window of 64 PtlPut of N bytes (fewer above 4 MiB) into the peer's
  *                 MD, the last one acknowledged, then that ACK with PtlEQWait;
  *                 4 KiB - 64 MiB.  The sending MD logs no SEND_END
@@ -33,7 +36,7 @@ static const char *bench_name = "init";
 static int me;
 static ptl_handle_ni_t ni;
 static ptl_handle_eq_t eq, seq;
-static ptl_handle_md_t smd;
+static ptl_handle_md_t smd, gp_get, gp_put; /* gp_*: PtlGetPut's 8-byte MDs */
 static ptl_process_id_t peer;
 static uint8_t *buf;          /* send half [0, BENCH_MAX_BW), receive half after it */
 
@@ -73,6 +76,13 @@ static void pp_wait(size_t size)
 static void get_op(size_t size)
 {
     P(PtlGetRegion(smd, 0, size, peer, PT, 0, 0, 0));
+    wait_kind(seq, PTL_EVENT_REPLY_END);
+}
+
+static void getput_op(size_t size)
+{
+    (void)size;
+    P(PtlGetPut(gp_get, gp_put, peer, PT, 0, 0, 0, 0));
     wait_kind(seq, PTL_EVENT_REPLY_END);
 }
 
@@ -119,7 +129,7 @@ static void sync_all(void)
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: portals_bench put_pingpong|get_lat|put_bw|put_bw_events|op_cost\n");
+        fprintf(stderr, "usage: portals_bench put_pingpong|get_lat|getput_lat|put_bw|put_bw_events|op_cost\n");
         return 2;
     }
     bench_name = argv[1];
@@ -156,12 +166,27 @@ int main(int argc, char **argv)
     if (!strcmp(bench_name, "put_bw")) md.options |= PTL_MD_EVENT_END_DISABLE;
     md.eq_handle = seq;
     P(PtlMDBind(ni, md, PTL_RETAIN, &smd));
+    if (!strcmp(bench_name, "getput_lat")) {
+        /* The swap's two MDs: the new value is read from one, the old lands in the other
+         * (two places: the get half must not overwrite what the put half sends). */
+        md.length = 8;
+        md.options = PTL_MD_EVENT_START_DISABLE | PTL_MD_EVENT_END_DISABLE;
+        md.eq_handle = PTL_EQ_NONE;
+        P(PtlMDBind(ni, md, PTL_RETAIN, &gp_put));
+        md.start = buf + 64;
+        md.options = PTL_MD_EVENT_START_DISABLE;
+        md.eq_handle = seq;
+        P(PtlMDBind(ni, md, PTL_RETAIN, &gp_get));
+    }
     sync_all();
 
     if (!strcmp(bench_name, "put_pingpong")) {
         bench_pingpong_run(me, LIB, "put_pingpong", bench_lat_sizes, BENCH_NELEM(bench_lat_sizes), pp_send, pp_wait, sync_all, NULL);
     } else if (!strcmp(bench_name, "get_lat")) {
         bench_op_lat_sizes(me, LIB, "get_lat", get_op, sync_all);
+    } else if (!strcmp(bench_name, "getput_lat")) {
+        if (me == 0) bench_op_lat(LIB, "getput_lat", 8, getput_op);
+        sync_all();
     } else if (!strcmp(bench_name, "op_cost")) {
         static const bench_cost_t steps[] = { { "cost_rejected", cost_rejected }, { "cost_put_event", cost_put_event },
                                               { "cost_put_ack", cost_put_ack }, { "cost_eq_empty", cost_eq_empty } };

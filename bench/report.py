@@ -42,6 +42,7 @@ COMPARE = [
                                    ("floor", "memcpy_bw")]),
     (("softnic-sisci", "pio_pingpong"), PINGPONG_PEERS),
     (("softnic-portals", "put_pingpong"), PINGPONG_PEERS),
+    (("softnic-portals", "getput_lat"), [("mpich", "fadd_lat"), ("floor", "amo_lat")]),
     (("softnic-sisci", "dma_bw"), [("ucx", "put_bw"), ("mpich", "put_bw"), ("libfabric-shm", "write_bw"),
                                    ("floor", "memcpy_bw")]),
     (("softnic-sisci", "intr_lat"), [("mpich", "pingpong")]),
@@ -234,6 +235,8 @@ BREAKDOWN = [
     ("Portals", "8 B get, its REPLY_END waited for", [(1, "softnic-portals", "get_lat")], "get_lat"),
     ("DMAPP", "fetch-add (blocking dmapp_afadd_qw)", [(1, "softnic-dmapp", "afadd_lat")], "afadd_lat"),
     ("uTofu", "fetch-add (ARMW, notices polled)", [(1, "softnic-utofu", "armw_fadd_lat")], "armw_fadd_lat"),
+    ("Portals", "8 B swap (PtlGetPut, Portals 3.2's only atomic), its REPLY_END waited for",
+     [(1, "softnic-portals", "getput_lat")], "getput_lat"),
     ("MPICH", "fetch-and-op, flushed", [(1, "mpich", "fadd_lat")], "fadd_lat"),
 ]
 
