@@ -507,11 +507,9 @@ fn run(v: &Vcq, op: &Op, q: &mut vcq::Queue) -> i32 {
     let _hold = matches!(t.site, vcq::Site::Remote).then(|| v.hold_remote_notices());
     // On this machine the local notice's place is claimed before the data moves (notices
     // are causal: `Vcq::claim_local`); a get's target cannot react to it.
-    let mut slot = (matches!(t.site, vcq::Site::Mapped { .. }) && op.flags & UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE != 0 && op.kind != Kind::Get).then(|| v.claim_local(true));
-    let local_notice = |slot: Option<vcq::LocalSlot<'_>>, n: &vcq::Notice| match slot {
-        Some(slot) => slot.publish(n),
-        None => v.push_local(n),
-    };
+    let claimed = matches!(t.site, vcq::Site::Mapped { .. }) && op.flags & UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE != 0 && op.kind != Kind::Get;
+    let mut slot = if claimed { v.claim_local(true) } else { vcq::LocalSlot::none() };
+    let local_notice = |slot: vcq::LocalSlot<'_>, n: &vcq::Notice| if claimed { slot.publish(n) } else { v.push_local(n) };
     let landed = match t.site {
         vcq::Site::Mapped { .. } => at_target(&t, op, v.id, src, dst, lcl_field),
         vcq::Site::Remote => remote(&t, op, v.id, src, dst, lcl_field),
