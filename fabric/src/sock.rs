@@ -115,6 +115,8 @@ pub struct Sock {
     ins: Mutex<HashMap<i32, Arc<In>>>,
     /// Addresses that failed and were not reported yet (see `poll`).
     failed: Mutex<Vec<u64>>,
+    /// Most bytes one address had queued at once (see [`Sock::most_queued`]).
+    most_queued: std::sync::atomic::AtomicUsize,
 }
 
 fn errno() -> i32 {
@@ -235,7 +237,7 @@ impl Sock {
             name[0..2].copy_from_slice(&(libc::AF_INET as u16).to_le_bytes());
             name[2..4].copy_from_slice(&u16::from_be(sa.sin_port).to_be_bytes());
             name[4..8].copy_from_slice(&u32::from_be(sa.sin_addr.s_addr).to_be_bytes());
-            Ok(Sock { listen, epfd, name, outs: RwLock::new(Vec::new()), by_name: Mutex::new(HashMap::new()), ins: Mutex::new(HashMap::new()), failed: Mutex::new(Vec::new()) })
+            Ok(Sock { listen, epfd, name, outs: RwLock::new(Vec::new()), by_name: Mutex::new(HashMap::new()), ins: Mutex::new(HashMap::new()), failed: Mutex::new(Vec::new()), most_queued: std::sync::atomic::AtomicUsize::new(0) })
         }
     }
 
@@ -271,6 +273,17 @@ impl Sock {
 
     fn out(&self, addr: u64) -> Option<Arc<Out>> {
         self.outs.read().unwrap_or_else(|e| e.into_inner()).get(addr as usize).cloned()
+    }
+
+    /// Bytes queued for `addr` that its socket has not taken yet.
+    pub fn backlog(&self, addr: u64) -> usize {
+        self.out(addr).map_or(0, |o| o.st.lock().unwrap_or_else(|e| e.into_inner()).queued)
+    }
+
+    /// The most bytes one address had queued at once so far (each a copy of ours that
+    /// the socket could not take when it was sent).
+    pub fn most_queued(&self) -> usize {
+        self.most_queued.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Sends `msg` to `addr` as one frame: written now as far as the socket takes it,
@@ -347,6 +360,7 @@ impl Sock {
             skip = 0;
         }
         st.queued += rest.len();
+        self.most_queued.fetch_max(st.queued, std::sync::atomic::Ordering::Relaxed);
         st.queue.push_back(rest);
         if !st.watched {
             self.watch(addr, fd, &mut st, true);
