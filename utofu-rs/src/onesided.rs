@@ -327,7 +327,8 @@ fn put_pinned(v: &Vcq, op: &Op, rid: u64, src: &[u8], pins: &[vcq::PutPin]) -> b
         return false;
     }
     // The notice's place before the data (notices are causal: `Vcq::claim_local`).
-    let slot = (op.flags & UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE != 0).then(|| v.claim_local(true));
+    let noticed = op.flags & UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE != 0;
+    let slot = if noticed { v.claim_local(true) } else { vcq::LocalSlot::none() };
     // Checked above: neither part can fail.
     if src.len() > 8 {
         let cut = src.len() - 8;
@@ -339,7 +340,7 @@ fn put_pinned(v: &Vcq, op: &Op, rid: u64, src: &[u8], pins: &[vcq::PutPin]) -> b
     if op.flags & NOTICES_TRACKED != 0 && softnic_fabric::check::enabled() {
         check_race_pinned(v, *op, rid, pins);
     }
-    if let Some(slot) = slot {
+    if noticed {
         slot.publish(&notice(UTOFU_MRQ_TYPE_LCL_PUT, 0, rid, op.edata, 0, 0, op.rmt_stadd.wrapping_add(op.len as u64)));
     }
     true
@@ -419,7 +420,8 @@ fn armw_pinned(v: &Vcq, op: &Op, rid: u64, pins: &[vcq::PutPin], quick: bool) ->
     let (width, a, mask) = armw_op(op);
     let Some(place) = r.atomic_place(off, width) else { return false };
     // The notice's place before the operation (notices are causal: `Vcq::claim_local`).
-    let slot = (op.flags & UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE != 0).then(|| v.claim_local(!quick));
+    let noticed = op.flags & UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE != 0;
+    let slot = if noticed { v.claim_local(!quick) } else { vcq::LocalSlot::none() };
     // Checked above, and every uTofu operation is one the fabric applies: an error is
     // reported as the general path would.
     let (rc, old) = match place.apply(a) {
@@ -429,7 +431,7 @@ fn armw_pinned(v: &Vcq, op: &Op, rid: u64, pins: &[vcq::PutPin], quick: bool) ->
     if !quick && op.flags & NOTICES_TRACKED != 0 && softnic_fabric::check::enabled() {
         check_race_pinned(v, *op, rid, pins);
     }
-    if let Some(slot) = slot {
+    if noticed {
         slot.publish(&notice(local_type(op.kind), rc, rid, op.edata, old & mask, 0, end_of(op, op.rmt_stadd)));
     }
     true
@@ -1205,7 +1207,8 @@ fn put_pinned_quick(v: &Vcq, op: &Op, rid: u64, src: &[u8], pins: &[vcq::PutPin]
         return false;
     }
     // The notice's place before the data (notices are causal: `Vcq::claim_local`).
-    let slot = (op.flags & UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE != 0).then(|| v.claim_local(false));
+    let noticed = op.flags & UTOFU_ONESIDED_FLAG_LOCAL_MRQ_NOTICE != 0;
+    let slot = if noticed { v.claim_local(false) } else { vcq::LocalSlot::none() };
     // Checked above: no store can fail.
     if let Ok(word) = <[u8; 8]>::try_from(src) {
         // 8 bytes to an aligned place: one store (a copy of a length known only at run
@@ -1223,7 +1226,7 @@ fn put_pinned_quick(v: &Vcq, op: &Op, rid: u64, src: &[u8], pins: &[vcq::PutPin]
     if op.flags & NOTICES_TRACKED != 0 && softnic_fabric::check::enabled() {
         check_race_pinned(v, *op, rid, pins);
     }
-    if let Some(slot) = slot {
+    if noticed {
         slot.publish(&notice(UTOFU_MRQ_TYPE_LCL_PUT, 0, rid, op.edata, 0, 0, op.rmt_stadd.wrapping_add(op.len as u64)));
     }
     true

@@ -246,9 +246,10 @@ pub struct Held {
 pub struct LocalSlot<'v>(Option<softnic_fabric::ring::Claim<'v, Notice>>);
 
 impl LocalSlot<'_> {
-    /// No position: for an operation whose notice is pushed when it is made.  (An
-    /// `Option<LocalSlot>` instead left `onesided::run` a drop whose code tested the inner
-    /// claim before the outer tag, a read of bytes never written that memcheck reports.)
+    /// No position: for an operation whose notice is pushed when it is made, or that
+    /// asks for none.  (An `Option<LocalSlot>` instead left `onesided::run` a drop whose
+    /// code tested the inner claim before the outer tag, a read of bytes never written
+    /// that memcheck reports; every holder of a position keeps a `LocalSlot` and a flag.)
     pub fn none() -> Self {
         LocalSlot(None)
     }
