@@ -192,7 +192,8 @@
  * - Thread cancellation: PtlEQWait, PtlEQWait_timeout and PtlEQPoll are
  *   cancellation points, deferred and asynchronous: the thread ends, no event is
  *   taken for it, and the queue no longer counts it as a waiter.  No other call
- *   is a cancellation point.  A deferred PtlEQWait that finds an event queued
+ *   is a cancellation point.  A deferred PtlEQWait that finds an event queued,
+ *   or one that arrives while it spins before it sleeps (SOFTNIC_PTL_SPIN_NS),
  *   returns it without acting on a pending request (the reference's wait is a
  *   cancellation point only in its sleep): the next wait that sleeps ends the
  *   thread.  [ptl_cancel]

@@ -7,7 +7,8 @@
  * Also the decision recorded in portals3.h: PtlEQWait that finds an event queued returns
  * it, a cancellation request pending or not (as the reference, whose wait is a
  * cancellation point only in its sleep); the next wait that sleeps ends the thread.
- * Usage: ptl_cancel [rounds].  Prints "ptl_cancel: rank R of N ok". */
+ * Usage: ptl_cancel [rounds | spin] (spin: see event_in_spin).  Prints "ptl_cancel:
+ * rank R of N ok". */
 #include "ptest.h"
 #include "canceltest.h"
 #include <pmi.h>
@@ -122,10 +123,52 @@ static void event_then_cancel(void)
     PCHECK(PtlEQFree(q3));
 }
 
+/* `ptl_cancel spin` (run with a long SOFTNIC_PTL_SPIN_NS): deferred, with a cancellation
+ * request pending, PtlEQWait on an empty queue.  An event that arrives while the wait
+ * still spins is returned, the request left pending; the next wait finds none and ends
+ * the thread when its spin is over (the decision in portals3.h). */
+static void event_in_spin(void)
+{
+    enum { PT_SELF = 6 };
+    ptl_handle_eq_t q3;
+    ptl_process_id_t self;
+    PCHECK(PtlGetId(ni, &self));
+    PCHECK(PtlEQAlloc(ni, 8, PTL_EQ_HANDLER_NONE, &q3));
+    uint64_t landing = 0, src = 0x5917;
+    ptl_handle_me_t me;
+    ptl_handle_md_t md;
+    PCHECK(PtlMEAttach(ni, PT_SELF, ANY_ID, 0, 0, PTL_RETAIN, PTL_INS_AFTER, &me));
+    PCHECK(PtlMDAttach(me, md_of(&landing, 8, PTL_MD_THRESH_INF, PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE, q3), PTL_RETAIN, NULL));
+    PCHECK(PtlMDBind(ni, md_of(&src, 8, PTL_MD_THRESH_INF, 0, PTL_EQ_NONE), PTL_RETAIN, &md));
+    pending_t s;
+    memset(&s, 0, sizeof s);
+    s.q = q3;
+    s.rc = -1;
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, pending_wait, &s) == 0);
+    while (atomic_load(&s.stage) != 1) ct_sleep_us(100);
+    CHECK(pthread_cancel(th) == 0);
+    atomic_store(&s.stage, 2);
+    ct_sleep_us(50000); /* the waiter is in its first PtlEQWait's spin by now */
+    CHECK_EQ(atomic_load(&s.stage), 2);
+    PCHECK(PtlPut(md, PTL_NOACK_REQ, self, PT_SELF, 0, 0, 0, 0));
+    void *res = NULL;
+    CHECK(pthread_join(th, &res) == 0);
+    CHECK(res == PTHREAD_CANCELED);
+    CHECK_EQ(atomic_load(&s.stage), 3);
+    PCHECK_RC(s.rc, PTL_OK);
+    CHECK_EQ(s.type, PTL_EVENT_PUT_END);
+    CHECK_EQ(landing, 0x5917);
+    PCHECK(PtlMDUnlink(md));
+    PCHECK(PtlMEUnlink(me));
+    PCHECK(PtlEQFree(q3));
+}
+
 int main(int argc, char **argv)
 {
     int spawned, rank, n, maxif;
-    int rounds = argc > 1 ? atoi(argv[1]) : 10;
+    int spin = argc > 1 && !strcmp(argv[1], "spin");
+    int rounds = argc > 1 && !spin ? atoi(argv[1]) : 10;
     CHECK_EQ(PMI_Init(&spawned), PMI_SUCCESS);
     CHECK_EQ(PMI_Get_rank(&rank), PMI_SUCCESS);
     CHECK_EQ(PMI_Get_size(&n), PMI_SUCCESS);
@@ -143,6 +186,16 @@ int main(int argc, char **argv)
     PCHECK(PtlMEAttach(ni, PT_DATA, ANY_ID, 0, 0, PTL_RETAIN, PTL_INS_AFTER, &me));
     PCHECK(PtlMDAttach(me, md_of(&target, 8, PTL_MD_THRESH_INF, PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE, q1), PTL_RETAIN, NULL));
 
+    if (spin) {
+        event_in_spin();
+        PCHECK(PtlMEUnlink(me));
+        PCHECK(PtlEQFree(q1));
+        PCHECK(PtlEQFree(q2));
+        PCHECK(PtlNIFini(ni));
+        PtlFini();
+        printf("ptl_cancel: rank %d of %d ok (an event in the spin)\n", rank, n);
+        return 0;
+    }
     ct_battery("PtlEQWait", eq_wait, NULL, rounds);
     ct_battery("PtlEQWait_timeout", eq_wait_timeout, NULL, rounds);
     ct_battery("PtlEQPoll", eq_poll, NULL, rounds);

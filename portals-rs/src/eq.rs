@@ -155,26 +155,55 @@ impl EqLocal {
 
     /// Waits until the queue, empty at `at`, has an entry: spins (a pause between checks,
     /// so that an event is seen within a few dozen nanoseconds) for up to
-    /// SOFTNIC_PTL_SPIN_NS, then sleeps on the ring's futex.
-    fn wait(&self, at: &Cursor, timeout: Option<Duration>) -> softnic_fabric::Result<()> {
+    /// SOFTNIC_PTL_SPIN_NS unless `spun` (the caller just did), then sleeps on the ring's
+    /// futex.
+    fn wait(&self, at: &Cursor, timeout: Option<Duration>, spun: bool) -> softnic_fabric::Result<()> {
         let _waiting = Waiting::on(std::slice::from_ref(&self));
+        if !spun && self.spin_for(at, timeout) {
+            return Ok(());
+        }
+        let left = if spun { timeout } else { timeout.map(|t| t.saturating_sub(spin_time())) };
+        softnic_fabric::net::stop_polling_for_events();
+        softnic_fabric::cancel::point(|| self.ring.wake().wait_until(|| self.ready_at(at), left))
+    }
+
+    /// The spin of [`EqLocal::wait`] (the caller counts itself a waiter): true once the
+    /// queue, empty at `at`, has an entry; false when the spin time (or `timeout`) is over.
+    #[inline]
+    fn spin_for(&self, at: &Cursor, timeout: Option<Duration>) -> bool {
         // The next event lands in the slot at the cursor.  Its first line holds the stamp
         // the check reads; keep its second line in the cache too (a prefetch per check:
         // free while nothing changes), so that both are fetched together when the event
         // is written, not one after the other.
         let second = self.ring.slot_at(at).wrapping_add(64);
-        if spin_until(
+        spin_until(
             || {
                 crate::prefetch::prefetch_read(second);
                 self.ready_at(at)
             },
             timeout,
-        ) {
-            return Ok(());
+        )
+    }
+
+    /// PtlEQWait's attempt before it blocks (see `take_now`): the event at the head of
+    /// the queue, or the first that arrives while it spins (SOFTNIC_PTL_SPIN_NS); None
+    /// when the spin is over first, which [`SPUN`] records so that the wait that follows
+    /// sleeps at once.
+    #[inline]
+    fn take_or_spin(&self, dst: *mut Event) -> PResult<Option<i32>> {
+        let at = match self.take()? {
+            Ok((p, dropped)) => return Ok(Some(deliver(&p, dropped, dst))),
+            Err(at) => at,
+        };
+        let arrived = {
+            let _waiting = Waiting::on(std::slice::from_ref(&self));
+            self.spin_for(&at, None)
+        };
+        if !arrived {
+            SPUN.with(|s| s.set(true));
+            return Ok(None);
         }
-        let left = timeout.map(|t| t.saturating_sub(spin_time()));
-        softnic_fabric::net::stop_polling_for_events();
-        softnic_fabric::cancel::point(|| self.ring.wake().wait_until(|| self.ready_at(at), left))
+        self.try_take_into(dst)
     }
 
     /// Does the queue hold an event (taken or not by a consumer yet)?  NI lock held.
@@ -370,6 +399,12 @@ pub fn eq_local(n: &Ni, h: u32) -> PResult<Arc<EqLocal>> {
     let (idx, _) = handle::index_of(h, handle::EQ).ok_or(PTL_EQ_INVALID)?;
     let t = n.eqs.read().unwrap_or_else(|e| e.into_inner());
     t.get(idx as usize).and_then(|q| q.as_ref()).filter(|q| q.handle == h).cloned().ok_or(PTL_EQ_INVALID)
+}
+
+thread_local! {
+    /// PtlEQWait's first attempt spun its full time without an event (see
+    /// [`EqLocal::take_or_spin`]); read and cleared by the wait that follows it.
+    static SPUN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 thread_local! {
@@ -692,7 +727,8 @@ pub unsafe extern "C" fn PtlEQGet(eq_handle: u32, event: *mut Event) -> i32 {
 }
 
 fn wait_one(eq_handle: u32, event: *mut Event, timeout: Option<Duration>) -> i32 {
-    with_eq(eq_handle, |q| Ok(wait_on(q, event, timeout))).unwrap_or_else(|e| e)
+    let spun = SPUN.with(|s| s.replace(false));
+    with_eq(eq_handle, |q| Ok(wait_on(q, event, timeout, spun))).unwrap_or_else(|e| e)
 }
 
 /// The time left before `deadline` (None: no deadline), or PTL_EQ_EMPTY once it passed.
@@ -706,7 +742,8 @@ fn time_left(deadline: Option<Instant>) -> Result<Option<Duration>, i32> {
     }
 }
 
-fn wait_on(q: &EqLocal, event: *mut Event, timeout: Option<Duration>) -> i32 {
+/// `spun`: the caller spun on the queue just now (the first wait sleeps at once).
+fn wait_on(q: &EqLocal, event: *mut Event, timeout: Option<Duration>, mut spun: bool) -> i32 {
     if event.is_null() {
         return PTL_SEGV;
     }
@@ -721,27 +758,37 @@ fn wait_on(q: &EqLocal, event: *mut Event, timeout: Option<Duration>) -> i32 {
             Ok(l) => l,
             Err(e) => return e,
         };
-        match q.wait(&at, left) {
+        match q.wait(&at, left, std::mem::take(&mut spun)) {
             Ok(()) | Err(softnic_fabric::Error::Timeout) => {}
             Err(_) => return PTL_FAIL,
         }
     }
 }
 
-/// The event already at the head of the queue, if any (the wait's first attempt; see
-/// `blocking_export_now!`): errors are left to the wait, which checks the same things.
+/// The event at the head of the queue, or the first to arrive while it spins (the
+/// wait's first attempt; see `blocking_export_now!`): errors are left to the wait, which
+/// checks the same things.
+///
+/// Decided: the spin is part of this attempt, which makes no cancellation point, so a
+/// wait that ends in its spin (a ping-pong's, nearly always) pays none of the blocking
+/// call's cancellation bookkeeping (four calls to the C library and the thread's state,
+/// ~100 instructions, some of them after the event was seen).  A cancellation requested
+/// meanwhile is acted on when the wait goes to sleep, at most SOFTNIC_PTL_SPIN_NS later,
+/// or at the caller's next cancellation point if the event came first: what a C
+/// library's wait that finds its condition without sleeping does (fabric::cancel).
 fn take_now(eq_handle: u32, event: *mut Event) -> Option<i32> {
     if event.is_null() {
         return None;
     }
-    with_eq(eq_handle, |q| q.try_take_into(event)).ok().flatten()
+    with_eq(eq_handle, |q| q.take_or_spin(event)).ok().flatten()
 }
 
 softnic_fabric::blocking_export_now! {
     pub unsafe fn PtlEQWait(eq_handle: u32, event: *mut Event) -> i32;
     now { take_now(eq_handle, event) }
     wait {
-        // The timeline shows the waits that sleep (an event already there is not one).
+        // The timeline shows the waits that sleep (an event already there, or one that
+        // came while the first attempt spun, is not one).
         let _span = softnic_fabric::trace::span("portals", "PtlEQWait");
         ret("PtlEQWait", wait_one(eq_handle, event, None))
     }
