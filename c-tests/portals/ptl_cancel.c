@@ -7,7 +7,7 @@
  * Also the decision recorded in portals3.h: PtlEQWait that finds an event queued returns
  * it, a cancellation request pending or not (as the reference, whose wait is a
  * cancellation point only in its sleep); the next wait that sleeps ends the thread.
- * Usage: ptl_cancel [rounds | spin] (spin: see event_in_spin).  Prints "ptl_cancel:
+ * Usage: ptl_cancel [rounds | spin] (spin: see event_then_cancel).  Prints "ptl_cancel:
  * rank R of N ok". */
 #include "ptest.h"
 #include "canceltest.h"
@@ -87,7 +87,12 @@ static void *pending_wait(void *p)
     return NULL;
 }
 
-static void event_then_cancel(void)
+/* A deferred PtlEQWait with a cancellation request pending returns an event and ends
+ * the thread in the next wait, which finds none.  The event is queued before the wait
+ * (`in_spin` 0), or put while the first wait still spins on the empty queue (`in_spin`
+ * 1: `ptl_cancel spin`, run with a long SOFTNIC_PTL_SPIN_NS).  Both are the decision in
+ * portals3.h. */
+static void event_then_cancel(int in_spin)
 {
     enum { PT_SELF = 5 };
     ptl_handle_eq_t q3;
@@ -100,65 +105,32 @@ static void event_then_cancel(void)
     PCHECK(PtlMEAttach(ni, PT_SELF, ANY_ID, 0, 0, PTL_RETAIN, PTL_INS_AFTER, &me));
     PCHECK(PtlMDAttach(me, md_of(&landing, 8, PTL_MD_THRESH_INF, PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE, q3), PTL_RETAIN, NULL));
     PCHECK(PtlMDBind(ni, md_of(&src, 8, PTL_MD_THRESH_INF, 0, PTL_EQ_NONE), PTL_RETAIN, &md));
-    /* A put to ourselves: its PUT_END is in q3 when PtlPut returns. */
-    PCHECK(PtlPut(md, PTL_NOACK_REQ, self, PT_SELF, 0, 0, 0, 0));
+    if (!in_spin) {
+        /* A put to ourselves: its PUT_END is in q3 when PtlPut returns. */
+        PCHECK(PtlPut(md, PTL_NOACK_REQ, self, PT_SELF, 0, 0, 0, 0));
+        CHECK_EQ(landing, 0x5e1f);
+    }
+    pending_t s;
+    memset(&s, 0, sizeof s);
+    s.q = q3;
+    s.rc = -1;
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, pending_wait, &s) == 0);
+    while (atomic_load(&s.stage) != 1) ct_sleep_us(100);
+    CHECK(pthread_cancel(th) == 0);
+    atomic_store(&s.stage, 2);
+    if (in_spin) {
+        ct_sleep_us(50000); /* the waiter is in its first PtlEQWait's spin by now */
+        CHECK_EQ(atomic_load(&s.stage), 2);
+        PCHECK(PtlPut(md, PTL_NOACK_REQ, self, PT_SELF, 0, 0, 0, 0));
+    }
+    void *res = NULL;
+    CHECK(pthread_join(th, &res) == 0);
+    CHECK(res == PTHREAD_CANCELED);
+    CHECK_EQ(atomic_load(&s.stage), 3);
+    PCHECK_RC(s.rc, PTL_OK);
+    CHECK_EQ(s.type, PTL_EVENT_PUT_END);
     CHECK_EQ(landing, 0x5e1f);
-    pending_t s;
-    memset(&s, 0, sizeof s);
-    s.q = q3;
-    s.rc = -1;
-    pthread_t th;
-    CHECK(pthread_create(&th, NULL, pending_wait, &s) == 0);
-    while (atomic_load(&s.stage) != 1) ct_sleep_us(100);
-    CHECK(pthread_cancel(th) == 0);
-    atomic_store(&s.stage, 2);
-    void *res = NULL;
-    CHECK(pthread_join(th, &res) == 0);
-    CHECK(res == PTHREAD_CANCELED);
-    CHECK_EQ(atomic_load(&s.stage), 3);
-    PCHECK_RC(s.rc, PTL_OK);
-    CHECK_EQ(s.type, PTL_EVENT_PUT_END);
-    PCHECK(PtlMDUnlink(md));
-    PCHECK(PtlMEUnlink(me));
-    PCHECK(PtlEQFree(q3));
-}
-
-/* `ptl_cancel spin` (run with a long SOFTNIC_PTL_SPIN_NS): deferred, with a cancellation
- * request pending, PtlEQWait on an empty queue.  An event that arrives while the wait
- * still spins is returned, the request left pending; the next wait finds none and ends
- * the thread when its spin is over (the decision in portals3.h). */
-static void event_in_spin(void)
-{
-    enum { PT_SELF = 6 };
-    ptl_handle_eq_t q3;
-    ptl_process_id_t self;
-    PCHECK(PtlGetId(ni, &self));
-    PCHECK(PtlEQAlloc(ni, 8, PTL_EQ_HANDLER_NONE, &q3));
-    uint64_t landing = 0, src = 0x5917;
-    ptl_handle_me_t me;
-    ptl_handle_md_t md;
-    PCHECK(PtlMEAttach(ni, PT_SELF, ANY_ID, 0, 0, PTL_RETAIN, PTL_INS_AFTER, &me));
-    PCHECK(PtlMDAttach(me, md_of(&landing, 8, PTL_MD_THRESH_INF, PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE, q3), PTL_RETAIN, NULL));
-    PCHECK(PtlMDBind(ni, md_of(&src, 8, PTL_MD_THRESH_INF, 0, PTL_EQ_NONE), PTL_RETAIN, &md));
-    pending_t s;
-    memset(&s, 0, sizeof s);
-    s.q = q3;
-    s.rc = -1;
-    pthread_t th;
-    CHECK(pthread_create(&th, NULL, pending_wait, &s) == 0);
-    while (atomic_load(&s.stage) != 1) ct_sleep_us(100);
-    CHECK(pthread_cancel(th) == 0);
-    atomic_store(&s.stage, 2);
-    ct_sleep_us(50000); /* the waiter is in its first PtlEQWait's spin by now */
-    CHECK_EQ(atomic_load(&s.stage), 2);
-    PCHECK(PtlPut(md, PTL_NOACK_REQ, self, PT_SELF, 0, 0, 0, 0));
-    void *res = NULL;
-    CHECK(pthread_join(th, &res) == 0);
-    CHECK(res == PTHREAD_CANCELED);
-    CHECK_EQ(atomic_load(&s.stage), 3);
-    PCHECK_RC(s.rc, PTL_OK);
-    CHECK_EQ(s.type, PTL_EVENT_PUT_END);
-    CHECK_EQ(landing, 0x5917);
     PCHECK(PtlMDUnlink(md));
     PCHECK(PtlMEUnlink(me));
     PCHECK(PtlEQFree(q3));
@@ -187,7 +159,7 @@ int main(int argc, char **argv)
     PCHECK(PtlMDAttach(me, md_of(&target, 8, PTL_MD_THRESH_INF, PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE, q1), PTL_RETAIN, NULL));
 
     if (spin) {
-        event_in_spin();
+        event_then_cancel(1);
         PCHECK(PtlMEUnlink(me));
         PCHECK(PtlEQFree(q1));
         PCHECK(PtlEQFree(q2));
@@ -200,7 +172,7 @@ int main(int argc, char **argv)
     ct_battery("PtlEQWait_timeout", eq_wait_timeout, NULL, rounds);
     ct_battery("PtlEQPoll", eq_poll, NULL, rounds);
     ct_loop_both("PtlEQPoll(0) in a loop", eq_poll_zero, NULL, rounds, 2000);
-    event_then_cancel();
+    event_then_cancel(0);
     /* Nothing was taken or left half-taken. */
     expect_empty(q1);
     expect_empty(q2);
