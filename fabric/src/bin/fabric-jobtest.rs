@@ -51,6 +51,12 @@
 //!   (net::Engine::polling).  Rank 0 polls once, then makes blocking puts to rank 1 for
 //!   20 ms without polling, ten times; at most half of its puts may find no lease (a
 //!   put after a stall of half a lease, or 100 us, polls first).
+//! - `bulk` (meant for the network engine): every rank puts 9 MiB and 123 bytes, one
+//!   synchronous put of several request pieces, into its right neighbour's buffer at an
+//!   odd offset; each checks what landed in its own and that the bytes around it were
+//!   not touched; then a put that runs past the end of the neighbour's registration
+//!   fails with `OutOfBounds`.  On the engine's own transport, at most 2 MiB were ever
+//!   queued for one process (the pieces wait for the socket: net::Engine::put_pieces).
 //! - `gone` (network engine, two or more ranks): rank 0 registers a buffer, and after a
 //!   barrier ends (returns from main, as a program that does not finalize); the other
 //!   ranks put into its buffer until a put fails.  A process's end closes its
@@ -521,6 +527,49 @@ fn crash(rank: u32, size: u32, how: &str) {
     die("the job was not torn down", rank);
 }
 
+fn bulk(rank: u32, size: u32) {
+    const LEN: usize = (9 << 20) + 123;
+    const AT: usize = 4096 + 77;
+    const SPAN: usize = AT + LEN + 4096;
+    let src: Vec<u8> = (0..LEN).map(|i| pattern(rank, i)).collect();
+    let mut buf = vec![0xa5u8; SPAN];
+    let key = ok!(mem::register(buf.as_mut_ptr() as usize, SPAN, Access::ReadWrite, PD), "register");
+    // Node, registry slot and generation, key, address (a peer on another machine is
+    // named by its node: see `partner_of_two`).
+    let id = ok!(node::get(), "node").proc_id();
+    let card = [ok!(bootstrap::node_id(rank), "node_id") as u64, id.slot as u64, id.gen as u64, key.to_u64(), buf.as_ptr() as u64];
+    let all = ok!(bootstrap::allgather(&card.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>()), "allgather");
+    let r = ((rank + 1) % size) as usize;
+    let w = |i: usize| u64::from_le_bytes(all[r * 40 + i * 8..][..8].try_into().unwrap());
+    let peer = ok!(Peer::at(w(0) as u32, registry::ProcId { slot: w(1) as u32, gen: w(2) as u32 }, 32), "Peer::at");
+    let (rkey, raddr) = (MemKey::from_u64(w(3)), w(4));
+    ok!(bootstrap::barrier(), "barrier");
+    ok!(rma::put(&peer, rkey, raddr + AT as u64, &src, PD), "bulk put");
+    ok!(bootstrap::barrier(), "barrier");
+    let left = (rank + size - 1) % size;
+    let got = &buf[..];
+    if let Some(i) = (0..LEN).find(|&i| got[AT + i] != pattern(left, i)) {
+        die("bulk put: byte differs", (i, got[AT + i], pattern(left, i)));
+    }
+    if got[..AT].iter().chain(&got[AT + LEN..]).any(|&b| b != 0xa5) {
+        die("bulk put: bytes outside the put changed", ());
+    }
+    // Past the end of the neighbour's registration (its first piece would fit), once
+    // every rank has checked its buffer.
+    ok!(bootstrap::barrier(), "barrier");
+    match rma::put(&peer, rkey, raddr + (SPAN - (1 << 20)) as u64, &src[..3 << 20], PD) {
+        Err(softnic_fabric::Error::OutOfBounds) => {}
+        r => die("bulk put past the end: not OutOfBounds", r),
+    }
+    if let Some(q) = softnic_fabric::net::most_queued() {
+        if q > 2 << 20 {
+            die("bulk put: bytes queued for one process at once", q);
+        }
+    }
+    ok!(bootstrap::barrier(), "barrier");
+    drop(buf);
+}
+
 fn gone(rank: u32, size: u32) {
     if size < 2 {
         eprintln!("SKIP: gone needs 2 ranks");
@@ -583,6 +632,7 @@ fn main() {
         "hold" => hold(rank, size),
         "lease" => lease(rank, size),
         "gone" => gone(rank, size),
+        "bulk" => bulk(rank, size),
         _ => die("usage: fabric-jobtest ring|spin|service|revoke|hold|lease|gone|crash segv|exit|abort|netauth DIR|attack DIR", mode),
     }
     println!("fabric-jobtest {mode}: rank {rank} ok");
