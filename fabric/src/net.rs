@@ -135,6 +135,9 @@ pub const MAX_DATA: usize = 256 * 1024;
 /// Data bytes of one put request on our own transport: a quarter as many requests,
 /// replies and wake-ups per byte as [`MAX_DATA`].
 const SOCK_PUT_PIECE: usize = 1 << 20;
+/// Pieces of a long get (requests of [`MAX_DATA`]) in flight at once: 2 MiB of replies,
+/// about what a socket's buffers hold (see `Engine::get_pieces`).
+const GET_WINDOW: usize = 8;
 /// Puts and gets of at least this many bytes go as RMA (fi_writemsg/fi_readmsg into the
 /// target's registered memory) where the provider can; shorter ones as requests, where
 /// one round trip carrying the data costs less than the RMA's own completion round trip.
@@ -3428,15 +3431,51 @@ impl Engine {
         if dst.len() >= RMA_MIN && self.rma(to, key, addr, Rma::Read(&mut *dst), pd).is_ok() {
             return Ok(());
         }
-        for (i, chunk) in dst.chunks_mut(MAX_DATA).enumerate() {
-            let a = addr.checked_add((i * MAX_DATA) as u64).ok_or(Error::OutOfBounds)?;
-            let d = self.call(to, Op::Get, key, a, pd, &[&(chunk.len() as u64).to_le_bytes()])?;
-            if d.len() != chunk.len() {
+        if dst.len() <= MAX_DATA {
+            let d = self.call(to, Op::Get, key, addr, pd, &[&(dst.len() as u64).to_le_bytes()])?;
+            if d.len() != dst.len() {
                 return Err(Error::Os(libc::EIO));
             }
-            chunk.copy_from_slice(&d);
+            dst.copy_from_slice(&d);
+            return Ok(());
         }
-        Ok(())
+        self.get_pieces(to, key, addr, dst, pd)
+    }
+
+    /// A get of several request pieces ([`MAX_DATA`] each), up to [`GET_WINDOW`] of them
+    /// in flight (instead of one round trip per piece, as `put_pieces`); the first error
+    /// is the get's.  The window, not every piece at once: the replies carry the data,
+    /// and what the target's socket cannot take the target copies into its queue.
+    fn get_pieces(&self, to: &Arc<Remote>, key: u64, addr: u64, dst: &mut [u8], pd: u64) -> Result<()> {
+        // As in `call`: held off for the whole operation.
+        let _masked = crate::cancel::Masked::new();
+        let _span = crate::trace::span("net", "network request").map(|s| s.arg("op", Op::Get as u64).arg("bytes", dst.len() as u64).arg("node", to.node as u64));
+        let mut polling = Some(self.polling());
+        let n = dst.len().div_ceil(MAX_DATA);
+        let mut in_flight = std::collections::VecDeque::with_capacity(GET_WINDOW);
+        let (mut next, mut first_err) = (0usize, None);
+        loop {
+            while first_err.is_none() && next < n && in_flight.len() < GET_WINDOW {
+                let (off, len) = (next * MAX_DATA, (dst.len() - next * MAX_DATA).min(MAX_DATA));
+                match addr.checked_add(off as u64).ok_or(Error::OutOfBounds).and_then(|a| self.issue(to, Op::Get, key, a, pd, &[&(len as u64).to_le_bytes()])) {
+                    Ok((req, call)) => in_flight.push_back((off, len, req, call)),
+                    Err(e) => first_err = Some(e),
+                }
+                next += 1;
+            }
+            let Some((off, len, req, call)) = in_flight.pop_front() else { break };
+            let p = polling.take().unwrap_or_else(|| self.polling());
+            match self.reply(to, req, &call, p) {
+                Ok(d) if d.len() == len => dst[off..off + len].copy_from_slice(&d),
+                Ok(_) => {
+                    first_err.get_or_insert(Error::Os(libc::EIO));
+                }
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        first_err.map_or(Ok(()), Err)
     }
 
     pub fn atomic(&self, to: &Arc<Remote>, key: u64, addr: u64, width: AmoWidth, op: AmoOp, pd: u64) -> Result<u64> {

@@ -55,8 +55,9 @@
 //!   synchronous put of several request pieces, into its right neighbour's buffer at an
 //!   odd offset; each checks what landed in its own and that the bytes around it were
 //!   not touched; then a put that runs past the end of the neighbour's registration
-//!   fails with `OutOfBounds`.  On the engine's own transport, at most 2 MiB were ever
-//!   queued for one process (the pieces wait for the socket: net::Engine::put_pieces).
+//!   fails with `OutOfBounds`; the same for gets (what it put comes back whole, a get
+//!   past the end fails).  On the engine's own transport, at most 2 MiB were ever queued
+//!   for one process (net::Engine::put_pieces, get_pieces).
 //! - `gone` (network engine, two or more ranks): rank 0 registers a buffer, and after a
 //!   barrier ends (returns from main, as a program that does not finalize); the other
 //!   ranks put into its buffer until a put fails.  A process's end closes its
@@ -554,12 +555,23 @@ fn bulk(rank: u32, size: u32) {
     if got[..AT].iter().chain(&got[AT + LEN..]).any(|&b| b != 0xa5) {
         die("bulk put: bytes outside the put changed", ());
     }
-    // Past the end of the neighbour's registration (its first piece would fit), once
-    // every rank has checked its buffer.
+    // Once every rank has checked its buffer: what we put comes back whole in one get
+    // (several pieces too).
     ok!(bootstrap::barrier(), "barrier");
+    let mut back = vec![0u8; LEN];
+    ok!(rma::get(&peer, rkey, raddr + AT as u64, &mut back, PD), "bulk get");
+    if let Some(i) = (0..LEN).find(|&i| back[i] != src[i]) {
+        die("bulk get: byte differs", (i, back[i], src[i]));
+    }
+    // Past the end of the neighbour's registration (its first piece would fit).
     match rma::put(&peer, rkey, raddr + (SPAN - (1 << 20)) as u64, &src[..3 << 20], PD) {
         Err(softnic_fabric::Error::OutOfBounds) => {}
         r => die("bulk put past the end: not OutOfBounds", r),
+    }
+    // A get past the end fails too.
+    match rma::get(&peer, rkey, raddr + (SPAN - (1 << 20)) as u64, &mut back[..3 << 20], PD) {
+        Err(softnic_fabric::Error::OutOfBounds) => {}
+        r => die("bulk get past the end: not OutOfBounds", r),
     }
     if let Some(q) = softnic_fabric::net::most_queued() {
         if q > 2 << 20 {
