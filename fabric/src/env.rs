@@ -252,8 +252,9 @@ pub static TUNABLES: &[Tunable] = &[
         name: "SOFTNIC_NET_STATS",
         default: "0",
         help: "1: at exit, every process with a network engine prints on stderr how many \
-               messages it dropped unserved (malformed, without the job's key, replayed) \
-               and how many of its sends and RMA operations the provider failed.",
+               messages it dropped unserved (malformed, without the job's key, replayed), \
+               how many of its sends and RMA operations the provider failed, how its held \
+               replies went, and (own transport) the most bytes it queued for one process.",
     },
     Tunable {
         name: "SOFTNIC_NET_SPIN_US",
