@@ -136,6 +136,17 @@ static void event_then_cancel(int in_spin)
     PCHECK(PtlEQFree(q3));
 }
 
+/* The queues and the NI go, and the rank reports (`what` after "ok"). */
+static int finish(int rank, int n, const char *what)
+{
+    PCHECK(PtlEQFree(q1));
+    PCHECK(PtlEQFree(q2));
+    PCHECK(PtlNIFini(ni));
+    PtlFini();
+    printf("ptl_cancel: rank %d of %d ok%s\n", rank, n, what);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     int spawned, rank, n, maxif;
@@ -161,12 +172,7 @@ int main(int argc, char **argv)
     if (spin) {
         event_then_cancel(1);
         PCHECK(PtlMEUnlink(me));
-        PCHECK(PtlEQFree(q1));
-        PCHECK(PtlEQFree(q2));
-        PCHECK(PtlNIFini(ni));
-        PtlFini();
-        printf("ptl_cancel: rank %d of %d ok (an event in the spin)\n", rank, n);
-        return 0;
+        return finish(rank, n, " (an event in the spin)");
     }
     ct_battery("PtlEQWait", eq_wait, NULL, rounds);
     ct_battery("PtlEQWait_timeout", eq_wait_timeout, NULL, rounds);
@@ -214,10 +220,5 @@ int main(int argc, char **argv)
 
     CHECK_EQ(PMI_Barrier(), PMI_SUCCESS);
     PCHECK(PtlMDUnlink(md));
-    PCHECK(PtlEQFree(q1));
-    PCHECK(PtlEQFree(q2));
-    PCHECK(PtlNIFini(ni));
-    PtlFini();
-    printf("ptl_cancel: rank %d of %d ok\n", rank, n);
-    return 0;
+    return finish(rank, n, "");
 }
